@@ -1,0 +1,54 @@
+"""Domain errors raised by services and selectors.
+
+Each carries a stable ``code`` and the HTTP status the API maps it to, so views never decide
+what a rule's failure means.
+"""
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Base of every error a caller can cause; never a server fault."""
+
+    status_code = 400
+    code = "invalid"
+
+    def __init__(self, message: str, *, fields: dict[str, list[str]] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.fields = fields or {}
+
+
+class InvalidInput(DomainError):
+    """Input that breaks a rule of the domain; ``fields`` names the offending fields."""
+
+    status_code = 400
+    code = "invalid"
+
+    @classmethod
+    def for_field(cls, field: str, message: str) -> "InvalidInput":
+        return cls(f"{field}: {message}", fields={field: [message]})
+
+
+class NotFound(DomainError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(DomainError):
+    status_code = 409
+    code = "conflict"
+
+
+class SessionAlreadyExists(Conflict):
+    code = "session_exists"
+
+
+class SessionEnded(Conflict):
+    code = "session_ended"
+
+
+class PreconditionFailed(DomainError):
+    """The caller's ``If-Match`` version no longer matches the stored one."""
+
+    status_code = 412
+    code = "precondition_failed"

@@ -1,0 +1,7 @@
+"""Top-level URL configuration."""
+from django.contrib import admin
+from django.urls import path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+]

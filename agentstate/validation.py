@@ -1,0 +1,78 @@
+"""Validation of identifiers and JSON documents, shared by every app.
+
+Identifiers (user ids, session ids, user-data keys, checkpoint labels) are 1–128 characters with
+no control characters and no ``/``. JSON documents may not hold NUL characters (PostgreSQL
+rejects them) nor nest deeper than ``MAX_JSON_DEPTH``.
+"""
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+from agentstate.exceptions import InvalidInput
+
+IDENTIFIER_MAX_LENGTH = 128
+MAX_JSON_DEPTH = 32
+ROUND_ID_MAX = 2**31 - 1
+
+
+def clean_identifier(value: Any, *, field: str, max_length: int = IDENTIFIER_MAX_LENGTH) -> str:
+    """Return ``value`` if it is a valid identifier, else raise ``InvalidInput`` naming ``field``."""
+    if not isinstance(value, str):
+        raise InvalidInput.for_field(field, "must be a string.")
+    if not value:
+        raise InvalidInput.for_field(field, "must not be empty.")
+    if len(value) > max_length:
+        raise InvalidInput.for_field(field, f"must be at most {max_length} characters.")
+    if "/" in value:
+        raise InvalidInput.for_field(field, "must not contain '/'.")
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        raise InvalidInput.for_field(field, "must not contain control characters.")
+    return value
+
+
+def clean_optional_label(value: Any, *, field: str, max_length: int = IDENTIFIER_MAX_LENGTH) -> str:
+    """Short names that may be blank (agent ids, workspace ids, roles): else an identifier."""
+    if value is None or value == "":
+        return ""
+    return clean_identifier(value, field=field, max_length=max_length)
+
+
+def clean_json(value: Any, *, field: str, require_object: bool = False) -> Any:
+    """Check a JSON document: no NUL characters anywhere, bounded depth, optionally an object."""
+    if require_object and not isinstance(value, dict):
+        raise InvalidInput.for_field(field, "must be a JSON object.")
+    _check_json(value, field=field, depth=0)
+    return value
+
+
+def _check_json(value: Any, *, field: str, depth: int) -> None:
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidInput.for_field(field, f"nests deeper than {MAX_JSON_DEPTH} levels.")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidInput.for_field(field, "must not contain NUL characters.")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInput.for_field(field, "object keys must be strings.")
+            if "\x00" in key:
+                raise InvalidInput.for_field(field, "must not contain NUL characters.")
+            _check_json(item, field=field, depth=depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_json(item, field=field, depth=depth + 1)
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise InvalidInput.for_field(field, "must not contain NaN or infinity.")
+    elif value is not None and not isinstance(value, (bool, int)):
+        raise InvalidInput.for_field(field, "must be JSON.")
+
+
+def clean_round_id(value: Any, *, field: str = "round_id") -> int:
+    """Round ids are non-negative 32-bit integers."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput.for_field(field, "must be an integer.")
+    if not 0 <= value <= ROUND_ID_MAX:
+        raise InvalidInput.for_field(field, f"must be between 0 and {ROUND_ID_MAX}.")
+    return value

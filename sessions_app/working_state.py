@@ -1,0 +1,152 @@
+"""Where working state lives: a table of its own (default) or Redis (``REDIS_URL``).
+
+Both stores are shared by every worker process, expire an entry ``WORKING_STATE_TTL_SECONDS``
+after its last write, and never evict a live entry before that. Patches merge top-level keys (a
+``None`` value removes the key), so concurrent patches of different keys never lose each other.
+Callers (sessions_app.services) hold the session's row lock around writes, so a write cannot
+slip in after the session ended.
+"""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from functools import lru_cache
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from sessions_app.models import WorkingStateEntry
+
+
+def _merge(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(data)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+class WorkingStateStore(Protocol):
+    def get(self, session_pk: int) -> dict[str, Any]: ...
+    def patch(self, session_pk: int, changes: dict[str, Any]) -> dict[str, Any]: ...
+    def replace(self, session_pk: int, data: dict[str, Any]) -> dict[str, Any]: ...
+    def clear(self, session_pk: int) -> None: ...
+    def purge_expired(self) -> int: ...
+
+
+class DatabaseWorkingStateStore:
+    """One row per live session with an ``expires_at``; expired rows read as empty."""
+
+    def __init__(self, ttl_seconds: int):
+        self.ttl = timedelta(seconds=ttl_seconds)
+
+    def get(self, session_pk: int) -> dict[str, Any]:
+        entry = WorkingStateEntry.objects.filter(session_id=session_pk, expires_at__gt=timezone.now()).first()
+        return entry.data if entry else {}
+
+    def patch(self, session_pk: int, changes: dict[str, Any]) -> dict[str, Any]:
+        return self._write(session_pk, lambda current: _merge(current, changes))
+
+    def replace(self, session_pk: int, data: dict[str, Any]) -> dict[str, Any]:
+        return self._write(session_pk, lambda current: dict(data))
+
+    def clear(self, session_pk: int) -> None:
+        WorkingStateEntry.objects.filter(session_id=session_pk).delete()
+
+    def purge_expired(self) -> int:
+        deleted, _ = WorkingStateEntry.objects.filter(expires_at__lte=timezone.now()).delete()
+        return deleted
+
+    @transaction.atomic
+    def _write(self, session_pk: int, update) -> dict[str, Any]:
+        now = timezone.now()
+        entry = WorkingStateEntry.objects.select_for_update().filter(session_id=session_pk).first()
+        if entry is None:
+            try:
+                with transaction.atomic():
+                    entry = WorkingStateEntry.objects.create(session_id=session_pk, data={}, expires_at=now)
+            except IntegrityError:  # a concurrent first write won; merge into its row
+                entry = WorkingStateEntry.objects.select_for_update().get(session_id=session_pk)
+        current = entry.data if entry.expires_at > now else {}
+        entry.data = update(current)
+        entry.expires_at = now + self.ttl
+        entry.updated_at = now
+        entry.save(update_fields=["data", "expires_at", "updated_at"])
+        return entry.data
+
+
+class RedisWorkingStateStore:
+    """One Redis hash per session (field = key, value = JSON), with EXPIRE as the TTL.
+
+    Run Redis with ``maxmemory-policy noeviction`` so live state is never evicted.
+    """
+
+    prefix = "agentstate:ws:"
+
+    def __init__(self, url: str, ttl_seconds: int):
+        import redis
+
+        self.client = redis.Redis.from_url(url)
+        self.ttl = ttl_seconds
+
+    def _key(self, session_pk: int) -> str:
+        return f"{self.prefix}{session_pk}"
+
+    @staticmethod
+    def _decode(raw: dict[bytes, bytes]) -> dict[str, Any]:
+        return {key.decode(): json.loads(value) for key, value in raw.items()}
+
+    def get(self, session_pk: int) -> dict[str, Any]:
+        return self._decode(self.client.hgetall(self._key(session_pk)))
+
+    def patch(self, session_pk: int, changes: dict[str, Any]) -> dict[str, Any]:
+        key = self._key(session_pk)
+        to_set = {k: json.dumps(v) for k, v in changes.items() if v is not None}
+        to_remove = [k for k, v in changes.items() if v is None]
+        pipe = self.client.pipeline(transaction=True)
+        if to_set:
+            pipe.hset(key, mapping=to_set)
+        if to_remove:
+            pipe.hdel(key, *to_remove)
+        pipe.expire(key, self.ttl)
+        pipe.hgetall(key)
+        return self._decode(pipe.execute()[-1])
+
+    def replace(self, session_pk: int, data: dict[str, Any]) -> dict[str, Any]:
+        key = self._key(session_pk)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.delete(key)
+        if data:
+            pipe.hset(key, mapping={k: json.dumps(v) for k, v in data.items()})
+            pipe.expire(key, self.ttl)
+        pipe.execute()
+        return dict(data)
+
+    def clear(self, session_pk: int) -> None:
+        self.client.delete(self._key(session_pk))
+
+    def purge_expired(self) -> int:
+        return 0  # Redis expires keys itself.
+
+    def ping(self) -> bool:
+        return bool(self.client.ping())
+
+
+@lru_cache(maxsize=None)
+def _build_store(backend: str, url: str, ttl: int) -> WorkingStateStore:
+    if backend == "redis":
+        return RedisWorkingStateStore(url, ttl)
+    if backend == "database":
+        return DatabaseWorkingStateStore(ttl)
+    raise ValueError(f"Unknown AGENTSTATE_WORKING_STATE_BACKEND {backend!r}")
+
+
+def get_store() -> WorkingStateStore:
+    """The store selected by settings (re-read each call so tests can override settings)."""
+    return _build_store(
+        settings.WORKING_STATE_BACKEND, settings.REDIS_URL, settings.WORKING_STATE_TTL_SECONDS
+    )

@@ -1,0 +1,38 @@
+"""Writes to user-attributed data."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from agentstate.exceptions import NotFound
+from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_identifier, clean_json
+from userdata_app.models import UserDatum
+
+
+def user_datum_set(*, tenant: Tenant, user_id: str, key: str, value: Any) -> UserDatum:
+    """Upsert one key of a user (one INSERT ... ON CONFLICT DO UPDATE, safe under concurrency)."""
+    now = timezone.now()
+    datum = UserDatum(
+        tenant=tenant,
+        user_id=clean_identifier(user_id, field="user_id"),
+        key=clean_identifier(key, field="key"),
+        value=clean_json(value, field="value"),
+        created_at=now,
+        updated_at=now,
+    )
+    UserDatum.objects.bulk_create(
+        [datum],
+        update_conflicts=True,
+        unique_fields=["tenant", "user_id", "key"],
+        update_fields=["value", "updated_at"],
+    )
+    return UserDatum.objects.get(tenant=tenant, user_id=datum.user_id, key=datum.key)
+
+
+def user_datum_delete(*, tenant: Tenant, user_id: str, key: str) -> None:
+    """Delete one key of a user; a missing key is not found."""
+    deleted, _ = UserDatum.objects.filter(tenant=tenant, user_id=user_id, key=key).delete()
+    if not deleted:
+        raise NotFound(f"No value stored under {key!r}.")
