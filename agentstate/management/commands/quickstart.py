@@ -16,13 +16,15 @@ class Command(BaseCommand):
         parser.add_argument("--no-serve", action="store_true", help="Set up only; do not start the server.")
 
     def handle(self, *args, addrport: str, no_serve: bool, **options):
-        call_command("migrate", interactive=False, verbosity=0)
-        call_command("createcachetable", verbosity=0)
-        self._ensure_admin()
+        # runserver's autoreloader runs this command again in a child process: set up once.
+        if os.environ.get("RUN_MAIN") != "true":
+            call_command("migrate", interactive=False, verbosity=0)
+            call_command("createcachetable", verbosity=0)
+            self._ensure_admin(url=f"http://{addrport}/admin/")
         if not no_serve:
             call_command("runserver", addrport)
 
-    def _ensure_admin(self) -> None:
+    def _ensure_admin(self, *, url: str) -> None:
         username = os.environ.get("DJANGO_SUPERUSER_USERNAME", "admin")
         password = os.environ.get("DJANGO_SUPERUSER_PASSWORD", "")
         users = get_user_model().objects
@@ -38,4 +40,4 @@ class Command(BaseCommand):
             user.set_password(password)
             user.save(update_fields=["password"])
         shown = password if generated else "(from DJANGO_SUPERUSER_PASSWORD)"
-        self.stdout.write(self.style.SUCCESS(f"Admin login: {username} / {shown}  ->  http://127.0.0.1:8000/admin/"))
+        self.stdout.write(self.style.SUCCESS(f"Admin login: {username} / {shown}  ->  {url}"))
