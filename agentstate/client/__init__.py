@@ -1,0 +1,54 @@
+"""Python client of agentstate: ``AgentStateClient`` (sync), ``AsyncAgentStateClient`` and the
+AgentScope drop-in adapters ``RemoteStateService`` and ``RemoteSessionHistoryService``.
+
+Needs only httpx and pydantic: it imports nothing from Django or the server's apps.
+"""
+from agentstate.client.agentscope import RemoteSessionHistoryService, RemoteStateService
+from agentstate.client.clients import AgentStateClient, AsyncAgentStateClient
+from agentstate.client.errors import (
+    AgentStateError,
+    AuthenticationError,
+    Conflict,
+    NetworkError,
+    NotFound,
+    PermissionDenied,
+    PreconditionFailed,
+    RateLimited,
+    ServerError,
+    ValidationError,
+)
+from agentstate.client.models import (
+    Checkpoint,
+    MessageRecord,
+    Page,
+    Round,
+    SessionRecord,
+    SessionRestore,
+    Transition,
+    UserDatum,
+)
+
+__all__ = [
+    "AgentStateClient",
+    "AsyncAgentStateClient",
+    "RemoteStateService",
+    "RemoteSessionHistoryService",
+    "AgentStateError",
+    "AuthenticationError",
+    "Conflict",
+    "NetworkError",
+    "NotFound",
+    "PermissionDenied",
+    "PreconditionFailed",
+    "RateLimited",
+    "ServerError",
+    "ValidationError",
+    "Checkpoint",
+    "MessageRecord",
+    "Page",
+    "Round",
+    "SessionRecord",
+    "SessionRestore",
+    "Transition",
+    "UserDatum",
+]

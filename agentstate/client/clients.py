@@ -1,0 +1,95 @@
+"""The two transports: ``AgentStateClient`` (sync, httpx.Client) and ``AsyncAgentStateClient``.
+
+They only move bytes and sleep between retries; the endpoints, retry rules and error mapping are
+shared (``endpoints``, ``calls``, ``errors``).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+
+from agentstate.client.calls import Call
+from agentstate.client.endpoints import Endpoints
+from agentstate.client.models import Page
+
+USER_AGENT = "agentstate-client/0.1"
+
+
+def _http_options(base_url: str, api_key: str, timeout: float) -> dict[str, Any]:
+    return {
+        "base_url": base_url,
+        "timeout": timeout,
+        "headers": {"X-Api-Key": api_key, "Accept": "application/json", "User-Agent": USER_AGENT},
+    }
+
+
+class AgentStateClient(Endpoints):
+    """Blocking client. Use as a context manager, or call ``close()``.
+
+    ``retries`` is how many more times a request that failed to connect (or, when it is safe to
+    repeat, failed in any transport way) is tried, after 0.2 s, 0.4 s, ...; ``timeout`` is in seconds.
+    """
+
+    def __init__(self, base_url: str, api_key: str, *, timeout: float = 10.0, retries: int = 2,
+                 transport: httpx.BaseTransport | None = None):
+        self.retries = retries
+        self._http = httpx.Client(transport=transport, **_http_options(base_url, api_key, timeout))
+
+    def _call(self, call: Call[Any]) -> Any:
+        for attempt in call.attempts(self.retries):
+            time.sleep(attempt.delay)
+            with attempt:
+                return call.result(self._http.request(**call.request))
+
+    def _iterate(self, call: Call[Page[Any]] | None) -> Iterator[Any]:
+        while call is not None:
+            page = self._call(call)
+            yield from page.results
+            call = call.with_cursor(page.next_cursor) if page.next_cursor else None
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> AgentStateClient:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+class AsyncAgentStateClient(Endpoints):
+    """Asyncio client: the same methods as ``AgentStateClient``, awaited (``*_iter`` give async iterators).
+
+    Use as an async context manager, or await ``aclose()``.
+    """
+
+    def __init__(self, base_url: str, api_key: str, *, timeout: float = 10.0, retries: int = 2,
+                 transport: httpx.AsyncBaseTransport | None = None):
+        self.retries = retries
+        self._http = httpx.AsyncClient(transport=transport, **_http_options(base_url, api_key, timeout))
+
+    async def _call(self, call: Call[Any]) -> Any:
+        for attempt in call.attempts(self.retries):
+            await asyncio.sleep(attempt.delay)
+            with attempt:
+                return call.result(await self._http.request(**call.request))
+
+    async def _iterate(self, call: Call[Page[Any]] | None) -> AsyncIterator[Any]:
+        while call is not None:
+            page = await self._call(call)
+            for item in page.results:
+                yield item
+            call = call.with_cursor(page.next_cursor) if page.next_cursor else None
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncAgentStateClient:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()

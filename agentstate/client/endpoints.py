@@ -1,0 +1,296 @@
+"""Every endpoint of API v1, written once for both clients.
+
+Each method builds a ``Call`` and hands it to the transport: ``AgentStateClient`` runs it and
+returns the result, ``AsyncAgentStateClient`` returns an awaitable of the same result. List
+methods return one ``Page``; the matching ``*_iter`` methods follow ``next`` to the end.
+Identifiers come first and positionally; everything else is keyword-only.
+"""
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterator
+
+import httpx
+import pydantic
+
+from agentstate.client import calls
+from agentstate.client.calls import API, Call, as_json, as_model, as_nothing, as_page, if_match, query, session_url
+from agentstate.client.models import (
+    Checkpoint,
+    MessageRecord,
+    Page,
+    Round,
+    SessionRecord,
+    SessionRestore,
+    Transition,
+    UserDatum,
+)
+
+SESSION_FILTERS = frozenset(
+    {"user_id", "agent_id", "workspace_id", "ended", "created_after", "created_before", "updated_after", "updated_before"}
+)
+
+
+def _session_list(filters: dict[str, Any], page_size: int | None, cursor: str | None) -> Call[Page[SessionRecord]]:
+    unknown = set(filters) - SESSION_FILTERS
+    if unknown:  # the server ignores unknown filters: a typo would silently list everything
+        raise TypeError(f"unknown session filters: {', '.join(sorted(unknown))}")
+    return Call("GET", f"{API}/sessions/", as_page(SessionRecord), params=query(**filters, page_size=page_size, cursor=cursor))
+
+
+def _messages(user_id: str, session_id: str, params: dict[str, str]) -> Call[Page[MessageRecord]]:
+    return Call("GET", session_url(user_id, session_id, "messages"), as_page(MessageRecord), params=params)
+
+
+def _listing(url: str, cls: type, page_size: int | None, cursor: str | None = None) -> Call[Page[Any]]:
+    return Call("GET", url, as_page(cls), params=query(page_size=page_size, cursor=cursor))
+
+
+class _Appended(pydantic.BaseModel):
+    messages: list[MessageRecord]
+
+
+def _appended(response: httpx.Response) -> list[MessageRecord]:
+    return calls.validated(_Appended, calls.body(response)).messages
+
+
+def _recent_page(response: httpx.Response) -> list[MessageRecord]:
+    return as_page(MessageRecord)(response).results
+
+
+class Endpoints(abc.ABC):
+    """The API, independent of sync or async: subclasses say how a ``Call`` runs."""
+
+    @abc.abstractmethod
+    def _call(self, call: Call[Any]) -> Any:
+        """Run one call: its result (sync) or an awaitable of it (async)."""
+
+    @abc.abstractmethod
+    def _iterate(self, call: Call[Page[Any]]) -> Any:
+        """Every item of a list, page after page: an iterator (sync) or an async iterator."""
+
+    # --- sessions -------------------------------------------------------------------------------
+    def session_create(
+        self,
+        user_id: str,
+        session_id: str | None = None,
+        *,
+        agent_id: str | None = None,
+        workspace_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> SessionRecord:
+        """Create a session (blank ``session_id``: the server picks a UUID); an existing id raises Conflict."""
+        payload = {"user_id": user_id, "session_id": session_id, "agent_id": agent_id,
+                   "workspace_id": workspace_id, "metadata": metadata}
+        return self._call(Call("POST", f"{API}/sessions/", as_model(SessionRecord),
+                               json={k: v for k, v in payload.items() if v is not None}))
+
+    def session_get(self, user_id: str, session_id: str) -> SessionRecord:
+        return self._call(Call("GET", session_url(user_id, session_id), as_model(SessionRecord)))
+
+    def session_update(
+        self,
+        user_id: str,
+        session_id: str,
+        *,
+        agent_id: str | None = None,
+        workspace_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        expected_version: int | None = None,
+    ) -> SessionRecord:
+        """Change the given fields (None leaves one as it is); a stale ``expected_version`` raises PreconditionFailed."""
+        payload = {"agent_id": agent_id, "workspace_id": workspace_id, "metadata": metadata}
+        return self._call(Call("PATCH", session_url(user_id, session_id), as_model(SessionRecord),
+                               json={k: v for k, v in payload.items() if v is not None},
+                               headers=if_match(expected_version)))
+
+    def session_end(self, user_id: str, session_id: str) -> SessionRecord:
+        """Mark the session ended: it stays readable, refuses new writes, and its working state is gone."""
+        return self._call(Call("POST", session_url(user_id, session_id, "end"), as_model(SessionRecord)))
+
+    def session_delete(self, user_id: str, session_id: str) -> None:
+        """Delete the session with its messages, rounds, checkpoints, transitions and working state."""
+        return self._call(Call("DELETE", session_url(user_id, session_id), as_nothing))
+
+    def session_restore(self, user_id: str, session_id: str) -> SessionRestore:
+        return self._call(Call("GET", session_url(user_id, session_id, "restore"), as_model(SessionRestore)))
+
+    def session_list(self, *, page_size: int | None = None, cursor: str | None = None, **filters: Any) -> Page[SessionRecord]:
+        """One page of sessions, without messages. Filters: user_id, agent_id, workspace_id, ended (bool),
+        created_after/created_before/updated_after/updated_before (datetimes)."""
+        return self._call(_session_list(filters, page_size, cursor))
+
+    def session_iter(self, *, page_size: int | None = None, **filters: Any) -> Iterator[SessionRecord]:
+        """Every session matching ``session_list``'s filters."""
+        return self._iterate(_session_list(filters, page_size, None))
+
+    # --- messages -------------------------------------------------------------------------------
+    def message_append(
+        self, user_id: str, session_id: str, messages: Mapping[str, Any] | Sequence[Mapping[str, Any]]
+    ) -> list[MessageRecord]:
+        """Append one message or a list, atomically; returns them stored, with ``seq``.
+
+        When every message has a ``client_id`` the append is safe to repeat (the server returns the
+        stored ones instead of storing twice), so it is retried on connection errors like a GET."""
+        items = [dict(messages)] if isinstance(messages, Mapping) else [dict(m) for m in messages]
+        retry_safe = bool(items) and all(item.get("client_id") for item in items)
+        return self._call(Call("POST", session_url(user_id, session_id, "messages"), _appended,
+                               json={"messages": items}, idempotent=retry_safe))
+
+    def message_list(
+        self,
+        user_id: str,
+        session_id: str,
+        *,
+        after_seq: int | None = None,
+        role: str | None = None,
+        page_size: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[MessageRecord]:
+        """One page of messages in ``seq`` order, optionally after a ``seq`` and of one role."""
+        return self._call(_messages(user_id, session_id, query(after_seq=after_seq, role=role, page_size=page_size, cursor=cursor)))
+
+    def message_iter(
+        self, user_id: str, session_id: str, *, after_seq: int | None = None, role: str | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[MessageRecord]:
+        return self._iterate(_messages(user_id, session_id, query(after_seq=after_seq, role=role, page_size=page_size)))
+
+    def message_recent(self, user_id: str, session_id: str, count: int, *, role: str | None = None) -> list[MessageRecord]:
+        """The last ``count`` messages (of ``role``, if given), in ``seq`` order."""
+        return self._call(Call("GET", session_url(user_id, session_id, "messages"), _recent_page,
+                               params=query(recent=count, role=role)))
+
+    # --- rounds ---------------------------------------------------------------------------------
+    def round_save(
+        self, user_id: str, session_id: str, state: dict[str, Any], *, round_id: int | None = None
+    ) -> Round:
+        """Save a state snapshot, creating the session if missing: as round ``max + 1`` (or 1), or
+        overwriting ``round_id`` (then safe to retry)."""
+        payload: dict[str, Any] = {"state": state}
+        if round_id is not None:
+            payload["round_id"] = round_id
+        return self._call(Call("POST", session_url(user_id, session_id, "rounds"), as_model(Round),
+                               json=payload, idempotent=round_id is not None))
+
+    def round_put(
+        self, user_id: str, session_id: str, round_id: int, state: dict[str, Any], *, expected_version: int | None = None
+    ) -> Round:
+        """Write round ``round_id``; a stale ``expected_version`` raises PreconditionFailed."""
+        return self._call(Call("PUT", session_url(user_id, session_id, "rounds", _round(round_id)), as_model(Round),
+                               json={"state": state}, headers=if_match(expected_version)))
+
+    def round_get(self, user_id: str, session_id: str, round_id: int) -> Round:
+        return self._call(Call("GET", session_url(user_id, session_id, "rounds", _round(round_id)), as_model(Round)))
+
+    def round_latest(self, user_id: str, session_id: str) -> Round:
+        """The round with the largest ``round_id`` (not the last written); NotFound when there is none."""
+        return self._call(Call("GET", session_url(user_id, session_id, "rounds", "latest"), as_model(Round)))
+
+    def round_list(self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None) -> Page[Round]:
+        """One page of rounds in ``round_id`` order, without their state."""
+        return self._call(_listing(session_url(user_id, session_id, "rounds"), Round, page_size, cursor))
+
+    def round_iter(self, user_id: str, session_id: str, *, page_size: int | None = None) -> Iterator[Round]:
+        return self._iterate(_listing(session_url(user_id, session_id, "rounds"), Round, page_size))
+
+    def round_delete(self, user_id: str, session_id: str, round_id: int) -> None:
+        return self._call(Call("DELETE", session_url(user_id, session_id, "rounds", _round(round_id)), as_nothing))
+
+    # --- checkpoints ----------------------------------------------------------------------------
+    def checkpoint_create(
+        self,
+        user_id: str,
+        session_id: str,
+        label: str,
+        *,
+        include_keys: Sequence[str] | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> Checkpoint:
+        """Snapshot the working state (only ``include_keys`` when given) or the ``state`` given, under ``label``."""
+        payload: dict[str, Any] = {"label": label}
+        if include_keys is not None:
+            payload["include_keys"] = list(include_keys)
+        if state is not None:
+            payload["state"] = state
+        return self._call(Call("POST", session_url(user_id, session_id, "checkpoints"), as_model(Checkpoint), json=payload))
+
+    def checkpoint_latest(self, user_id: str, session_id: str, label: str) -> Checkpoint:
+        """The newest checkpoint with ``label``; NotFound when there is none."""
+        return self._call(Call("GET", session_url(user_id, session_id, "checkpoints", "latest"), as_model(Checkpoint),
+                               params=query(label=label)))
+
+    def checkpoint_list(self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None) -> Page[Checkpoint]:
+        """One page of checkpoints (id, label, time; no state)."""
+        return self._call(_listing(session_url(user_id, session_id, "checkpoints"), Checkpoint, page_size, cursor))
+
+    def checkpoint_iter(self, user_id: str, session_id: str, *, page_size: int | None = None) -> Iterator[Checkpoint]:
+        return self._iterate(_listing(session_url(user_id, session_id, "checkpoints"), Checkpoint, page_size))
+
+    # --- working state --------------------------------------------------------------------------
+    def working_state_get(self, user_id: str, session_id: str) -> dict[str, Any]:
+        """The session's scratch keys ({} once it ended)."""
+        return self._call(Call("GET", session_url(user_id, session_id, "working-state"), as_json))
+
+    def working_state_put(self, user_id: str, session_id: str, state: dict[str, Any]) -> dict[str, Any]:
+        """Replace the working state with ``state``."""
+        return self._call(Call("PUT", session_url(user_id, session_id, "working-state"), as_json, json=state))
+
+    def working_state_patch(self, user_id: str, session_id: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """Merge top-level keys (a None value removes its key); concurrent patches of other keys are kept."""
+        return self._call(Call("PATCH", session_url(user_id, session_id, "working-state"), as_json, json=changes))
+
+    def working_state_delete(self, user_id: str, session_id: str) -> None:
+        return self._call(Call("DELETE", session_url(user_id, session_id, "working-state"), as_nothing))
+
+    # --- transitions ----------------------------------------------------------------------------
+    def transition_record(
+        self,
+        user_id: str,
+        session_id: str,
+        to_agent: str,
+        *,
+        from_agent: str | None = None,
+        reason: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Transition:
+        """Record a hand-off to ``to_agent``."""
+        payload = {"to_agent": to_agent, "from_agent": from_agent, "reason": reason, "metadata": metadata}
+        return self._call(Call("POST", session_url(user_id, session_id, "transitions"), as_model(Transition),
+                               json={k: v for k, v in payload.items() if v is not None}))
+
+    def transition_list(self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None) -> Page[Transition]:
+        return self._call(_listing(session_url(user_id, session_id, "transitions"), Transition, page_size, cursor))
+
+    def transition_iter(self, user_id: str, session_id: str, *, page_size: int | None = None) -> Iterator[Transition]:
+        return self._iterate(_listing(session_url(user_id, session_id, "transitions"), Transition, page_size))
+
+    # --- user data ------------------------------------------------------------------------------
+    def user_data_get(self, user_id: str, key: str) -> UserDatum:
+        return self._call(Call("GET", calls.user_data_url(user_id, key), as_model(UserDatum)))
+
+    def user_data_put(self, user_id: str, key: str, value: Any) -> UserDatum:
+        """Set ``key`` of the user to ``value`` (any JSON)."""
+        return self._call(Call("PUT", calls.user_data_url(user_id, key), as_model(UserDatum), json={"value": value}))
+
+    def user_data_delete(self, user_id: str, key: str) -> None:
+        return self._call(Call("DELETE", calls.user_data_url(user_id, key), as_nothing))
+
+    def user_data_list(self, user_id: str, *, page_size: int | None = None, cursor: str | None = None) -> Page[UserDatum]:
+        """One page of the user's data in key order."""
+        return self._call(_listing(calls.user_data_url(user_id), UserDatum, page_size, cursor))
+
+    def user_data_iter(self, user_id: str, *, page_size: int | None = None) -> Iterator[UserDatum]:
+        return self._iterate(_listing(calls.user_data_url(user_id), UserDatum, page_size))
+
+    # --- service --------------------------------------------------------------------------------
+    def health(self) -> dict[str, str]:
+        """The server's health report (``{"status": "ok", ...}``, or the failing part when it is 503)."""
+        return self._call(Call("GET", "/healthz", as_json, answers=frozenset({503})))
+
+
+def _round(round_id: int) -> str:
+    if isinstance(round_id, bool) or not isinstance(round_id, int):
+        raise TypeError(f"round_id is an int, not {type(round_id).__name__}")
+    return str(round_id)

@@ -1,0 +1,111 @@
+"""What the server answers, as typed models.
+
+Models accept fields they do not know (``extra="allow"``) so an older client keeps working when
+the server adds one. ``version`` is the number the server sends as ``ETag``; pass it back as
+``expected_version`` to make a write fail (412) if someone else wrote in between.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+from pydantic import BaseModel, ConfigDict
+
+T = TypeVar("T")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class SessionRecord(_Model):
+    """A session as the server stores it (lists leave out nothing but messages, which it never carries)."""
+
+    user_id: str
+    session_id: str
+    agent_id: str | None = None
+    workspace_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    ended_at: datetime | None = None
+    message_count: int | None = None
+    version: int | None = None
+
+
+class MessageRecord(_Model):
+    """One stored message: what was appended plus its gap-free ``seq`` within the session."""
+
+    seq: int
+    client_id: str | None = None
+    role: str | None = None
+    type: str | None = None
+    status: str | None = None
+    name: str | None = None
+    content: str | list[dict[str, Any]] | None = None
+    metadata: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    created_at: datetime | None = None
+
+
+class Round(_Model):
+    """A state snapshot at ``round_id``; ``state`` is None in list items, which leave it out."""
+
+    round_id: int
+    state: dict[str, Any] | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    version: int | None = None
+
+
+class Checkpoint(_Model):
+    """A labelled snapshot; ``state`` is None in list items, which leave it out."""
+
+    id: int | str
+    label: str
+    state: dict[str, Any] | None = None
+    created_at: datetime | None = None
+
+
+class Transition(_Model):
+    """A hand-off from one agent to another within a session."""
+
+    id: int | str
+    from_agent: str | None = None
+    to_agent: str
+    reason: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: datetime | None = None
+
+
+class UserDatum(_Model):
+    """One fact about a user: ``value`` is any JSON."""
+
+    key: str
+    value: Any = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class SessionRestore(_Model):
+    """What survives of a session to resume it: the session, its checkpoints, its working state."""
+
+    session: SessionRecord
+    checkpoints: list[Checkpoint]
+    working_state: dict[str, Any]
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a list; pass ``next_cursor`` as ``cursor`` for the following page."""
+
+    results: list[T]
+    next: str | None = None
+    previous: str | None = None
+
+    @property
+    def next_cursor(self) -> str | None:
+        """The cursor of the next page, taken from the ``next`` link (None on the last page)."""
+        if not self.next:
+            return None
+        return parse_qs(urlsplit(self.next).query).get("cursor", [None])[0]
