@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -22,9 +23,20 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+# DJANGO_ENV=production turns on the deployment settings at the end of this file and refuses to
+# start without a real secret key and an explicit host list.
+PRODUCTION = os.environ.get("DJANGO_ENV", "development").strip().lower() == "production"
+DEBUG = env_bool("DJANGO_DEBUG", not PRODUCTION)
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or "django-insecure-development-only-key-change-me"
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+if PRODUCTION:
+    if SECRET_KEY.startswith("django-insecure") or len(set(SECRET_KEY)) < 5 or len(SECRET_KEY) < 50:
+        raise ImproperlyConfigured(
+            "DJANGO_ENV=production needs DJANGO_SECRET_KEY: at least 50 random characters, e.g. "
+            "python -c 'import secrets; print(secrets.token_urlsafe(64))'"
+        )
+    if not os.environ.get("DJANGO_ALLOWED_HOSTS"):
+        raise ImproperlyConfigured("DJANGO_ENV=production needs DJANGO_ALLOWED_HOSTS (comma-separated).")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -44,7 +56,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "agentstate.middleware.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -128,4 +142,43 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"))
+
+# --- Request logs: one JSON line per request (agentstate.middleware), never keys or contents ----
+LOG_LEVEL = os.environ.get("DJANGO_LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_context": {"()": "agentstate.logging.RequestContextFilter"}},
+    "formatters": {"json": {"()": "agentstate.logging.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json",
+            "filters": ["request_context"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "django.server": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "agentstate": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+    },
+}
+
+# --- Production (DJANGO_ENV=production): HTTPS behind a proxy, static files from WhiteNoise ----
+if PRODUCTION:
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
+    # The proxy terminates TLS and must set (never pass through) X-Forwarded-Proto.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz/?$"]  # load-balancer probes may come over plain HTTP
+    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")

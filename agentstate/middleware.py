@@ -1,0 +1,57 @@
+"""One structured log line per request, tied together by a request id.
+
+The id comes from the caller's ``X-Request-ID`` when it is a plain token (so a proxy's id carries
+through), else a fresh one; it is echoed in the response's ``X-Request-ID``. The line holds the
+method, path, status, duration and tenant: never headers, query strings or bodies, so API keys and
+stored contents stay out of the logs.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from agentstate.logging import request_id_var
+
+logger = logging.getLogger("agentstate.request")
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_REQUEST_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+class RequestLogMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        incoming = request.headers.get(REQUEST_ID_HEADER, "")
+        request_id = incoming if _REQUEST_ID_RE.fullmatch(incoming) else uuid.uuid4().hex
+        request.request_id = request_id
+        token = request_id_var.set(request_id)
+        started = time.perf_counter()
+        try:
+            response = self.get_response(request)
+            response[REQUEST_ID_HEADER] = request_id
+            logger.info(
+                "%s %s %s",
+                request.method,
+                request.path,
+                response.status_code,
+                extra={
+                    "method": request.method,
+                    "path": request.path,
+                    "status": response.status_code,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "tenant": request_tenant_slug(request),
+                },
+            )
+            return response
+        finally:
+            request_id_var.reset(token)
+
+
+def request_tenant_slug(request) -> str | None:
+    """The tenant the request's API key belongs to, once DRF has authenticated it."""
+    tenant = getattr(getattr(request, "auth", None), "tenant", None)
+    return getattr(tenant, "slug", None)

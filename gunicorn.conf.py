@@ -1,0 +1,27 @@
+"""gunicorn settings for agentstate: ``gunicorn -c gunicorn.conf.py`` (see docs/OPERATIONS.md).
+
+Every value can be overridden by an environment variable, so one file serves every deployment.
+"""
+import multiprocessing
+import os
+
+wsgi_app = "agentstate.wsgi:application"
+bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
+# Sync workers: each request holds one database connection; two per core plus one is the usual start.
+workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
+threads = int(os.environ.get("GUNICORN_THREADS", "1"))
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
+graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
+keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
+# Recycle workers now and then so a slow leak never takes a process down.
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "2000"))
+max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", "200"))
+# Forked workers open their own database connections: never load the app in the master.
+preload_app = False
+# The app writes one JSON line per request (agentstate.middleware); gunicorn's access log would
+# repeat it without the request id, and its query strings could carry identifiers.
+accesslog = None
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+# Proxies allowed to set X-Forwarded-* (the one in front of gunicorn).
+forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
