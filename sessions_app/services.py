@@ -54,7 +54,7 @@ def session_create(
     session = Session(
         tenant=tenant,
         user_id=clean_identifier(user_id, field="user_id"),
-        session_id=clean_identifier(stripped or str(uuid.uuid4()), field="session_id"),
+        session_id=clean_identifier(str(uuid.uuid4()) if stripped in (None, "") else stripped, field="session_id"),
         agent_id=clean_optional_label(agent_id, field="agent_id"),
         workspace_id=clean_optional_label(workspace_id, field="workspace_id"),
         metadata=clean_json({} if metadata is None else metadata, field="metadata", require_object=True),
@@ -103,9 +103,11 @@ def session_update(
 def session_end(*, session: Session) -> Session:
     """Mark the session ended and discard its working state; ending twice changes nothing."""
     now = timezone.now()
-    Session.objects.filter(pk=session.pk, ended_at__isnull=True).update(
+    ended = Session.objects.filter(pk=session.pk, ended_at__isnull=True).update(
         ended_at=now, updated_at=now, version=F("version") + 1
     )
+    if not ended and not Session.objects.filter(pk=session.pk).exists():
+        raise NotFound("Session not found.")
     working_state.get_store().clear(session.pk)
     session.refresh_from_db()
     return session
@@ -195,7 +197,7 @@ def _clean_message(raw: Any, *, index: int) -> dict[str, Any]:
     usage = raw.get("usage")
     if usage is not None and not isinstance(usage, dict):
         raise InvalidInput.for_field(f"{prefix}.usage", "must be a JSON object or null.")
-    metadata = raw.get("metadata") or {}
+    metadata = {} if raw.get("metadata") is None else raw["metadata"]
     return {
         "client_id": None if client_id is None else clean_identifier(client_id, field=f"{prefix}.client_id"),
         "role": clean_optional_label(raw.get("role"), field=f"{prefix}.role", max_length=32),
@@ -322,6 +324,8 @@ def checkpoint_create(
     """Promote working state (all keys, or ``include_keys``; missing keys skipped) or a given
     state to a labelled checkpoint."""
     label = clean_identifier(label, field="label")
+    if include_keys is not None and not isinstance(include_keys, list):
+        raise InvalidInput.for_field("include_keys", "must be a list of keys.")
     if state is not None and include_keys:
         raise InvalidInput.for_field("include_keys", "give either state or include_keys, not both.")
     if state is None:
