@@ -47,6 +47,12 @@ class SessionEnded(Conflict):
     code = "session_ended"
 
 
+class SubjectErased(Conflict):
+    """Writes that would recreate a subject's data during the grace period after its erasure."""
+
+    code = "subject_erased"
+
+
 class PreconditionFailed(DomainError):
     """The caller's ``If-Match`` version no longer matches the stored one."""
 

@@ -3,10 +3,12 @@ fetched through it), so nothing outside the tenant is reachable; each query is i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, time, timedelta
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
 
 from agentstate.exceptions import NotFound
 from agentstate.tenancy.models import Tenant
@@ -149,3 +151,111 @@ def working_state_get(*, session: Session) -> dict[str, Any]:
 def transition_list(*, session: Session) -> QuerySet[AgentTransition]:
     """A session's agent hand-offs in the order they were recorded."""
     return AgentTransition.objects.filter(session=session).order_by("id")
+
+
+# --- One data subject's process state (erasure preview, residue check, subject export) -----
+
+PROCESS_STATE_CATEGORIES = ("sessions", "messages", "rounds", "checkpoints", "transitions", "working_state")
+
+
+def _subject_sessions(*, tenant: Tenant, user_id: str) -> QuerySet[Session]:
+    """Served by the (tenant, user_id, session_id) unique index."""
+    return Session.objects.filter(tenant=tenant, user_id=user_id)
+
+
+def subject_process_state_counts(*, tenant: Tenant, user_id: str) -> dict[str, int]:
+    """How many rows of each process-state category the subject has: one query per category,
+    whatever the data size (children are found through the subject's sessions)."""
+    sessions = _subject_sessions(tenant=tenant, user_id=user_id)
+    session_pks = list(sessions.values_list("pk", flat=True))
+    in_sessions = {"session_id__in": sessions.values("pk")}
+    return {
+        "sessions": len(session_pks),
+        "messages": Message.objects.filter(**in_sessions).count(),
+        "rounds": Round.objects.filter(**in_sessions).count(),
+        "checkpoints": Checkpoint.objects.filter(**in_sessions).count(),
+        "transitions": AgentTransition.objects.filter(**in_sessions).count(),
+        "working_state": working_state.get_store().count_many(session_pks),
+    }
+
+
+def subject_admin_objects(*, tenant: Tenant, user_id: str) -> list[QuerySet]:
+    """The subject's rows of each model the admin shows, so erasure can scrub the admin log."""
+    sessions = _subject_sessions(tenant=tenant, user_id=user_id)
+    in_sessions = {"session_id__in": sessions.values("pk")}
+    return [sessions, *(model.objects.filter(**in_sessions) for model in (Message, Round, Checkpoint, AgentTransition))]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[str, Any]]:
+    """Every session of the subject with its messages, rounds, checkpoints, transitions and live
+    working state, as JSON-ready dicts (subject access, GDPR Art. 15/20). One query per category."""
+    sessions = list(_subject_sessions(tenant=tenant, user_id=user_id).order_by("created_at", "id"))
+    in_sessions = {"session_id__in": [s.pk for s in sessions]}
+    by_session: dict[int, dict[str, list]] = {
+        s.pk: {"messages": [], "rounds": [], "checkpoints": [], "transitions": []} for s in sessions
+    }
+    for m in Message.objects.filter(**in_sessions).order_by("session_id", "seq"):
+        by_session[m.session_id]["messages"].append(
+            {
+                "seq": m.seq, "client_id": m.client_id, "role": m.role, "type": m.type, "status": m.status,
+                "name": m.name, "content": m.content, "metadata": m.metadata, "usage": m.usage,
+                "created_at": _iso(m.created_at),
+            }
+        )
+    for r in Round.objects.filter(**in_sessions).order_by("session_id", "round_id"):
+        by_session[r.session_id]["rounds"].append(
+            {"round_id": r.round_id, "state": r.state, "created_at": _iso(r.created_at), "updated_at": _iso(r.updated_at)}
+        )
+    for c in Checkpoint.objects.filter(**in_sessions).order_by("session_id", "id"):
+        by_session[c.session_id]["checkpoints"].append(
+            {"id": c.pk, "label": c.label, "state": c.state, "created_at": _iso(c.created_at)}
+        )
+    for t in AgentTransition.objects.filter(**in_sessions).order_by("session_id", "id"):
+        by_session[t.session_id]["transitions"].append(
+            {
+                "from_agent": t.from_agent, "to_agent": t.to_agent, "reason": t.reason, "metadata": t.metadata,
+                "created_at": _iso(t.created_at),
+            }
+        )
+    return [
+        {
+            "session_id": s.session_id, "agent_id": s.agent_id, "workspace_id": s.workspace_id, "metadata": s.metadata,
+            "created_at": _iso(s.created_at), "updated_at": _iso(s.updated_at), "ended_at": _iso(s.ended_at),
+            **by_session[s.pk],
+            "working_state": working_state_get(session=s),
+        }
+        for s in sessions
+    ]
+
+
+def subject_ids_iter():
+    """Every distinct ``(tenant slug, user_id)`` holding process state (reapply after restore)."""
+    return Session.objects.values_list("tenant__slug", "user_id").distinct().order_by().iterator()
+
+
+def activity_summary(*, days: int = 30) -> dict[str, Any]:
+    """Totals and messages per day over the last ``days`` days, for the admin dashboard."""
+    now = timezone.now()
+    today = timezone.localdate(now)
+    start_day = today - timedelta(days=days - 1)
+    start = timezone.make_aware(datetime.combine(start_day, time.min))
+    counts = dict(
+        Message.objects.filter(created_at__gte=start)
+        .annotate(day=TruncDate("created_at"))
+        .order_by()
+        .values_list("day")
+        .annotate(n=Count("id"))
+    )
+    today_start = timezone.make_aware(datetime.combine(today, time.min))
+    return {
+        "sessions": Session.objects.count(),
+        "messages": Session.objects.aggregate(n=Sum("last_seq"))["n"] or 0,
+        "active_sessions_today": Session.objects.filter(ended_at__isnull=True, updated_at__gte=today_start).count(),
+        "messages_per_day": [
+            (day, counts.get(day, 0)) for day in (start_day + timedelta(days=i) for i in range(days))
+        ],
+    }

@@ -31,6 +31,7 @@ from agentstate.validation import (
 )
 from sessions_app import selectors, working_state
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from userdata_app.erased_subjects import PROCESS_STATE, subject_write_check
 
 MAX_MESSAGES_PER_APPEND = 500
 MESSAGE_FIELDS = {"client_id", "role", "type", "status", "name", "content", "metadata", "usage"}
@@ -51,9 +52,11 @@ def session_create(
     """Create a session; a blank id becomes a new UUID, an existing id is a conflict (never
     overwritten)."""
     stripped = session_id.strip() if isinstance(session_id, str) else session_id
+    user_id = clean_identifier(user_id, field="user_id")
+    subject_write_check(tenant=tenant, user_id=user_id, category=PROCESS_STATE)
     session = Session(
         tenant=tenant,
-        user_id=clean_identifier(user_id, field="user_id"),
+        user_id=user_id,
         session_id=clean_identifier(str(uuid.uuid4()) if stripped in (None, "") else stripped, field="session_id"),
         agent_id=clean_optional_label(agent_id, field="agent_id"),
         workspace_id=clean_optional_label(workspace_id, field="workspace_id"),
@@ -128,6 +131,7 @@ def _session_get_or_create(*, tenant: Tenant, user_id: str, session_id: str) -> 
     session = Session.objects.filter(tenant=tenant, user_id=user_id, session_id=session_id).first()
     if session is not None:
         return session
+    subject_write_check(tenant=tenant, user_id=user_id, category=PROCESS_STATE)
     try:
         with transaction.atomic():
             return Session.objects.create(tenant=tenant, user_id=user_id, session_id=session_id)
@@ -393,3 +397,31 @@ def working_state_replace(*, session: Session, data: dict[str, Any]) -> dict[str
 
 def working_state_clear(*, session: Session) -> None:
     working_state.get_store().clear(session.pk)
+
+
+# --- Erasure of one data subject's process state ------------------------------------------
+
+
+@transaction.atomic
+def subject_process_state_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
+    """Delete every session of the subject with its messages, rounds, checkpoints, transitions and
+    working state; returns counts per category. Called by userdata_app.erasure inside its
+    transaction.
+
+    The subject's session rows are locked first, so an append or round save that is running
+    finishes before, and one that starts later finds the session gone. Bulk deletes: a fixed
+    number of statements whatever the number of rows."""
+    sessions = Session.objects.filter(tenant=tenant, user_id=user_id)
+    session_pks = list(sessions.select_for_update().values_list("pk", flat=True))
+    counts = {"working_state": working_state.get_store().count_many(session_pks)}
+    working_state.get_store().clear_many(session_pks)
+    in_sessions = {"session_id__in": sessions.values("pk")}
+    for category, model in (
+        ("messages", Message),
+        ("rounds", Round),
+        ("checkpoints", Checkpoint),
+        ("transitions", AgentTransition),
+    ):
+        counts[category] = model.objects.filter(**in_sessions).delete()[0]
+    counts["sessions"] = sessions.delete()[1].get(Session._meta.label, 0)
+    return counts

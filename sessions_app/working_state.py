@@ -30,11 +30,19 @@ def _merge(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _chunks(items: list[int], size: int = 500):
+    """Bounded batches: one statement or command per 500 sessions, never one per session."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
 class WorkingStateStore(Protocol):
     def get(self, session_pk: int) -> dict[str, Any]: ...
     def patch(self, session_pk: int, changes: dict[str, Any]) -> dict[str, Any]: ...
     def replace(self, session_pk: int, data: dict[str, Any]) -> dict[str, Any]: ...
     def clear(self, session_pk: int) -> None: ...
+    def clear_many(self, session_pks: list[int]) -> None: ...
+    def count_many(self, session_pks: list[int]) -> int: ...
     def purge_expired(self) -> int: ...
 
 
@@ -56,6 +64,18 @@ class DatabaseWorkingStateStore:
 
     def clear(self, session_pk: int) -> None:
         WorkingStateEntry.objects.filter(session_id=session_pk).delete()
+
+    def clear_many(self, session_pks: list[int]) -> None:
+        for chunk in _chunks(session_pks):
+            WorkingStateEntry.objects.filter(session_id__in=chunk).delete()
+
+    def count_many(self, session_pks: list[int]) -> int:
+        """How many of these sessions hold unexpired working state."""
+        now = timezone.now()
+        return sum(
+            WorkingStateEntry.objects.filter(session_id__in=chunk, expires_at__gt=now).count()
+            for chunk in _chunks(session_pks)
+        )
 
     def purge_expired(self) -> int:
         deleted, _ = WorkingStateEntry.objects.filter(expires_at__lte=timezone.now()).delete()
@@ -128,6 +148,13 @@ class RedisWorkingStateStore:
 
     def clear(self, session_pk: int) -> None:
         self.client.delete(self._key(session_pk))
+
+    def clear_many(self, session_pks: list[int]) -> None:
+        for chunk in _chunks(session_pks):
+            self.client.delete(*(self._key(pk) for pk in chunk))
+
+    def count_many(self, session_pks: list[int]) -> int:
+        return sum(self.client.exists(*(self._key(pk) for pk in chunk)) for chunk in _chunks(session_pks))
 
     def purge_expired(self) -> int:
         return 0  # Redis expires keys itself.

@@ -32,10 +32,15 @@ class UserDatum(models.Model):
 
 
 class ErasureRequest(models.Model):
-    """A data subject's request to erase what the service holds about them (GDPR Art. 17)."""
+    """A data subject's request to erase what the service holds about them (GDPR Art. 17).
+
+    Lifecycle (userdata_app.erasure): received -> verified -> executed, or on hold / rejected;
+    a failed execution changes nothing and can be retried. ``__str__`` and every free-text field
+    staff fill in must not identify the subject: the admin log keeps them.
+    """
 
     class Scope(models.TextChoices):
-        USER_DATA = "user_data", "User-attributed data only"
+        USER_DATA = "user_data", "User-attributed data only (process state kept)"
         EVERYTHING = "everything", "Everything held about the subject"
 
     class Status(models.TextChoices):
@@ -47,33 +52,116 @@ class ErasureRequest(models.Model):
         FAILED = "failed", "Failed"
 
     scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.USER_DATA)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED)
-    requested_by = models.CharField(max_length=200, blank=True, help_text="Who asked (the subject or their agent).")
-    reason = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED, editable=False)
+    requested_by = models.CharField(
+        max_length=200, blank=True, help_text="How the request reached you (e.g. a ticket number). Not the subject's name or e-mail."
+    )
+    reason = models.TextField(blank=True, help_text="Notes on the request. Do not enter personal data.")
     received_at = models.DateTimeField(default=timezone.now)
-    status_changed_at = models.DateTimeField(default=timezone.now)
+    due_on = models.DateField(editable=False, help_text="One calendar month after receipt; extendable once.")
+    extension_reason = models.TextField(blank=True, editable=False)
+    hold_reason = models.TextField(blank=True, editable=False)
+    rejection_reason = models.TextField(blank=True, editable=False)
+    subject_informed_on = models.DateField(null=True, blank=True, editable=False, help_text="When the person was told of the rejection.")
+    failure = models.TextField(blank=True, editable=False, help_text="Why the last execution was rolled back.")
+    status_changed_at = models.DateTimeField(default=timezone.now, editable=False)
     status_changed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
     )
 
     class Meta:
-        indexes = [models.Index(fields=["status", "received_at"], name="erasure_status_received")]
+        permissions = [
+            ("execute_erasure", "Can execute erasure requests"),
+            ("export_subject_data", "Can export everything held about a subject"),
+        ]
+        indexes = [
+            # Serves: open requests by due date (dashboard, overdue list).
+            models.Index(fields=["status", "due_on"], name="erasure_status_due"),
+        ]
 
     def __str__(self) -> str:
         return f"Erasure request #{self.pk}"
 
+    @property
+    def is_extended(self) -> bool:
+        return bool(self.extension_reason)
+
 
 class ErasureSubject(models.Model):
-    """One ``(tenant, user_id)`` the request covers: a bare user id means nothing across tenants."""
+    """One ``(tenant, user_id)`` the request covers: a bare user id means nothing across tenants.
+
+    After execution ``user_id`` is blanked and only ``subject_hash`` (keyed HMAC) remains.
+    """
 
     request = models.ForeignKey(ErasureRequest, on_delete=models.CASCADE, related_name="subjects")
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
-    user_id = models.CharField(max_length=128)
+    user_id = models.CharField(max_length=128, blank=True)
+    subject_hash = models.CharField(max_length=64, blank=True, editable=False)
+    hash_key_id = models.CharField(max_length=64, blank=True, editable=False)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["request", "tenant", "user_id"], name="erasure_subject_unique"),
+            models.UniqueConstraint(
+                fields=["request", "tenant", "user_id"],
+                condition=~models.Q(user_id=""),
+                name="erasure_subject_unique",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"Subject #{self.pk} of erasure request #{self.request_id}"
+
+
+class ErasureEvent(models.Model):
+    """One step of a request's lifecycle: who moved it, when, from what to what, and why."""
+
+    request = models.ForeignKey(ErasureRequest, on_delete=models.CASCADE, related_name="events")
+    from_status = models.CharField(max_length=16, blank=True)
+    to_status = models.CharField(max_length=16)
+    note = models.TextField(blank=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_name = models.CharField(max_length=150, blank=True, help_text="Kept when the staff account is deleted.")
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["request", "at"], name="erasure_event_request")]
+
+    def __str__(self) -> str:
+        return f"Event #{self.pk} of erasure request #{self.request_id}"
+
+
+class ErasureReceipt(models.Model):
+    """Proof of an executed erasure: counts per category and keyed hashes, no subject id."""
+
+    request = models.OneToOneField(ErasureRequest, on_delete=models.PROTECT, related_name="receipt")
+    scope = models.CharField(max_length=16, choices=ErasureRequest.Scope.choices)
+    counts = models.JSONField(default=dict)
+    subjects = models.JSONField(default=list, help_text='[{"tenant": slug, "hmac_sha256": hex, "key_id": id}]')
+    executed_at = models.DateTimeField(default=timezone.now)
+    executed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    executed_by_name = models.CharField(max_length=150, blank=True)
+
+    def __str__(self) -> str:
+        return f"Receipt of erasure request #{self.request_id}"
+
+
+class ErasedSubject(models.Model):
+    """Registry of erased subjects by keyed hash: lets ``reapply_erasures`` erase them again after a
+    backup restore, and refuses writes that would recreate their data during the grace period."""
+
+    subject_hash = models.CharField(max_length=64)
+    key_id = models.CharField(max_length=64)
+    scope = models.CharField(max_length=16, choices=ErasureRequest.Scope.choices)
+    request = models.ForeignKey(ErasureRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    erased_at = models.DateTimeField(default=timezone.now)
+    grace_until = models.DateTimeField()
+    last_reapplied_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # Serves: the grace-period check on create paths and the match in reapply_erasures.
+            models.Index(fields=["subject_hash", "grace_until"], name="erased_subject_hash"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Erased subject #{self.pk}"

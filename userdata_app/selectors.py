@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from agentstate.exceptions import NotFound
 from agentstate.tenancy.models import Tenant
+from sessions_app.selectors import subject_process_state_export
 from userdata_app.models import UserDatum
 
 
@@ -18,3 +20,37 @@ def user_datum_get(*, tenant: Tenant, user_id: str, key: str) -> UserDatum:
 def user_datum_list(*, tenant: Tenant, user_id: str) -> QuerySet[UserDatum]:
     """A user's keys in key order (served by the unique index)."""
     return UserDatum.objects.filter(tenant=tenant, user_id=user_id).order_by("key")
+
+
+def subject_user_data_count(*, tenant: Tenant, user_id: str) -> int:
+    return UserDatum.objects.filter(tenant=tenant, user_id=user_id).count()
+
+
+def subject_user_data_export(*, tenant: Tenant, user_id: str) -> list[dict]:
+    return [
+        {"key": d.key, "value": d.value, "created_at": d.created_at.isoformat(), "updated_at": d.updated_at.isoformat()}
+        for d in user_datum_list(tenant=tenant, user_id=user_id)
+    ]
+
+
+def subject_ids_iter():
+    """Every distinct ``(tenant slug, user_id)`` holding user data (reapply after restore)."""
+    return UserDatum.objects.values_list("tenant__slug", "user_id").distinct().order_by().iterator()
+
+
+def subject_export(*, subjects: list[tuple[Tenant, str]]) -> dict:
+    """One JSON document with everything held about a person (GDPR Art. 15/20): for each
+    ``(tenant, user_id)``, the user data and every session with its messages, rounds,
+    checkpoints, transitions and working state. Queries: a fixed number per subject."""
+    return {
+        "generated_at": timezone.now().isoformat(),
+        "subjects": [
+            {
+                "tenant": tenant.slug,
+                "user_id": user_id,
+                "user_data": subject_user_data_export(tenant=tenant, user_id=user_id),
+                "sessions": subject_process_state_export(tenant=tenant, user_id=user_id),
+            }
+            for tenant, user_id in subjects
+        ],
+    }

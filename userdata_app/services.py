@@ -8,15 +8,18 @@ from django.utils import timezone
 from agentstate.exceptions import NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
+from userdata_app.erased_subjects import USER_DATA, subject_write_check
 from userdata_app.models import UserDatum
 
 
 def user_datum_set(*, tenant: Tenant, user_id: str, key: str, value: Any) -> UserDatum:
     """Upsert one key of a user (one INSERT ... ON CONFLICT DO UPDATE, safe under concurrency)."""
     now = timezone.now()
+    user_id = clean_identifier(user_id, field="user_id")
+    subject_write_check(tenant=tenant, user_id=user_id, category=USER_DATA)
     datum = UserDatum(
         tenant=tenant,
-        user_id=clean_identifier(user_id, field="user_id"),
+        user_id=user_id,
         key=clean_identifier(key, field="key"),
         value=clean_json(value, field="value"),
         created_at=now,
@@ -36,3 +39,9 @@ def user_datum_delete(*, tenant: Tenant, user_id: str, key: str) -> None:
     deleted, _ = UserDatum.objects.filter(tenant=tenant, user_id=user_id, key=key).delete()
     if not deleted:
         raise NotFound(f"No value stored under {key!r}.")
+
+
+def subject_user_data_erase(*, tenant: Tenant, user_id: str) -> int:
+    """Delete all user-attributed data of one subject in one statement; process state is not
+    touched (the seeds' rule). Returns the number of rows deleted."""
+    return UserDatum.objects.filter(tenant=tenant, user_id=user_id).delete()[0]

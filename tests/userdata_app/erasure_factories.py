@@ -1,0 +1,28 @@
+"""Builds a subject's data through the services, for erasure, admin and browser tests."""
+from __future__ import annotations
+
+from sessions_app import services as session_services
+from userdata_app import services as userdata_services
+from userdata_app.erasure import erasure_request_create, erasure_request_verify
+
+
+def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: int = 3) -> None:
+    """Sessions with messages, a round, a checkpoint, a transition and live working state, plus
+    two keys of user data."""
+    for n in range(sessions):
+        session = session_services.session_create(tenant=tenant, user_id=user_id, session_id=f"s{n}", agent_id="planner")
+        session_services.message_append(
+            session=session,
+            messages=[{"role": "user", "content": f"hello from {user_id} #{i}"} for i in range(messages)],
+        )
+        session_services.round_save(tenant=tenant, user_id=user_id, session_id=f"s{n}", state={"step": n})
+        session_services.working_state_patch(session=session, changes={"current_subtask": f"task of {user_id}"})
+        session_services.checkpoint_create(session=session, label="done")
+        session_services.transition_record(session=session, from_agent="planner", to_agent="writer", reason="handoff")
+    userdata_services.user_datum_set(tenant=tenant, user_id=user_id, key="email", value=f"{user_id}@example.com")
+    userdata_services.user_datum_set(tenant=tenant, user_id=user_id, key="name", value=user_id.title())
+
+
+def verified_request(*, subjects, scope: str, actor=None):
+    request = erasure_request_create(subjects=subjects, scope=scope, requested_by="ticket 42", actor=actor)
+    return erasure_request_verify(request=request, actor=actor)
