@@ -10,7 +10,7 @@ from django.db.models import Count, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from agentstate.exceptions import NotFound
+from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 from sessions_app import working_state
@@ -72,6 +72,8 @@ def message_list(*, session: Session, after_seq: int | None = None, role: str | 
 
 def message_recent(*, session: Session, limit: int, role: str | None = None) -> list[Message]:
     """The most recent ``limit`` messages, oldest first."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidInput.for_field("limit", "must be a non-negative integer.")
     messages = Message.objects.filter(session=session)
     if role is not None:
         messages = messages.filter(role=role)
