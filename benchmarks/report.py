@@ -1,0 +1,82 @@
+"""Statistics, the machine description, the printed table and the JSON results file."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of unsorted samples."""
+    ordered = sorted(samples)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def summarize_ms(samples_ns: list[int]) -> dict[str, float]:
+    ms = [s / 1e6 for s in samples_ns]
+    return {
+        "n": len(ms),
+        "median_ms": round(statistics.median(ms), 4),
+        "p99_ms": round(percentile(ms, 99), 4),
+        "min_ms": round(min(ms), 4),
+    }
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on: CPUs, memory, Python, Django and database versions."""
+    import django
+    from django.db import connection
+
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem_kb = next(
+            int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")
+        )
+    except (OSError, StopIteration):
+        mem_kb = 0
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SHOW server_version")
+            db_version = "PostgreSQL " + cursor.fetchone()[0]
+        else:
+            cursor.execute("SELECT sqlite_version()")
+            db_version = "SQLite " + cursor.fetchone()[0]
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "memory_gb": round(mem_kb / 1024 / 1024, 1),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+        "django": django.get_version(),
+        "database": db_version,
+    }
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [[str(c) for c in row] for row in [headers, *rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))) for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def write_results(name: str, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` to benchmarks/results/<name>-<vendor>-<UTC time>.json and return the path."""
+    from django.db import connection
+
+    RESULTS_DIR.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path = RESULTS_DIR / f"{name}-{connection.vendor}-{stamp}.json"
+    path.write_text(json.dumps({"benchmark": name, "machine": machine(), **payload}, indent=2, default=str))
+    return path
