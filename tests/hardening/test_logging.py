@@ -1,0 +1,90 @@
+"""Structured request logs: one JSON line per request with a request id echoed in X-Request-ID;
+API keys and stored contents (messages, state, user-data values) never reach the logs, on
+success, on client errors and on crashes (Django's own django.request logger included)."""
+import io
+import json
+import logging
+
+import pytest
+from django.test import Client
+
+from agentstate.logging import JsonFormatter
+
+from tests.hardening.crash_urls import SECRET_IN_ERROR
+
+
+@pytest.fixture
+def log_output():
+    """What the configured console handlers (JSON formatter, request-id filter) write."""
+    buffer = io.StringIO()
+    handlers = {
+        handler
+        for name in ("django", "agentstate")
+        for handler in logging.getLogger(name).handlers
+        if isinstance(handler.formatter, JsonFormatter)  # pytest adds handlers of its own
+    }
+    assert handlers, "LOGGING configures no handler"
+    previous = [(handler, handler.setStream(buffer)) for handler in handlers]
+    yield buffer
+    for handler, stream in previous:
+        handler.setStream(stream)
+
+
+def lines(buffer: io.StringIO) -> list[dict]:
+    return [json.loads(line) for line in buffer.getvalue().splitlines() if line.strip()]
+
+
+def request_lines(buffer: io.StringIO) -> list[dict]:
+    return [line for line in lines(buffer) if line["logger"] == "agentstate.request"]
+
+
+@pytest.mark.django_db
+def test_each_request_logs_one_json_line_with_the_echoed_request_id(log_output):
+    response = Client().get("/admin/login/")
+    request_id = response.headers["X-Request-ID"]
+    assert len(request_id) == 32
+    [line] = request_lines(log_output)
+    assert line["request_id"] == request_id
+    assert line["method"] == "GET" and line["path"] == "/admin/login/" and line["status"] == 200
+    assert line["duration_ms"] >= 0 and line["level"] == "INFO"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "incoming, kept",
+    [
+        ("req-2026.01:abc_DEF", True),
+        ("x" * 128, True),
+        ("x" * 129, False),
+        ("has space", False),
+        ('"}{"injected": 1', False),
+    ],
+)
+def test_a_callers_request_id_is_kept_only_when_it_is_a_plain_token(log_output, incoming, kept):
+    response = Client().get("/admin/login/", HTTP_X_REQUEST_ID=incoming)
+    echoed = response.headers["X-Request-ID"]
+    assert (echoed == incoming) is kept
+    assert request_lines(log_output)[0]["request_id"] == echoed
+
+
+@pytest.mark.django_db
+def test_django_request_warnings_carry_the_request_id(log_output):
+    response = Client().get("/no-such-page/")
+    assert response.status_code == 404
+    warning = next(line for line in lines(log_output) if line["logger"] == "django.request")
+    assert warning["request_id"] == response.headers["X-Request-ID"]
+    assert warning["status_code"] == 404
+
+
+@pytest.mark.django_db
+def test_a_crash_is_logged_by_type_and_place_never_by_its_message(log_output, settings):
+    settings.ROOT_URLCONF = "tests.hardening.crash_urls"
+    response = Client(raise_request_exception=False).get("/test-crash/")
+    assert response.status_code == 500
+    output = log_output.getvalue()
+    assert SECRET_IN_ERROR not in output and "4111" not in output
+    error = next(line for line in lines(log_output) if line["logger"] == "django.request")
+    assert error["level"] == "ERROR" and error["request_id"] == response.headers["X-Request-ID"]
+    assert error["exception"]["type"] == "builtins.ValueError"
+    assert any("crash_urls.py" in frame for frame in error["exception"]["frames"])
+    assert request_lines(log_output)[0]["status"] == 500
