@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -81,11 +81,11 @@ def message_recent(*, session: Session, limit: int, role: str | None = None) -> 
 
 
 def _rounds_of(*, tenant: Tenant, user_id: str, session_id: str | None) -> QuerySet[Round]:
-    return Round.objects.filter(
-        session__tenant=tenant,
-        session__user_id=user_id,
-        session__session_id=session_id or DEFAULT_SESSION_ID,
-    )
+    """The session is a scalar subquery, not a join: PostgreSQL then knows the one session id and
+    reads "latest" backwards on the (session, round_id) index, instead of sorting every round of a
+    joined session (28 ms at 100,000 rounds, see docs/PERFORMANCE.md)."""
+    session = Session.objects.filter(tenant=tenant, user_id=user_id, session_id=session_id or DEFAULT_SESSION_ID)
+    return Round.objects.filter(session_id=Subquery(session.values("pk")))
 
 
 def round_get(*, tenant: Tenant, user_id: str, session_id: str | None = None, round_id: int | None = None) -> Round:
