@@ -399,6 +399,12 @@ def working_state_clear(*, session: Session) -> None:
     working_state.get_store().clear(session.pk)
 
 
+def working_state_purge_expired() -> int:
+    """Delete working state whose TTL has passed (the periodic sweep of the database store; Redis
+    expires keys itself). Returns how many entries went."""
+    return working_state.get_store().purge_expired()
+
+
 # --- Erasure of one data subject's process state ------------------------------------------
 
 
