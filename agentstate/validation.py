@@ -28,7 +28,20 @@ def clean_identifier(value: Any, *, field: str, max_length: int = IDENTIFIER_MAX
         raise InvalidInput.for_field(field, "must not contain '/'.")
     if any(unicodedata.category(ch) == "Cc" for ch in value):
         raise InvalidInput.for_field(field, "must not contain control characters.")
+    if not _is_utf8(value):
+        raise InvalidInput.for_field(field, "must be valid Unicode (no lone surrogates).")
     return value
+
+
+def _is_utf8(text: str) -> bool:
+    """False for lone surrogates (JSON allows ``"\\ud800"``): no database can store them."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def clean_optional_label(value: Any, *, field: str, max_length: int = IDENTIFIER_MAX_LENGTH) -> str:
@@ -50,14 +63,12 @@ def _check_json(value: Any, *, field: str, depth: int) -> None:
     if depth > MAX_JSON_DEPTH:
         raise InvalidInput.for_field(field, f"nests deeper than {MAX_JSON_DEPTH} levels.")
     if isinstance(value, str):
-        if "\x00" in value:
-            raise InvalidInput.for_field(field, "must not contain NUL characters.")
+        _check_text(value, field=field)
     elif isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInput.for_field(field, "object keys must be strings.")
-            if "\x00" in key:
-                raise InvalidInput.for_field(field, "must not contain NUL characters.")
+            _check_text(key, field=field)
             _check_json(item, field=field, depth=depth + 1)
     elif isinstance(value, list):
         for item in value:
@@ -67,6 +78,13 @@ def _check_json(value: Any, *, field: str, depth: int) -> None:
             raise InvalidInput.for_field(field, "must not contain NaN or infinity.")
     elif value is not None and not isinstance(value, (bool, int)):
         raise InvalidInput.for_field(field, "must be JSON.")
+
+
+def _check_text(value: str, *, field: str) -> None:
+    if "\x00" in value:
+        raise InvalidInput.for_field(field, "must not contain NUL characters.")
+    if not _is_utf8(value):
+        raise InvalidInput.for_field(field, "must be valid Unicode (no lone surrogates).")
 
 
 def clean_round_id(value: Any, *, field: str = "round_id") -> int:
