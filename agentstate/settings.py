@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework_api_key",  # its abstract key model, hasher and admin (agentstate.tenancy.APIKey)
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -164,6 +165,47 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"))
+
+# --- REST API (agentstate.api): API keys, one JSON error shape, cursor pagination ---------------
+# JSON bodies larger than this get a 413 (agentstate.api.parsers); a 500-message append fits.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AGENTSTATE_MAX_BODY_BYTES", str(5 * 1024 * 1024)))
+# Verified API keys are kept in each process for this long: a revoked key keeps working in other
+# processes for at most this many seconds (the process that revokes it forgets it at once).
+API_KEY_CACHE_SECONDS = float(os.environ.get("AGENTSTATE_API_KEY_CACHE_SECONDS", "30"))
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "agentstate.api.authentication.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["agentstate.api.permissions.IsTenantCaller"],
+    "DEFAULT_PARSER_CLASSES": ["agentstate.api.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": ["agentstate.api.throttling.ApiKeyRateThrottle"],
+    # e.g. "6000/minute" per API key (or staff user); unset means no throttling (and no cache hit).
+    "DEFAULT_THROTTLE_RATES": {"api_key": os.environ.get("AGENTSTATE_API_RATE") or None},
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "agentstate.api.schema.AutoSchema",
+    "EXCEPTION_HANDLER": "agentstate.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "agentstate API",
+    "DESCRIPTION": (
+        "Sessions, message history, rounds, checkpoints, working state and user data of AI agents. "
+        "Authenticate with `Authorization: Api-Key <key>` or `X-Api-Key: <key>`. Every error is "
+        '`{"error": {"code", "message", "fields"}}`.'
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI and ReDoc come from drf-spectacular-sidecar: the docs page works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
 
 # --- Request logs: one JSON line per request (agentstate.middleware), never keys or contents ----
 LOG_LEVEL = os.environ.get("DJANGO_LOG_LEVEL", "INFO").upper()

@@ -1,7 +1,24 @@
-"""Top-level URL configuration."""
+"""Top-level URL configuration: the admin, the REST API (v1), its schema and docs, the health check.
+
+Errors Django answers itself (an unknown URL, a body too big before DRF reads it, a crash) come in
+the API's JSON error shape too (agentstate.api.errors).
+"""
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from agentstate.api.views import HealthView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    re_path(r"^healthz/?$", HealthView.as_view(), name="healthz"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/v1/", include("sessions_app.api.urls")),
+    path("api/v1/", include("userdata_app.api.urls")),
 ]
+
+handler400 = "agentstate.api.errors.handler400"
+handler403 = "agentstate.api.errors.handler403"
+handler404 = "agentstate.api.errors.handler404"
+handler500 = "agentstate.api.errors.handler500"

@@ -1,5 +1,6 @@
-"""Tenants: the unit of isolation. Every stored row belongs to exactly one."""
+"""Tenants, the unit of isolation (every stored row belongs to exactly one), and their API keys."""
 from django.db import models
+from rest_framework_api_key.models import AbstractAPIKey, BaseAPIKeyManager
 
 
 class Tenant(models.Model):
@@ -9,6 +10,34 @@ class Tenant(models.Model):
 
     class Meta:
         ordering = ["slug"]
+        permissions = [
+            # Staff with this permission use the REST API (browsable API) as any tenant: ?tenant=<slug>.
+            ("use_api_as_tenant", "Can use the REST API as any tenant"),
+        ]
 
     def __str__(self) -> str:
         return self.slug
+
+
+class APIKeyManager(BaseAPIKeyManager):
+    def get_usable_keys(self) -> models.QuerySet:
+        # The tenant comes with the key: authenticating costs one query, then none while cached.
+        return super().get_usable_keys().select_related("tenant")
+
+
+class APIKey(AbstractAPIKey):
+    """A tenant's API key (djangorestframework-api-key): only a SHA-512 hash of it is stored, the
+    key itself is shown once at creation. ``scope`` says what it may reach."""
+
+    class Scope(models.TextChoices):
+        AGENT = "agent", "Agent (sessions, state, user data)"
+        COMPLIANCE = "compliance", "Compliance (also erasure and subject export)"
+
+    objects = APIKeyManager()
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.AGENT)
+
+    class Meta(AbstractAPIKey.Meta):
+        verbose_name = "API key"
+        verbose_name_plural = "API keys"

@@ -1,0 +1,132 @@
+"""One JSON error shape for every failure a client can cause:
+``{"error": {"code": "<machine code>", "message": "<human text>", "fields": {"<field>": ["msg"]}}}``.
+
+DRF's handler still runs first so its headers stay (``WWW-Authenticate`` on 401, ``Retry-After``
+on 429); domain errors carry their own status and code (agentstate.exceptions). The Django-level
+handlers (``handler404`` ...) answer the same shape for requests no DRF view saw.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from agentstate.exceptions import DomainError
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "too_large"
+
+
+# DRF exception class -> our code (the first match wins, so subclasses come first).
+_CODES: list[tuple[type[exceptions.APIException], str]] = [
+    (exceptions.ValidationError, "invalid"),
+    (exceptions.ParseError, "invalid"),
+    (exceptions.NotAuthenticated, "not_authenticated"),
+    (exceptions.AuthenticationFailed, "not_authenticated"),
+    (exceptions.PermissionDenied, "permission_denied"),
+    (exceptions.NotFound, "not_found"),
+    (exceptions.MethodNotAllowed, "method_not_allowed"),
+    (exceptions.NotAcceptable, "not_acceptable"),
+    (exceptions.UnsupportedMediaType, "unsupported_media_type"),
+    (exceptions.Throttled, "throttled"),
+    (PayloadTooLarge, "too_large"),
+]
+
+
+def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+
+
+def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's nested validation errors as ``{"messages[0].role": ["..."]}``."""
+    if isinstance(detail, dict):
+        flat: dict[str, list[str]] = {}
+        for key, value in detail.items():
+            if isinstance(key, int):
+                name = f"{prefix}[{key}]"
+            else:
+                name = f"{prefix}.{key}" if prefix else str(key)
+            flat.update(_flatten(value, name))
+        return flat
+    if isinstance(detail, list) and any(isinstance(item, (dict, list)) for item in detail):
+        flat = {}
+        for index, item in enumerate(detail):
+            if item:
+                flat.update(_flatten(item, f"{prefix}[{index}]"))
+        return flat
+    items = detail if isinstance(detail, list) else [detail]
+    return {prefix or "non_field_errors": [str(item) for item in items]}
+
+
+def _validation_body(exc: exceptions.ValidationError) -> dict[str, Any]:
+    fields = _flatten(exc.detail)
+    first_field, messages = next(iter(fields.items()), ("", ["Invalid input."]))
+    message = messages[0] if first_field == "non_field_errors" else f"{first_field}: {messages[0]}"
+    return error_body("invalid", message, fields)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's EXCEPTION_HANDLER: domain errors and every DRF error in the one shape."""
+    if isinstance(exc, DomainError):
+        return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
+    if isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+    response = drf_exception_handler(exc, context)  # maps Http404 / PermissionDenied, sets headers
+    if response is None:
+        return None  # a server fault: Django's handler500 answers
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    if isinstance(exc, exceptions.ValidationError):
+        response.data = _validation_body(exc)
+        return response
+    code = next((code for cls, code in _CODES if isinstance(exc, cls)), "error")
+    detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
+    response.data = error_body(code, str(detail))
+    return response
+
+
+# --- Django-level handlers (agentstate.urls): URL not found, body too big before DRF, crashes --
+
+
+def handler400(request, exception=None):
+    if isinstance(exception, RequestDataTooBig):
+        return JsonResponse(error_body("too_large", "The request body is too large."), status=413)
+    return JsonResponse(error_body("invalid", "Bad request."), status=400)
+
+
+def handler403(request, exception=None):
+    return JsonResponse(error_body("permission_denied", "You do not have permission to do this."), status=403)
+
+
+def handler404(request, exception=None):
+    return JsonResponse(error_body("not_found", "Not found."), status=404)
+
+
+def handler500(request):
+    return JsonResponse(error_body("server_error", "Internal server error."), status=500)
+
+
+# --- Schema of the error shape (drf-spectacular) -----------------------------------------------
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Machine code: invalid, not_authenticated, not_found, session_exists, ...")
+    message = serializers.CharField(help_text="Human-readable explanation.")
+    fields = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="Offending fields (for 400) and what is wrong with each.",
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorDetailSerializer()

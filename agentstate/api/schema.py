@@ -1,0 +1,43 @@
+"""OpenAPI schema (drf-spectacular): every operation lists the error responses it can give, all
+in the one error shape, besides the ones its view declares (409, 412)."""
+from __future__ import annotations
+
+from drf_spectacular import openapi
+from drf_spectacular.utils import OpenApiResponse
+
+from agentstate.api.errors import ErrorSerializer
+
+ERROR_DESCRIPTIONS = {
+    400: "Invalid input; `fields` names what was refused.",
+    401: "No API key, or an invalid, revoked or expired one.",
+    403: "The key's scope (or the staff user's permissions) does not cover this endpoint.",
+    404: "Not found in the caller's tenant.",
+    409: "Conflict: `code` is session_exists, session_ended or subject_erased.",
+    412: "If-Match does not match the current ETag.",
+    413: "The body is larger than the server accepts.",
+    415: "The body is not JSON.",
+    429: "Too many requests; retry after `Retry-After` seconds.",
+}
+
+
+def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
+    """For ``extend_schema(responses=...)``: the listed statuses, each in the error shape."""
+    return {code: OpenApiResponse(ErrorSerializer, description=ERROR_DESCRIPTIONS[code]) for code in codes}
+
+
+class AutoSchema(openapi.AutoSchema):
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        if not self.view.get_authenticators():
+            return responses
+        codes = [400, 401, 403, 429]
+        if "{" in self.path:
+            codes.append(404)
+        if self.method in ("POST", "PUT", "PATCH"):
+            codes += [413, 415]
+        for code in sorted(codes):
+            if str(code) not in responses:
+                response = self._get_response_for_code(ErrorSerializer, str(code), direction=direction)
+                response["description"] = ERROR_DESCRIPTIONS[code]
+                responses[str(code)] = response
+        return responses

@@ -1,0 +1,192 @@
+"""Request and response shapes of the process-state API.
+
+Input serializers check only types and shape (and refuse unknown fields, so a typo is a 400, not
+a silent no-op); every rule (identifiers, JSON limits, counters) is checked by the services.
+"""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from agentstate.api.serializers import StrictInput
+
+
+def _text(**kwargs) -> serializers.CharField:
+    """A string passed to the service as sent (no trimming: the service decides)."""
+    return serializers.CharField(trim_whitespace=False, **kwargs)
+
+
+def _optional_text(help_text: str) -> serializers.CharField:
+    return _text(required=False, allow_blank=True, allow_null=True, help_text=help_text)
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "object", "properties": {"type": {"type": "string"}},
+                                        "required": ["type"], "additionalProperties": True}},
+        ],
+        "nullable": True,
+        "description": "A string, a list of typed parts ({\"type\": ..., ...}), or null.",
+    }
+)
+class ContentField(serializers.JSONField):
+    pass
+
+
+# --- Sessions -----------------------------------------------------------------------------
+
+
+class SessionSerializer(serializers.Serializer):
+    user_id = serializers.CharField()
+    session_id = serializers.CharField()
+    agent_id = serializers.CharField()
+    workspace_id = serializers.CharField()
+    metadata = serializers.DictField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(allow_null=True)
+    message_count = serializers.IntegerField()
+    version = serializers.IntegerField(help_text="Also sent as the ETag; send it back as If-Match.")
+
+
+class SessionCreateInput(StrictInput):
+    user_id = _text()
+    session_id = _optional_text("Stripped; blank or absent: a new UUID.")
+    agent_id = _optional_text("Agent in charge of the session.")
+    workspace_id = _optional_text("Workspace the session belongs to.")
+    metadata = serializers.DictField(required=False)
+
+
+class SessionUpdateInput(StrictInput):
+    agent_id = _optional_text("Agent in charge of the session.")
+    workspace_id = _optional_text("Workspace the session belongs to.")
+    metadata = serializers.DictField(required=False, help_text="Replaces the whole metadata object.")
+
+
+# --- Messages -----------------------------------------------------------------------------
+
+
+class MessageInput(StrictInput):
+    """One message to append; ``client_id`` makes a retried append safe."""
+
+    client_id = _optional_text("The client's message id: a retry with the same id stores nothing twice.")
+    role = _optional_text("user, assistant, system, tool, ...")
+    type = _optional_text('Default "message".')
+    status = _optional_text("")
+    name = _optional_text("")
+    content = ContentField(required=False)
+    metadata = serializers.DictField(required=False)
+    usage = serializers.DictField(required=False, allow_null=True)
+
+
+class MessageAppendInput(StrictInput):
+    messages = MessageInput(many=True, help_text="1 to 500 messages, stored atomically in this order.")
+
+
+class MessageSerializer(serializers.Serializer):
+    seq = serializers.IntegerField(help_text="Gap-free position in the session's history, from 1.")
+    client_id = serializers.CharField(allow_null=True)
+    role = serializers.CharField()
+    type = serializers.CharField()
+    status = serializers.CharField()
+    name = serializers.CharField()
+    content = ContentField()
+    metadata = serializers.DictField()
+    usage = serializers.DictField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class MessageAppendedSerializer(serializers.Serializer):
+    messages = MessageSerializer(many=True)
+
+
+class MessageQuery(serializers.Serializer):
+    after_seq = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1,
+                                         help_text="Only messages with a larger seq.")
+    role = serializers.CharField(required=False, help_text="Only messages of this role.")
+    recent = serializers.IntegerField(required=False, min_value=1, max_value=500,
+                                      help_text="The last N messages (in seq order), as one page with no next.")
+
+    def validate(self, attrs):
+        if "recent" in attrs and "after_seq" in attrs:
+            raise serializers.ValidationError({"recent": ["Use either recent or after_seq, not both."]})
+        return attrs
+
+
+# --- Rounds -------------------------------------------------------------------------------
+
+
+class RoundSerializer(serializers.Serializer):
+    round_id = serializers.IntegerField()
+    state = serializers.DictField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    version = serializers.IntegerField(help_text="Also sent as the ETag; send it back as If-Match.")
+
+
+class RoundSummarySerializer(serializers.Serializer):
+    round_id = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    version = serializers.IntegerField()
+
+
+class RoundSaveInput(StrictInput):
+    state = serializers.DictField()
+    round_id = serializers.IntegerField(required=False, allow_null=True,
+                                        help_text="0..2147483647; absent: the largest round id + 1 (or 1).")
+
+
+class RoundPutInput(StrictInput):
+    state = serializers.DictField()
+
+
+# --- Checkpoints, transitions, working state, restore ---------------------------------------
+
+
+class CheckpointSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    label = serializers.CharField()
+    state = serializers.DictField()
+    created_at = serializers.DateTimeField()
+
+
+class CheckpointSummarySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    label = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class CheckpointCreateInput(StrictInput):
+    label = _text()
+    include_keys = serializers.ListField(child=_text(), required=False, allow_null=True,
+                                         help_text="Working-state keys to promote (missing ones skipped); absent: all.")
+    state = serializers.DictField(required=False, allow_null=True, help_text="A state to store instead of the working state.")
+
+
+class CheckpointQuery(serializers.Serializer):
+    label = serializers.CharField(help_text="The label whose newest checkpoint to return.")
+
+
+class TransitionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    from_agent = serializers.CharField()
+    to_agent = serializers.CharField()
+    reason = serializers.CharField()
+    metadata = serializers.DictField()
+    created_at = serializers.DateTimeField()
+
+
+class TransitionInput(StrictInput):
+    to_agent = _text()
+    from_agent = _optional_text("")
+    reason = _text(required=False, allow_blank=True)
+    metadata = serializers.DictField(required=False)
+
+
+class RestoreSerializer(serializers.Serializer):
+    session = SessionSerializer()
+    checkpoints = CheckpointSerializer(many=True)
+    working_state = serializers.DictField()

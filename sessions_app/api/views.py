@@ -1,0 +1,313 @@
+"""REST endpoints of process state: thin views over sessions_app.services and selectors.
+
+Each view checks the request's shape, calls one service or selector with the caller's tenant, and
+shapes the answer; no rule lives here. Sessions and rounds carry an ETag (their version) and honour
+If-Match through the services' compare-and-set.
+"""
+from __future__ import annotations
+
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from agentstate.api import etags
+from agentstate.api.pagination import InsertionPagination, RoundPagination, SeqPagination, SessionPagination
+from agentstate.api.schema import error_responses
+from agentstate.api.serializers import validated
+from agentstate.api.views import TenantAPIView
+from agentstate.exceptions import NotFound, PreconditionFailed
+from sessions_app import selectors, services
+from sessions_app.api import serializers as s
+from sessions_app.api.filters import SessionFilter
+from sessions_app.models import Session
+
+IF_MATCH = OpenApiParameter(
+    "If-Match", str, OpenApiParameter.HEADER, required=False,
+    description='The ETag you read (e.g. "3"): the write happens only if nobody changed it since (else 412).',
+)
+
+
+class SessionScopedView(TenantAPIView):
+    """A view under ``users/{user_id}/sessions/{session_id}/``."""
+
+    def get_session(self) -> Session:
+        return selectors.session_get(
+            tenant=self.request.tenant, user_id=self.kwargs["user_id"], session_id=self.kwargs["session_id"]
+        )
+
+
+# --- Sessions -----------------------------------------------------------------------------
+
+
+class SessionListView(TenantAPIView, generics.GenericAPIView):
+    serializer_class = s.SessionSerializer
+    pagination_class = SessionPagination
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = SessionFilter
+
+    def get_queryset(self):
+        return selectors.session_list(tenant=self.request.tenant)
+
+    @extend_schema(summary="List sessions (without messages)", responses={200: s.SessionSerializer(many=True)})
+    def get(self, request):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(s.SessionSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="Create a session",
+        request=s.SessionCreateInput,
+        responses={201: s.SessionSerializer, **error_responses(409)},
+    )
+    def post(self, request):
+        session = services.session_create(tenant=request.tenant, **validated(s.SessionCreateInput, request.data))
+        return etags.with_etag(Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED), session.version)
+
+
+class SessionDetailView(SessionScopedView):
+    @extend_schema(summary="Get a session", responses={200: s.SessionSerializer})
+    def get(self, request, user_id, session_id):
+        session = self.get_session()
+        return etags.with_etag(Response(s.SessionSerializer(session).data), session.version)
+
+    @extend_schema(
+        summary="Change a session's agent, workspace or metadata",
+        parameters=[IF_MATCH],
+        request=s.SessionUpdateInput,
+        responses={200: s.SessionSerializer, **error_responses(412)},
+    )
+    def patch(self, request, user_id, session_id):
+        changes = validated(s.SessionUpdateInput, request.data)
+        expected = etags.if_match_version(request)
+        session = services.session_update(
+            session=self.get_session(), expected_version=None if expected == etags.ANY else expected, **changes
+        )
+        return etags.with_etag(Response(s.SessionSerializer(session).data), session.version)
+
+    @extend_schema(summary="Delete a session with its history, rounds, checkpoints, transitions, working state")
+    def delete(self, request, user_id, session_id):
+        services.session_delete(session=self.get_session())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SessionEndView(SessionScopedView):
+    @extend_schema(summary="End a session (its working state is discarded)", request=None,
+                   responses={200: s.SessionSerializer})
+    def post(self, request, user_id, session_id):
+        session = services.session_end(session=self.get_session())
+        return etags.with_etag(Response(s.SessionSerializer(session).data), session.version)
+
+
+class SessionRestoreView(SessionScopedView):
+    @extend_schema(summary="What survives a session: its checkpoints and live working state",
+                   responses={200: s.RestoreSerializer})
+    def get(self, request, user_id, session_id):
+        restored = selectors.session_restore(tenant=request.tenant, user_id=user_id, session_id=session_id)
+        return Response(s.RestoreSerializer(restored).data)
+
+
+# --- Messages -----------------------------------------------------------------------------
+
+
+class MessageListView(SessionScopedView):
+    @extend_schema(
+        summary="Read the history",
+        parameters=[s.MessageQuery],
+        responses={200: s.MessageSerializer(many=True)},
+        description="Pages in seq order (follow `next`); `recent=N` returns the last N as one page.",
+    )
+    def get(self, request, user_id, session_id):
+        query = validated(s.MessageQuery, request.query_params)
+        session = self.get_session()
+        role = query.get("role")
+        if "recent" in query:
+            recent = selectors.message_recent(session=session, limit=query["recent"], role=role)
+            return Response({"next": None, "previous": None, "results": s.MessageSerializer(recent, many=True).data})
+        messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
+        return self.paginated(messages, serializer_class=s.MessageSerializer, pagination_class=SeqPagination)
+
+    @extend_schema(
+        summary="Append one message or a list, atomically",
+        request=s.MessageAppendInput,
+        responses={
+            201: s.MessageAppendedSerializer,
+            200: OpenApiResponse(s.MessageAppendedSerializer, description="Every message was a retry: nothing stored."),
+            **error_responses(409),
+        },
+        description="Body `{\"messages\": [...]}`, or one message object as the whole body.",
+    )
+    def post(self, request, user_id, session_id):
+        body = request.data
+        if not isinstance(body, dict):
+            raise ValidationError({"messages": ["Send {\"messages\": [...]} or one message object."]})
+        if "messages" in body:
+            extra = sorted(set(body) - {"messages"})
+            if extra:
+                raise ValidationError({name: ["Unknown field."] for name in extra})
+            messages = body["messages"]
+        else:
+            messages = [body]
+        result = services.message_append(session=self.get_session(), messages=messages)
+        return Response(
+            s.MessageAppendedSerializer({"messages": result.messages}).data,
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+
+# --- Rounds -------------------------------------------------------------------------------
+
+
+def _round_response(round_, *, written: bool = False) -> Response:
+    """A round with its ETag; a write answers 201 when it made the round (version 1), else 200."""
+    code = status.HTTP_201_CREATED if written and round_.version == 1 else status.HTTP_200_OK
+    return etags.with_etag(Response(s.RoundSerializer(round_).data, status=code), round_.version)
+
+
+class RoundWriteMixin:
+    def save_round(self, *, state, round_id) -> Response:
+        kwargs = self.kwargs
+        expected = etags.if_match_version(self.request)
+        if expected == etags.ANY:  # any current version will do, but there must be one
+            if round_id is None:
+                raise PreconditionFailed("If-Match needs an existing round: give its round_id.")
+            try:
+                expected = selectors.round_get(
+                    tenant=self.request.tenant, user_id=kwargs["user_id"], session_id=kwargs["session_id"], round_id=round_id
+                ).version
+            except NotFound:
+                raise PreconditionFailed("If-Match: * needs an existing round.") from None
+        round_ = services.round_save(
+            tenant=self.request.tenant, user_id=kwargs["user_id"], session_id=kwargs["session_id"],
+            state=state, round_id=round_id, expected_version=expected,
+        )
+        return _round_response(round_, written=True)
+
+
+class RoundListView(RoundWriteMixin, SessionScopedView):
+    @extend_schema(summary="List rounds (without their state)", responses={200: s.RoundSummarySerializer(many=True)})
+    def get(self, request, user_id, session_id):
+        return self.paginated(
+            selectors.round_list(session=self.get_session()),
+            serializer_class=s.RoundSummarySerializer, pagination_class=RoundPagination,
+        )
+
+    @extend_schema(
+        summary="Save a state snapshot (creates the session when missing)",
+        parameters=[IF_MATCH],
+        request=s.RoundSaveInput,
+        responses={
+            201: s.RoundSerializer,
+            200: OpenApiResponse(s.RoundSerializer, description="An existing round_id was overwritten."),
+            **error_responses(409, 412),
+        },
+    )
+    def post(self, request, user_id, session_id):
+        data = validated(s.RoundSaveInput, request.data)
+        return self.save_round(state=data["state"], round_id=data.get("round_id"))
+
+
+class RoundLatestView(SessionScopedView):
+    @extend_schema(summary="The round with the largest round_id", responses={200: s.RoundSerializer})
+    def get(self, request, user_id, session_id):
+        return _round_response(selectors.round_get(tenant=request.tenant, user_id=user_id, session_id=session_id))
+
+
+class RoundDetailView(RoundWriteMixin, SessionScopedView):
+    @extend_schema(summary="Get one round", responses={200: s.RoundSerializer})
+    def get(self, request, user_id, session_id, round_id):
+        return _round_response(
+            selectors.round_get(tenant=request.tenant, user_id=user_id, session_id=session_id, round_id=round_id)
+        )
+
+    @extend_schema(
+        summary="Write one round (creates the session when missing)",
+        parameters=[IF_MATCH],
+        request=s.RoundPutInput,
+        responses={
+            200: s.RoundSerializer,
+            201: OpenApiResponse(s.RoundSerializer, description="The round was new."),
+            **error_responses(409, 412),
+        },
+    )
+    def put(self, request, user_id, session_id, round_id):
+        return self.save_round(state=validated(s.RoundPutInput, request.data)["state"], round_id=round_id)
+
+    @extend_schema(summary="Delete one round")
+    def delete(self, request, user_id, session_id, round_id):
+        services.round_delete(session=self.get_session(), round_id=round_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- Checkpoints ----------------------------------------------------------------------------
+
+
+class CheckpointListView(SessionScopedView):
+    @extend_schema(summary="List checkpoints (id, label, time)", responses={200: s.CheckpointSummarySerializer(many=True)})
+    def get(self, request, user_id, session_id):
+        return self.paginated(
+            selectors.checkpoint_list(session=self.get_session()),
+            serializer_class=s.CheckpointSummarySerializer, pagination_class=InsertionPagination,
+        )
+
+    @extend_schema(
+        summary="Promote working state (or a given state) to a labelled checkpoint",
+        request=s.CheckpointCreateInput,
+        responses={201: s.CheckpointSerializer},
+    )
+    def post(self, request, user_id, session_id):
+        data = validated(s.CheckpointCreateInput, request.data)
+        checkpoint = services.checkpoint_create(session=self.get_session(), **data)
+        return Response(s.CheckpointSerializer(checkpoint).data, status=status.HTTP_201_CREATED)
+
+
+class CheckpointLatestView(SessionScopedView):
+    @extend_schema(summary="The newest checkpoint with a label", parameters=[s.CheckpointQuery],
+                   responses={200: s.CheckpointSerializer})
+    def get(self, request, user_id, session_id):
+        label = validated(s.CheckpointQuery, request.query_params)["label"]
+        return Response(s.CheckpointSerializer(selectors.checkpoint_latest(session=self.get_session(), label=label)).data)
+
+
+# --- Working state ----------------------------------------------------------------------------
+
+
+class WorkingStateView(SessionScopedView):
+    @extend_schema(summary="The session's working state ({} once ended)", responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, user_id, session_id):
+        return Response(selectors.working_state_get(session=self.get_session()))
+
+    @extend_schema(summary="Replace the working state", request=OpenApiTypes.OBJECT,
+                   responses={200: OpenApiTypes.OBJECT, **error_responses(409)})
+    def put(self, request, user_id, session_id):
+        return Response(services.working_state_replace(session=self.get_session(), data=request.data))
+
+    @extend_schema(summary="Merge top-level keys (null removes a key)", request=OpenApiTypes.OBJECT,
+                   responses={200: OpenApiTypes.OBJECT, **error_responses(409)})
+    def patch(self, request, user_id, session_id):
+        return Response(services.working_state_patch(session=self.get_session(), changes=request.data))
+
+    @extend_schema(summary="Clear the working state")
+    def delete(self, request, user_id, session_id):
+        services.working_state_clear(session=self.get_session())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- Transitions ----------------------------------------------------------------------------
+
+
+class TransitionListView(SessionScopedView):
+    @extend_schema(summary="List agent hand-offs", responses={200: s.TransitionSerializer(many=True)})
+    def get(self, request, user_id, session_id):
+        return self.paginated(
+            selectors.transition_list(session=self.get_session()),
+            serializer_class=s.TransitionSerializer, pagination_class=InsertionPagination,
+        )
+
+    @extend_schema(summary="Record a hand-off between agents", request=s.TransitionInput,
+                   responses={201: s.TransitionSerializer, **error_responses(409)})
+    def post(self, request, user_id, session_id):
+        data = validated(s.TransitionInput, request.data)
+        transition = services.transition_record(session=self.get_session(), **data)
+        return Response(s.TransitionSerializer(transition).data, status=status.HTTP_201_CREATED)
