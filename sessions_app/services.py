@@ -24,6 +24,7 @@ from agentstate.exceptions import (
 )
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import (
+    ROUND_ID_MAX,
     clean_identifier,
     clean_json,
     clean_optional_label,
@@ -105,12 +106,11 @@ def session_update(
 @transaction.atomic
 def session_end(*, session: Session) -> Session:
     """Mark the session ended and discard its working state; ending twice changes nothing."""
-    now = timezone.now()
-    ended = Session.objects.filter(pk=session.pk, ended_at__isnull=True).update(
+    _lock_session(session)
+    now = timezone.now()  # read under the lock: no message stored before the end is stamped after it
+    Session.objects.filter(pk=session.pk, ended_at__isnull=True).update(
         ended_at=now, updated_at=now, version=F("version") + 1
     )
-    if not ended and not Session.objects.filter(pk=session.pk).exists():
-        raise NotFound("Session not found.")
     working_state.get_store().clear(session.pk)
     session.refresh_from_db()
     return session
@@ -214,7 +214,6 @@ def _clean_message(raw: Any, *, index: int) -> dict[str, Any]:
     }
 
 
-@transaction.atomic
 def message_append(*, session: Session, messages: list[dict[str, Any]]) -> AppendResult:
     """Append one batch atomically; each message gets the next gap-free ``seq``.
 
@@ -229,7 +228,54 @@ def message_append(*, session: Session, messages: list[dict[str, Any]]) -> Appen
     client_ids = [m["client_id"] for m in cleaned if m["client_id"] is not None]
     if len(set(client_ids)) != len(client_ids):
         raise InvalidInput.for_field("messages", "client_id values must be unique within one append.")
+    if not client_ids and connection.vendor == "postgresql":
+        return AppendResult(messages=_message_insert_postgresql(session, cleaned), created=True)
+    return _message_append_locked(session, cleaned, client_ids)
 
+
+_MESSAGE_COLUMNS = ("client_id", "role", "type", "status", "name", "content", "metadata", "usage")
+
+
+def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) -> list[Message]:
+    """Reserve the numbers and insert the batch in one statement, atomic by itself: one round
+    trip instead of BEGIN, UPDATE, INSERT, COMMIT (docs/PERFORMANCE.md)."""
+    now = timezone.now()
+    fields = [Message._meta.get_field(name) for name in _MESSAGE_COLUMNS]
+    row = "(" + ", ".join(["%s"] * (len(fields) + 1)) + ")"
+    params: list[Any] = [len(fresh), now, session.pk, session.pk, session.tenant_id, session.user_id, len(fresh), now]
+    for position, message in enumerate(fresh):
+        params.append(position)
+        params.extend(field.get_db_prep_save(message[field.name], connection) for field in fields)
+    columns = ", ".join(_MESSAGE_COLUMNS)
+    selected = ", ".join(
+        f"v.{field.name}::jsonb" if field.get_internal_type() == "JSONField" else f"v.{field.name}" for field in fields
+    )
+    quote = connection.ops.quote_name
+    sql = (
+        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_seq = last_seq + %s, updated_at = %s "
+        f"WHERE id = %s AND ended_at IS NULL RETURNING last_seq) "
+        f"INSERT INTO {quote(Message._meta.db_table)} (session_id, tenant_id, user_id, seq, created_at, {columns}) "
+        f"SELECT %s, %s, %s, s.last_seq - %s + 1 + v.position, %s, {selected} "
+        f"FROM s, (VALUES {', '.join([row] * len(fresh))}) AS v(position, {columns}) RETURNING id, seq"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        inserted = sorted(cursor.fetchall(), key=lambda r: r[1])
+    if not inserted:
+        _raise_not_live(session)
+    created = []
+    for (pk, seq), fields_ in zip(inserted, fresh):
+        message = Message(
+            id=pk, session=session, tenant_id=session.tenant_id, user_id=session.user_id, seq=seq, created_at=now, **fields_
+        )
+        message._state.adding, message._state.db = False, connection.alias
+        created.append(message)
+    return created
+
+
+@transaction.atomic
+def _message_append_locked(session: Session, cleaned: list[dict[str, Any]], client_ids: list[str]) -> AppendResult:
+    """The portable append, and the one for retries: lock, find stored client ids, add the rest."""
     stored: dict[str, Message] = {}
     if client_ids:
         locked = _lock_session(session)  # serialises retries of the same client ids
@@ -256,7 +302,6 @@ def message_append(*, session: Session, messages: list[dict[str, Any]]) -> Appen
 # --- Rounds -------------------------------------------------------------------------------
 
 
-@transaction.atomic
 def round_save(
     *,
     tenant: Tenant,
@@ -274,6 +319,46 @@ def round_save(
     state = clean_json(state, field="state", require_object=True)
     if round_id is not None:
         round_id = clean_round_id(round_id)
+    if round_id is None and expected_version is None and connection.vendor == "postgresql":
+        saved = _round_append_postgresql(tenant=tenant, user_id=user_id, session_id=session_id, state=state)
+        if saved is not None:
+            return saved
+    return _round_save_locked(
+        tenant=tenant, user_id=user_id, state=state, session_id=session_id, round_id=round_id, expected_version=expected_version
+    )
+
+
+def _round_append_postgresql(*, tenant: Tenant, user_id: str, session_id: str, state: dict[str, Any]) -> Round | None:
+    """The automatic round of a live session in one statement, atomic by itself: one round trip
+    instead of SELECT, BEGIN, UPDATE, INSERT, COMMIT. None when the session is missing, ended or
+    out of ids: the portable path then creates it or says why not."""
+    now = timezone.now()
+    quote = connection.ops.quote_name
+    sql = (
+        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_round_id = last_round_id + 1, updated_at = %s "
+        f"WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND ended_at IS NULL AND last_round_id < %s "
+        f"RETURNING id, last_round_id) "
+        f"INSERT INTO {quote(Round._meta.db_table)} (session_id, tenant_id, user_id, round_id, state, created_at, updated_at, version) "
+        f"SELECT s.id, %s, %s, s.last_round_id, %s, %s, %s, 1 FROM s RETURNING id, session_id, round_id"
+    )
+    state_db = Round._meta.get_field("state").get_db_prep_save(state, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [now, tenant.pk, user_id, session_id, ROUND_ID_MAX, tenant.pk, user_id, state_db, now, now])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    saved = Round(
+        id=row[0], session_id=row[1], tenant=tenant, user_id=user_id, round_id=row[2], state=state,
+        created_at=now, updated_at=now, version=1,
+    )
+    saved._state.adding, saved._state.db = False, connection.alias
+    return saved
+
+
+@transaction.atomic
+def _round_save_locked(
+    *, tenant: Tenant, user_id: str, state: dict[str, Any], session_id: str, round_id: int | None, expected_version: int | None
+) -> Round:
     session = _session_get_or_create(tenant=tenant, user_id=user_id, session_id=session_id)
     now = timezone.now()
     if round_id is None:
