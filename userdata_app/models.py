@@ -51,6 +51,9 @@ class ErasureRequest(models.Model):
         REJECTED = "rejected", "Rejected"
         FAILED = "failed", "Failed"
 
+    # Not yet answered: counted as open on the dashboard, overdue once past ``due_on``.
+    OPEN_STATUSES = (Status.RECEIVED, Status.VERIFIED, Status.ON_HOLD, Status.FAILED)
+
     scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.USER_DATA)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED, editable=False)
     requested_by = models.CharField(
@@ -85,6 +88,10 @@ class ErasureRequest(models.Model):
     @property
     def is_extended(self) -> bool:
         return bool(self.extension_reason)
+
+    @property
+    def is_overdue(self) -> bool:
+        return self.status in self.OPEN_STATUSES and self.due_on < timezone.localdate()
 
 
 class ErasureSubject(models.Model):

@@ -7,7 +7,7 @@ from django.utils import timezone
 from agentstate.exceptions import NotFound
 from agentstate.tenancy.models import Tenant
 from sessions_app.selectors import subject_process_state_export
-from userdata_app.models import UserDatum
+from userdata_app.models import ErasureRequest, UserDatum
 
 
 def user_datum_get(*, tenant: Tenant, user_id: str, key: str) -> UserDatum:
@@ -53,4 +53,13 @@ def subject_export(*, subjects: list[tuple[Tenant, str]]) -> dict:
             }
             for tenant, user_id in subjects
         ],
+    }
+
+
+def erasure_request_summary() -> dict[str, int]:
+    """Open and overdue erasure requests, for the admin dashboard (served by (status, due_on))."""
+    open_requests = ErasureRequest.objects.filter(status__in=ErasureRequest.OPEN_STATUSES)
+    return {
+        "open": open_requests.count(),
+        "overdue": open_requests.filter(due_on__lt=timezone.localdate()).count(),
     }

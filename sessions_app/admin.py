@@ -1,0 +1,256 @@
+"""Staff browse process state here; nothing is edited or deleted from the admin (history is
+append-only; deletion goes through the API or an erasure request).
+
+Built for big tables: no full counts, no per-row queries, searches and filters on indexed columns
+only, exact-match text filters instead of "list every distinct value" filters.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.html import format_html
+
+from sessions_app import selectors
+from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+
+admin.site.site_header = "agentstate"
+admin.site.site_title = "agentstate admin"
+admin.site.index_title = "Dashboard"
+admin.site.index_template = "admin/agentstate_index.html"
+
+LATEST_MESSAGES = 20
+LATEST_ROUNDS = 10
+
+
+def pretty_json(value: Any):
+    return format_html('<pre class="json">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+def content_text(content: Any) -> str:
+    """A message's content as staff read it: the string itself, or indented JSON for parts."""
+    if isinstance(content, str):
+        return content
+    return json.dumps(content, indent=2, ensure_ascii=False)
+
+
+class InputFilter(admin.SimpleListFilter):
+    """A text box for an exact match on an indexed column (no DISTINCT scan to list choices)."""
+
+    template = "admin/input_filter.html"
+
+    def lookups(self, request, model_admin):
+        return ((None, None),)  # one dummy choice so the admin shows the filter
+
+    def choices(self, changelist):
+        yield {
+            "query_parts": [
+                (key, value)
+                for key, value in changelist.get_filters_params().items()
+                if key != self.parameter_name
+                for value in (value if isinstance(value, list) else [value])
+            ],
+            "current": self.value() or "",
+        }
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(**{self.parameter_name: self.value()})
+        return queryset
+
+
+class AgentFilter(InputFilter):
+    title = "agent id"
+    parameter_name = "agent_id"
+
+
+class WorkspaceFilter(InputFilter):
+    title = "workspace id"
+    parameter_name = "workspace_id"
+
+
+class RoleFilter(InputFilter):
+    title = "role"
+    parameter_name = "role"
+
+
+class EndedFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "ended"
+
+    def lookups(self, request, model_admin):
+        return (("no", "Live"), ("yes", "Ended"))
+
+    def queryset(self, request, queryset):
+        if self.value() in ("yes", "no"):
+            return queryset.filter(ended_at__isnull=self.value() == "no")
+        return queryset
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """View-only for everyone, superusers included."""
+
+    show_full_result_count = False
+    list_per_page = 50
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+def history_url(model, session: Session) -> str:
+    return reverse(f"admin:sessions_app_{model._meta.model_name}_changelist") + f"?session__id__exact={session.pk}"
+
+
+@admin.register(Session)
+class SessionAdmin(ReadOnlyAdmin):
+    list_display = (
+        "session_id", "user_id", "tenant", "agent_id", "workspace_id", "message_count", "created_at", "updated_at", "ended_at",
+    )
+    list_select_related = ("tenant",)
+    list_filter = ("tenant", EndedFilter, AgentFilter, WorkspaceFilter, "created_at", "updated_at")
+    # Exact matches only: served by the (tenant, user_id, session_id) index.
+    search_fields = ("=user_id", "=session_id")
+    search_help_text = "Exact user id or session id."
+    ordering = ("-id",)
+    fieldsets = (
+        (None, {"fields": ("tenant", "user_id", "session_id", "agent_id", "workspace_id", "message_count",
+                           "created_at", "updated_at", "ended_at", "version", "metadata_json")}),
+        ("Latest messages", {"fields": ("latest_messages",)}),
+        ("Rounds", {"fields": ("latest_rounds",)}),
+        ("Checkpoints", {"fields": ("checkpoints",)}),
+        ("Agent transitions", {"fields": ("transitions",)}),
+        ("Working state", {"fields": ("working_state",)}),
+    )
+    readonly_fields = ("message_count", "metadata_json", "latest_messages", "latest_rounds", "checkpoints",
+                       "transitions", "working_state")
+
+    @admin.display(description="messages", ordering="last_seq")
+    def message_count(self, obj: Session) -> int:
+        return obj.message_count
+
+    @admin.display(description="metadata")
+    def metadata_json(self, obj: Session):
+        return pretty_json(obj.metadata)
+
+    @admin.display(description="")
+    def latest_messages(self, obj: Session):
+        return render_to_string("admin/sessions_app/session/latest_messages.html", {
+            "messages": [(m, content_text(m.content)) for m in selectors.message_recent(session=obj, limit=LATEST_MESSAGES)],
+            "total": obj.message_count,
+            "history_url": history_url(Message, obj),
+        })
+
+    @admin.display(description="")
+    def latest_rounds(self, obj: Session):
+        rounds = list(Round.objects.filter(session=obj).order_by("-round_id")[:LATEST_ROUNDS])
+        return render_to_string("admin/sessions_app/session/json_rows.html", {
+            "rows": [(f"Round {r.round_id}", r.updated_at, json.dumps(r.state, indent=2, ensure_ascii=False, sort_keys=True)) for r in rounds],
+            "all_url": history_url(Round, obj), "empty": "No rounds.",
+        })
+
+    @admin.display(description="")
+    def checkpoints(self, obj: Session):
+        checkpoints = list(Checkpoint.objects.filter(session=obj).order_by("-id")[:LATEST_ROUNDS])
+        return render_to_string("admin/sessions_app/session/json_rows.html", {
+            "rows": [(c.label, c.created_at, json.dumps(c.state, indent=2, ensure_ascii=False, sort_keys=True)) for c in checkpoints],
+            "all_url": history_url(Checkpoint, obj), "empty": "No checkpoints.",
+        })
+
+    @admin.display(description="")
+    def transitions(self, obj: Session):
+        return render_to_string("admin/sessions_app/session/transitions.html", {
+            "transitions": selectors.transition_list(session=obj)[:50], "all_url": history_url(AgentTransition, obj),
+        })
+
+    @admin.display(description="")
+    def working_state(self, obj: Session):
+        return pretty_json(selectors.working_state_get(session=obj))
+
+
+class SessionChildAdmin(ReadOnlyAdmin):
+    """Children of a session, reached from the session page (``?session__id__exact=<pk>``)."""
+
+    list_display_links = None
+    search_fields = ()
+
+    @admin.display(description="session", ordering="session_id")
+    def session_link(self, obj):
+        url = reverse("admin:sessions_app_session_change", args=[obj.session_id])
+        return format_html('<a href="{}">Session #{}</a>', url, obj.session_id)
+
+
+@admin.register(Message)
+class MessageAdmin(SessionChildAdmin):
+    list_display = ("seq", "session_link", "role", "name", "type", "content_preview", "created_at")
+    list_display_links = ("seq",)
+    list_filter = (RoleFilter,)
+    ordering = ("session_id", "seq")  # the (session, seq) unique index
+    list_per_page = 100
+    fields = ("session_link", "seq", "client_id", "role", "name", "type", "status", "content_json", "metadata_json",
+              "usage_json", "created_at")
+    readonly_fields = ("session_link", "content_json", "metadata_json", "usage_json")
+
+    @admin.display(description="content")
+    def content_preview(self, obj: Message) -> str:
+        text = " ".join(content_text(obj.content).split())
+        return text if len(text) <= 120 else text[:119] + "…"
+
+    @admin.display(description="content")
+    def content_json(self, obj: Message):
+        return pretty_json(obj.content)
+
+    @admin.display(description="metadata")
+    def metadata_json(self, obj: Message):
+        return pretty_json(obj.metadata)
+
+    @admin.display(description="usage")
+    def usage_json(self, obj: Message):
+        return pretty_json(obj.usage)
+
+
+@admin.register(Round)
+class RoundAdmin(SessionChildAdmin):
+    list_display = ("round_id", "session_link", "version", "created_at", "updated_at")
+    list_display_links = ("round_id",)
+    ordering = ("session_id", "round_id")
+    fields = ("session_link", "round_id", "version", "created_at", "updated_at", "state_json")
+    readonly_fields = ("session_link", "state_json")
+
+    @admin.display(description="state")
+    def state_json(self, obj: Round):
+        return pretty_json(obj.state)
+
+
+@admin.register(Checkpoint)
+class CheckpointAdmin(SessionChildAdmin):
+    list_display = ("id", "session_link", "label", "created_at")
+    list_display_links = ("id",)
+    ordering = ("session_id", "id")
+    fields = ("session_link", "label", "created_at", "state_json")
+    readonly_fields = ("session_link", "state_json")
+
+    @admin.display(description="state")
+    def state_json(self, obj: Checkpoint):
+        return pretty_json(obj.state)
+
+
+@admin.register(AgentTransition)
+class AgentTransitionAdmin(SessionChildAdmin):
+    list_display = ("id", "session_link", "from_agent", "to_agent", "reason", "created_at")
+    list_display_links = ("id",)
+    ordering = ("session_id", "id")
+    fields = ("session_link", "from_agent", "to_agent", "reason", "metadata_json", "created_at")
+    readonly_fields = ("session_link", "metadata_json")
+
+    @admin.display(description="metadata")
+    def metadata_json(self, obj: AgentTransition):
+        return pretty_json(obj.metadata)

@@ -1,0 +1,257 @@
+"""The staff admin: browsing stays fast and read-only; the erasure workflow end to end over HTTP;
+who may execute and export."""
+import json
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from sessions_app import selectors as session_selectors
+from sessions_app import services as session_services
+from userdata_app import erasure
+from userdata_app.models import ErasureRequest, ErasureSubject
+from tests.userdata_app.erasure_factories import subject_data_create, verified_request
+
+Status = ErasureRequest.Status
+CHANGELIST = reverse("admin:userdata_app_erasurerequest_changelist")
+
+
+def staff(username, *, groups=(), perms=()):
+    user = get_user_model().objects.create_user(username, password="pw", is_staff=True)
+    for name in groups:
+        user.groups.add(Group.objects.get(name=name))
+    for name in perms:
+        app_label, codename = name.split(".")
+        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    return user
+
+
+@pytest.fixture
+def officer(db):
+    return staff("officer", groups=["Compliance"])
+
+
+@pytest.fixture
+def browser_staff(db):
+    """Staff who may browse and manage requests, but not execute erasures or export."""
+    perms = ["sessions_app.view_session", "sessions_app.view_message", "userdata_app.view_userdatum"]
+    perms += [f"userdata_app.{p}_erasurerequest" for p in ("view", "add", "change")] + ["userdata_app.view_erasuresubject"]
+    return staff("viewer", perms=perms)
+
+
+def login(client, user):
+    client.force_login(user)
+    return client
+
+
+# --- Browsing ---------------------------------------------------------------------------------
+
+
+def test_session_changelist_query_count_does_not_grow_with_rows(client, officer, tenant, other_tenant):
+    login(client, officer)
+    url = reverse("admin:sessions_app_session_changelist")
+    subject_data_create(tenant=tenant, user_id="u0", sessions=2, messages=1)
+
+    def queries():
+        with CaptureQueriesContext(connection) as ctx:
+            response = client.get(url)
+        assert response.status_code == 200
+        return len(ctx.captured_queries)
+
+    few = queries()
+    for n in range(1, 6):
+        subject_data_create(tenant=other_tenant if n % 2 else tenant, user_id=f"u{n}", sessions=4, messages=2)
+    assert queries() == few
+
+
+def test_session_list_shows_message_count_search_and_filters(client, officer, tenant):
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=7)
+    subject_data_create(tenant=tenant, user_id="bob", sessions=1, messages=1)
+    url = reverse("admin:sessions_app_session_changelist")
+
+    response = client.get(url, {"q": "alice"})
+    assert response.status_code == 200
+    rows = response.context["cl"].result_list
+    assert [(s.user_id, s.message_count) for s in rows] == [("alice", 7)]
+    assert client.get(url, {"q": "ali"}).context["cl"].result_count == 0  # exact match only
+    assert client.get(url, {"agent_id": "planner", "ended": "no"}).context["cl"].result_count == 2
+    assert client.get(url, {"agent_id": "nobody"}).context["cl"].result_count == 0
+
+
+def test_session_detail_is_read_only_with_history_rounds_checkpoints_transitions(client, officer, tenant):
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=25)
+    session = session_selectors.session_get(tenant=tenant, user_id="alice", session_id="s0")
+    url = reverse("admin:sessions_app_session_change", args=[session.pk])
+
+    page = client.get(url).content.decode()
+    assert "hello from alice #24" in page and "hello from alice #4" not in page  # the latest 20
+    history = reverse("admin:sessions_app_message_changelist") + f"?session__id__exact={session.pk}"
+    assert history.replace("&", "&amp;") in page or history in page
+    assert "Round 1" in page and "&quot;step&quot;: 0" in page
+    assert "done" in page and "writer" in page
+    assert "task of alice" in page  # working state
+
+    full = client.get(history)
+    assert full.status_code == 200 and full.context["cl"].result_count == 25
+    assert client.post(url, {"agent_id": "changed"}).status_code == 403
+    assert client.get(reverse("admin:sessions_app_session_add")).status_code == 403
+    assert client.get(reverse("admin:sessions_app_session_delete", args=[session.pk])).status_code == 403
+
+
+def test_user_data_browse_by_tenant_user_and_key(client, officer, tenant, other_tenant):
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=0)
+    subject_data_create(tenant=other_tenant, user_id="alice", sessions=0)
+    url = reverse("admin:userdata_app_userdatum_changelist")
+    assert client.get(url, {"q": "alice"}).context["cl"].result_count == 4
+    assert client.get(url, {"q": "alice", "tenant__id__exact": tenant.pk}).context["cl"].result_count == 2
+    assert client.get(url, {"q": "email"}).context["cl"].result_count == 2
+
+
+def test_dashboard_shows_totals_and_a_chart_without_external_files(client, officer, tenant):
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=2, messages=5)
+    overdue = erasure.erasure_request_create(subjects=[(tenant, "alice")], received_at=timezone.now() - timedelta(days=40))
+    erasure.erasure_request_create(subjects=[(tenant, "bob")])
+
+    page = client.get(reverse("admin:index")).content.decode()
+    assert "<svg" in page and "10 messages" in page  # today's bar tooltip
+    dashboard = page[page.index("agentstate-dashboard"):page.index("</section>")]
+    assert "http://" not in dashboard and "https://" not in dashboard
+    numbers = [int(n) for n in __import__("re").findall(r'<span class="n">(\d+)</span>', dashboard)]
+    assert numbers == [2, 10, 2, 2, 1]  # sessions, messages, active today, open, overdue
+    changelist = client.get(CHANGELIST, {"open": "overdue"})
+    assert [r.pk for r in changelist.context["cl"].result_list] == [overdue.pk]
+    assert "overdue" in changelist.content.decode()
+
+
+# --- The erasure workflow over HTTP -----------------------------------------------------------
+
+
+def test_officer_takes_a_request_from_receipt_to_executed_receipt(client, officer, tenant, other_tenant):
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice")
+    subject_data_create(tenant=tenant, user_id="bob")
+
+    response = client.post(reverse("admin:userdata_app_erasurerequest_add"), {
+        "scope": "everything", "received_at_0": timezone.localdate().isoformat(), "received_at_1": "10:00:00",
+        "requested_by": "ticket 7", "reason": "",
+        "subjects-TOTAL_FORMS": "1", "subjects-INITIAL_FORMS": "0", "subjects-MIN_NUM_FORMS": "1", "subjects-MAX_NUM_FORMS": "1000",
+        "subjects-0-tenant": str(tenant.pk), "subjects-0-user_id": "alice",
+    })
+    assert response.status_code == 302, response.context["errors"] if response.context else response
+    request = ErasureRequest.objects.get()
+    assert request.status == Status.RECEIVED and request.due_on is not None
+
+    verify = reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "verify"])
+    assert client.post(verify).status_code == 302
+    request.refresh_from_db()
+    assert request.status == Status.VERIFIED
+
+    # The preview: a confirmation page with counts per category; nothing erased yet.
+    preview = client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk]})
+    assert preview.status_code == 200
+    assert preview.context["previews"][0]["counts"] == {
+        "user_data": 2, "sessions": 2, "messages": 6, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2,
+    }
+    assert "Yes, erase" in preview.content.decode()
+    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["messages"] == 6
+
+    done = client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"})
+    assert done.status_code == 302 and done.url == reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])
+    request.refresh_from_db()
+    assert request.status == Status.EXECUTED
+    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["sessions"] == 0
+    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="bob")["sessions"] == 2
+
+    page = client.get(done.url).content.decode()
+    assert "Receipt" in page and "hmac_sha256" in page and "officer" in page
+    assert "alice" not in page  # the receipt page shows no plain subject id
+    assert "Execute erasure" not in page
+
+
+def test_lifecycle_forms_record_reasons_and_refuse_bad_input(client, officer, tenant):
+    login(client, officer)
+    request = erasure.erasure_request_create(subjects=[(tenant, "alice")])
+    hold = reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "hold"])
+    response = client.post(hold, {"reason": ""})
+    assert response.status_code == 200 and "This field is required" in response.content.decode()
+    client.post(hold, {"reason": "litigation"})
+    request.refresh_from_db()
+    assert request.status == Status.ON_HOLD and request.hold_reason == "litigation"
+
+    client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "release"]), {"note": ""})
+    extend = reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "extend"])
+    due = ErasureRequest.objects.get().due_on
+    assert client.post(extend, {"months": "3", "reason": "x"}).status_code == 200  # not a choice
+    client.post(extend, {"months": "2", "reason": "complex"})
+    assert ErasureRequest.objects.get().due_on == erasure.add_months(due, 2)
+    client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "reject"]),
+                {"reason": "not the account holder", "subject_informed_on": "2026-03-01"})
+    request.refresh_from_db()
+    assert request.status == Status.REJECTED and str(request.subject_informed_on) == "2026-03-01"
+    page = client.get(reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])).content.decode()
+    assert "not the account holder" in page and "received → on_hold" in page
+
+
+def test_staff_without_the_permission_can_browse_but_not_execute_or_export(client, browser_staff, tenant):
+    login(client, browser_staff)
+    subject_data_create(tenant=tenant, user_id="alice")
+    request = verified_request(subjects=[(tenant, "alice")], scope="everything")
+
+    changelist = client.get(CHANGELIST)
+    assert changelist.status_code == 200
+    assert changelist.context["action_form"] is None  # neither the execute nor the export action is offered
+    page = client.get(reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])).content.decode()
+    assert "Execute erasure" not in page
+
+    client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"})
+    assert client.get(reverse("admin:userdata_app_erasurerequest_execute", args=[request.pk])).status_code == 403
+    assert client.get(reverse("admin:userdata_app_erasurerequest_export", args=[request.pk])).status_code == 403
+    request.refresh_from_db()
+    assert request.status == Status.VERIFIED
+    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["sessions"] == 2
+
+
+def test_execute_acts_only_on_verified_requests(client, officer, tenant):
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=0)
+    received = erasure.erasure_request_create(subjects=[(tenant, "alice")])
+    response = client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [received.pk], "post": "yes"}, follow=True)
+    assert "nothing to execute" in response.content.decode()
+    received.refresh_from_db()
+    assert received.status == Status.RECEIVED
+
+
+def test_export_action_downloads_everything_about_the_subjects(client, officer, tenant):
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=2)
+    request = erasure.erasure_request_create(subjects=[(tenant, "alice")])
+    response = client.post(CHANGELIST, {"action": "export_subject_data", "_selected_action": [request.pk]})
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    assert "attachment" in response["Content-Disposition"]
+    [subject] = json.loads(response.content)["subjects"]
+    assert subject["user_id"] == "alice" and len(subject["sessions"][0]["messages"]) == 2
+
+
+def test_subjects_cannot_change_after_verification_and_bad_ids_are_refused(client, officer, tenant):
+    login(client, officer)
+    response = client.post(reverse("admin:userdata_app_erasurerequest_add"), {
+        "scope": "user_data", "received_at_0": timezone.localdate().isoformat(), "received_at_1": "10:00:00",
+        "subjects-TOTAL_FORMS": "1", "subjects-INITIAL_FORMS": "0", "subjects-MIN_NUM_FORMS": "1", "subjects-MAX_NUM_FORMS": "1000",
+        "subjects-0-tenant": str(tenant.pk), "subjects-0-user_id": "a/b",
+    })
+    assert response.status_code == 200 and "must not contain" in response.content.decode()
+    assert not ErasureRequest.objects.exists()
+
+    request = verified_request(subjects=[(tenant, "alice")], scope="user_data")
+    page = client.get(reverse("admin:userdata_app_erasurerequest_change", args=[request.pk]))
+    assert page.context["inline_admin_formsets"][0].has_change_permission is False
+    assert ErasureSubject.objects.get().user_id == "alice"

@@ -1,0 +1,387 @@
+"""User data (browse only) and erasure requests (the compliance officer's workflow).
+
+Every step calls userdata_app.erasure; the admin only collects input and shows results.
+Executing an erasure is an action with a confirmation page listing what will be erased (like
+Django's delete_selected), acting only on the posted confirmation, and needs the
+``userdata_app.execute_erasure`` permission (the "Compliance" group has it).
+"""
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Count
+from django.http import HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from agentstate.exceptions import DomainError, InvalidInput
+from agentstate.validation import clean_identifier
+from sessions_app.admin import ReadOnlyAdmin, pretty_json
+from userdata_app import erasure
+from userdata_app.models import ErasedSubject, ErasureRequest, ErasureSubject, UserDatum
+from userdata_app.selectors import subject_export
+
+Status = ErasureRequest.Status
+
+
+@admin.register(UserDatum)
+class UserDatumAdmin(ReadOnlyAdmin):
+    list_display = ("key", "user_id", "tenant", "updated_at")
+    list_select_related = ("tenant",)
+    list_filter = ("tenant",)
+    search_fields = ("=user_id", "=key")  # exact: served by the (tenant, user_id, key) index
+    search_help_text = "Exact user id or key."
+    ordering = ("-id",)
+    fields = ("tenant", "user_id", "key", "value_json", "created_at", "updated_at")
+    readonly_fields = ("value_json",)
+
+    @admin.display(description="value")
+    def value_json(self, obj: UserDatum):
+        return pretty_json(obj.value)
+
+
+@admin.register(ErasedSubject)
+class ErasedSubjectAdmin(ReadOnlyAdmin):
+    """The registry of erased subjects (keyed hashes only), read by reapply_erasures."""
+
+    list_display = ("id", "key_id", "subject_hash", "scope", "request", "erased_at", "grace_until", "last_reapplied_at")
+    list_filter = ("scope", "key_id")
+    search_fields = ("=subject_hash",)
+    ordering = ("-id",)
+
+
+# --- Erasure requests -------------------------------------------------------------------------
+
+
+class ErasureSubjectForm(forms.ModelForm):
+    class Meta:
+        model = ErasureSubject
+        fields = ("tenant", "user_id")
+
+    def clean_user_id(self):
+        try:
+            return clean_identifier(self.cleaned_data.get("user_id", ""), field="user_id")
+        except InvalidInput as exc:
+            raise ValidationError(exc.fields["user_id"]) from None
+
+
+class ErasureSubjectInline(admin.TabularInline):
+    model = ErasureSubject
+    form = ErasureSubjectForm
+    extra = 1
+    min_num = 1
+    verbose_name = "subject (tenant and user id of the same person)"
+    verbose_name_plural = "subjects: one (tenant, user id) pair per account of this person"
+
+    def _editable(self, obj) -> bool:
+        return obj is None or obj.status == Status.RECEIVED
+
+    def get_fields(self, request, obj=None):
+        return ("tenant", "user_id") if self._editable(obj) else ("tenant", "user_id", "subject_hash", "hash_key_id")
+
+    def get_readonly_fields(self, request, obj=None):
+        return () if self._editable(obj) else self.get_fields(request, obj)
+
+    def get_extra(self, request, obj=None, **kwargs):
+        return 1 if obj is None else 0
+
+    def has_add_permission(self, request, obj=None):
+        return self._editable(obj) and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return self._editable(obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._editable(obj) and super().has_delete_permission(request, obj)
+
+
+class OpenFilter(admin.SimpleListFilter):
+    title = "deadline"
+    parameter_name = "open"
+
+    def lookups(self, request, model_admin):
+        return (("yes", "Open"), ("overdue", "Overdue"))
+
+    def queryset(self, request, queryset):
+        if self.value() in ("yes", "overdue"):
+            queryset = queryset.filter(status__in=ErasureRequest.OPEN_STATUSES)
+        if self.value() == "overdue":
+            queryset = queryset.filter(due_on__lt=timezone.localdate())
+        return queryset
+
+
+def status_badge(obj: ErasureRequest):
+    return format_html('<span class="status-badge status-{}">{}</span>', obj.status, obj.get_status_display())
+
+
+class ExtendForm(forms.Form):
+    months = forms.TypedChoiceField(choices=[(1, "1 month"), (2, "2 months")], coerce=int, label="Extend by")
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), help_text="Why more time is needed (recorded).")
+
+
+class HoldForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), help_text="The legal hold (recorded). No personal data.")
+
+
+class ReleaseForm(forms.Form):
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), help_text="Why the request is refused (recorded).")
+    subject_informed_on = forms.DateField(
+        label="Person told on", widget=forms.DateInput(attrs={"type": "date"}), help_text="The date the person was told."
+    )
+
+
+# step -> (button label, statuses it applies to, form, service call)
+LIFECYCLE_STEPS = {
+    "verify": ("Mark verified", (Status.RECEIVED,), None,
+               lambda obj, data, actor: erasure.erasure_request_verify(request=obj, actor=actor)),
+    "extend": ("Extend deadline", erasure.OPEN_STATUSES, ExtendForm,
+               lambda obj, data, actor: erasure.erasure_request_extend(request=obj, actor=actor, **data)),
+    "hold": ("Put on legal hold", (Status.RECEIVED, Status.VERIFIED, Status.FAILED), HoldForm,
+             lambda obj, data, actor: erasure.erasure_request_hold(request=obj, actor=actor, **data)),
+    "release": ("Release hold", (Status.ON_HOLD,), ReleaseForm,
+                lambda obj, data, actor: erasure.erasure_request_release(request=obj, actor=actor, **data)),
+    "reject": ("Reject", erasure.OPEN_STATUSES, RejectForm,
+               lambda obj, data, actor: erasure.erasure_request_reject(request=obj, actor=actor, **data)),
+}
+
+
+@admin.register(ErasureRequest)
+class ErasureRequestAdmin(admin.ModelAdmin):
+    list_display = ("request_label", "status_badge", "scope", "subject_count", "received_at", "due", "status_changed_at")
+    list_display_links = ("request_label",)
+    list_filter = (OpenFilter, "status", "scope")
+    ordering = ("-id",)
+    show_full_result_count = False
+    inlines = [ErasureSubjectInline]
+    actions = ["execute_erasure", "export_subject_data"]
+    change_form_template = "admin/userdata_app/erasurerequest/change_form.html"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(subject_total=Count("subjects"))
+
+    # --- Columns and read-only displays -------------------------------------------------------
+
+    @admin.display(description="request", ordering="id")
+    def request_label(self, obj: ErasureRequest) -> str:
+        return str(obj)
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: ErasureRequest):
+        return status_badge(obj)
+
+    @admin.display(description="subjects", ordering="subject_total")
+    def subject_count(self, obj: ErasureRequest) -> int:
+        return obj.subject_total
+
+    @admin.display(description="due", ordering="due_on")
+    def due(self, obj: ErasureRequest):
+        extended = " (extended)" if obj.is_extended else ""
+        if obj.is_overdue:
+            return format_html('<span class="overdue-date">{}{}</span> <span class="status-badge status-overdue">overdue</span>', obj.due_on, extended)
+        return f"{obj.due_on}{extended}"
+
+    @admin.display(description="receipt")
+    def receipt_display(self, obj: ErasureRequest):
+        document = erasure.receipt_document(receipt=obj.receipt)
+        rows = format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", ((c.replace("_", " "), n) for c, n in document["counts"].items()))
+        return format_html(
+            '<p>Executed {} by <strong>{}</strong>, scope <strong>{}</strong>.</p>'
+            '<table class="erasure-counts"><thead><tr><th>erased</th><th>rows</th></tr></thead><tbody>{}</tbody></table>'
+            "<p>Subject hashes (no user id is kept):</p>{}",
+            obj.receipt.executed_at.strftime("%Y-%m-%d %H:%M:%S UTC"), document["executed_by"], obj.receipt.get_scope_display(),
+            rows, pretty_json(document),
+        )
+
+    @admin.display(description="history")
+    def events_display(self, obj: ErasureRequest):
+        rows = format_html_join(
+            "", "<tr><td class='nowrap'>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            ((e.at.strftime("%Y-%m-%d %H:%M:%S"), e.actor_name, f"{e.from_status or '—'} → {e.to_status}", e.note)
+             for e in obj.events.order_by("at", "id")),
+        )
+        return format_html('<table class="agentstate-table"><thead><tr><th>when</th><th>who</th><th>step</th><th>note</th></tr></thead><tbody>{}</tbody></table>', rows)
+
+    @admin.display(description="preview: rows that would be erased now")
+    def preview_display(self, obj: ErasureRequest):
+        counts = erasure.erasure_preview(request=obj)
+        rows = format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", ((c.replace("_", " "), n) for c, n in counts.items()))
+        return format_html('<table class="erasure-counts"><tbody>{}</tbody></table>', rows)
+
+    def get_fieldsets(self, request, obj=None):
+        if obj is None:
+            return ((None, {"fields": ("scope", "received_at", "requested_by", "reason")}),)
+        status_fields = ["status_badge", "due", "status_changed_at"]
+        status_fields += [name for name in ("extension_reason", "hold_reason", "rejection_reason", "subject_informed_on", "failure") if getattr(obj, name)]
+        fieldsets = [
+            ("Status", {"fields": status_fields}),
+            ("Request", {"fields": ("scope", "received_at", "requested_by", "reason")}),
+        ]
+        if obj.status == Status.EXECUTED:
+            fieldsets.insert(0, ("Receipt", {"fields": ("receipt_display",)}))
+        elif obj.status in ErasureRequest.OPEN_STATUSES:
+            fieldsets.append(("Preview", {"fields": ("preview_display",)}))
+        fieldsets.append(("History", {"fields": ("events_display",)}))
+        return fieldsets
+
+    def get_readonly_fields(self, request, obj=None):
+        displays = ("status_badge", "due", "status_changed_at", "extension_reason", "hold_reason", "rejection_reason",
+                    "subject_informed_on", "failure", "receipt_display", "events_display", "preview_display")
+        if obj is not None and obj.status != Status.RECEIVED:
+            return displays + ("scope", "received_at", "requested_by", "reason")
+        return displays
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # requests and receipts are the audit trail
+
+    def has_execute_erasure_permission(self, request) -> bool:
+        return request.user.has_perm("userdata_app.execute_erasure")
+
+    def has_export_subject_data_permission(self, request) -> bool:
+        return request.user.has_perm("userdata_app.export_subject_data")
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+        else:
+            erasure.erasure_request_received(request=obj, actor=request.user)
+
+    # --- Lifecycle steps (one small form each) --------------------------------------------
+
+    def get_urls(self):
+        return [
+            path("<path:object_id>/lifecycle/<slug:step>/", self.admin_site.admin_view(self.lifecycle_view), name="userdata_app_erasurerequest_lifecycle"),
+            path("<path:object_id>/execute/", self.admin_site.admin_view(self.execute_view), name="userdata_app_erasurerequest_execute"),
+            path("<path:object_id>/export/", self.admin_site.admin_view(self.export_view), name="userdata_app_erasurerequest_export"),
+            *super().get_urls(),
+        ]
+
+    def lifecycle_steps(self, obj: ErasureRequest) -> list[tuple[str, str]]:
+        return [(step, label) for step, (label, statuses, _, _) in LIFECYCLE_STEPS.items()
+                if obj.status in statuses and not (step == "extend" and obj.is_extended)]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, object_id)
+        extra_context = extra_context or {}
+        if obj is not None:
+            extra_context.update(
+                lifecycle_steps=self.lifecycle_steps(obj) if self.has_change_permission(request, obj) else [],
+                can_execute=obj.status in (Status.VERIFIED, Status.FAILED) and self.has_execute_erasure_permission(request),
+                can_export=obj.status != Status.EXECUTED and self.has_export_subject_data_permission(request),
+            )
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def lifecycle_view(self, request, object_id, step):
+        obj = get_object_or_404(ErasureRequest, pk=object_id)
+        if step not in LIFECYCLE_STEPS or not self.has_change_permission(request, obj):
+            raise PermissionDenied
+        label, _, form_class, apply = LIFECYCLE_STEPS[step]
+        form = form_class(request.POST or None) if form_class else None
+        if request.method == "POST" and (form is None or form.is_valid()):
+            try:
+                apply(obj, form.cleaned_data if form else {}, request.user)
+            except DomainError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+            else:
+                self.log_change(request, obj, f"{label} ({obj.get_status_display()})")
+                self.message_user(request, f"{obj}: {label.lower()} — now {obj.get_status_display().lower()}.", messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"{label}: {obj}",
+            "subtitle": None,
+            "opts": self.opts,
+            "object": obj,
+            "form": form,
+            "step_label": label,
+            "step": step,
+        }
+        return TemplateResponse(request, "admin/userdata_app/erasurerequest/lifecycle.html", context)
+
+    # --- Execution: preview, then act on the posted confirmation ----------------------------
+
+    @admin.action(permissions=["execute_erasure"], description="Execute erasure of selected verified requests…")
+    def execute_erasure(self, request, queryset):
+        executable = [obj for obj in queryset.order_by("id") if obj.status in (Status.VERIFIED, Status.FAILED)]
+        skipped = [obj for obj in queryset.order_by("id") if obj not in executable]
+        if not executable:
+            self.message_user(request, "None of the selected requests is verified: nothing to execute.", messages.WARNING)
+            return None
+        if request.POST.get("post") == "yes":
+            receipts = []
+            for obj in executable:
+                try:
+                    receipts.append(erasure.erasure_execute(request=obj, actor=request.user))
+                except DomainError as exc:
+                    self.message_user(request, f"{obj}: {exc.message}", messages.ERROR)
+                else:
+                    self.log_change(request, obj, "Executed erasure; receipt kept")
+            for receipt in receipts:
+                counts = ", ".join(f"{n} {c.replace('_', ' ')}" for c, n in receipt.counts.items())
+                self.message_user(request, f"{receipt.request}: erased ({counts}). The receipt is below.", messages.SUCCESS)
+            if len(executable) == 1:
+                return HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[executable[0].pk]))
+            return None
+        previews = [
+            {
+                "request": obj,
+                "subjects": list(obj.subjects.select_related("tenant").exclude(user_id="")),
+                "counts": erasure.erasure_preview(request=obj),
+                "kept": obj.scope == ErasureRequest.Scope.USER_DATA,
+            }
+            for obj in executable
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Are you sure?",
+            "subtitle": None,
+            "opts": self.opts,
+            "previews": previews,
+            "skipped": skipped,
+            "queryset": executable,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "changelist_url": reverse("admin:userdata_app_erasurerequest_changelist"),
+        }
+        return TemplateResponse(request, "admin/userdata_app/erasurerequest/execute_confirmation.html", context)
+
+    def execute_view(self, request, object_id):
+        """The change page's "Execute erasure…" button: the same confirmation as the action."""
+        if not self.has_execute_erasure_permission(request):
+            raise PermissionDenied
+        response = self.execute_erasure(request, ErasureRequest.objects.filter(pk=object_id))
+        return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[object_id]))
+
+    # --- Subject access export ----------------------------------------------------------------
+
+    @admin.action(permissions=["export_subject_data"], description="Export everything held about the subjects (JSON)")
+    def export_subject_data(self, request, queryset):
+        subjects = ErasureSubject.objects.filter(request__in=queryset).exclude(user_id="").select_related("tenant").order_by("id")
+        pairs = list(dict.fromkeys((s.tenant, s.user_id) for s in subjects))
+        if not pairs:
+            self.message_user(request, "No subject ids left to export (executed requests keep only hashes).", messages.WARNING)
+            return None
+        ids = "-".join(str(pk) for pk in sorted(queryset.values_list("pk", flat=True)))
+        return subject_export_response(subject_export(subjects=pairs), filename=f"subject-export-request-{ids}.json")
+
+    def export_view(self, request, object_id):
+        if not self.has_export_subject_data_permission(request):
+            raise PermissionDenied
+        response = self.export_subject_data(request, ErasureRequest.objects.filter(pk=object_id))
+        return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[object_id]))
+
+
+def subject_export_response(document: dict, *, filename: str) -> HttpResponse:
+    response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
