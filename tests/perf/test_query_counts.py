@@ -1,0 +1,155 @@
+"""Query counts the benchmarks rely on (docs/PERFORMANCE.md): every agent operation runs the same
+number of statements whatever the history size, and the hot writes are one statement on
+PostgreSQL. Counts only, never timings.
+
+Savepoint statements are left out of the counts: they come from the test's own transaction
+(each test runs inside one), not from the code under test.
+"""
+import itertools
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from benchmarks import data
+from sessions_app import selectors, services
+
+pytestmark = pytest.mark.django_db
+
+SIZES = (10, 1_000)
+_users = itertools.count()
+
+
+def _statements(queries) -> list[str]:
+    return [q["sql"] for q in queries if "SAVEPOINT" not in q["sql"]]
+
+
+def _count(operation) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        operation()
+    return len(_statements(captured.captured_queries))
+
+
+def _history(tenant, size: int):
+    """A new user with ``size`` sessions; its session s1 has ``size`` messages and rounds."""
+    user_id = f"u{next(_users)}"
+    data.sessions_create(tenant=tenant, user_id=user_id, count=size)
+    session = selectors.session_get(tenant=tenant, user_id=user_id, session_id="s1")
+    return data.history_fill(session=session, messages=size, rounds=size)
+
+
+def _per_size(tenant, operation) -> dict[int, int]:
+    """``operation(session)``'s statement count at each history size."""
+    counts = {}
+    for size in SIZES:
+        session = _history(tenant, size)
+        counts[size] = _count(lambda: operation(session))
+    return counts
+
+
+def _postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def test_appending_a_message_is_one_statement_on_postgresql_at_any_history_size(tenant):
+    counts = _per_size(tenant, lambda s: services.message_append(session=s, messages=[{"role": "user", "content": "hi"}]))
+    # PostgreSQL: the counter bump and the insert are one CTE; SQLite: UPDATE ... RETURNING, INSERT.
+    assert counts == {size: 1 if _postgres() else 2 for size in SIZES}
+
+
+def test_saving_an_automatic_round_is_one_statement_on_postgresql_at_any_history_size(tenant):
+    counts = _per_size(
+        tenant, lambda s: services.round_save(tenant=tenant, user_id=s.user_id, session_id=s.session_id, state={"step": 1})
+    )
+    # SQLite: the session lookup, UPDATE ... RETURNING, INSERT.
+    assert counts == {size: 1 if _postgres() else 3 for size in SIZES}
+
+
+def test_reads_are_one_statement_at_any_history_size(tenant):
+    reads = {
+        "latest round": lambda s: selectors.round_export(tenant=tenant, user_id=s.user_id, session_id=s.session_id),
+        "one round": lambda s: selectors.round_export(tenant=tenant, user_id=s.user_id, session_id=s.session_id, round_id=5),
+        "recent 50 messages": lambda s: selectors.message_recent(session=s, limit=50),
+        "first page of sessions": lambda s: list(selectors.session_list(tenant=tenant, user_id=s.user_id)[:101]),
+    }
+    for name, read in reads.items():
+        assert _per_size(tenant, read) == {size: 1 for size in SIZES}, name
+
+
+# --- The same through the API, as the HTTP load benchmark drives it ----------------------------
+
+
+@pytest.fixture
+def agent_api(tenant):
+    from rest_framework.test import APIClient
+
+    from agentstate.tenancy import selectors as tenancy_selectors
+    from agentstate.tenancy.services import api_key_create
+
+    tenancy_selectors.api_key_cache_clear()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key_create(tenant=tenant, name='bench')[1]}")
+    yield client
+    tenancy_selectors.api_key_cache_clear()
+
+
+def _request_counts(api, tenant, method: str, path: str, body=None) -> dict[int, int]:
+    """Statements of one request at each history size, once the API key is verified and cached."""
+    counts = {}
+    for size in SIZES:
+        session = _history(tenant, size)
+        url = f"/api/v1/users/{session.user_id}/sessions/{session.session_id}/{path}"
+        api.get(url)  # the first request of a key verifies it; later ones find it in the cache
+        with CaptureQueriesContext(connection) as captured:
+            response = getattr(api, method)(url, body, format="json") if body else getattr(api, method)(url)
+        assert response.status_code in (200, 201), response.content[:300]
+        counts[size] = len(_statements(captured.captured_queries))
+    return counts
+
+
+def test_api_append_is_a_session_lookup_plus_one_statement(agent_api, tenant):
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+    assert _request_counts(agent_api, tenant, "post", "messages/", body) == {size: 2 if _postgres() else 3 for size in SIZES}
+
+
+def test_api_automatic_round_save_is_one_statement_on_postgresql(agent_api, tenant):
+    counts = _request_counts(agent_api, tenant, "post", "rounds/", {"state": {"step": 1}})
+    assert counts == {size: 1 if _postgres() else 3 for size in SIZES}
+
+
+def test_api_reads_run_a_fixed_number_of_statements(agent_api, tenant):
+    assert _request_counts(agent_api, tenant, "get", "rounds/latest/") == {size: 1 for size in SIZES}
+    assert _request_counts(agent_api, tenant, "get", "messages/?recent=20") == {size: 2 for size in SIZES}
+
+
+def test_api_key_is_not_looked_up_again_while_cached(agent_api, tenant):
+    session = _history(tenant, 10)
+    url = f"/api/v1/users/{session.user_id}/sessions/{session.session_id}/rounds/latest/"
+    agent_api.get(url)
+    with CaptureQueriesContext(connection) as captured:
+        for _ in range(3):
+            agent_api.get(url)
+    assert not [sql for sql in _statements(captured.captured_queries) if "apikey" in sql.lower()]
+
+
+# --- Plans: the reads walk an index backwards, never sort a whole history ---------------------
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda tenant, s: selectors.round_get(tenant=tenant, user_id=s.user_id, session_id=s.session_id),
+        lambda tenant, s: selectors.message_recent(session=s, limit=50),
+    ],
+    ids=["latest round", "recent messages"],
+)
+def test_latest_reads_do_not_sort_the_history(tenant, postgres_only, read):
+    session = _history(tenant, 1_000)
+    data.analyze()
+    with CaptureQueriesContext(connection) as captured:
+        read(tenant, session)
+    (sql,) = _statements(captured.captured_queries)
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {sql}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Index Scan Backward" in plan and "Sort" not in plan, plan
