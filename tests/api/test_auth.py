@@ -1,0 +1,218 @@
+"""API keys: both headers, 401 for missing/bad/revoked/expired keys, the per-process key cache and
+its revocation delay, staff logins, scopes, the create_api_key command and the keys admin."""
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.management import call_command
+from django.test import override_settings
+from django.utils import timezone
+from rest_framework.test import APIClient, APIRequestFactory
+from rest_framework.views import APIView
+from rest_framework.response import Response
+
+from agentstate.api.permissions import HasComplianceScope
+from agentstate.tenancy import selectors as tenancy_selectors
+from agentstate.tenancy.models import APIKey, Tenant
+from agentstate.tenancy.services import api_key_create, api_key_revoke
+from tests.api.conftest import assert_error
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/users/u1/data/"
+
+
+def key_client(key: str, header: str = "authorization") -> APIClient:
+    client = APIClient()
+    if header == "authorization":
+        client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
+    else:
+        client.credentials(HTTP_X_API_KEY=key)
+    return client
+
+
+@pytest.mark.parametrize("header", ["authorization", "x-api-key"])
+def test_either_header_authenticates(tenant, header):
+    _, key = api_key_create(tenant=tenant, name="k")
+    assert key_client(key, header).get(URL).status_code == 200
+
+
+def test_no_key_is_401_with_www_authenticate(anon):
+    response = anon.get(URL)
+    assert_error(response, 401, "not_authenticated")
+    assert response["WWW-Authenticate"] == "Api-Key"
+
+
+@pytest.mark.parametrize(
+    "credentials",
+    [
+        {"HTTP_AUTHORIZATION": "Api-Key abcdefgh.0123456789abcdef0123456789abcdef"},  # well-formed, unknown
+        {"HTTP_AUTHORIZATION": "Api-Key not-a-key"},
+        {"HTTP_X_API_KEY": "x" * 5000},
+        {"HTTP_X_API_KEY": "abc\x00def.ghi"},
+        {"HTTP_AUTHORIZATION": "Api-Key "},
+    ],
+)
+def test_bad_key_is_401(credentials):
+    client = APIClient()
+    client.credentials(**credentials)
+    response = client.get(URL)
+    assert_error(response, 401, "not_authenticated")
+    assert response["WWW-Authenticate"] == "Api-Key"
+
+
+def test_two_different_keys_are_refused(tenant, other_tenant):
+    _, mine = api_key_create(tenant=tenant, name="a")
+    _, theirs = api_key_create(tenant=other_tenant, name="b")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {mine}", HTTP_X_API_KEY=theirs)
+    assert_error(client.get(URL), 401, "not_authenticated")
+
+
+def test_expired_key_is_401_even_while_cached(tenant):
+    api_key, key = api_key_create(tenant=tenant, name="k", expires_at=timezone.now() + timedelta(hours=1))
+    client = key_client(key)
+    assert client.get(URL).status_code == 200  # now cached
+    APIKey.objects.filter(pk=api_key.pk).update(expiry_date=timezone.now() - timedelta(seconds=1))
+    tenancy_selectors.api_key_cache_clear()
+    assert_error(client.get(URL), 401, "not_authenticated")
+
+
+def test_revoking_stops_the_key_at_once_in_this_process(tenant):
+    api_key, key = api_key_create(tenant=tenant, name="k")
+    client = key_client(key)
+    assert client.get(URL).status_code == 200
+    api_key_revoke(api_key=api_key)
+    assert_error(client.get(URL), 401, "not_authenticated")
+
+
+def test_revocation_elsewhere_takes_effect_when_the_cache_entry_expires(tenant):
+    """Another process revoked the key (a plain UPDATE here): this process keeps trusting its
+    cached verification until it expires (API_KEY_CACHE_SECONDS), then refuses the key."""
+    api_key, key = api_key_create(tenant=tenant, name="k")
+    client = key_client(key)
+    assert client.get(URL).status_code == 200
+    APIKey.objects.filter(pk=api_key.pk).update(revoked=True)
+    assert client.get(URL).status_code == 200  # the documented revocation delay
+    tenancy_selectors.api_key_cache_clear()  # what the TTL does
+    assert_error(client.get(URL), 401, "not_authenticated")
+
+
+@override_settings(API_KEY_CACHE_SECONDS=0)
+def test_without_cache_revocation_is_immediate(tenant):
+    api_key, key = api_key_create(tenant=tenant, name="k")
+    client = key_client(key)
+    assert client.get(URL).status_code == 200
+    APIKey.objects.filter(pk=api_key.pk).update(revoked=True)
+    assert_error(client.get(URL), 401, "not_authenticated")
+
+
+def test_a_cached_key_costs_no_query(tenant, django_assert_num_queries):
+    _, key = api_key_create(tenant=tenant, name="k")
+    client = key_client(key)
+    client.get(URL)
+    with django_assert_num_queries(1):  # the user-data page only
+        assert client.get(URL).status_code == 200
+
+
+# --- staff logins ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def staff(db):
+    return User.objects.create_user("staff", password="pw-staff-123", is_staff=True)
+
+
+def test_staff_with_permission_picks_a_tenant(staff, tenant):
+    staff.user_permissions.add(Permission.objects.get(codename="use_api_as_tenant"))
+    client = APIClient()
+    client.force_login(staff)
+    assert client.put("/api/v1/users/u1/data/k/?tenant=acme", {"value": 1}, format="json").status_code == 200
+    assert client.get(f"{URL}?tenant=acme").json()["results"][0]["key"] == "k"
+    assert_error(client.get(URL), 400, "invalid", field="tenant")
+    assert_error(client.get(f"{URL}?tenant=nope"), 400, "invalid", field="tenant")
+
+
+def test_staff_without_permission_is_refused(staff, tenant):
+    client = APIClient()
+    client.force_login(staff)
+    assert_error(client.get(f"{URL}?tenant=acme"), 403, "permission_denied")
+
+
+def test_browsable_api_renders_for_a_superuser(tenant):
+    admin = User.objects.create_superuser("root", password="pw-root-123")
+    client = APIClient()
+    client.force_login(admin)
+    response = client.get("/api/v1/sessions/?tenant=acme", HTTP_ACCEPT="text/html")
+    assert response.status_code == 200
+    assert b"<html" in response.content
+
+
+# --- scopes ---------------------------------------------------------------------------------
+
+
+class ComplianceOnly(APIView):
+    permission_classes = [HasComplianceScope]
+
+    def get(self, request):
+        return Response({"ok": True})
+
+
+def _compliance_status(**credentials) -> int:
+    request = APIRequestFactory().get("/x", **credentials)
+    return ComplianceOnly.as_view()(request).status_code
+
+
+def test_compliance_scope_needs_a_compliance_key(tenant):
+    _, agent = api_key_create(tenant=tenant, name="agent")
+    _, compliance = api_key_create(tenant=tenant, name="dpo", scope="compliance")
+    assert _compliance_status(HTTP_X_API_KEY=compliance) == 200
+    assert _compliance_status(HTTP_X_API_KEY=agent) == 403
+    assert _compliance_status() == 401
+
+
+# --- create_api_key command -------------------------------------------------------------------
+
+
+def test_create_api_key_prints_a_working_key_once_and_creates_the_tenant(db):
+    out, err = StringIO(), StringIO()
+    call_command("create_api_key", "--tenant", "newco", "--name", "worker", "--expires-days", "7", stdout=out, stderr=err)
+    key = out.getvalue().strip()
+    assert Tenant.objects.filter(slug="newco").exists()
+    api_key = APIKey.objects.get(tenant__slug="newco")
+    assert api_key.scope == "agent" and api_key.expiry_date is not None
+    assert key not in api_key.hashed_key and key not in err.getvalue()
+    assert key_client(key).get(URL).status_code == 200
+
+
+def test_create_api_key_compliance_scope(tenant):
+    out = StringIO()
+    call_command("create_api_key", "--tenant", "acme", "--name", "dpo", "--scope", "compliance", stdout=out, stderr=StringIO())
+    assert APIKey.objects.get(name="dpo").scope == "compliance"
+
+
+# --- admin ----------------------------------------------------------------------------------
+
+
+def test_admin_creates_a_key_shown_once_and_revokes_it(tenant):
+    admin = User.objects.create_superuser("root", password="pw-root-123")
+    client = APIClient()
+    client.force_login(admin)
+    response = client.post(
+        "/admin/tenancy/apikey/add/",
+        {"name": "from-admin", "tenant": tenant.pk, "scope": "agent"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    api_key = APIKey.objects.get(name="from-admin")
+    shown = [str(m) for m in response.context["messages"]]
+    key = next(part for m in shown for part in m.split() if part.startswith(api_key.prefix + "."))
+    key = key.rstrip(".")
+    assert key_client(key).get(URL).status_code == 200
+    client.post(
+        "/admin/tenancy/apikey/",
+        {"action": "revoke_keys", "_selected_action": [api_key.pk]},
+        follow=True,
+    )
+    assert APIKey.objects.get(pk=api_key.pk).revoked
+    assert_error(key_client(key).get(URL), 401, "not_authenticated")
