@@ -40,9 +40,11 @@ class Message(BaseModel):
 
     @classmethod
     def from_record(cls, record: MessageRecord) -> Message:
-        """The message as stored; one appended without a client id gets a stable id from its ``seq``."""
+        """The message as stored; one appended without a client id gets a stable id from its ``seq``.
+
+        The server stores an absent name or metadata as empty: they come back as AgentScope's None."""
         fields = {ours: getattr(record, theirs) for ours, theirs in _STORED_FIELDS.items()}
-        fields["id"] = record.client_id or f"seq-{record.seq}"
+        fields.update(id=record.client_id or f"seq-{record.seq}", name=record.name or None, metadata=record.metadata or None)
         return cls.model_validate({k: v for k, v in fields.items() if v is not None})
 
 

@@ -164,15 +164,21 @@ class Endpoints(abc.ABC):
 
     # --- rounds ---------------------------------------------------------------------------------
     def round_save(
-        self, user_id: str, session_id: str, state: dict[str, Any], *, round_id: int | None = None
+        self,
+        user_id: str,
+        session_id: str,
+        state: dict[str, Any],
+        *,
+        round_id: int | None = None,
+        expected_version: int | None = None,
     ) -> Round:
         """Save a state snapshot, creating the session if missing: as round ``max + 1`` (or 1), or
-        overwriting ``round_id`` (then safe to retry)."""
+        overwriting ``round_id`` (then safe to retry, and ``expected_version`` guards it)."""
         payload: dict[str, Any] = {"state": state}
         if round_id is not None:
             payload["round_id"] = round_id
-        return self._call(Call("POST", session_url(user_id, session_id, "rounds"), as_model(Round),
-                               json=payload, idempotent=round_id is not None))
+        return self._call(Call("POST", session_url(user_id, session_id, "rounds"), as_model(Round), json=payload,
+                               headers=if_match(expected_version), idempotent=round_id is not None))
 
     def round_put(
         self, user_id: str, session_id: str, round_id: int, state: dict[str, Any], *, expected_version: int | None = None
