@@ -185,18 +185,23 @@ def _subject_counts(*, tenant: Tenant, user_id: str, scope: str) -> dict[str, in
     return counts
 
 
-def _total_counts(subjects: list[ErasureSubject], scope: str) -> dict[str, int]:
+def subjects_preview(*, subjects: list[tuple[Tenant, str]], scope: str) -> dict[str, int]:
+    """Rows per category in ``scope`` held about these ``(tenant, user_id)`` pairs right now."""
     total = Counter({category: 0 for category in categories_in_scope(scope)})
-    for subject in subjects:
-        total.update(_subject_counts(tenant=subject.tenant, user_id=subject.user_id, scope=scope))
+    for tenant, user_id in subjects:
+        total.update(_subject_counts(tenant=tenant, user_id=user_id, scope=scope))
     return dict(total)
+
+
+def _pairs(subjects: list[ErasureSubject]) -> list[tuple[Tenant, str]]:
+    return [(subject.tenant, subject.user_id) for subject in subjects]
 
 
 def erasure_preview(*, request: ErasureRequest) -> dict[str, int]:
     """What executing the request would erase now: rows per category in its scope."""
     if request.status == Status.EXECUTED:
         return dict(request.receipt.counts)
-    return _total_counts(list(request.subjects.select_related("tenant").exclude(user_id="")), request.scope)
+    return subjects_preview(subjects=_pairs(request.subjects.select_related("tenant").exclude(user_id="")), scope=request.scope)
 
 
 def _scrub_admin_log(objects: QuerySet) -> None:
@@ -243,7 +248,7 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
             counts = Counter({category: 0 for category in categories_in_scope(locked.scope)})
             for subject in subjects:
                 counts.update(_erase_subject(tenant=subject.tenant, user_id=subject.user_id, scope=locked.scope))
-            residue = _total_counts(subjects, locked.scope)
+            residue = subjects_preview(subjects=_pairs(subjects), scope=locked.scope)
             if any(residue.values()):
                 raise _Residue(residue)
             receipt = _record_execution(locked, subjects=subjects, counts=dict(counts), actor=actor)
@@ -336,3 +341,35 @@ def erasures_reapply(*, dry_run: bool = False) -> dict[str, int]:
                 ErasedSubject.objects.filter(pk__in=[e.pk for e in entries]).update(last_reapplied_at=now)
         summary.update({f"{'would_erase' if dry_run else 'erased'}_{c}": n for c, n in counts.items()})
     return dict(summary)
+
+
+def erased_subjects_export() -> list[dict]:
+    """The registry as JSON-ready entries (keyed hashes only), to keep a copy outside the database
+    so that a restore from an older backup does not lose it."""
+    return [
+        {
+            "subject_hash": e.subject_hash, "key_id": e.key_id, "scope": e.scope,
+            "erased_at": e.erased_at.isoformat(), "grace_until": e.grace_until.isoformat(),
+        }
+        for e in ErasedSubject.objects.order_by("erased_at", "id")
+    ]
+
+
+def erased_subjects_import(*, entries: list[dict]) -> int:
+    """Add registry entries saved by ``erased_subjects_export`` that the database lacks; returns
+    how many were added."""
+    existing = set(ErasedSubject.objects.values_list("key_id", "subject_hash", "erased_at"))
+    new = []
+    for entry in entries:
+        try:
+            row = ErasedSubject(
+                subject_hash=entry["subject_hash"], key_id=entry["key_id"], scope=Scope(entry["scope"]),
+                erased_at=datetime.fromisoformat(entry["erased_at"]), grace_until=datetime.fromisoformat(entry["grace_until"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInput.for_field("registry", f"not a registry entry: {entry!r} ({exc}).") from None
+        if (row.key_id, row.subject_hash, row.erased_at) not in existing:
+            existing.add((row.key_id, row.subject_hash, row.erased_at))
+            new.append(row)
+    ErasedSubject.objects.bulk_create(new)
+    return len(new)
