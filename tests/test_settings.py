@@ -1,0 +1,111 @@
+"""Settings come from the environment; with nothing set the service runs on a SQLite file in the
+checkout whose connections queue writers (IMMEDIATE), use WAL and overwrite deleted rows."""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.db.utils import ConnectionHandler
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV_PREFIXES = ("DJANGO_", "DATABASE_URL", "REDIS_URL", "AGENTSTATE_")
+
+
+def _settings(**env: str) -> dict:
+    """The settings a fresh process computes from exactly ``env`` (nothing inherited that they read)."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith(ENV_PREFIXES)}
+    script = (
+        "import json, agentstate.settings as s; print(json.dumps({'database': s.DATABASES['default'], "
+        "'debug': s.DEBUG, 'allowed_hosts': s.ALLOWED_HOSTS, 'secret_key': s.SECRET_KEY, "
+        "'cache': s.CACHES['default']['BACKEND'], 'working_state': s.WORKING_STATE_BACKEND}, default=str))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def default_settings() -> dict:
+    return _settings()
+
+
+def test_with_no_environment_the_database_is_a_sqlite_file_in_the_checkout(default_settings):
+    database = default_settings["database"]
+    assert database["ENGINE"] == "django.db.backends.sqlite3"
+    assert Path(database["NAME"]) == ROOT / "agentstate.sqlite3"
+    assert database["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+    assert default_settings["debug"] is True
+    assert (default_settings["cache"], default_settings["working_state"]) == (
+        "django.core.cache.backends.db.DatabaseCache", "database",
+    )
+
+
+@pytest.fixture
+def scratch_connection(default_settings, tmp_path, django_db_blocker):
+    """A real Django connection with the default settings' options, on a scratch file."""
+    probe = ConnectionHandler({"default": {**default_settings["database"], "NAME": str(tmp_path / "probe.sqlite3")}})["default"]
+    with django_db_blocker.unblock():
+        yield probe
+        probe.close()
+
+
+def test_default_sqlite_connections_use_wal_and_secure_delete(scratch_connection):
+    with scratch_connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        assert cursor.fetchone()[0] == "wal"
+        cursor.execute("PRAGMA secure_delete")
+        assert cursor.fetchone()[0] == 1
+
+
+def test_default_sqlite_transactions_take_the_write_lock_up_front(scratch_connection):
+    """IMMEDIATE: a second writer waits at BEGIN instead of failing later with "database is locked"."""
+    scratch_connection.ensure_connection()
+    other = sqlite3.connect(scratch_connection.settings_dict["NAME"], timeout=0, isolation_level=None)
+    try:
+        scratch_connection.set_autocommit(False, force_begin_transaction_with_broken_autocommit=True)  # as atomic() does
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            other.execute("BEGIN IMMEDIATE")
+        scratch_connection.rollback()
+        scratch_connection.set_autocommit(True)
+        other.execute("BEGIN IMMEDIATE")  # free again once the transaction is over
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
+@pytest.mark.django_db
+def test_the_running_sqlite_connection_has_the_same_options():
+    if connection.vendor != "sqlite":
+        pytest.skip("runs on SQLite only (DATABASE_URL is set)")
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA secure_delete")
+        assert cursor.fetchone()[0] == 1
+    assert connection.transaction_mode == "IMMEDIATE"
+
+
+def test_environment_variables_select_postgresql_redis_and_the_django_settings():
+    configured = _settings(
+        DATABASE_URL="postgres://agent:pw@db.internal:5433/agentstate",
+        REDIS_URL="redis://cache.internal:6379/2",
+        DJANGO_DEBUG="false",
+        DJANGO_ALLOWED_HOSTS="a.example, b.example",
+        DJANGO_SECRET_KEY="k" * 10 + "-from-the-environment",
+    )
+    database = configured["database"]
+    assert database["ENGINE"] == "django.db.backends.postgresql"
+    assert (database["NAME"], database["HOST"], database["PORT"], database["USER"]) == (
+        "agentstate", "db.internal", 5433, "agent",
+    )
+    assert "transaction_mode" not in database.get("OPTIONS", {})
+    assert (configured["cache"], configured["working_state"]) == (
+        "django.core.cache.backends.redis.RedisCache", "redis",
+    )
+    assert configured["debug"] is False
+    assert configured["allowed_hosts"] == ["a.example", "b.example"]
+    assert configured["secret_key"] == "k" * 10 + "-from-the-environment"
