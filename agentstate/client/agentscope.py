@@ -192,6 +192,8 @@ class RemoteSessionHistoryService(_Remote):
         await self.start()
         items = message if isinstance(message, list) else [message]
         normalised = [m if isinstance(m, BaseModel) else Message.model_validate(m) for m in items]
+        if not normalised:
+            return
         try:
             await self._api().message_append(session.user_id, session.id, [_stored(m) for m in normalised])
         except NotFound:

@@ -8,6 +8,7 @@ import logging
 import uuid
 
 import pytest
+from pydantic import BaseModel
 import pytest_asyncio
 
 from agentstate.client import AgentStateClient, Conflict, RemoteSessionHistoryService, RemoteStateService
@@ -108,6 +109,31 @@ async def test_session_history_seed_flow(history):
     await history.delete_session("u1", "never-existed")  # nothing happens
     assert [s.id for s in await history.list_sessions("u1")] == [generated.id, "new"]
     assert (await history.get_session("u1", "chat")).messages == []  # deleted means gone
+
+
+class AgentScopeStyleMessage(BaseModel):
+    """Shaped like AgentScope's own Message (a pydantic model the adapter does not know), with fields
+    the server does not keep."""
+
+    id: str = "msg_agentscope"
+    object: str = "message"
+    type: str = "function_call"
+    status: str = "completed"
+    role: str = "assistant"
+    content: list[dict] = [{"type": "data", "data": {"name": "search", "arguments": "{}"}, "index": None}]
+    code: str | None = None
+    sequence_number: int | None = 4
+
+
+async def test_append_accepts_agentscopes_message_objects_and_empty_lists(history):
+    session = await history.create_session("u1", "chat")
+    original = AgentScopeStyleMessage()
+    await history.append_message(session, original)
+    await history.append_message(session, [])
+    assert session.messages == [original]
+    (stored,) = (await history.get_session("u1", "chat")).messages
+    assert (stored.id, stored.type, stored.status, stored.role) == ("msg_agentscope", "function_call", "completed", "assistant")
+    assert stored.content == original.content
 
 
 async def test_create_session_of_an_existing_id_returns_it_untouched(history):

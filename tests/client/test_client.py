@@ -151,6 +151,8 @@ def test_user_data(client):
     client.user_data_delete(USER, "email")
     with pytest.raises(NotFound):
         client.user_data_get(USER, "email")
+    client.user_data_put("..", ".", "dots are identifiers too")  # not URL dot-segments
+    assert client.user_data_get("..", ".").value == "dots are identifiers too"
 
 
 def test_health(client):
