@@ -44,7 +44,9 @@ class Message(BaseModel):
 
         The server stores an absent name or metadata as empty: they come back as AgentScope's None."""
         fields = {ours: getattr(record, theirs) for ours, theirs in _STORED_FIELDS.items()}
-        fields.update(id=record.client_id or f"seq-{record.seq}", name=record.name or None, metadata=record.metadata or None)
+        fields.update(
+            id=record.client_id or f"seq-{record.seq}", name=record.name or None, metadata=record.metadata or None
+        )
         return cls.model_validate({k: v for k, v in fields.items() if v is not None})
 
 
@@ -124,8 +126,9 @@ class RemoteStateService(_Remote):
     ) -> Optional[Dict[str, Any]]:
         """The state of round ``round_id``, or of the largest round id; None when there is none."""
         api, sid = self._api(), session_id or DEFAULT_SESSION_ID
+        read = api.round_latest(user_id, sid) if round_id is None else api.round_get(user_id, sid, round_id)
         try:
-            saved = await (api.round_latest(user_id, sid) if round_id is None else api.round_get(user_id, sid, round_id))
+            saved = await read
         except NotFound:
             return None
         return saved.state
@@ -197,7 +200,9 @@ class RemoteSessionHistoryService(_Remote):
         try:
             await self._api().message_append(session.user_id, session.id, [_stored(m) for m in normalised])
         except NotFound:
-            logger.warning("session %r of user %r not found: append_message stored nothing", session.id, session.user_id)
+            logger.warning(
+                "session %r of user %r not found: append_message stored nothing", session.id, session.user_id
+            )
         session.messages.extend(normalised)
 
     async def _load(self, user_id: str, session_id: str) -> Session:

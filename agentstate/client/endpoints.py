@@ -27,16 +27,18 @@ from agentstate.client.models import (
     UserDatum,
 )
 
-SESSION_FILTERS = frozenset(
-    {"user_id", "agent_id", "workspace_id", "ended", "created_after", "created_before", "updated_after", "updated_before"}
-)
+SESSION_FILTERS = frozenset({
+    "user_id", "agent_id", "workspace_id", "ended",
+    "created_after", "created_before", "updated_after", "updated_before",
+})
 
 
 def _session_list(filters: dict[str, Any], page_size: int | None, cursor: str | None) -> Call[Page[SessionRecord]]:
     unknown = set(filters) - SESSION_FILTERS
     if unknown:  # the server ignores unknown filters: a typo would silently list everything
         raise TypeError(f"unknown session filters: {', '.join(sorted(unknown))}")
-    return Call("GET", f"{API}/sessions/", as_page(SessionRecord), params=query(**filters, page_size=page_size, cursor=cursor))
+    params = query(**filters, page_size=page_size, cursor=cursor)
+    return Call("GET", f"{API}/sessions/", as_page(SessionRecord), params=params)
 
 
 def _messages(user_id: str, session_id: str, params: dict[str, str]) -> Call[Page[MessageRecord]]:
@@ -81,10 +83,9 @@ class Endpoints(abc.ABC):
         metadata: dict[str, Any] | None = None,
     ) -> SessionRecord:
         """Create a session (blank ``session_id``: the server picks a UUID); an existing id raises Conflict."""
-        payload = {"user_id": user_id, "session_id": session_id, "agent_id": agent_id,
-                   "workspace_id": workspace_id, "metadata": metadata}
-        return self._call(Call("POST", f"{API}/sessions/", as_model(SessionRecord),
-                               json={k: v for k, v in payload.items() if v is not None}))
+        payload = _given(user_id=user_id, session_id=session_id, agent_id=agent_id, workspace_id=workspace_id,
+                         metadata=metadata)
+        return self._call(Call("POST", f"{API}/sessions/", as_model(SessionRecord), json=payload))
 
     def session_get(self, user_id: str, session_id: str) -> SessionRecord:
         return self._call(Call("GET", session_url(user_id, session_id), as_model(SessionRecord)))
@@ -99,10 +100,10 @@ class Endpoints(abc.ABC):
         metadata: dict[str, Any] | None = None,
         expected_version: int | None = None,
     ) -> SessionRecord:
-        """Change the given fields (None leaves one as it is); a stale ``expected_version`` raises PreconditionFailed."""
-        payload = {"agent_id": agent_id, "workspace_id": workspace_id, "metadata": metadata}
-        return self._call(Call("PATCH", session_url(user_id, session_id), as_model(SessionRecord),
-                               json={k: v for k, v in payload.items() if v is not None},
+        """Change the given fields (None leaves one as it is); a stale ``expected_version`` raises
+        PreconditionFailed."""
+        payload = _given(agent_id=agent_id, workspace_id=workspace_id, metadata=metadata)
+        return self._call(Call("PATCH", session_url(user_id, session_id), as_model(SessionRecord), json=payload,
                                headers=if_match(expected_version)))
 
     def session_end(self, user_id: str, session_id: str) -> SessionRecord:
@@ -116,7 +117,9 @@ class Endpoints(abc.ABC):
     def session_restore(self, user_id: str, session_id: str) -> SessionRestore:
         return self._call(Call("GET", session_url(user_id, session_id, "restore"), as_model(SessionRestore)))
 
-    def session_list(self, *, page_size: int | None = None, cursor: str | None = None, **filters: Any) -> Page[SessionRecord]:
+    def session_list(
+        self, *, page_size: int | None = None, cursor: str | None = None, **filters: Any
+    ) -> Page[SessionRecord]:
         """One page of sessions, without messages. Filters: user_id, agent_id, workspace_id, ended (bool),
         created_after/created_before/updated_after/updated_before (datetimes)."""
         return self._call(_session_list(filters, page_size, cursor))
@@ -149,15 +152,19 @@ class Endpoints(abc.ABC):
         cursor: str | None = None,
     ) -> Page[MessageRecord]:
         """One page of messages in ``seq`` order, optionally after a ``seq`` and of one role."""
-        return self._call(_messages(user_id, session_id, query(after_seq=after_seq, role=role, page_size=page_size, cursor=cursor)))
+        params = query(after_seq=after_seq, role=role, page_size=page_size, cursor=cursor)
+        return self._call(_messages(user_id, session_id, params))
 
     def message_iter(
         self, user_id: str, session_id: str, *, after_seq: int | None = None, role: str | None = None,
         page_size: int | None = None,
     ) -> Iterator[MessageRecord]:
-        return self._iterate(_messages(user_id, session_id, query(after_seq=after_seq, role=role, page_size=page_size)))
+        params = query(after_seq=after_seq, role=role, page_size=page_size)
+        return self._iterate(_messages(user_id, session_id, params))
 
-    def message_recent(self, user_id: str, session_id: str, count: int, *, role: str | None = None) -> list[MessageRecord]:
+    def message_recent(
+        self, user_id: str, session_id: str, count: int, *, role: str | None = None
+    ) -> list[MessageRecord]:
         """The last ``count`` messages (of ``role``, if given), in ``seq`` order."""
         return self._call(Call("GET", session_url(user_id, session_id, "messages"), _recent_page,
                                params=query(recent=count, role=role)))
@@ -174,14 +181,18 @@ class Endpoints(abc.ABC):
     ) -> Round:
         """Save a state snapshot, creating the session if missing: as round ``max + 1`` (or 1), or
         overwriting ``round_id`` (then safe to retry, and ``expected_version`` guards it)."""
-        payload: dict[str, Any] = {"state": state}
-        if round_id is not None:
-            payload["round_id"] = round_id
+        payload = _given(state=state, round_id=round_id)
         return self._call(Call("POST", session_url(user_id, session_id, "rounds"), as_model(Round), json=payload,
                                headers=if_match(expected_version), idempotent=round_id is not None))
 
     def round_put(
-        self, user_id: str, session_id: str, round_id: int, state: dict[str, Any], *, expected_version: int | None = None
+        self,
+        user_id: str,
+        session_id: str,
+        round_id: int,
+        state: dict[str, Any],
+        *,
+        expected_version: int | None = None,
     ) -> Round:
         """Write round ``round_id``; a stale ``expected_version`` raises PreconditionFailed."""
         return self._call(Call("PUT", session_url(user_id, session_id, "rounds", _round(round_id)), as_model(Round),
@@ -194,7 +205,9 @@ class Endpoints(abc.ABC):
         """The round with the largest ``round_id`` (not the last written); NotFound when there is none."""
         return self._call(Call("GET", session_url(user_id, session_id, "rounds", "latest"), as_model(Round)))
 
-    def round_list(self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None) -> Page[Round]:
+    def round_list(
+        self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None
+    ) -> Page[Round]:
         """One page of rounds in ``round_id`` order, without their state."""
         return self._call(_listing(session_url(user_id, session_id, "rounds"), Round, page_size, cursor))
 
@@ -215,19 +228,19 @@ class Endpoints(abc.ABC):
         state: dict[str, Any] | None = None,
     ) -> Checkpoint:
         """Snapshot the working state (only ``include_keys`` when given) or the ``state`` given, under ``label``."""
-        payload: dict[str, Any] = {"label": label}
-        if include_keys is not None:
-            payload["include_keys"] = list(include_keys)
-        if state is not None:
-            payload["state"] = state
-        return self._call(Call("POST", session_url(user_id, session_id, "checkpoints"), as_model(Checkpoint), json=payload))
+        keys = None if include_keys is None else list(include_keys)
+        payload = _given(label=label, include_keys=keys, state=state)
+        url = session_url(user_id, session_id, "checkpoints")
+        return self._call(Call("POST", url, as_model(Checkpoint), json=payload))
 
     def checkpoint_latest(self, user_id: str, session_id: str, label: str) -> Checkpoint:
         """The newest checkpoint with ``label``; NotFound when there is none."""
         return self._call(Call("GET", session_url(user_id, session_id, "checkpoints", "latest"), as_model(Checkpoint),
                                params=query(label=label)))
 
-    def checkpoint_list(self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None) -> Page[Checkpoint]:
+    def checkpoint_list(
+        self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None
+    ) -> Page[Checkpoint]:
         """One page of checkpoints (id, label, time; no state)."""
         return self._call(_listing(session_url(user_id, session_id, "checkpoints"), Checkpoint, page_size, cursor))
 
@@ -262,11 +275,13 @@ class Endpoints(abc.ABC):
         metadata: dict[str, Any] | None = None,
     ) -> Transition:
         """Record a hand-off to ``to_agent``."""
-        payload = {"to_agent": to_agent, "from_agent": from_agent, "reason": reason, "metadata": metadata}
+        payload = _given(to_agent=to_agent, from_agent=from_agent, reason=reason, metadata=metadata)
         return self._call(Call("POST", session_url(user_id, session_id, "transitions"), as_model(Transition),
-                               json={k: v for k, v in payload.items() if v is not None}))
+                               json=payload))
 
-    def transition_list(self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None) -> Page[Transition]:
+    def transition_list(
+        self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None
+    ) -> Page[Transition]:
         return self._call(_listing(session_url(user_id, session_id, "transitions"), Transition, page_size, cursor))
 
     def transition_iter(self, user_id: str, session_id: str, *, page_size: int | None = None) -> Iterator[Transition]:
@@ -283,7 +298,9 @@ class Endpoints(abc.ABC):
     def user_data_delete(self, user_id: str, key: str) -> None:
         return self._call(Call("DELETE", calls.user_data_url(user_id, key), as_nothing))
 
-    def user_data_list(self, user_id: str, *, page_size: int | None = None, cursor: str | None = None) -> Page[UserDatum]:
+    def user_data_list(
+        self, user_id: str, *, page_size: int | None = None, cursor: str | None = None
+    ) -> Page[UserDatum]:
         """One page of the user's data in key order."""
         return self._call(_listing(calls.user_data_url(user_id), UserDatum, page_size, cursor))
 
@@ -294,6 +311,11 @@ class Endpoints(abc.ABC):
     def health(self) -> dict[str, str]:
         """The server's health report (``{"status": "ok", ...}``, or the failing part when it is 503)."""
         return self._call(Call("GET", "/healthz", as_json, answers=frozenset({503})))
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """A request body without the arguments left unset (the server applies its defaults)."""
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 def _round(round_id: int) -> str:

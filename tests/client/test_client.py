@@ -21,7 +21,8 @@ SID = "chat 1.0"
 
 def test_session_lifecycle(client):
     created = client.session_create(USER, SID, agent_id="planner", metadata={"topic": "trips"})
-    assert (created.user_id, created.session_id, created.agent_id, created.metadata) == (USER, SID, "planner", {"topic": "trips"})
+    assert (created.user_id, created.session_id, created.agent_id) == (USER, SID, "planner")
+    assert created.metadata == {"topic": "trips"}
     got = client.session_get(USER, SID)
     assert got.session_id == SID and got.ended_at is None and got.version is not None
 
