@@ -120,6 +120,7 @@ def session_end(*, session: Session) -> Session:
 def session_delete(*, session: Session) -> dict[str, int]:
     """Delete the session with its messages, rounds, checkpoints, transitions and working state.
     User data (userdata_app) is a different lifecycle and is never touched."""
+    _lock_session(session)  # else a working-state write queued on the row lands in Redis after the clear
     working_state.get_store().clear(session.pk)
     _, per_model = Session.objects.filter(pk=session.pk).delete()
     return {label.split(".")[-1].lower(): count for label, count in per_model.items()}

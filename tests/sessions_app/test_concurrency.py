@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from django.db import connection
 
-from agentstate.exceptions import SessionAlreadyExists, SessionEnded
+from agentstate.exceptions import NotFound, SessionAlreadyExists, SessionEnded
 from sessions_app import selectors, services, working_state
 from sessions_app.models import Message, Round, Session
 
@@ -159,3 +159,31 @@ def test_concurrent_creates_of_one_session_id_let_exactly_one_win(postgres_only,
     assert errors == []
     assert Counter(results) == {"created": 1, "exists": 19}
     assert Session.objects.get().metadata == {"winner": results.index("created")}
+
+
+def test_working_state_written_while_sessions_are_deleted_does_not_outlive_them(postgres_only, tenant, settings):
+    """A patch racing a delete either lands before it (and is deleted with it) or finds the session gone."""
+    if not settings.REDIS_URL:
+        pytest.skip("the Redis store needs REDIS_URL (the database store cascades on its own)")
+    settings.WORKING_STATE_BACKEND = "redis"
+    sessions = [services.session_create(tenant=tenant, user_id="u1", session_id=f"s{n}") for n in range(40)]
+    done = threading.Event()
+
+    def work(t: int) -> None:
+        if t == 0:
+            for session in sessions:
+                services.session_delete(session=session)
+            done.set()
+            return
+        while not done.is_set():
+            for session in sessions:
+                try:
+                    services.working_state_patch(session=session, changes={f"k{t}": t})
+                except NotFound:
+                    pass
+
+    _, errors = _in_threads(6, work)
+
+    assert errors == []
+    assert not Session.objects.exists()
+    assert working_state.get_store().count_many([s.pk for s in sessions]) == 0

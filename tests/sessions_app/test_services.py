@@ -162,6 +162,13 @@ def test_delete_removes_process_state_and_leaves_user_data_and_other_sessions(te
     assert UserDatum.objects.get(tenant=tenant, user_id="u1", key="email").value == "u1@example.com"
 
 
+def test_deleting_a_deleted_session_is_not_found(tenant):
+    session = _session(tenant)
+    services.session_delete(session=session)
+    with pytest.raises(NotFound):
+        services.session_delete(session=session)
+
+
 def test_end_sets_ended_at_and_discards_working_state(tenant):
     session = _session(tenant)
     services.working_state_patch(session=session, changes={"task": "t"})
@@ -376,6 +383,17 @@ def test_save_without_a_session_id_creates_the_default_session(tenant):
 def test_save_with_an_empty_session_id_uses_default_like_the_seed(tenant):
     _save(tenant, {"a": 1}, session_id="")
     assert Session.objects.get().session_id == "default"
+
+
+def test_save_does_not_strip_the_session_id_like_the_seed(tenant):
+    _save(tenant, {"a": 1}, session_id=" s1 ")
+    assert Session.objects.get().session_id == " s1 "
+
+
+def test_a_refused_save_does_not_create_the_session(tenant):
+    with pytest.raises(PreconditionFailed):
+        _save(tenant, {"v": 1}, session_id="new", round_id=1, expected_version=1)
+    assert not Session.objects.exists()
 
 
 def test_save_creates_a_named_session_once(tenant):
