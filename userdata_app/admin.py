@@ -117,6 +117,11 @@ class OpenFilter(admin.SimpleListFilter):
         return queryset
 
 
+def count_rows(counts: dict[str, int]):
+    """Table rows "category | rows" for a preview or a receipt."""
+    return format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", ((c.replace("_", " "), n) for c, n in counts.items()))
+
+
 def status_badge(obj: ErasureRequest):
     return format_html('<span class="status-badge status-{}">{}</span>', obj.status, obj.get_status_display())
 
@@ -191,16 +196,20 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             return format_html('<span class="overdue-date">{}{}</span> <span class="status-badge status-overdue">overdue</span>', obj.due_on, extended)
         return f"{obj.due_on}{extended}"
 
-    @admin.display(description="receipt")
+    @admin.display(description="erased")
     def receipt_display(self, obj: ErasureRequest):
-        document = erasure.receipt_document(receipt=obj.receipt)
-        rows = format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", ((c.replace("_", " "), n) for c, n in document["counts"].items()))
+        receipt = obj.receipt
+        hashes = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            ((s["tenant"], s["key_id"], s["hmac_sha256"]) for s in receipt.subjects),
+        )
         return format_html(
             '<p>Executed {} by <strong>{}</strong>, scope <strong>{}</strong>.</p>'
-            '<table class="erasure-counts"><thead><tr><th>erased</th><th>rows</th></tr></thead><tbody>{}</tbody></table>'
-            "<p>Subject hashes (no user id is kept):</p>{}",
-            obj.receipt.executed_at.strftime("%Y-%m-%d %H:%M:%S UTC"), document["executed_by"], obj.receipt.get_scope_display(),
-            rows, pretty_json(document),
+            '<div class="erasure-receipt"><table class="erasure-counts"><thead><tr><th>erased</th><th>rows</th></tr></thead><tbody>{}</tbody></table>'
+            '<table class="erasure-hashes"><caption>Subject hashes (HMAC-SHA256 of ["tenant","user id"]; no user id is kept)</caption>'
+            "<thead><tr><th>tenant</th><th>key id</th><th>hmac_sha256</th></tr></thead><tbody>{}</tbody></table></div>",
+            receipt.executed_at.strftime("%Y-%m-%d %H:%M:%S UTC"), receipt.executed_by_name, receipt.get_scope_display(),
+            count_rows(receipt.counts), hashes,
         )
 
     @admin.display(description="history")
@@ -212,11 +221,9 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         )
         return format_html('<table class="agentstate-table"><thead><tr><th>when</th><th>who</th><th>step</th><th>note</th></tr></thead><tbody>{}</tbody></table>', rows)
 
-    @admin.display(description="preview: rows that would be erased now")
+    @admin.display(description="rows that would be erased now")
     def preview_display(self, obj: ErasureRequest):
-        counts = erasure.erasure_preview(request=obj)
-        rows = format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", ((c.replace("_", " "), n) for c, n in counts.items()))
-        return format_html('<table class="erasure-counts"><tbody>{}</tbody></table>', rows)
+        return format_html('<table class="erasure-counts"><tbody>{}</tbody></table>', count_rows(erasure.erasure_preview(request=obj)))
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:
@@ -240,6 +247,11 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         if obj is not None and obj.status != Status.RECEIVED:
             return displays + ("scope", "received_at", "requested_by", "reason")
         return displays
+
+    def has_change_permission(self, request, obj=None):
+        if obj is not None and obj.status in (Status.EXECUTED, Status.REJECTED):
+            return False  # closed: view only
+        return super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request, obj=None):
         return False  # requests and receipts are the audit trail
@@ -336,7 +348,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             {
                 "request": obj,
                 "subjects": list(obj.subjects.select_related("tenant").exclude(user_id="")),
-                "counts": erasure.erasure_preview(request=obj),
+                "counts": (counts := erasure.erasure_preview(request=obj)),
+                "count_rows": count_rows(counts),
                 "kept": obj.scope == ErasureRequest.Scope.USER_DATA,
             }
             for obj in executable

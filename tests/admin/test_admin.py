@@ -15,7 +15,7 @@ from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
 from userdata_app import erasure
 from userdata_app.models import ErasureRequest, ErasureSubject
-from tests.userdata_app.erasure_factories import subject_data_create, verified_request
+from tests.userdata_app.erasure_factories import compliance_group, subject_data_create, verified_request
 
 Status = ErasureRequest.Status
 CHANGELIST = reverse("admin:userdata_app_erasurerequest_changelist")
@@ -24,7 +24,7 @@ CHANGELIST = reverse("admin:userdata_app_erasurerequest_changelist")
 def staff(username, *, groups=(), perms=()):
     user = get_user_model().objects.create_user(username, password="pw", is_staff=True)
     for name in groups:
-        user.groups.add(Group.objects.get(name=name))
+        user.groups.add(compliance_group() if name == "Compliance" else Group.objects.get(name=name))
     for name in perms:
         app_label, codename = name.split(".")
         user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))

@@ -26,3 +26,17 @@ def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: in
 def verified_request(*, subjects, scope: str, actor=None):
     request = erasure_request_create(subjects=subjects, scope=scope, requested_by="ticket 42", actor=actor)
     return erasure_request_verify(request=request, actor=actor)
+
+
+def compliance_group():
+    """The "Compliance" group as its data migration makes it. Transactional tests flush the
+    database, migration rows included, so tests that need the group call this."""
+    import importlib
+
+    from django.contrib.auth.models import Group, Permission
+
+    migration = importlib.import_module("userdata_app.migrations.0003_compliance_group")
+    group, _ = Group.objects.get_or_create(name=migration.COMPLIANCE_GROUP)
+    for app_label, codenames in migration.PERMISSIONS.items():
+        group.permissions.add(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
+    return group

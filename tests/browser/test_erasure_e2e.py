@@ -1,0 +1,90 @@
+"""End to end in headless Chromium: a compliance officer logs in, records and verifies an
+erasure request, previews it, confirms it and sees the receipt. Screenshots go to artifacts/."""
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from sessions_app import selectors as session_selectors
+from userdata_app import selectors as userdata_selectors
+from userdata_app.models import ErasureRequest
+from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(settings.BASE_DIR) / "artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]
+
+pytestmark = [
+    pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"{CHROMIUM} is missing: apt-get install chromium chromium-driver"),
+    pytest.mark.django_db(transaction=True),
+]
+
+
+@pytest.fixture
+def browser_page(monkeypatch):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    # Playwright's sync API runs an event loop in this thread; the ORM calls in the test are
+    # still plain synchronous code.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(15_000)
+        yield page
+        browser.close()
+
+
+def test_officer_previews_confirms_and_sees_the_receipt(live_server, browser_page, tenant, other_tenant):
+    page = browser_page
+    subject_data_create(tenant=tenant, user_id="alice", sessions=2, messages=5)
+    subject_data_create(tenant=tenant, user_id="bob", sessions=1, messages=2)
+    officer = get_user_model().objects.create_user("officer", password="correct horse battery", is_staff=True)
+    officer.groups.add(compliance_group())
+
+    page.goto(f"{live_server.url}/admin/login/?next=/admin/")
+    page.fill("#id_username", "officer")
+    page.fill("#id_password", "correct horse battery")
+    page.click("input[type=submit]")
+    page.wait_for_selector(".agentstate-dashboard")
+    page.screenshot(path=str(ARTIFACTS / "admin-dashboard.png"), full_page=True)
+
+    # Record the request: one subject, scope everything.
+    page.goto(f"{live_server.url}/admin/userdata_app/erasurerequest/add/")
+    page.select_option("#id_scope", "everything")
+    page.fill("#id_requested_by", "ticket 4711")
+    page.select_option("#id_subjects-0-tenant", str(tenant.pk))
+    page.fill("#id_subjects-0-user_id", "alice")
+    page.click("input[name=_continue]")
+    page.wait_for_selector("text=Mark verified")
+
+    page.click("text=Mark verified")
+    page.click("input[type=submit][value='Mark verified']")
+    page.wait_for_selector("text=Execute erasure…")
+
+    # The preview: counts per category, nothing erased yet.
+    page.click("text=Execute erasure…")
+    page.wait_for_selector("input[type=submit][value='Yes, erase']")
+    counts = page.inner_text("table.erasure-counts[id^=erasure-counts]")
+    assert "messages\t10" in counts and "sessions\t2" in counts and "user data\t2" in counts
+    page.screenshot(path=str(ARTIFACTS / "erasure-confirmation.png"), full_page=True)
+    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["messages"] == 10
+
+    page.click("input[type=submit][value='Yes, erase']")
+    page.wait_for_selector("table.erasure-hashes")
+    receipt = page.inner_text(".erasure-receipt").lower()
+    assert "messages\t10" in receipt and "hmac_sha256" in receipt and "acme\tdev\t" in receipt
+    assert "by officer" in page.inner_text("#content-main")
+    assert "alice" not in page.inner_text("body").lower()
+    page.screenshot(path=str(ARTIFACTS / "erasure-receipt.png"), full_page=True)
+
+    assert ErasureRequest.objects.get().status == ErasureRequest.Status.EXECUTED
+    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["sessions"] == 0
+    assert userdata_selectors.subject_user_data_count(tenant=tenant, user_id="alice") == 0
+    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="bob")["sessions"] == 1
