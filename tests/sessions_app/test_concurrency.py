@@ -161,8 +161,9 @@ def test_concurrent_creates_of_one_session_id_let_exactly_one_win(postgres_only,
     assert Session.objects.get().metadata == {"winner": results.index("created")}
 
 
-def test_working_state_written_while_sessions_are_deleted_does_not_outlive_them(postgres_only, tenant, settings):
-    """A patch racing a delete either lands before it (and is deleted with it) or finds the session gone."""
+@pytest.mark.parametrize("finish", ["delete", "end"])
+def test_working_state_written_while_sessions_finish_does_not_outlive_them(postgres_only, tenant, settings, finish):
+    """A patch racing a delete or an end either lands before it (and goes with it) or is refused."""
     if not settings.REDIS_URL:
         pytest.skip("the Redis store needs REDIS_URL (the database store cascades on its own)")
     settings.WORKING_STATE_BACKEND = "redis"
@@ -172,18 +173,18 @@ def test_working_state_written_while_sessions_are_deleted_does_not_outlive_them(
     def work(t: int) -> None:
         if t == 0:
             for session in sessions:
-                services.session_delete(session=session)
+                getattr(services, f"session_{finish}")(session=session)
             done.set()
             return
         while not done.is_set():
             for session in sessions:
                 try:
                     services.working_state_patch(session=session, changes={f"k{t}": t})
-                except NotFound:
+                except (NotFound, SessionEnded):
                     pass
 
     _, errors = _in_threads(6, work)
 
     assert errors == []
-    assert not Session.objects.exists()
+    assert not Session.objects.filter(ended_at__isnull=True).exists()
     assert working_state.get_store().count_many([s.pk for s in sessions]) == 0
