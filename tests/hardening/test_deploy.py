@@ -77,7 +77,7 @@ def static_links(html: str) -> list[str]:
     return links
 
 
-PAGES = ["/admin/login/"]  # /api/docs/ joins when the API lands
+PAGES = ["/admin/login/", "/api/docs/"]
 
 
 def test_admin_and_api_docs_assets_are_served_with_debug_off(collected_static, settings, db):
