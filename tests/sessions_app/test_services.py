@@ -162,13 +162,6 @@ def test_delete_removes_process_state_and_leaves_user_data_and_other_sessions(te
     assert UserDatum.objects.get(tenant=tenant, user_id="u1", key="email").value == "u1@example.com"
 
 
-def test_deleting_a_deleted_session_is_not_found(tenant):
-    session = _session(tenant)
-    services.session_delete(session=session)
-    with pytest.raises(NotFound):
-        services.session_delete(session=session)
-
-
 def test_end_sets_ended_at_and_discards_working_state(tenant):
     session = _session(tenant)
     services.working_state_patch(session=session, changes={"task": "t"})
@@ -184,11 +177,12 @@ def test_ending_twice_keeps_the_first_end_time(tenant):
     assert services.session_end(session=session).ended_at == first
 
 
-def test_ending_a_deleted_session_is_not_found(tenant):
+@pytest.mark.parametrize("action", [services.session_end, services.session_delete], ids=["end", "delete"])
+def test_ending_or_deleting_a_deleted_session_is_not_found(tenant, action):
     session = _session(tenant)
     services.session_delete(session=session)
     with pytest.raises(NotFound):
-        services.session_end(session=session)
+        action(session=session)
 
 
 def test_an_ended_session_refuses_writes_and_stays_readable(tenant):
