@@ -6,7 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -48,9 +48,10 @@ class TenantAPIView(APIView):
             )
         return tenancy_selectors.tenant_get(slug=slug)
 
-    def paginated(self, queryset, *, serializer_class: type[serializers.Serializer], pagination_class) -> Response:
-        """One page of ``queryset`` in ``{"next", "previous", "results"}``."""
-        paginator = pagination_class()
+    def paginated(self, queryset, *, serializer_class: type[serializers.Serializer]) -> Response:
+        """One page of ``queryset`` in ``{"next", "previous", "results"}``, by the view's
+        ``pagination_class`` (which also puts the envelope in the schema)."""
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(queryset, self.request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
@@ -80,6 +81,13 @@ def _working_state() -> None:
     working_state.get_store().ping()
 
 
+class HealthSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "error"])
+    database = serializers.CharField()
+    cache = serializers.CharField()
+    working_state = serializers.CharField(required=False, help_text="Only when working state is in Redis.")
+
+
 class HealthView(APIView):
     """``/healthz``: no authentication; 200 when the database, the cache and (when it is Redis)
     the working-state store answer, else 503 naming the failing part."""
@@ -91,17 +99,9 @@ class HealthView(APIView):
     @extend_schema(
         auth=[],
         responses={
-            (200, "application/json"): inline_serializer(
-                "Health",
-                {
-                    "status": serializers.ChoiceField(choices=["ok", "error"]),
-                    "database": serializers.CharField(),
-                    "cache": serializers.CharField(),
-                    "working_state": serializers.CharField(required=False),
-                },
-            )
+            200: HealthSerializer,
+            503: OpenApiResponse(HealthSerializer, description="A dependency failed: its entry says how."),
         },
-        description="200 when every dependency answers; 503 (same shape) naming the failing one.",
     )
     def get(self, request):
         checks = {"database": _check(_database), "cache": _check(_cache)}

@@ -29,6 +29,8 @@ IF_MATCH = OpenApiParameter(
     description='The ETag you read (e.g. "3"): the write happens only if nobody changed it since (else 412).',
 )
 
+ROUND_ID = OpenApiParameter("round_id", int, OpenApiParameter.PATH, description="0..2147483647")
+
 
 class SessionScopedView(TenantAPIView):
     """A view under ``users/{user_id}/sessions/{session_id}/``."""
@@ -49,6 +51,8 @@ class SessionListView(TenantAPIView, generics.GenericAPIView):
     filterset_class = SessionFilter
 
     def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request tenant
+            return Session.objects.none()
         return selectors.session_list(tenant=self.request.tenant)
 
     @extend_schema(summary="List sessions (without messages)", responses={200: s.SessionSerializer(many=True)})
@@ -86,7 +90,7 @@ class SessionDetailView(SessionScopedView):
         )
         return etags.with_etag(Response(s.SessionSerializer(session).data), session.version)
 
-    @extend_schema(summary="Delete a session with its history, rounds, checkpoints, transitions, working state")
+    @extend_schema(summary="Delete a session with its history, rounds, checkpoints, transitions, working state", responses={204: None})
     def delete(self, request, user_id, session_id):
         services.session_delete(session=self.get_session())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -112,6 +116,8 @@ class SessionRestoreView(SessionScopedView):
 
 
 class MessageListView(SessionScopedView):
+    pagination_class = SeqPagination
+
     @extend_schema(
         summary="Read the history",
         parameters=[s.MessageQuery],
@@ -126,7 +132,7 @@ class MessageListView(SessionScopedView):
             recent = selectors.message_recent(session=session, limit=query["recent"], role=role)
             return Response({"next": None, "previous": None, "results": s.MessageSerializer(recent, many=True).data})
         messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
-        return self.paginated(messages, serializer_class=s.MessageSerializer, pagination_class=SeqPagination)
+        return self.paginated(messages, serializer_class=s.MessageSerializer)
 
     @extend_schema(
         summary="Append one message or a list, atomically",
@@ -186,11 +192,13 @@ class RoundWriteMixin:
 
 
 class RoundListView(RoundWriteMixin, SessionScopedView):
+    pagination_class = RoundPagination
+
     @extend_schema(summary="List rounds (without their state)", responses={200: s.RoundSummarySerializer(many=True)})
     def get(self, request, user_id, session_id):
         return self.paginated(
             selectors.round_list(session=self.get_session()),
-            serializer_class=s.RoundSummarySerializer, pagination_class=RoundPagination,
+            serializer_class=s.RoundSummarySerializer,
         )
 
     @extend_schema(
@@ -215,7 +223,7 @@ class RoundLatestView(SessionScopedView):
 
 
 class RoundDetailView(RoundWriteMixin, SessionScopedView):
-    @extend_schema(summary="Get one round", responses={200: s.RoundSerializer})
+    @extend_schema(summary="Get one round", parameters=[ROUND_ID], responses={200: s.RoundSerializer})
     def get(self, request, user_id, session_id, round_id):
         return _round_response(
             selectors.round_get(tenant=request.tenant, user_id=user_id, session_id=session_id, round_id=round_id)
@@ -223,7 +231,7 @@ class RoundDetailView(RoundWriteMixin, SessionScopedView):
 
     @extend_schema(
         summary="Write one round (creates the session when missing)",
-        parameters=[IF_MATCH],
+        parameters=[ROUND_ID, IF_MATCH],
         request=s.RoundPutInput,
         responses={
             200: s.RoundSerializer,
@@ -234,7 +242,7 @@ class RoundDetailView(RoundWriteMixin, SessionScopedView):
     def put(self, request, user_id, session_id, round_id):
         return self.save_round(state=validated(s.RoundPutInput, request.data)["state"], round_id=round_id)
 
-    @extend_schema(summary="Delete one round")
+    @extend_schema(summary="Delete one round", parameters=[ROUND_ID], responses={204: None})
     def delete(self, request, user_id, session_id, round_id):
         services.round_delete(session=self.get_session(), round_id=round_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -244,11 +252,13 @@ class RoundDetailView(RoundWriteMixin, SessionScopedView):
 
 
 class CheckpointListView(SessionScopedView):
+    pagination_class = InsertionPagination
+
     @extend_schema(summary="List checkpoints (id, label, time)", responses={200: s.CheckpointSummarySerializer(many=True)})
     def get(self, request, user_id, session_id):
         return self.paginated(
             selectors.checkpoint_list(session=self.get_session()),
-            serializer_class=s.CheckpointSummarySerializer, pagination_class=InsertionPagination,
+            serializer_class=s.CheckpointSummarySerializer,
         )
 
     @extend_schema(
@@ -288,7 +298,7 @@ class WorkingStateView(SessionScopedView):
     def patch(self, request, user_id, session_id):
         return Response(services.working_state_patch(session=self.get_session(), changes=request.data))
 
-    @extend_schema(summary="Clear the working state")
+    @extend_schema(summary="Clear the working state", responses={204: None})
     def delete(self, request, user_id, session_id):
         services.working_state_clear(session=self.get_session())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -298,11 +308,13 @@ class WorkingStateView(SessionScopedView):
 
 
 class TransitionListView(SessionScopedView):
+    pagination_class = InsertionPagination
+
     @extend_schema(summary="List agent hand-offs", responses={200: s.TransitionSerializer(many=True)})
     def get(self, request, user_id, session_id):
         return self.paginated(
             selectors.transition_list(session=self.get_session()),
-            serializer_class=s.TransitionSerializer, pagination_class=InsertionPagination,
+            serializer_class=s.TransitionSerializer,
         )
 
     @extend_schema(summary="Record a hand-off between agents", request=s.TransitionInput,

@@ -13,11 +13,13 @@ from userdata_app.api.serializers import UserDatumInput, UserDatumSerializer
 
 
 class UserDataListView(TenantAPIView):
+    pagination_class = KeyPagination
+
     @extend_schema(summary="List a user's keys and values, in key order", responses={200: UserDatumSerializer(many=True)})
     def get(self, request, user_id):
         return self.paginated(
             selectors.user_datum_list(tenant=request.tenant, user_id=user_id),
-            serializer_class=UserDatumSerializer, pagination_class=KeyPagination,
+            serializer_class=UserDatumSerializer,
         )
 
 
@@ -32,7 +34,7 @@ class UserDatumView(TenantAPIView):
         datum = services.user_datum_set(tenant=request.tenant, user_id=user_id, key=key, value=value)
         return Response(UserDatumSerializer(datum).data)
 
-    @extend_schema(summary="Delete one key of a user")
+    @extend_schema(summary="Delete one key of a user", responses={204: None})
     def delete(self, request, user_id, key):
         services.user_datum_delete(tenant=request.tenant, user_id=user_id, key=key)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,95 @@
+"""The OpenAPI schema documents every endpoint with its shapes and errors; the Swagger page loads
+only local files; /healthz answers without a key."""
+import re
+
+import pytest
+from django.core.cache import cache
+from django.test import override_settings
+from django.urls import URLPattern
+
+from sessions_app.api import urls as session_urls
+from userdata_app.api import urls as userdata_urls
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_blocker):
+    from drf_spectacular.generators import SchemaGenerator
+
+    with django_db_blocker.unblock():
+        return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def test_every_api_route_and_method_is_in_the_schema(schema):
+    from django.contrib.admindocs.views import simplify_regex
+
+    for module in (session_urls, userdata_urls):
+        for pattern in module.urlpatterns:
+            assert isinstance(pattern, URLPattern)
+            path = "/api/v1/" + simplify_regex(pattern.pattern.regex.pattern).lstrip("/")
+            path = re.sub(r"<(\w+)>", r"{\1}", path)
+            view = pattern.callback.view_class
+            methods = {m for m in view.http_method_names if m not in ("head", "options") and hasattr(view, m)}
+            assert path in schema["paths"], path
+            assert methods == set(schema["paths"][path]), path
+
+
+def test_every_operation_has_shapes_and_the_error_shape(schema):
+    error_ref = "#/components/schemas/Error"
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            success = [code for code in responses if code.startswith("2")]
+            assert success, (method, path)
+            for code in success:
+                if code != "204":
+                    assert "application/json" in responses[code]["content"], (method, path, code)
+            if method in ("post", "put", "patch") and not path.endswith("/end/"):
+                assert "requestBody" in operation, (method, path)
+            if path.startswith("/api/v1/"):
+                for code in ("400", "401", "403", "429"):
+                    assert responses[code]["content"]["application/json"]["schema"]["$ref"] == error_ref, (method, path, code)
+                if "{" in path:
+                    assert "404" in responses
+                assert operation["security"], (method, path)
+
+
+def test_schema_endpoint_and_offline_docs_page(client):
+    assert client.get("/api/schema/").status_code == 200
+    page = client.get("/api/docs/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    urls = re.findall(r"""(?:src|href)=["']([^"']+)["']""", html) + re.findall(r"""url:\s*["']([^"']+)["']""", html)
+    assert urls and all(url.startswith("/") for url in urls), urls
+    assert "swagger-ui" in html
+    from django.contrib.staticfiles import finders
+
+    for url in urls:
+        if url.startswith("/static/"):
+            assert finders.find(url.removeprefix("/static/")), url  # shipped by drf-spectacular-sidecar
+    assert not re.search(r"https?://(?!localhost|testserver)", html.replace("http://www.w3.org", ""))
+
+
+def test_healthz_without_a_key(client):
+    for path in ("/healthz", "/healthz/"):
+        response = client.get(path)
+        assert response.status_code == 200
+        body = response.json()
+        assert body["status"] == "ok" and body["database"] == "ok" and body["cache"] == "ok"
+
+
+def test_healthz_reports_a_failing_cache_as_503(client, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ConnectionError("cache down")
+
+    monkeypatch.setattr(cache, "set", broken)
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["status"] == "error" and response.json()["cache"].startswith("error")
+
+
+@override_settings(WORKING_STATE_BACKEND="redis", REDIS_URL="redis://127.0.0.1:1/0")
+def test_healthz_checks_redis_working_state_when_configured(client):
+    response = client.get("/healthz")
+    assert response.status_code == 503 and response.json()["working_state"].startswith("error")
