@@ -21,6 +21,7 @@ admin.site.site_header = "agentstate"
 admin.site.site_title = "agentstate admin"
 admin.site.index_title = "Dashboard"
 admin.site.index_template = "admin/agentstate_index.html"
+admin.site.enable_nav_sidebar = False  # room for the wide changelists
 
 LATEST_MESSAGES = 20
 LATEST_ROUNDS = 10
@@ -31,9 +32,16 @@ def pretty_json(value: Any):
 
 
 def content_text(content: Any) -> str:
-    """A message's content as staff read it: the string itself, or indented JSON for parts."""
+    """A message's content as staff read it: the string, the text of text parts, indented JSON
+    for any other part."""
     if isinstance(content, str):
         return content
+    if isinstance(content, list):
+        return "\n".join(
+            part["text"] if part.get("type") == "text" and isinstance(part.get("text"), str)
+            else json.dumps(part, indent=2, ensure_ascii=False)
+            for part in content
+        )
     return json.dumps(content, indent=2, ensure_ascii=False)
 
 
@@ -94,6 +102,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     """View-only for everyone, superusers included."""
 
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER  # facet counts are a COUNT per filter choice
     list_per_page = 50
 
     def has_add_permission(self, request, obj=None):

@@ -163,11 +163,12 @@ LIFECYCLE_STEPS = {
 
 @admin.register(ErasureRequest)
 class ErasureRequestAdmin(admin.ModelAdmin):
-    list_display = ("request_label", "status_badge", "scope", "subject_count", "received_at", "due", "status_changed_at")
+    list_display = ("request_label", "status_badge", "scope_short", "subject_count", "received_on", "due", "status_changed_at")
     list_display_links = ("request_label",)
     list_filter = (OpenFilter, "status", "scope")
     ordering = ("-id",)
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
     inlines = [ErasureSubjectInline]
     actions = ["execute_erasure", "export_subject_data"]
     change_form_template = "admin/userdata_app/erasurerequest/change_form.html"
@@ -184,6 +185,14 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: ErasureRequest):
         return status_badge(obj)
+
+    @admin.display(description="scope", ordering="scope")
+    def scope_short(self, obj: ErasureRequest) -> str:
+        return "everything" if obj.scope == ErasureRequest.Scope.EVERYTHING else "user data only"
+
+    @admin.display(description="received", ordering="received_at")
+    def received_on(self, obj: ErasureRequest):
+        return timezone.localdate(obj.received_at)
 
     @admin.display(description="subjects", ordering="subject_total")
     def subject_count(self, obj: ErasureRequest) -> int:
