@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/v1/", include("sessions_app.api.urls")),
     path("api/v1/", include("userdata_app.api.urls")),
+    path("api/v1/compliance/", include("userdata_app.api.compliance")),
 ]
 
 handler400 = "agentstate.api.errors.handler400"

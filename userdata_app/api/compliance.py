@@ -1,0 +1,32 @@
+"""Compliance endpoints under /api/v1/compliance/: only ``compliance`` keys (or staff with the
+compliance permission) reach them; agent keys get 403. Everything stays inside the caller's tenant."""
+from __future__ import annotations
+
+from django.urls import re_path
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from agentstate.api.permissions import HasComplianceScope
+from agentstate.api.views import TenantAPIView
+from userdata_app.selectors import subject_export
+
+
+class SubjectExportView(TenantAPIView):
+    permission_classes = [HasComplianceScope]
+
+    @extend_schema(
+        summary="Everything held about a user of this tenant (GDPR Art. 15/20)",
+        description=(
+            "One JSON document: the user's data, and every session with its messages, rounds, checkpoints, "
+            "transitions and working state. A user with nothing stored gets empty lists."
+        ),
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request, user_id):
+        return Response(subject_export(subjects=[(request.tenant, user_id)]))
+
+
+urlpatterns = [
+    re_path(r"^users/(?P<user_id>[^/]+)/export/?$", SubjectExportView.as_view(), name="compliance-subject-export"),
+]
