@@ -16,6 +16,21 @@ class CursorPagination(pagination.CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = MAX_PAGE_SIZE
 
+    def get_page_size(self, request):
+        """``page_size`` outside 1..500 is a 400 naming it, not a silently different page."""
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        try:
+            size = int(raw)
+        except ValueError:
+            size = 0
+        if not 1 <= size <= self.max_page_size:
+            raise ValidationError(
+                {self.page_size_query_param: [f"must be an integer from 1 to {self.max_page_size}."]}
+            )
+        return size
+
     def paginate_queryset(self, queryset, request, view=None):
         self._model = queryset.model
         return super().paginate_queryset(queryset, request, view)
