@@ -326,3 +326,12 @@ def test_subject_export_holds_everything_about_the_subject(world):
     assert first["transitions"][0]["to_agent"] == "writer"
     assert first["working_state"] == {"current_subtask": "task of alice"}
     assert "bob" not in json.dumps(document)
+
+
+def test_without_an_erasure_key_execution_refuses_and_erases_nothing(world, officer, settings):
+    acme, _ = world
+    settings.ERASURE_HMAC_KEYS, settings.ERASURE_HMAC_KEY_ID = {}, ""
+    request = verified_request(subjects=[(acme, "alice")], scope=Scope.USER_DATA, actor=officer)
+    with pytest.raises(Conflict):
+        erasure.erasure_execute(request=request, actor=officer)
+    assert holdings(acme, "alice") == FULL
