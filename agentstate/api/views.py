@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -30,11 +30,17 @@ class TenantAPIView(APIView):
     """Authenticates, then sets ``request.tenant``: the API key's tenant, or for a staff login the
     tenant named by ``?tenant=<slug>``. Every selector and service call is scoped by it."""
 
+    # DRF reads an empty body as {}: a PUT of working state would wipe it, a POST would store an
+    # empty message. Writes need a JSON body unless a view says it takes none.
+    body_required = True
+
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         for name, cleaner in PATH_CLEANERS.items():
             if name in self.kwargs:  # the same dict the handler is called with
                 self.kwargs[name] = cleaner(self.kwargs[name], field=name)
+        if self.body_required and request.method in ("POST", "PUT", "PATCH") and not _has_body(request):
+            raise exceptions.ParseError("The request has no body: send a JSON document.")
         request.tenant = self._tenant_of(request)
 
     @staticmethod
@@ -54,6 +60,13 @@ class TenantAPIView(APIView):
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(queryset, self.request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+def _has_body(request) -> bool:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0) > 0
+    except ValueError:
+        return False
 
 
 def _check(probe) -> str:

@@ -97,6 +97,8 @@ class SessionDetailView(SessionScopedView):
 
 
 class SessionEndView(SessionScopedView):
+    body_required = False
+
     @extend_schema(summary="End a session (its working state is discarded)", request=None,
                    responses={200: s.SessionSerializer})
     def post(self, request, user_id, session_id):

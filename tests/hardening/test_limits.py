@@ -1,0 +1,283 @@
+"""Every limit and every kind of bad input through the API: a clear 4xx in the one JSON error
+shape naming the field, and nothing stored changes (every table and the working state compared
+before and after). Runs on SQLite and on PostgreSQL, which rejects NUL characters and lone
+surrogates with errors that would otherwise be 500s."""
+import json
+
+import pytest
+from django.test import override_settings
+
+from tests.api.conftest import assert_error
+from tests.hardening.conftest import S
+from tests.hardening.stored import stored_everything
+
+pytestmark = pytest.mark.django_db
+U = "/api/v1/users/u1/data/"
+
+
+def deep(levels: int):
+    value: dict = {}
+    for _ in range(levels):
+        value = {"d": value}
+    return value
+
+
+# Every endpoint that takes a body, with a body it would accept.
+WRITES = [
+    ("post", "/api/v1/sessions/", {"user_id": "u1", "session_id": "s2"}),
+    ("patch", S, {"metadata": {"x": 1}}),
+    ("post", S + "messages/", {"messages": [{"content": "x"}]}),
+    ("post", S + "rounds/", {"state": {"x": 1}}),
+    ("put", S + "rounds/1/", {"state": {"x": 1}}),
+    ("post", S + "checkpoints/", {"label": "cp2", "state": {"x": 1}}),
+    ("put", S + "working-state/", {"x": 1}),
+    ("patch", S + "working-state/", {"x": 1}),
+    ("post", S + "transitions/", {"to_agent": "c"}),
+    ("put", U + "email/", {"value": "b@example.com"}),
+]
+WRITE_IDS = [f"{method} {path}" for method, path, _ in WRITES]
+
+
+def send(client, method: str, path: str, body, **extra):
+    if method in ("get", "delete"):
+        return getattr(client, method)(path, **extra)
+    raw = body if isinstance(body, str) else json.dumps(body)
+    extra.setdefault("content_type", "application/json")
+    return getattr(client, method)(path, raw, **extra)
+
+
+def refused(client, method, path, body, status, code, field=None, **extra):
+    """Send the request, check the error, and check nothing stored changed."""
+    before = stored_everything()
+    error = assert_error(send(client, method, path, body, **extra), status, code, field)
+    assert stored_everything() == before
+    return error
+
+
+@pytest.mark.parametrize("method, path, body", WRITES, ids=WRITE_IDS)
+def test_every_write_accepts_its_good_body(api, full_session, method, path, body):
+    assert send(api, method, path, body).status_code in (200, 201)
+
+
+@pytest.mark.parametrize("method, path, body", WRITES, ids=WRITE_IDS)
+def test_a_body_over_the_limit_is_413_everywhere(api, full_session, method, path, body):
+    padded = json.dumps(body)[:-1] + ', "padding": "' + "x" * 3000 + '"}'
+    with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=2000):
+        refused(api, method, path, padded, 413, "too_large")
+
+
+@pytest.mark.parametrize("method, path, body", WRITES, ids=WRITE_IDS)
+@pytest.mark.parametrize("raw", ["{bad json", '{"a": 1,}', "", "[", '{"a": NaN}', '{"a": "\\ud800"}'])
+def test_malformed_json_is_400_everywhere(api, full_session, method, path, body, raw):
+    refused(api, method, path, raw, 400, "invalid")
+
+
+@pytest.mark.parametrize("method, path, body", WRITES, ids=WRITE_IDS)
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"])
+def test_a_body_that_is_not_json_is_415_everywhere(api, full_session, method, path, body, content_type):
+    refused(api, method, path, json.dumps(body), 415, "unsupported_media_type", content_type=content_type)
+
+
+# Unknown fields: a typo is a 400 naming it, never silently dropped. Working state and user-data
+# values are free-form objects, so they have no unknown fields.
+@pytest.mark.parametrize(
+    "method, path, body, field",
+    [
+        ("post", "/api/v1/sessions/", {"user_id": "u1", "session_id": "s2", "colour": 1}, "colour"),
+        ("patch", S, {"metadata": {}, "version": 9}, "version"),
+        ("post", S + "messages/", {"messages": [{"content": "x"}], "colour": 1}, "colour"),
+        ("post", S + "messages/", {"messages": [{"content": "x", "colour": 1}]}, "messages[0]"),
+        ("post", S + "messages/", {"content": "x", "colour": 1}, "messages[0]"),
+        ("post", S + "rounds/", {"state": {}, "round": 2}, "round"),
+        ("put", S + "rounds/1/", {"state": {}, "round_id": 1}, "round_id"),
+        ("post", S + "checkpoints/", {"label": "x", "keys": ["a"]}, "keys"),
+        ("post", S + "transitions/", {"to_agent": "c", "why": "x"}, "why"),
+        ("put", U + "email/", {"value": 1, "ttl": 5}, "ttl"),
+    ],
+)
+def test_unknown_fields_are_400_naming_the_field(api, full_session, method, path, body, field):
+    refused(api, method, path, body, 400, "invalid", field)
+
+
+def test_a_batch_of_500_messages_fits_and_501_is_refused(api, full_session):
+    refused(api, "post", S + "messages/", {"messages": [{"content": "x"}] * 501}, 400, "invalid", "messages")
+    response = api.post(S + "messages/", {"messages": [{"content": str(i)} for i in range(500)]}, format="json")
+    assert response.status_code == 201 and len(response.json()["messages"]) == 500
+
+
+@pytest.mark.parametrize(
+    "method, path, body, field",
+    [
+        ("post", "/api/v1/sessions/", {"user_id": "u1", "metadata": deep(40)}, "metadata"),
+        ("patch", S, {"metadata": deep(40)}, "metadata"),
+        ("post", S + "messages/", {"metadata": deep(40)}, "messages[0].metadata"),
+        ("post", S + "messages/", {"content": [{"type": "t", "x": deep(40)}]}, "messages[0].content"),
+        ("post", S + "rounds/", {"state": deep(40)}, "state"),
+        ("put", S + "rounds/1/", {"state": {"list": [deep(40)]}}, "state"),
+        ("post", S + "checkpoints/", {"label": "x", "state": deep(40)}, "state"),
+        ("put", S + "working-state/", deep(40), "working_state"),
+        ("patch", S + "working-state/", deep(40), "working_state"),
+        ("post", S + "transitions/", {"to_agent": "c", "metadata": deep(40)}, "metadata"),
+        ("put", U + "email/", {"value": deep(40)}, "value"),
+    ],
+)
+def test_json_nested_too_deep_is_400_naming_the_field(api, full_session, method, path, body, field):
+    refused(api, method, path, body, 400, "invalid", field)
+
+
+def test_json_nested_within_the_limit_is_stored_as_sent(api, full_session):
+    assert api.post(S + "rounds/", {"state": deep(30)}, format="json").json()["state"] == deep(30)
+
+
+@pytest.mark.parametrize(
+    "method, path, body, field",
+    [
+        ("post", S + "rounds/", {"state": []}, "state"),
+        ("post", S + "rounds/", {"state": "text"}, "state"),
+        ("post", S + "rounds/", {"state": 3}, "state"),
+        ("post", S + "rounds/", {"state": None}, "state"),
+        ("post", S + "rounds/", {}, "state"),
+        ("put", S + "rounds/1/", {"state": [1]}, "state"),
+        ("post", S + "checkpoints/", {"label": "x", "state": [1]}, "state"),
+        ("put", S + "working-state/", [1], None),
+        ("put", S + "working-state/", "text", None),
+        ("patch", S + "working-state/", [1], None),
+        ("patch", S, {"metadata": [1]}, "metadata"),
+        ("post", "/api/v1/sessions/", {"user_id": "u1", "metadata": "text"}, "metadata"),
+    ],
+)
+def test_state_and_metadata_must_be_objects(api, full_session, method, path, body, field):
+    refused(api, method, path, body, 400, "invalid", field)
+
+
+@pytest.mark.parametrize("round_id", [-1, 2**31, 10**30, 1.5, 1e100, "x", True, [1], {}])
+def test_bad_round_ids_in_the_body_are_400(api, full_session, round_id):
+    refused(api, "post", S + "rounds/", {"state": {}, "round_id": round_id}, 400, "invalid", "round_id")
+
+
+@pytest.mark.parametrize("method", ["get", "put", "delete"])
+@pytest.mark.parametrize("round_id", ["2147483648", "99999999999", "999999999999"])
+def test_round_ids_beyond_32_bits_in_the_path_are_400(api, full_session, method, round_id):
+    refused(api, method, f"{S}rounds/{round_id}/", {"state": {}}, 400, "invalid", "round_id")
+
+
+@pytest.mark.parametrize("round_id", ["-1", "1.5", "x", "1e3", "9999999999999"])
+def test_round_ids_that_are_not_numbers_in_the_path_are_404(api, full_session, round_id):
+    refused(api, "put", f"{S}rounds/{round_id}/", {"state": {}}, 404, "not_found")
+
+
+def test_round_ids_zero_and_the_32_bit_maximum_are_accepted(api, full_session):
+    assert api.put(S + "rounds/0/", {"state": {"r": 0}}, format="json").status_code == 201
+    assert api.post(S + "rounds/", {"state": {}, "round_id": 2**31 - 1}, format="json").status_code == 201
+    assert api.get(S + "rounds/latest/").json()["round_id"] == 2**31 - 1
+
+
+# Identifiers: 1-128 characters, no control characters, no "/", valid Unicode.
+BAD_IDS = {
+    "too long": "x" * 129,
+    "NUL": "a\x00b",
+    "tab": "a\tb",
+    "newline": "a\nb",
+    "DEL": "a\x7fb",
+    "C1 control": "a\x85b",
+}
+
+
+@pytest.mark.parametrize("bad", BAD_IDS.values(), ids=BAD_IDS.keys())
+@pytest.mark.parametrize(
+    "method, path, body, field",
+    [
+        ("post", "/api/v1/sessions/", {"user_id": "{bad}"}, "user_id"),
+        ("post", "/api/v1/sessions/", {"user_id": "u1", "session_id": "{bad}"}, "session_id"),
+        ("post", S + "messages/", {"client_id": "{bad}"}, "messages[0].client_id"),
+        ("post", S + "checkpoints/", {"label": "{bad}"}, "label"),
+        ("post", S + "transitions/", {"to_agent": "{bad}"}, "to_agent"),
+        ("patch", S + "working-state/", {"{bad}": 1}, "working_state"),
+    ],
+)
+def test_bad_identifiers_in_bodies_are_400(api, full_session, bad, method, path, body, field):
+    body = json.loads(json.dumps(body).replace("{bad}", json.dumps(bad)[1:-1]))
+    refused(api, method, path, body, 400, "invalid", field)
+
+
+def quoted(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+@pytest.mark.parametrize("bad", BAD_IDS.values(), ids=BAD_IDS.keys())
+@pytest.mark.parametrize(
+    "method, template, field",
+    [
+        ("get", "/api/v1/users/{bad}/sessions/s1/", "user_id"),
+        ("delete", "/api/v1/users/u1/sessions/{bad}/", "session_id"),
+        ("post", "/api/v1/users/{bad}/sessions/s1/rounds/", "user_id"),
+        ("put", "/api/v1/users/u1/sessions/{bad}/rounds/1/", "session_id"),
+        ("get", "/api/v1/users/{bad}/data/", "user_id"),
+        ("put", "/api/v1/users/u1/data/{bad}/", "key"),
+        ("delete", "/api/v1/users/u1/data/{bad}/", "key"),
+    ],
+)
+def test_bad_identifiers_in_paths_are_400(api, full_session, bad, method, template, field):
+    path = template.replace("{bad}", quoted(bad))
+    refused(api, method, path, {"state": {}, "value": 1}, 400, "invalid", field)
+
+
+@pytest.mark.parametrize("text", ["\ud800", "a\udfff"])
+@pytest.mark.parametrize(
+    "method, path, template, field",
+    [
+        ("post", "/api/v1/sessions/", '{"user_id": "%s"}', "user_id"),
+        ("post", S + "messages/", '{"content": "%s"}', "messages[0].content"),
+        ("post", S + "messages/", '{"content": [{"type": "%s"}]}', "messages[0].content"),
+        ("post", S + "rounds/", '{"state": {"%s": 1}}', "state"),
+        ("patch", S + "working-state/", '{"k": ["%s"]}', "working_state"),
+        ("put", U + "email/", '{"value": "%s"}', "value"),
+    ],
+)
+def test_lone_surrogates_in_bodies_are_400(api, full_session, text, method, path, template, field):
+    escaped = json.dumps(text)[1:-1]  # "\ud800" as a JSON escape: valid JSON, invalid text
+    refused(api, method, path, template % escaped, 400, "invalid", field)
+
+
+@pytest.mark.parametrize("user_id, session_id", [("用户", "会话-1"), ("😀", "🚀 launch"), ("ünïcode", "e\u0301")])
+def test_unicode_identifiers_round_trip(api, tenant, user_id, session_id):
+    created = api.post("/api/v1/sessions/", {"user_id": user_id, "session_id": session_id}, format="json")
+    assert created.status_code == 201
+    path = f"/api/v1/users/{quoted(user_id)}/sessions/{quoted(session_id)}/"
+    fetched = api.get(path)
+    assert fetched.status_code == 200
+    assert (fetched.json()["user_id"], fetched.json()["session_id"]) == (user_id, session_id)
+    assert api.put(f"/api/v1/users/{quoted(user_id)}/data/{quoted(session_id)}/", {"value": "ok"},
+                   format="json").status_code == 200
+
+
+def test_identifiers_of_exactly_128_characters_are_accepted(api, tenant):
+    long_id = "é" * 128
+    assert api.post("/api/v1/sessions/", {"user_id": long_id, "session_id": long_id}, format="json").status_code == 201
+    assert api.get(f"/api/v1/users/{quoted(long_id)}/sessions/{quoted(long_id)}/").status_code == 200
+
+
+@pytest.mark.parametrize("page_size", ["0", "-1", "501", "100000", "abc", "1.5", "", "9" * 5000])
+@pytest.mark.parametrize(
+    "path",
+    ["/api/v1/sessions/", S + "messages/", S + "rounds/", S + "checkpoints/", S + "transitions/", U],
+)
+def test_page_size_outside_1_to_500_is_400(api, full_session, path, page_size):
+    refused(api, "get", f"{path}?page_size={page_size}", None, 400, "invalid", "page_size")
+
+
+def test_page_size_500_is_served(api, full_session):
+    assert api.get(S + "messages/?page_size=500").status_code == 200
+
+
+def test_an_empty_body_never_reads_as_an_empty_object(api, full_session):
+    """Regression: an empty PUT of working state wiped it, an empty POST stored an empty message."""
+    for method, path in [("put", S + "working-state/"), ("post", S + "messages/"), ("patch", S)]:
+        refused(api, method, path, "", 400, "invalid")
+        before = stored_everything()
+        assert_error(api.generic(method.upper(), path), 400, "invalid")  # no Content-Type either
+        assert stored_everything() == before
+    ended = api.post(S + "end/")  # the one write that takes no body
+    assert ended.status_code == 200 and ended.json()["ended_at"]
