@@ -28,6 +28,18 @@ def test_malformed_json_is_400(api, body):
     assert not Session.objects.exists()
 
 
+@pytest.mark.parametrize("method, path", [("post", S + "messages/"), ("put", S + "working-state/"), ("patch", S)])
+def test_an_empty_body_is_400_not_an_empty_document(api, session, method, path):
+    services.working_state_replace(session=session, data={"kept": 1})
+    assert_error(getattr(api, method)(path, content_type="application/json"), 400, "invalid")
+    assert not Message.objects.exists()
+    assert api.get(S + "working-state/").json() == {"kept": 1}
+
+
+def test_end_takes_no_body(api, session):
+    assert api.post(S + "end/").status_code == 200
+
+
 def test_huge_integers_never_500(api, session):
     digits = "9" * 5000  # beyond Python's int parsing limit
     assert_error(api.post(S + "messages/", f'{{"content": "x", "metadata": {{"n": {digits}}}}}',
