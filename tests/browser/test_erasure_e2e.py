@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connections
 
 from sessions_app import selectors as session_selectors
 from userdata_app import selectors as userdata_selectors
@@ -39,6 +40,9 @@ def browser_page(monkeypatch):
         page.set_default_timeout(15_000)
         yield page
         browser.close()
+        # ORM calls made inside the Playwright context got a connection of their own (its
+        # greenlet's context); close it, or the test database cannot be dropped at the end.
+        connections.close_all()
 
 
 def test_officer_previews_confirms_and_sees_the_receipt(live_server, browser_page, tenant, other_tenant):
