@@ -27,8 +27,22 @@ LATEST_MESSAGES = 20
 LATEST_ROUNDS = 10
 
 
+def json_text(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
 def pretty_json(value: Any):
-    return format_html('<pre class="json">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+    return format_html('<pre class="json">{}</pre>', json_text(value))
+
+
+def json_display(field: str):
+    """An admin column or read-only field showing model field ``field`` as indented JSON."""
+
+    @admin.display(description=field)
+    def display(self, obj):
+        return pretty_json(getattr(obj, field))
+
+    return display
 
 
 def content_text(content: Any) -> str:
@@ -146,9 +160,7 @@ class SessionAdmin(ReadOnlyAdmin):
     def message_count(self, obj: Session) -> int:
         return obj.message_count
 
-    @admin.display(description="metadata")
-    def metadata_json(self, obj: Session):
-        return pretty_json(obj.metadata)
+    metadata_json = json_display("metadata")
 
     @admin.display(description="")
     def latest_messages(self, obj: Session):
@@ -162,7 +174,7 @@ class SessionAdmin(ReadOnlyAdmin):
     def latest_rounds(self, obj: Session):
         rounds = list(Round.objects.filter(session=obj).order_by("-round_id")[:LATEST_ROUNDS])
         return render_to_string("admin/sessions_app/session/json_rows.html", {
-            "rows": [(f"Round {r.round_id}", r.updated_at, json.dumps(r.state, indent=2, ensure_ascii=False, sort_keys=True)) for r in rounds],
+            "rows": [(f"Round {r.round_id}", r.updated_at, json_text(r.state)) for r in rounds],
             "all_url": history_url(Round, obj), "empty": "No rounds.",
         })
 
@@ -170,7 +182,7 @@ class SessionAdmin(ReadOnlyAdmin):
     def checkpoints(self, obj: Session):
         checkpoints = list(Checkpoint.objects.filter(session=obj).order_by("-id")[:LATEST_ROUNDS])
         return render_to_string("admin/sessions_app/session/json_rows.html", {
-            "rows": [(c.label, c.created_at, json.dumps(c.state, indent=2, ensure_ascii=False, sort_keys=True)) for c in checkpoints],
+            "rows": [(c.label, c.created_at, json_text(c.state)) for c in checkpoints],
             "all_url": history_url(Checkpoint, obj), "empty": "No checkpoints.",
         })
 
@@ -213,17 +225,11 @@ class MessageAdmin(SessionChildAdmin):
         text = " ".join(content_text(obj.content).split())
         return text if len(text) <= 120 else text[:119] + "…"
 
-    @admin.display(description="content")
-    def content_json(self, obj: Message):
-        return pretty_json(obj.content)
+    content_json = json_display("content")
 
-    @admin.display(description="metadata")
-    def metadata_json(self, obj: Message):
-        return pretty_json(obj.metadata)
+    metadata_json = json_display("metadata")
 
-    @admin.display(description="usage")
-    def usage_json(self, obj: Message):
-        return pretty_json(obj.usage)
+    usage_json = json_display("usage")
 
 
 @admin.register(Round)
@@ -234,9 +240,7 @@ class RoundAdmin(SessionChildAdmin):
     fields = ("session_link", "round_id", "version", "created_at", "updated_at", "state_json")
     readonly_fields = ("session_link", "state_json")
 
-    @admin.display(description="state")
-    def state_json(self, obj: Round):
-        return pretty_json(obj.state)
+    state_json = json_display("state")
 
 
 @admin.register(Checkpoint)
@@ -247,9 +251,7 @@ class CheckpointAdmin(SessionChildAdmin):
     fields = ("session_link", "label", "created_at", "state_json")
     readonly_fields = ("session_link", "state_json")
 
-    @admin.display(description="state")
-    def state_json(self, obj: Checkpoint):
-        return pretty_json(obj.state)
+    state_json = json_display("state")
 
 
 @admin.register(AgentTransition)
@@ -260,6 +262,4 @@ class AgentTransitionAdmin(SessionChildAdmin):
     fields = ("session_link", "from_agent", "to_agent", "reason", "metadata_json", "created_at")
     readonly_fields = ("session_link", "metadata_json")
 
-    @admin.display(description="metadata")
-    def metadata_json(self, obj: AgentTransition):
-        return pretty_json(obj.metadata)
+    metadata_json = json_display("metadata")

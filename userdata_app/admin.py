@@ -23,7 +23,7 @@ from django.utils.html import format_html, format_html_join
 
 from agentstate.exceptions import DomainError, InvalidInput
 from agentstate.validation import clean_identifier
-from sessions_app.admin import ReadOnlyAdmin, pretty_json
+from sessions_app.admin import ReadOnlyAdmin, json_display
 from userdata_app import erasure
 from userdata_app.models import ErasedSubject, ErasureRequest, ErasureSubject, UserDatum
 from userdata_app.selectors import subject_export
@@ -42,9 +42,7 @@ class UserDatumAdmin(ReadOnlyAdmin):
     fields = ("tenant", "user_id", "key", "value_json", "created_at", "updated_at")
     readonly_fields = ("value_json",)
 
-    @admin.display(description="value")
-    def value_json(self, obj: UserDatum):
-        return pretty_json(obj.value)
+    value_json = json_display("value")
 
 
 @admin.register(ErasedSubject)
