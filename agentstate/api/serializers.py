@@ -1,6 +1,7 @@
 """Serializer plumbing shared by the apps' APIs."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework import serializers
@@ -23,3 +24,21 @@ def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+class Output(serializers.Serializer):
+    """A response shape. Fields are declared for the schema; values are read straight off the
+    object (model fields already hold JSON types), only datetimes and nested shapes are converted:
+    a page of 500 messages costs a fraction of DRF's field-by-field path."""
+
+    def to_representation(self, instance):
+        data = {}
+        for field in self._readable_fields:
+            value = instance[field.source] if isinstance(instance, Mapping) else getattr(instance, field.source)
+            if value is not None and isinstance(field, _CONVERTED):
+                value = field.to_representation(value)
+            data[field.field_name] = value
+        return data
+
+
+_CONVERTED = (serializers.DateTimeField, serializers.BaseSerializer)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agentstate.api.serializers import StrictInput
+from agentstate.api.serializers import Output, StrictInput
 
 
 def _text(**kwargs) -> serializers.CharField:
@@ -38,7 +38,7 @@ class ContentField(serializers.JSONField):
 # --- Sessions -----------------------------------------------------------------------------
 
 
-class SessionSerializer(serializers.Serializer):
+class SessionSerializer(Output):
     user_id = serializers.CharField()
     session_id = serializers.CharField()
     agent_id = serializers.CharField()
@@ -85,7 +85,7 @@ class MessageAppendInput(StrictInput):
     messages = MessageInput(many=True, help_text="1 to 500 messages, stored atomically in this order.")
 
 
-class MessageSerializer(serializers.Serializer):
+class MessageSerializer(Output):
     seq = serializers.IntegerField(help_text="Gap-free position in the session's history, from 1.")
     client_id = serializers.CharField(allow_null=True)
     role = serializers.CharField()
@@ -98,7 +98,7 @@ class MessageSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class MessageAppendedSerializer(serializers.Serializer):
+class MessageAppendedSerializer(Output):
     messages = MessageSerializer(many=True)
 
 
@@ -118,7 +118,7 @@ class MessageQuery(serializers.Serializer):
 # --- Rounds -------------------------------------------------------------------------------
 
 
-class RoundSerializer(serializers.Serializer):
+class RoundSerializer(Output):
     round_id = serializers.IntegerField()
     state = serializers.DictField()
     created_at = serializers.DateTimeField()
@@ -126,7 +126,7 @@ class RoundSerializer(serializers.Serializer):
     version = serializers.IntegerField(help_text="Also sent as the ETag; send it back as If-Match.")
 
 
-class RoundSummarySerializer(serializers.Serializer):
+class RoundSummarySerializer(Output):
     round_id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -146,14 +146,14 @@ class RoundPutInput(StrictInput):
 # --- Checkpoints, transitions, working state, restore ---------------------------------------
 
 
-class CheckpointSerializer(serializers.Serializer):
+class CheckpointSerializer(Output):
     id = serializers.IntegerField()
     label = serializers.CharField()
     state = serializers.DictField()
     created_at = serializers.DateTimeField()
 
 
-class CheckpointSummarySerializer(serializers.Serializer):
+class CheckpointSummarySerializer(Output):
     id = serializers.IntegerField()
     label = serializers.CharField()
     created_at = serializers.DateTimeField()
@@ -170,7 +170,7 @@ class CheckpointQuery(serializers.Serializer):
     label = serializers.CharField(help_text="The label whose newest checkpoint to return.")
 
 
-class TransitionSerializer(serializers.Serializer):
+class TransitionSerializer(Output):
     id = serializers.IntegerField()
     from_agent = serializers.CharField()
     to_agent = serializers.CharField()
@@ -186,7 +186,7 @@ class TransitionInput(StrictInput):
     metadata = serializers.DictField(required=False)
 
 
-class RestoreSerializer(serializers.Serializer):
+class RestoreSerializer(Output):
     session = SessionSerializer()
     checkpoints = CheckpointSerializer(many=True)
     working_state = serializers.DictField()

@@ -1,10 +1,10 @@
 """Shapes of the user-data API."""
 from rest_framework import serializers
 
-from agentstate.api.serializers import StrictInput
+from agentstate.api.serializers import Output, StrictInput
 
 
-class UserDatumSerializer(serializers.Serializer):
+class UserDatumSerializer(Output):
     key = serializers.CharField()
     value = serializers.JSONField(allow_null=True)
     created_at = serializers.DateTimeField()
