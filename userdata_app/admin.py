@@ -70,9 +70,23 @@ class ErasureSubjectForm(forms.ModelForm):
             raise ValidationError(exc.fields["user_id"]) from None
 
 
+class ErasureSubjectFormSet(forms.BaseInlineFormSet):
+    def clean(self):
+        super().clean()
+        seen = set()
+        for form in self.forms:
+            if not form.cleaned_data or form.cleaned_data.get("DELETE"):
+                continue
+            pair = (form.cleaned_data.get("tenant"), form.cleaned_data.get("user_id"))
+            if pair in seen:
+                raise ValidationError("Each (tenant, user id) pair may be listed once.")
+            seen.add(pair)
+
+
 class ErasureSubjectInline(admin.TabularInline):
     model = ErasureSubject
     form = ErasureSubjectForm
+    formset = ErasureSubjectFormSet
     extra = 1
     min_num = 1
     verbose_name = "subject (tenant and user id of the same person)"
@@ -251,9 +265,11 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         displays = ("status_badge", "due", "status_changed_at", "extension_reason", "hold_reason", "rejection_reason",
                     "subject_informed_on", "failure", "receipt_display", "events_display", "preview_display")
-        if obj is not None and obj.status != Status.RECEIVED:
+        if obj is None:
+            return displays
+        if obj.status != Status.RECEIVED:
             return displays + ("scope", "received_at", "requested_by", "reason")
-        return displays
+        return displays + ("received_at",)  # the due date was computed from it
 
     def has_change_permission(self, request, obj=None):
         if obj is not None and obj.status in (Status.EXECUTED, Status.REJECTED):
@@ -331,8 +347,9 @@ class ErasureRequestAdmin(admin.ModelAdmin):
 
     @admin.action(permissions=["execute_erasure"], description="Execute erasure of selected verified requests…")
     def execute_erasure(self, request, queryset):
-        executable = [obj for obj in queryset.order_by("id") if obj.status in (Status.VERIFIED, Status.FAILED)]
-        skipped = [obj for obj in queryset.order_by("id") if obj not in executable]
+        selected = list(queryset.order_by("id"))
+        executable = [obj for obj in selected if obj.status in (Status.VERIFIED, Status.FAILED)]
+        skipped = [obj for obj in selected if obj not in executable]
         if not executable:
             self.message_user(request, "None of the selected requests is verified: nothing to execute.", messages.WARNING)
             return None

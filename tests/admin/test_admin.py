@@ -249,6 +249,13 @@ def test_subjects_cannot_change_after_verification_and_bad_ids_are_refused(clien
         "subjects-0-tenant": str(tenant.pk), "subjects-0-user_id": "a/b",
     })
     assert response.status_code == 200 and "must not contain" in response.content.decode()
+    twice = client.post(reverse("admin:userdata_app_erasurerequest_add"), {
+        "scope": "user_data", "received_at_0": timezone.localdate().isoformat(), "received_at_1": "10:00:00",
+        "subjects-TOTAL_FORMS": "2", "subjects-INITIAL_FORMS": "0", "subjects-MIN_NUM_FORMS": "1", "subjects-MAX_NUM_FORMS": "1000",
+        "subjects-0-tenant": str(tenant.pk), "subjects-0-user_id": "alice",
+        "subjects-1-tenant": str(tenant.pk), "subjects-1-user_id": "alice",
+    })
+    assert twice.status_code == 200 and "listed once" in twice.content.decode()
     assert not ErasureRequest.objects.exists()
 
     request = verified_request(subjects=[(tenant, "alice")], scope="user_data")
