@@ -1,29 +1,62 @@
-"""``python -m benchmarks [scaling|http|erasure|admin|all] [--quick] [--keep-db]``.
+"""python -m benchmarks {scaling,http,all} [--quick] [--keep-db] [--workers N] [--no-profile]
 
-SQLite by default; PostgreSQL when ``DATABASE_URL`` is set (a dedicated ``<name>_bench``
-database is created and dropped). Prints tables and writes JSON to benchmarks/results/.
+scaling runs on SQLite by default and on PostgreSQL when DATABASE_URL is set (a dedicated
+<name>_bench database is created and dropped). http always starts a private PostgreSQL server
+(pg_stat_statements preloaded to count round trips) plus gunicorn and wrk. all runs each suite
+in its own process. Every suite prints a table and writes JSON to benchmarks/results/.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import subprocess
 import sys
 
 from benchmarks.bench_db import bench_database
 
+SUITES = ("scaling", "http")
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
-    parser.add_argument("suite", nargs="?", default="scaling", choices=["scaling"])
-    parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run, not for reporting)")
-    parser.add_argument("--keep-db", action="store_true", help="leave the benchmark database in place")
-    args = parser.parse_args(argv)
 
+def _scaling(args) -> None:
     with bench_database(keep=args.keep_db):
         from benchmarks import report, scaling
 
         result = scaling.run(rounds=3, batch=10) if args.quick else scaling.run()
         scaling.print_table(result)
         print(f"results: {report.write_results('scaling', result)}")
+
+
+def _http(args) -> None:
+    from benchmarks.pg_cluster import postgres_cluster
+
+    with postgres_cluster() as cluster:
+        os.environ["DATABASE_URL"] = cluster.url
+        with bench_database(keep=False):
+            from benchmarks import http_load, report
+
+            result = http_load.run(
+                cluster=cluster, quick=args.quick, workers=args.workers, threads=args.threads, profile=not args.no_profile
+            )
+            http_load.print_table(result)
+            print(f"results: {report.write_results('http', result)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("suite", nargs="?", default="scaling", choices=[*SUITES, "all"])
+    parser.add_argument("--quick", action="store_true", help="fewer samples, shorter points (a smoke run, not for reporting)")
+    parser.add_argument("--keep-db", action="store_true", help="scaling: leave the benchmark database in place")
+    parser.add_argument("--workers", type=int, default=3, help="http: gunicorn workers (default 3)")
+    parser.add_argument("--threads", type=int, default=1, help="http: gthread threads per worker (default 1; 0 = sync workers)")
+    parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
+    args, _ = parser.parse_known_args(argv)
+    # A terminated run still stops its servers and drops its database (the finally blocks run).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.suite == "all":
+        passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
+        return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)
+    {"scaling": _scaling, "http": _http}[args.suite](args)
     return 0
 
 

@@ -1,0 +1,354 @@
+"""HTTP load: gunicorn serving the service on a private PostgreSQL, wrk in another process on
+127.0.0.1, and in the same run the bare baseline (benchmarks.baseline).
+
+Three targets: ``baseline`` (naive append, no DRF/auth), ``append`` (the service's message
+append, API key, validation and tenant checks included) and ``mixed`` (agent traffic: append,
+save round, export latest, read recent). Each gets a closed-loop sweep over connection counts up
+to saturation (its peak), then for the service paced points at fractions of that peak (wrk's
+``delay()``, exponential pauses) for the latency at a known offered rate.
+
+Per point: requests/s, p50/p95/p99 latency, errors (socket errors and non-2xx answers), database
+statements per request (pg_stat_statements on the private server: every statement the app sends,
+BEGIN/COMMIT and connection health checks included, i.e. its round trips), and CPU used by the
+app workers, PostgreSQL and wrk (from /proc), which says what bounds the peak.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from benchmarks import data, report
+from benchmarks.pg_cluster import Cluster, free_port
+
+REPO = Path(__file__).resolve().parent.parent
+LUA = Path(__file__).with_name("load.lua")
+SESSIONS = 32
+HISTORY = 1_000
+PACED_CONNECTIONS = 16
+PACED_FRACTIONS = (0.25, 0.5, 0.75)
+TARGET_BASELINE_RATIO = 1.5
+TARGET_P99_MS = 50.0
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# --- Processes and CPU -------------------------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU of ``pid``, of its living children and of the children it has reaped: a server's
+    total, even across workers or backends that came and went."""
+
+    def ticks(p: int, reaped: bool) -> int:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0
+        own = int(fields[11]) + int(fields[12])
+        return own + (int(fields[13]) + int(fields[14]) if reaped else 0)
+
+    return (ticks(pid, True) + sum(ticks(child, False) for child in _children(pid))) / _TICKS
+
+
+@contextlib.contextmanager
+def gunicorn(*, app: str, env: dict[str, str], workers: int, threads: int, log: Path) -> Iterator[tuple[str, int]]:
+    """Serve ``app`` with the project's gunicorn.conf.py on a free port; yield (URL, master pid).
+    ``threads`` 0 means sync workers (one connection at a time, closed after each response);
+    1 or more means gthread workers (keep-alive, idle connections parked in a poller)."""
+    port = free_port()
+    worker_class = ["--worker-class", "gthread", "--threads", str(threads)] if threads else ["--worker-class", "sync"]
+    command = [
+        str(Path(sys.executable).with_name("gunicorn")), "-c", str(REPO / "gunicorn.conf.py"),
+        "--bind", f"127.0.0.1:{port}", "--workers", str(workers), *worker_class, app,
+    ]
+    with log.open("ab") as out:
+        server = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + "/", timeout=2)
+                break
+            except urllib.error.HTTPError:
+                break  # any answer means the workers are up
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"gunicorn {app} did not start; see {log}") from None
+                time.sleep(0.2)
+        yield url, server.pid
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+class StatementCounter:
+    """Statements the benchmark database ran since the last reset (pg_stat_statements)."""
+
+    def __init__(self, cluster: Cluster, dbname: str):
+        import psycopg
+
+        self.conn = psycopg.connect(cluster.admin_url, autocommit=True)
+        self.dbname = dbname
+
+    def reset(self) -> None:
+        self.conn.execute("SELECT pg_stat_statements_reset()")
+
+    def statements(self, top: int = 0) -> tuple[int, list[tuple[int, str]]]:
+        # Foreign-key checks run inside PostgreSQL (RI triggers) but show up as statements: not
+        # round trips, so left out.
+        where = "dbid = (SELECT oid FROM pg_database WHERE datname = %s) AND query NOT LIKE 'SELECT 1 FROM ONLY %%'"
+        total = self.conn.execute(f"SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE {where}", [self.dbname])
+        heaviest = self.conn.execute(
+            f"SELECT calls, query FROM pg_stat_statements WHERE {where} ORDER BY calls DESC LIMIT %s", [self.dbname, top]
+        )
+        return int(total.fetchone()[0]), [(int(c), q) for c, q in heaviest.fetchall()]
+
+
+# --- One measured point ------------------------------------------------------------------------
+
+
+def _wrk(*, url: str, env: dict[str, str], connections: int, seconds: float) -> dict[str, Any]:
+    command = ["wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{seconds}s", "--timeout", "5s", "-s", str(LUA), url]
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+    line = next(line for line in out.splitlines() if line.startswith("BENCH_JSON "))
+    return json.loads(line.removeprefix("BENCH_JSON "))
+
+
+def measure(
+    *, target: dict[str, Any], counter: StatementCounter, postmaster_pid: int, connections: int, seconds: float,
+    offered_rps: float | None = None,
+) -> dict[str, Any]:
+    """One wrk run against ``target``; paced to ``offered_rps`` when given, else closed-loop."""
+    env = {**os.environ, **target["wrk_env"], "BENCH_DELAY_MS": "0"}
+    if offered_rps:
+        env["BENCH_DELAY_MS"] = f"{connections * 1000 / offered_rps:.3f}"
+    counter.reset()
+    app_cpu, db_cpu = _cpu_seconds(target["pid"]), _cpu_seconds(postmaster_pid)
+    wrk_cpu = os.times().children_user + os.times().children_system
+    result = _wrk(url=target["url"], env=env, connections=connections, seconds=seconds)
+    wall = result["duration_us"] / 1e6
+    app_cpu, db_cpu = _cpu_seconds(target["pid"]) - app_cpu, _cpu_seconds(postmaster_pid) - db_cpu
+    wrk_cpu = os.times().children_user + os.times().children_system - wrk_cpu
+    statements, heaviest = counter.statements(top=6)
+    requests = max(result["requests"], 1)
+    lat = result["latency_us"]
+    return {
+        "target": target["name"],
+        "connections": connections,
+        "offered_rps": round(offered_rps, 1) if offered_rps else None,
+        "rps": round(result["requests"] / wall, 1),
+        "requests": result["requests"],
+        "p50_ms": lat["p50"] / 1000, "p95_ms": lat["p95"] / 1000, "p99_ms": lat["p99"] / 1000, "max_ms": lat["max"] / 1000,
+        "errors": sum(result["errors"].values()),
+        "error_detail": result["errors"],
+        "statements_per_request": round(statements / requests, 2),
+        "heaviest_statements": [{"calls_per_request": round(c / requests, 2), "query": q[:200]} for c, q in heaviest],
+        "cpu_cores": {"app": round(app_cpu / wall, 2), "postgres": round(db_cpu / wall, 2), "wrk": round(wrk_cpu / wall, 2)},
+        "cpu_ms_per_request": {"app": round(app_cpu * 1000 / requests, 3), "postgres": round(db_cpu * 1000 / requests, 3)},
+    }
+
+
+# --- The run -----------------------------------------------------------------------------------
+
+
+def _prepare() -> tuple[str, list[str], list[str]]:
+    """A tenant, an agent key and SESSIONS sessions of HISTORY messages and 100 rounds each."""
+    from django.core.management import call_command
+
+    from agentstate.tenancy.services import api_key_create, tenant_get_or_create
+    from sessions_app.models import Session
+
+    call_command("createcachetable", verbosity=0)
+    tenant = tenant_get_or_create(slug="bench")
+    _, key = api_key_create(tenant=tenant, name="http benchmark")
+    data.sessions_create(tenant=tenant, user_id="agent", count=SESSIONS)
+    sessions = list(Session.objects.filter(tenant=tenant, user_id="agent"))
+    for session in sessions:
+        data.history_fill(session=session, messages=HISTORY, rounds=100)
+    data.analyze()
+    service = [f"/api/v1/users/agent/sessions/{s.session_id}/" for s in sessions]
+    baseline = [f"/append/{s.pk}/" for s in sessions]
+    return key, service, baseline
+
+
+def _profile(*, target: dict[str, Any], connections: int, seconds: float, out: Path) -> dict[str, Any]:
+    """py-spy over every worker (idle samples included) while wrk saturates ``target``: where the
+    workers' wall-clock time goes, by the package of the innermost Python frame."""
+    spy = Path(sys.executable).with_name("py-spy")
+    if not spy.exists():
+        return {"skipped": "py-spy is not installed (pip install py-spy)"}
+    recorder = subprocess.Popen(
+        [str(spy), "record", "--pid", str(target["pid"]), "--subprocesses", "--idle", "--rate", "200",
+         "--duration", str(int(seconds)), "--format", "raw", "--output", str(out), "--nonblocking"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    time.sleep(1)
+    _wrk(url=target["url"], env={**os.environ, **target["wrk_env"], "BENCH_DELAY_MS": "0"}, connections=connections, seconds=seconds - 2)
+    recorder.wait(timeout=seconds + 30)
+    return summarize_profile(out)
+
+
+_PROFILE_BUCKETS = (
+    ("gunicorn: waiting for a request", ("gunicorn/workers",)),
+    ("psycopg: waiting on PostgreSQL (and driver)", ("psycopg/", "psycopg_binary")),
+    ("rest_framework", ("rest_framework/",)),
+    ("django", ("django/",)),
+    ("agentstate + sessions_app", ("agentstate/", "sessions_app/", "userdata_app/")),
+    ("logging / json", ("logging/", "json/")),
+)
+
+
+def summarize_profile(path: Path) -> dict[str, Any]:
+    """Share of samples per bucket (innermost frame) and the heaviest innermost frames."""
+    buckets: dict[str, int] = {}
+    leaves: dict[str, int] = {}
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        all_frames = stack.split(";")
+        if sum(f.startswith("process ") for f in all_frames) < 2:
+            continue  # the master process, not a worker
+        frames = [f for f in all_frames if f and not f.startswith("process ")]
+        leaf = frames[-1] if frames else "?"
+        n = int(count)
+        total += n
+        leaves[leaf] = leaves.get(leaf, 0) + n
+        bucket = next((name for name, marks in _PROFILE_BUCKETS if any(m in leaf for m in marks)), "other Python / C")
+        buckets[bucket] = buckets.get(bucket, 0) + n
+    share = lambda n: round(100 * n / max(total, 1), 1)  # noqa: E731
+    return {
+        "samples": total,
+        "share_percent": {name: share(n) for name, n in sorted(buckets.items(), key=lambda kv: -kv[1])},
+        "top_frames": [{"frame": f, "percent": share(n)} for f, n in sorted(leaves.items(), key=lambda kv: -kv[1])[:15]],
+        "raw": str(path),
+    }
+
+
+def run(*, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int = 0, profile: bool = True) -> dict[str, Any]:
+    from django.db import connection
+
+    seconds = 5 if quick else 12
+    sweep = (1, 4, 16) if quick else (1, 2, 4, 8, 16, 32)
+    key, service_paths, baseline_paths = _prepare()
+    dbname = connection.settings_dict["NAME"]
+    counter = StatementCounter(cluster, dbname)
+    report.RESULTS_DIR.mkdir(exist_ok=True)
+    log = report.RESULTS_DIR / "http-servers.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "AGENTSTATE_API_RATE")}
+    env.update(
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DJANGO_LOG_LEVEL="INFO", GUNICORN_LOG_LEVEL="warning",
+        # Workers recycled every 2,000 requests (the production default) would re-import Django
+        # mid-run several times a second at these rates: measure steady state.
+        GUNICORN_MAX_REQUESTS="0",
+    )
+    points: list[dict[str, Any]] = []
+    peaks: dict[str, dict[str, Any]] = {}
+    profile_result: dict[str, Any] = {}
+    with gunicorn(
+        app="benchmarks.baseline:application", env={**env, "DJANGO_SETTINGS_MODULE": "benchmarks.baseline_settings"},
+        workers=workers, threads=threads, log=log,
+    ) as (baseline_url, baseline_pid), gunicorn(
+        app="agentstate.wsgi:application", env={**env, "DJANGO_SETTINGS_MODULE": "agentstate.settings"},
+        workers=workers, threads=threads, log=log,
+    ) as (service_url, service_pid):
+        targets = [
+            {"name": "baseline", "url": baseline_url, "pid": baseline_pid,
+             "wrk_env": {"BENCH_MODE": "baseline", "BENCH_PATHS": ",".join(baseline_paths)}},
+            {"name": "append", "url": service_url, "pid": service_pid,
+             "wrk_env": {"BENCH_MODE": "append", "BENCH_KEY": key, "BENCH_PATHS": ",".join(service_paths)}},
+            {"name": "mixed", "url": service_url, "pid": service_pid,
+             "wrk_env": {"BENCH_MODE": "mixed", "BENCH_KEY": key, "BENCH_PATHS": ",".join(service_paths)}},
+        ]
+        common = {"counter": counter, "postmaster_pid": cluster.postmaster_pid, "seconds": seconds}
+        for target in targets:
+            _wrk(url=target["url"], env={**os.environ, **target["wrk_env"], "BENCH_DELAY_MS": "0"}, connections=4, seconds=2)
+            print(f"http: {target['name']}: sweep over {', '.join(map(str, sweep))} connections, {seconds} s each")
+            sweep_points = [measure(target=target, connections=c, **common) for c in sweep]
+            points += sweep_points
+            peak = max(sweep_points, key=lambda p: p["rps"])
+            peaks[target["name"]] = peak
+            if target["name"] != "baseline":
+                print(f"http: {target['name']}: paced at {', '.join(f'{f:.0%}' for f in PACED_FRACTIONS)} of {peak['rps']:.0f} req/s")
+                points += [
+                    measure(target=target, connections=PACED_CONNECTIONS, offered_rps=f * peak["rps"], **common)
+                    for f in PACED_FRACTIONS
+                ]
+        if profile:
+            print("http: profiling the append at its peak with py-spy")
+            append = targets[1]
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            profile_result = _profile(
+                target=append, connections=peaks["append"]["connections"], seconds=10,
+                out=report.RESULTS_DIR / f"http-profile-append-{stamp}.txt",
+            )
+    half = {
+        name: next(p for p in points if p["target"] == name and p["offered_rps"] and abs(p["offered_rps"] / peaks[name]["rps"] - 0.5) < 0.01)
+        for name in ("append", "mixed")
+    }
+    ratio = peaks["append"]["rps"] / peaks["baseline"]["rps"]
+    return {
+        "workers": workers,
+        "threads": threads,
+        "conn_health_checks": connection.settings_dict["CONN_HEALTH_CHECKS"],
+        "seconds_per_point": seconds,
+        "sessions": SESSIONS,
+        "history": HISTORY,
+        "points": points,
+        "peaks": {name: {"rps": p["rps"], "connections": p["connections"]} for name, p in peaks.items()},
+        "targets": {
+            "append_over_baseline": {"value": round(ratio, 2), "target": TARGET_BASELINE_RATIO, "met": ratio >= TARGET_BASELINE_RATIO},
+            "p99_at_half_peak_ms": {
+                name: {"value": p["p99_ms"], "target": TARGET_P99_MS, "met": p["p99_ms"] < TARGET_P99_MS} for name, p in half.items()
+            },
+            "errors": {"value": sum(p["errors"] for p in points), "target": 0, "met": not any(p["errors"] for p in points)},
+        },
+        "profile": profile_result,
+    }
+
+
+def print_table(result: dict[str, Any]) -> None:
+    headers = ["target", "conns", "offered/s", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors", "stmts/req", "CPU app/db/wrk"]
+    rows = [
+        [
+            p["target"], p["connections"], f"{p['offered_rps']:.0f}" if p["offered_rps"] else "max", f"{p['rps']:.0f}",
+            f"{p['p50_ms']:.2f}", f"{p['p95_ms']:.2f}", f"{p['p99_ms']:.2f}", p["errors"], f"{p['statements_per_request']:.2f}",
+            "/".join(f"{p['cpu_cores'][k]:.2f}" for k in ("app", "postgres", "wrk")),
+        ]
+        for p in result["points"]
+    ]
+    print(report.table(headers, rows))
+    t = result["targets"]
+    print(
+        f"append / baseline peak: {t['append_over_baseline']['value']:.2f}x (target >= {TARGET_BASELINE_RATIO}) "
+        f"{'ok' if t['append_over_baseline']['met'] else 'MISSED'}"
+    )
+    for name, v in t["p99_at_half_peak_ms"].items():
+        print(f"{name}: p99 at half peak {v['value']:.1f} ms (target < {TARGET_P99_MS:.0f}) {'ok' if v['met'] else 'MISSED'}")
+    print(f"errors: {t['errors']['value']} {'ok' if t['errors']['met'] else 'MISSED'}")
+    if result["profile"].get("share_percent"):
+        print("append at peak, where the workers' time goes (py-spy, innermost frame):")
+        for name, percent in result["profile"]["share_percent"].items():
+            print(f"  {percent:5.1f}%  {name}")
