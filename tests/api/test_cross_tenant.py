@@ -98,3 +98,17 @@ def test_other_tenant_reaches_nothing(victim, tenant, other_tenant, other_api, n
         assert response.status_code in (200, 201), response.content
         assert "mine" not in str(response.json())
     assert snapshot(tenant) == before
+
+
+@pytest.mark.parametrize("credentials", [{}, {"HTTP_X_API_KEY": "abcdefgh.0123456789abcdef0123456789abcdef"}], ids=["no key", "bad key"])
+@pytest.mark.parametrize("name, method, path, body, expected", CASES, ids=[f"{c[1]} {c[0]}" for c in CASES])
+def test_every_endpoint_refuses_a_missing_or_bad_key(victim, tenant, credentials, name, method, path, body, expected):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(**credentials)
+    before = snapshot(tenant)
+    response = getattr(client, method)(path, body, format="json") if body is not None else getattr(client, method)(path)
+    assert response.status_code == 401 and response.json()["error"]["code"] == "not_authenticated"
+    assert response["WWW-Authenticate"] == "Api-Key"
+    assert snapshot(tenant) == before
