@@ -112,3 +112,16 @@ def test_every_endpoint_refuses_a_missing_or_bad_key(victim, tenant, credentials
     assert response.status_code == 401 and response.json()["error"]["code"] == "not_authenticated"
     assert response["WWW-Authenticate"] == "Api-Key"
     assert snapshot(tenant) == before
+
+
+PATH_CASES = [case for case in CASES if "/users/u1/" in case[2]]
+
+
+@pytest.mark.parametrize("name, method, path, body, expected", PATH_CASES, ids=[f"{c[1]} {c[0]}" for c in PATH_CASES])
+def test_every_endpoint_names_a_bad_identifier_in_its_path(victim, tenant, api, name, method, path, body, expected):
+    before = snapshot(tenant)
+    bad = path.replace("/users/u1/", "/users/u%01/")
+    response = getattr(api, method)(bad, body, format="json") if body is not None else getattr(api, method)(bad)
+    assert response.status_code == 400, response.content
+    assert "user_id" in response.json()["error"]["fields"]
+    assert snapshot(tenant) == before
