@@ -14,6 +14,7 @@ urlpatterns = [
     re_path(r"^healthz/?$", HealthView.as_view(), name="healthz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/auth/", include("rest_framework.urls")),  # log in / out links of the browsable API (staff)
     path("api/v1/", include("sessions_app.api.urls")),
     path("api/v1/", include("userdata_app.api.urls")),
     path("api/v1/compliance/", include("userdata_app.api.compliance")),

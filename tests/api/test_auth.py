@@ -139,6 +139,12 @@ def test_staff_without_permission_is_refused(staff, tenant):
     assert_error(client.get(f"{URL}?tenant=acme"), 403, "permission_denied")
 
 
+def test_staff_log_in_from_the_browsable_api(staff, client):
+    assert client.get("/api/auth/login/").status_code == 200
+    response = client.post("/api/auth/login/", {"username": "staff", "password": "pw-staff-123", "next": "/api/v1/sessions/"})
+    assert response.status_code == 302 and client.session.get("_auth_user_id") == str(staff.pk)
+
+
 def test_browsable_api_renders_for_a_superuser(tenant):
     admin = User.objects.create_superuser("root", password="pw-root-123")
     client = APIClient()
