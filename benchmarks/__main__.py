@@ -1,9 +1,10 @@
-"""python -m benchmarks {scaling,http,all} [--quick] [--keep-db] [--workers N] [--no-profile]
+"""python -m benchmarks {scaling,http,erasure,admin,all} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
 
-scaling runs on SQLite by default and on PostgreSQL when DATABASE_URL is set (a dedicated
-<name>_bench database is created and dropped). http always starts a private PostgreSQL server
-(pg_stat_statements preloaded to count round trips) plus gunicorn and wrk. all runs each suite
-in its own process. Every suite prints a table and writes JSON to benchmarks/results/.
+scaling, erasure and admin run on SQLite by default and on PostgreSQL when DATABASE_URL is set
+(a dedicated <name>_bench database is created and dropped). http always starts a private
+PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunicorn and wrk.
+all runs each suite in its own process. Every suite prints a table and writes JSON to
+benchmarks/results/.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import sys
 
 from benchmarks.bench_db import bench_database
 
-SUITES = ("scaling", "http")
+SUITES = ("scaling", "http", "erasure", "admin")
 
 
 def _scaling(args) -> None:
@@ -25,6 +26,24 @@ def _scaling(args) -> None:
         result = scaling.run(rounds=3, batch=10) if args.quick else scaling.run()
         scaling.print_table(result)
         print(f"results: {report.write_results('scaling', result)}")
+
+
+def _erasure(args) -> None:
+    with bench_database(keep=args.keep_db):
+        from benchmarks import erasure, report
+
+        result = erasure.run()
+        erasure.print_table(result)
+        print(f"results: {report.write_results('erasure', result)}")
+
+
+def _admin(args) -> None:
+    with bench_database(keep=args.keep_db):
+        from benchmarks import admin_scale, report
+
+        result = admin_scale.run(renders=5 if args.quick else 15)
+        admin_scale.print_table(result)
+        print(f"results: {report.write_results('admin', result)}")
 
 
 def _http(args) -> None:
@@ -56,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite == "all":
         passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)
-    {"scaling": _scaling, "http": _http}[args.suite](args)
+    {"scaling": _scaling, "http": _http, "erasure": _erasure, "admin": _admin}[args.suite](args)
     return 0
 
 

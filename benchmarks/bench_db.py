@@ -58,11 +58,14 @@ def bench_database(*, keep: bool = False) -> Iterator[str]:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentstate.settings")
     os.environ.setdefault("AGENTSTATE_ERASURE_HMAC_KEYS", BENCH_ERASURE_KEY)
     os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
+    # Cache and working state in the benchmark database too, never in a shared Redis.
+    os.environ.pop("REDIS_URL", None)
     import django
     from django.core.management import call_command
 
     django.setup()
     call_command("migrate", verbosity=0)
+    call_command("createcachetable", verbosity=0)
     try:
         yield url
     finally:

@@ -4,10 +4,12 @@ not the minutes that one ORM object per row would."""
 from __future__ import annotations
 
 from django.db import connection
+from django.db.models import F
 from django.utils import timezone
 
 from agentstate.tenancy.models import Tenant
 from sessions_app.models import Message, Round, Session
+from userdata_app.models import UserDatum
 
 
 def _json(text_sql: str) -> str:
@@ -18,16 +20,21 @@ def _json(text_sql: str) -> str:
 def insert_series(*, model, count: int, values: dict[str, str], params: list | None = None) -> None:
     """Insert ``count`` rows of ``model``; ``values`` maps column -> SQL expression of ``i``
     (1..count). ``params`` fill the ``%s`` placeholders of the expressions, in column order."""
+    _insert_select(model=model, values=values, count=count, params=params)
+
+
+def _insert_select(*, model, values: dict[str, str], count: int, params: list | None, join: str = "") -> None:
+    """``INSERT INTO <model> SELECT <values> FROM <series s(i)> [join]``."""
     table = connection.ops.quote_name(model._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(c) for c in values)
     exprs = ", ".join(values.values())
     count = int(count)
     if connection.vendor == "postgresql":
-        sql = f"INSERT INTO {table} ({columns}) SELECT {exprs} FROM generate_series(1, {count}) AS s(i)"
+        sql = f"INSERT INTO {table} ({columns}) SELECT {exprs} FROM generate_series(1, {count}) AS s(i) {join}"
     else:
         sql = (
             f"WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < {count}) "
-            f"INSERT INTO {table} ({columns}) SELECT {exprs} FROM s"
+            f"INSERT INTO {table} ({columns}) SELECT {exprs} FROM s {join}"
         )
     with connection.cursor() as cursor:
         cursor.execute(sql, params or [])
@@ -82,6 +89,41 @@ def history_fill(*, session: Session, messages: int = 0, rounds: int = 0) -> Ses
     )
     session.refresh_from_db()
     return session
+
+
+def messages_for_every_session(*, tenant: Tenant, per_session: int) -> int:
+    """``per_session`` more messages in every session of ``tenant``, in one statement; returns
+    how many were added."""
+    session_table = connection.ops.quote_name(Session._meta.db_table)
+    _insert_select(
+        model=Message,
+        count=per_session,
+        values={
+            "session_id": "x.id", "tenant_id": "x.tenant_id", "user_id": "x.user_id", "seq": "x.last_seq + i",
+            "role": "CASE WHEN i %% 2 = 0 THEN 'assistant' ELSE 'user' END", "type": "'message'", "status": "''",
+            "name": "''", "content": _json("'\"Message ' || i || ' of a long conversation.\"'"),
+            "metadata": _json("'{}'"), "created_at": "%s",
+        },
+        params=[timezone.now(), tenant.pk],
+        join=f"CROSS JOIN {session_table} x WHERE x.tenant_id = %s",
+    )
+    sessions = Session.objects.filter(tenant=tenant)
+    sessions.update(last_seq=F("last_seq") + per_session)
+    return sessions.count() * per_session
+
+
+def user_data_create(*, tenant: Tenant, user_id: str, count: int) -> None:
+    """``count`` user-data keys ``k1..k<count>`` of one user."""
+    now = timezone.now()
+    insert_series(
+        model=UserDatum,
+        count=count,
+        values={
+            "tenant_id": "%s", "user_id": "%s", "key": "'k' || i",
+            "value": _json("'{\"preference\": ' || i || '}'"), "created_at": "%s", "updated_at": "%s",
+        },
+        params=[tenant.pk, user_id, now, now],
+    )
 
 
 def analyze() -> None:

@@ -174,12 +174,9 @@ def measure(
 
 def _prepare() -> tuple[str, list[str], list[str]]:
     """A tenant, an agent key and SESSIONS sessions of HISTORY messages and 100 rounds each."""
-    from django.core.management import call_command
-
     from agentstate.tenancy.services import api_key_create, tenant_get_or_create
     from sessions_app.models import Session
 
-    call_command("createcachetable", verbosity=0)
     tenant = tenant_get_or_create(slug="bench")
     _, key = api_key_create(tenant=tenant, name="http benchmark")
     data.sessions_create(tenant=tenant, user_id="agent", count=SESSIONS)
@@ -257,7 +254,7 @@ def run(*, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int
     counter = StatementCounter(cluster, dbname)
     report.RESULTS_DIR.mkdir(exist_ok=True)
     log = report.RESULTS_DIR / "http-servers.log"
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "AGENTSTATE_API_RATE")}
+    env = {k: v for k, v in os.environ.items() if k != "AGENTSTATE_API_RATE"}
     env.update(
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DJANGO_LOG_LEVEL="INFO", GUNICORN_LOG_LEVEL="warning",
         # Workers recycled every 2,000 requests (the production default) would re-import Django
