@@ -80,3 +80,37 @@ def write_results(name: str, payload: dict[str, Any]) -> Path:
     path = RESULTS_DIR / f"{name}-{connection.vendor}-{stamp}.json"
     path.write_text(json.dumps({"benchmark": name, "machine": machine(), **payload}, indent=2, default=str))
     return path
+
+
+class StatementLog:
+    """Every statement Django sends while active (``connection.execute_wrapper``): unlike
+    ``CaptureQueriesContext`` it survives the request cycle's ``reset_queries``. BEGIN/COMMIT
+    are not statements Django executes and are not counted."""
+
+    def __init__(self):
+        self.statements: list[tuple[str, float]] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        import time as _time
+
+        started = _time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.statements.append((sql, (_time.perf_counter() - started) * 1000))
+
+    def __enter__(self):
+        from django.db import connection
+
+        self._wrapper = connection.execute_wrapper(self)
+        self._wrapper.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._wrapper.__exit__(*exc)
+
+    def __len__(self) -> int:
+        return len(self.statements)
+
+    def slowest(self, n: int = 3) -> list[dict]:
+        return [{"ms": round(ms, 2), "sql": sql[:160]} for sql, ms in sorted(self.statements, key=lambda s: -s[1])[:n]]
