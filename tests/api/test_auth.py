@@ -197,6 +197,15 @@ def test_create_api_key_compliance_scope(tenant):
     assert APIKey.objects.get(name="dpo").scope == "compliance"
 
 
+@pytest.mark.parametrize("args", [["--tenant", "bad slug!", "--name", "k"], ["--tenant", "acme", "--name", "n" * 51]])
+def test_create_api_key_refuses_bad_input(db, args):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError):
+        call_command("create_api_key", *args, stdout=StringIO(), stderr=StringIO())
+    assert not APIKey.objects.exists()
+
+
 # --- admin ----------------------------------------------------------------------------------
 
 
