@@ -41,6 +41,7 @@ MESSAGE_FIELDS = {"client_id", "role", "type", "status", "name", "content", "met
 # --- Sessions -----------------------------------------------------------------------------
 
 
+@transaction.atomic  # the erased-subject check and the insert commit together
 def session_create(
     *,
     tenant: Tenant,

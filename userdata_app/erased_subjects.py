@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 from django.utils import timezone
 
 from agentstate.exceptions import SubjectErased
@@ -53,13 +54,35 @@ def grace_until(*, erased_at) -> timezone.datetime:
     return erased_at + timedelta(hours=settings.ERASURE_GRACE_HOURS)
 
 
+def subjects_lock(*, subjects: list[tuple[Tenant, str]], exclusive: bool) -> None:
+    """Inside a transaction, serialise an erasure with the writes that could recreate its
+    subjects' data: writers share a subject's lock, the erasure holds it alone. A write then
+    either commits before the erasure starts (and is erased with the rest) or checks the registry
+    after the erasure committed (and is refused). A PostgreSQL advisory lock per subject, taken in
+    key order; SQLite's IMMEDIATE transactions already serialise every writer."""
+    if connection.vendor != "postgresql":
+        return
+    keys = sorted(
+        int.from_bytes(
+            hashlib.blake2b(subject_canonical(tenant_slug=t.slug, user_id=u), digest_size=8).digest(), "big", signed=True
+        )
+        for t, u in subjects
+    )
+    function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+    with connection.cursor() as cursor:
+        for key in keys:
+            cursor.execute(f"SELECT {function}(%s)", [key])
+
+
 def subject_write_check(*, tenant: Tenant, user_id: str, category: str) -> None:
     """Refuse a write that would recreate ``category`` data of a subject erased less than
     ``AGENTSTATE_ERASURE_GRACE_HOURS`` ago (an agent still running must not undo the erasure).
 
-    Called on create paths only; one indexed lookup."""
+    Called on create paths only, inside the transaction that writes (it takes the subject's shared
+    lock, see ``subjects_lock``); one indexed lookup."""
     if not settings.ERASURE_HMAC_KEYS:
         return
+    subjects_lock(subjects=[(tenant, user_id)], exclusive=False)
     erased = ErasedSubject.objects.filter(
         subject_hash__in=subject_hashes_all_keys(tenant_slug=tenant.slug, user_id=user_id),
         grace_until__gt=timezone.now(),

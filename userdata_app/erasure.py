@@ -29,7 +29,7 @@ from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
 from userdata_app import selectors as userdata_selectors
 from userdata_app import services as userdata_services
-from userdata_app.erased_subjects import grace_until, subject_hash
+from userdata_app.erased_subjects import grace_until, subject_hash, subjects_lock
 from userdata_app.models import ErasedSubject, ErasureEvent, ErasureReceipt, ErasureRequest, ErasureSubject
 
 Status = ErasureRequest.Status
@@ -245,6 +245,7 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
             subjects = list(locked.subjects.select_related("tenant").exclude(user_id=""))
             if not subjects:
                 raise Conflict("The request names no subject.")
+            subjects_lock(subjects=_pairs(subjects), exclusive=True)  # in-flight writes land first
             counts = Counter({category: 0 for category in categories_in_scope(locked.scope)})
             for subject in subjects:
                 counts.update(_erase_subject(tenant=subject.tenant, user_id=subject.user_id, scope=locked.scope))

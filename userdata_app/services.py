@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from agentstate.exceptions import NotFound
@@ -12,8 +13,10 @@ from userdata_app.erased_subjects import USER_DATA, subject_write_check
 from userdata_app.models import UserDatum
 
 
+@transaction.atomic
 def user_datum_set(*, tenant: Tenant, user_id: str, key: str, value: Any) -> UserDatum:
-    """Upsert one key of a user (one INSERT ... ON CONFLICT DO UPDATE, safe under concurrency)."""
+    """Upsert one key of a user (one INSERT ... ON CONFLICT DO UPDATE, safe under concurrency); in
+    one transaction with the erased-subject check, so it cannot slip past a running erasure."""
     now = timezone.now()
     user_id = clean_identifier(user_id, field="user_id")
     subject_write_check(tenant=tenant, user_id=user_id, category=USER_DATA)
