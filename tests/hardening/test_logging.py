@@ -88,3 +88,58 @@ def test_a_crash_is_logged_by_type_and_place_never_by_its_message(log_output, se
     assert error["exception"]["type"] == "builtins.ValueError"
     assert any("crash_urls.py" in frame for frame in error["exception"]["frames"])
     assert request_lines(log_output)[0]["status"] == 500
+
+
+SECRETS = {
+    "message": "MSG-7f3a-do-not-log",
+    "state": "STATE-91c2-do-not-log",
+    "value": "VALUE-c4d8-do-not-log",
+    "metadata": "META-5e11-do-not-log",
+    "working": "WS-0b9e-do-not-log",
+}
+S = "/api/v1/users/u1/sessions/s1/"
+
+
+@pytest.mark.django_db
+def test_api_keys_and_stored_contents_never_reach_the_logs(log_output, api, agent_key, settings, monkeypatch):
+    from sessions_app import services
+
+    key_prefix, key_secret = agent_key.split(".")
+    requests = [
+        ("post", "/api/v1/sessions/", {"user_id": "u1", "session_id": "s1", "metadata": {"m": SECRETS["metadata"]}}),
+        ("post", "/api/v1/sessions/", {"user_id": "u1", "session_id": "s1", "metadata": {"m": SECRETS["metadata"]}}),
+        ("post", S + "messages/", {"content": SECRETS["message"], "client_id": "c1"}),
+        ("post", S + "messages/", {"content": SECRETS["message"], "colour": SECRETS["message"]}),  # 400
+        ("post", S + "messages/", {"content": SECRETS["message"] + "\x00"}),  # 400 (NUL)
+        ("post", S + "rounds/", {"state": {"s": SECRETS["state"]}}),
+        ("put", S + "rounds/1/", {"state": {"s": SECRETS["state"]}}),
+        ("put", S + "working-state/", {"w": SECRETS["working"]}),
+        ("put", "/api/v1/users/u1/data/email/", {"value": SECRETS["value"]}),
+        ("put", "/api/v1/users/u1/data/email/", {"value": [SECRETS["value"]] * 2000}),  # 413 below
+        ("get", S + "messages/", None),
+        ("get", S + "restore/", None),
+        ("get", "/api/v1/users/u1/data/email/", None),
+        ("get", "/api/v1/users/u2/data/email/", None),  # 404
+    ]
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 20_000
+    statuses = []
+    for method, path, body in requests:
+        response = api.get(path) if method == "get" else getattr(api, method)(path, body, format="json")
+        statuses.append(response.status_code)
+    # If-Match conflict, a wrong key that looks real, the key in the other header.
+    statuses.append(api.patch(S, {"metadata": {"m": SECRETS["metadata"]}}, format="json", HTTP_IF_MATCH='"999"').status_code)
+    statuses.append(Client().get(S, HTTP_AUTHORIZATION=f"Api-Key {key_prefix}.{'x' * len(key_secret)}").status_code)
+    statuses.append(Client().get(S, HTTP_X_API_KEY=agent_key).status_code)
+    # A crash inside the API whose exception quotes what was being stored.
+    monkeypatch.setattr(services, "message_append", lambda **kw: (_ for _ in ()).throw(ValueError(repr(kw))))
+    crash_client = api.__class__(raise_request_exception=False)
+    crash_client.credentials(HTTP_AUTHORIZATION=f"Api-Key {agent_key}")
+    statuses.append(crash_client.post(S + "messages/", {"content": SECRETS["message"]}, format="json").status_code)
+
+    assert {400, 401, 404, 409, 412, 413, 500} <= set(statuses), statuses
+    output = log_output.getvalue()
+    assert len(request_lines(log_output)) == len(statuses)
+    assert any(line["logger"] == "django.request" and line["level"] == "ERROR" for line in lines(log_output))
+    for name, secret in {**SECRETS, "key": agent_key, "key secret": key_secret, "key prefix": key_prefix}.items():
+        assert secret not in output, f"the {name} reached the logs"
+    assert all(line["tenant"] == "acme" for line in request_lines(log_output) if line["status"] not in (401,))
