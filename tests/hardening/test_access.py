@@ -1,0 +1,98 @@
+"""Access, over every endpoint and method of tests/api/test_cross_tenant.py's table: revoked and
+expired keys get 401 and change nothing; agent keys never reach a compliance endpoint (403); a
+compliance key sees only its own tenant; throttling counts per key, not per address."""
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+from django.urls import URLPattern
+from django.utils import timezone
+from rest_framework.settings import api_settings
+from rest_framework.test import APIClient
+
+from agentstate.tenancy.services import api_key_create, api_key_revoke
+from tests.api.conftest import assert_error
+from tests.api.test_cross_tenant import CASES, snapshot, victim  # noqa: F401 (fixture)
+from userdata_app.api import compliance
+
+pytestmark = pytest.mark.django_db
+CASE_IDS = [f"{c[1]} {c[0]}" for c in CASES]
+
+
+def send(client, method, path, body):
+    return getattr(client, method)(path, body, format="json") if body is not None else getattr(client, method)(path)
+
+
+def keyed(key: str, header: str = "HTTP_AUTHORIZATION") -> APIClient:
+    client = APIClient()
+    client.credentials(**{header: f"Api-Key {key}" if header == "HTTP_AUTHORIZATION" else key})
+    return client
+
+
+@pytest.fixture(params=["revoked", "expired"])
+def dead_key(request, tenant) -> str:
+    """A revoked key that worked once (so it sat in the verified-key cache), or an expired one
+    (expiry reached while cached is tests/api/test_auth.py's)."""
+    if request.param == "expired":
+        return api_key_create(tenant=tenant, name="expired", expires_at=timezone.now() - timedelta(seconds=1))[1]
+    api_key, key = api_key_create(tenant=tenant, name="revoked")
+    assert keyed(key).get("/api/v1/sessions/").status_code == 200
+    api_key_revoke(api_key=api_key)
+    return key
+
+
+@pytest.mark.parametrize("name, method, path, body, expected", CASES, ids=CASE_IDS)
+def test_revoked_and_expired_keys_are_401_everywhere(victim, tenant, dead_key, name, method, path, body, expected):
+    before = snapshot(tenant)
+    for header in ("HTTP_AUTHORIZATION", "HTTP_X_API_KEY"):
+        assert_error(send(keyed(dead_key, header), method, path, body), 401, "not_authenticated")
+    assert snapshot(tenant) == before
+
+
+COMPLIANCE_ROUTES = [
+    (pattern.name, method)
+    for pattern in compliance.urlpatterns
+    if isinstance(pattern, URLPattern)
+    for method in pattern.callback.view_class.http_method_names
+    if method not in ("head", "options") and hasattr(pattern.callback.view_class, method)
+]
+COMPLIANCE_PATHS = {"compliance-subject-export": "/api/v1/compliance/users/u1/export/"}
+
+
+def test_every_compliance_route_is_in_this_table():
+    assert {name for name, _ in COMPLIANCE_ROUTES} == set(COMPLIANCE_PATHS)
+
+
+@pytest.mark.parametrize("name, method", COMPLIANCE_ROUTES)
+def test_agent_keys_never_reach_compliance_endpoints(victim, tenant, api, name, method):
+    before = snapshot(tenant)
+    assert_error(send(api, method, COMPLIANCE_PATHS[name], None), 403, "permission_denied")
+    assert snapshot(tenant) == before
+
+
+def test_a_compliance_key_exports_only_its_own_tenants_subject(victim, tenant, other_tenant):
+    own = keyed(api_key_create(tenant=tenant, name="dpo", scope="compliance")[1]).get(COMPLIANCE_PATHS["compliance-subject-export"])
+    foreign = keyed(api_key_create(tenant=other_tenant, name="dpo", scope="compliance")[1]).get(
+        COMPLIANCE_PATHS["compliance-subject-export"]
+    )
+    assert own.status_code == foreign.status_code == 200
+    assert "me@example.com" in own.content.decode() and "secret" in own.content.decode()
+    assert "me@example.com" not in foreign.content.decode() and "secret" not in foreign.content.decode()
+
+
+@pytest.fixture
+def two_per_minute(monkeypatch):
+    monkeypatch.setitem(api_settings.DEFAULT_THROTTLE_RATES, "api_key", "2/minute")
+    with override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}):
+        yield
+
+
+def test_throttling_counts_per_key_whichever_header_carries_it(two_per_minute, tenant):
+    first, second = (api_key_create(tenant=tenant, name=n)[1] for n in ("first", "second"))
+    path = "/api/v1/sessions/"
+    assert keyed(first).get(path).status_code == 200
+    assert keyed(first, "HTTP_X_API_KEY").get(path).status_code == 200  # the same key, the other header
+    throttled = keyed(first).get(path, REMOTE_ADDR="10.9.9.9")  # another address does not help
+    assert_error(throttled, 429, "throttled")
+    assert int(throttled["Retry-After"]) > 0
+    assert [keyed(second).get(path).status_code for _ in range(2)] == [200, 200]  # its own budget
