@@ -1,10 +1,10 @@
-"""python -m benchmarks {scaling,http,erasure,admin,all} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
+"""python -m benchmarks {scaling,http,erasure,admin,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
 
 scaling, erasure and admin run on SQLite by default and on PostgreSQL when DATABASE_URL is set
 (a dedicated <name>_bench database is created and dropped). http always starts a private
 PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunicorn and wrk.
 all runs each suite in its own process. Every suite prints a table and writes JSON to
-benchmarks/results/.
+benchmarks/results/; summary prints the median and spread of every run kept there.
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def _http(args) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
-    parser.add_argument("suite", nargs="?", default="scaling", choices=[*SUITES, "all"])
+    parser.add_argument("suite", nargs="?", default="scaling", choices=[*SUITES, "all", "summary"])
     parser.add_argument("--quick", action="store_true", help="fewer samples, shorter points (a smoke run, not for reporting)")
     parser.add_argument("--keep-db", action="store_true", help="scaling: leave the benchmark database in place")
     parser.add_argument("--workers", type=int, default=3, help="http: gunicorn workers (default 3)")
@@ -72,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     args, _ = parser.parse_known_args(argv)
     # A terminated run still stops its servers and drops its database (the finally blocks run).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.suite == "summary":
+        from benchmarks import summary
+
+        summary.main()
+        return 0
     if args.suite == "all":
         passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)
