@@ -130,6 +130,8 @@ WORKING_STATE_BACKEND = os.environ.get(
     "AGENTSTATE_WORKING_STATE_BACKEND", "redis" if REDIS_URL else "database"
 )
 WORKING_STATE_TTL_SECONDS = int(os.environ.get("AGENTSTATE_WORKING_STATE_TTL", "86400"))
+# Keys plus JSON values of one session's working state, in characters (patches cannot grow past it).
+WORKING_STATE_MAX_BYTES = int(os.environ.get("AGENTSTATE_WORKING_STATE_MAX_BYTES", str(5 * 1024 * 1024)))
 # --- Erasure (userdata_app.erasure) ---------------------------------------------------------
 # Receipts and the erased-subject registry keep HMAC-SHA256 hashes of subjects under keys of their
 # own, never SECRET_KEY: AGENTSTATE_ERASURE_HMAC_KEYS="k1:secret,k2:secret". New hashes use

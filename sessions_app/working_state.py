@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from agentstate.exceptions import InvalidInput
 from sessions_app.models import WorkingStateEntry
 
 
@@ -28,6 +29,19 @@ def _merge(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
+
+
+def _bounded(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` if its keys and JSON values add up to at most ``WORKING_STATE_MAX_BYTES``
+    characters: each request is bounded by the body limit, but patches of new keys would otherwise
+    grow one session's state without end."""
+    limit = settings.WORKING_STATE_MAX_BYTES
+    size = 0
+    for key, value in data.items():
+        size += len(key) + len(json.dumps(value, ensure_ascii=False))
+        if size > limit:
+            raise InvalidInput.for_field("working_state", f"would grow past {limit} characters; remove keys first.")
+    return data
 
 
 def _chunks(items: list[int], size: int = 500):
@@ -57,10 +71,10 @@ class DatabaseWorkingStateStore:
         return entry.data if entry else {}
 
     def patch(self, session_pk: int, changes: dict[str, Any]) -> dict[str, Any]:
-        return self._write(session_pk, lambda current: _merge(current, changes))
+        return self._write(session_pk, lambda current: _bounded(_merge(current, changes)))
 
     def replace(self, session_pk: int, data: dict[str, Any]) -> dict[str, Any]:
-        return self._write(session_pk, lambda current: dict(data))
+        return self._write(session_pk, lambda current: _bounded(dict(data)))
 
     def clear(self, session_pk: int) -> None:
         WorkingStateEntry.objects.filter(session_id=session_pk).delete()
@@ -125,6 +139,8 @@ class RedisWorkingStateStore:
 
     def patch(self, session_pk: int, changes: dict[str, Any]) -> dict[str, Any]:
         key = self._key(session_pk)
+        # Callers hold the session's row lock, so nothing changes between this read and the write.
+        _bounded(_merge(self._decode(self.client.hgetall(key)), changes))
         to_set = {k: json.dumps(v) for k, v in changes.items() if v is not None}
         to_remove = [k for k, v in changes.items() if v is None]
         pipe = self.client.pipeline(transaction=True)
@@ -137,6 +153,7 @@ class RedisWorkingStateStore:
         return self._decode(pipe.execute()[-1])
 
     def replace(self, session_pk: int, data: dict[str, Any]) -> dict[str, Any]:
+        _bounded(data)
         key = self._key(session_pk)
         pipe = self.client.pipeline(transaction=True)
         pipe.delete(key)

@@ -281,3 +281,15 @@ def test_an_empty_body_never_reads_as_an_empty_object(api, full_session):
         assert stored_everything() == before
     ended = api.post(S + "end/")  # the one write that takes no body
     assert ended.status_code == 200 and ended.json()["ended_at"]
+
+
+def test_working_state_cannot_grow_past_its_limit_by_patches(api, full_session, settings):
+    """Regression: each PATCH was bounded by the body limit, their sum by nothing."""
+    settings.WORKING_STATE_MAX_BYTES = 300
+    for n in range(4):
+        assert api.patch(S + "working-state/", {f"k{n}": "x" * 50}, format="json").status_code == 200
+    refused(api, "patch", S + "working-state/", {"k9": "x" * 100}, 400, "invalid", "working_state")
+    refused(api, "put", S + "working-state/", {"big": "x" * 400}, 400, "invalid", "working_state")
+    # Replacing or removing keys makes room again.
+    assert api.patch(S + "working-state/", {"k0": None, "k1": None, "k9": "x" * 100}, format="json").status_code == 200
+    assert set(api.get(S + "working-state/").json()) == {"kept", "k2", "k3", "k9"}
