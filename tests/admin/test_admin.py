@@ -262,3 +262,22 @@ def test_subjects_cannot_change_after_verification_and_bad_ids_are_refused(clien
     page = client.get(reverse("admin:userdata_app_erasurerequest_change", args=[request.pk]))
     assert page.context["inline_admin_formsets"][0].has_change_permission is False
     assert ErasureSubject.objects.get().user_id == "alice"
+
+
+def test_no_str_of_what_staff_act_on_carries_the_user_id(tenant):
+    """The admin log keeps __str__ of what staff touch: it must not hold personal data."""
+    from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+    from userdata_app.models import ErasedSubject, ErasureEvent, ErasureReceipt, UserDatum
+
+    user_id = "alice.pii@example.com"
+    subject_data_create(tenant=tenant, user_id=user_id, sessions=1, messages=1)
+    request = verified_request(subjects=[(tenant, user_id)], scope="user_data")
+    objects = [
+        *Session.objects.all(), *Message.objects.all(), *Round.objects.all(), *Checkpoint.objects.all(),
+        *AgentTransition.objects.all(), *UserDatum.objects.all(), request, *request.subjects.all(), *request.events.all(),
+    ]
+    erasure.erasure_execute(request=request)
+    objects += [*ErasureReceipt.objects.all(), *ErasedSubject.objects.all(), *ErasureEvent.objects.all()]
+    assert len(objects) >= 12
+    for obj in objects:
+        assert "alice" not in str(obj), (type(obj).__name__, str(obj))
