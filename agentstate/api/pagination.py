@@ -31,6 +31,16 @@ class CursorPagination(pagination.CursorPagination):
             )
         return size
 
+    def get_schema_operation_parameters(self, view):
+        """The schema states the bounds ``get_page_size`` enforces."""
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"] = {
+                    "type": "integer", "minimum": 1, "maximum": self.max_page_size, "default": self.page_size,
+                }
+        return parameters
+
     def paginate_queryset(self, queryset, request, view=None):
         self._model = queryset.model
         return super().paginate_queryset(queryset, request, view)
