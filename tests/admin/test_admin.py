@@ -12,7 +12,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app import selectors as session_selectors
-from sessions_app import services as session_services
 from userdata_app import erasure
 from userdata_app.models import ErasureRequest, ErasureSubject
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create, verified_request

@@ -1,6 +1,5 @@
 """End to end in headless Chromium: a compliance officer logs in, records and verifies an
 erasure request, previews it, confirms it and sees the receipt. Screenshots go to artifacts/."""
-import os
 import shutil
 from pathlib import Path
 
