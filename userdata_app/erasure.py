@@ -319,24 +319,31 @@ def erasures_reapply(*, dry_run: bool = False) -> dict[str, int]:
     The registry holds only keyed hashes, so the ids cannot be read back from it: instead every
     distinct ``(tenant, user_id)`` in the data is hashed under each configured key and matched
     against the registry. A match is erased again with its recorded scope."""
-    registry = {(entry.key_id, entry.subject_hash): entry for entry in ErasedSubject.objects.order_by("erased_at")}
+    registry: dict[tuple[str, str], list[ErasedSubject]] = {}
+    for entry in ErasedSubject.objects.all():
+        registry.setdefault((entry.key_id, entry.subject_hash), []).append(entry)
     usable_keys = {key_id for key_id, _ in registry} & set(settings.ERASURE_HMAC_KEYS)
     candidates = set(userdata_selectors.subject_ids_iter()) | set(session_selectors.subject_ids_iter())
     tenants = {t.slug: t for t in Tenant.objects.filter(slug__in={slug for slug, _ in candidates})}
-    summary = Counter(subjects_matched=0, registry_entries=len(registry), entries_with_unknown_key=sum(1 for k, _ in registry if k not in usable_keys))
+    summary = Counter(
+        subjects_matched=0,
+        registry_entries=sum(len(entries) for entries in registry.values()),
+        entries_with_unknown_key=sum(len(entries) for (key_id, _), entries in registry.items() if key_id not in usable_keys),
+    )
     now = timezone.now()
     for slug, user_id in sorted(candidates):
         entries = [
-            registry[key]
-            for key in (subject_hash(tenant_slug=slug, user_id=user_id, key_id=k) for k in usable_keys)
-            if key in registry
+            entry
+            for key_id in usable_keys
+            for entry in registry.get(subject_hash(tenant_slug=slug, user_id=user_id, key_id=key_id), [])
         ]
         if not entries:
             continue
         summary["subjects_matched"] += 1
         scope = Scope.EVERYTHING if any(e.scope == Scope.EVERYTHING for e in entries) else Scope.USER_DATA
-        counts = _subject_counts(tenant=tenants[slug], user_id=user_id, scope=scope)
-        if not dry_run:
+        if dry_run:
+            counts = _subject_counts(tenant=tenants[slug], user_id=user_id, scope=scope)
+        else:
             with transaction.atomic():
                 counts = _erase_subject(tenant=tenants[slug], user_id=user_id, scope=scope)
                 ErasedSubject.objects.filter(pk__in=[e.pk for e in entries]).update(last_reapplied_at=now)

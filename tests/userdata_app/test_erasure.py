@@ -335,3 +335,16 @@ def test_without_an_erasure_key_execution_refuses_and_erases_nothing(world, offi
     with pytest.raises(Conflict):
         erasure.erasure_execute(request=request, actor=officer)
     assert holdings(acme, "alice") == FULL
+
+
+def test_reapply_uses_the_widest_scope_a_subject_was_erased_with(world, officer):
+    acme, _ = world
+    erasure.erasure_execute(request=verified_request(subjects=[(acme, "alice")], scope=Scope.EVERYTHING), actor=officer)
+    ErasedSubject.objects.update(grace_until=timezone.now() - timedelta(seconds=1))
+    erasure.erasure_execute(request=verified_request(subjects=[(acme, "alice")], scope=Scope.USER_DATA), actor=officer)
+    ErasedSubject.objects.update(grace_until=timezone.now() - timedelta(seconds=1))
+    subject_data_create(tenant=acme, user_id="alice")  # restored
+
+    summary = erasure.erasures_reapply()
+    assert summary["registry_entries"] == 2 and summary["subjects_matched"] == 1
+    assert holdings(acme, "alice") == dict.fromkeys(FULL, 0)
