@@ -13,9 +13,11 @@ threads = int(os.environ.get("GUNICORN_THREADS", "1"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
-# Recycle workers now and then so a slow leak never takes a process down.
-max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "2000"))
-max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", "200"))
+# Recycle workers now and then so a slow leak never takes a process down; rarely, because a new
+# worker re-imports Django (about a second of CPU): at a few hundred requests/s per worker, 2,000
+# requests meant a restart every few seconds (docs/PERFORMANCE.md).
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "50000"))
+max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", "5000"))
 # Forked workers open their own database connections: never load the app in the master.
 preload_app = False
 # The app writes one JSON line per request (agentstate.middleware); gunicorn's access log would
