@@ -1,16 +1,20 @@
-"""docs/GUARANTEES.md names real tests: each `path.py::test_name` (and each bare test file) exists."""
+"""docs/GUARANTEES.md and the README's summary name real tests: each `path.py::test_name` (and each
+bare test file) exists."""
 import ast
 import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = re.compile(r"`([a-z_/]+\.py)(?:::(test_\w+))?`")
 
 
-def test_every_test_the_guarantees_name_exists():
-    doc = (ROOT / "docs" / "GUARANTEES.md").read_text()
+@pytest.mark.parametrize(("document", "at_least"), [("docs/GUARANTEES.md", 40), ("README.md", 10)])
+def test_every_test_the_guarantees_name_exists(document, at_least):
+    doc = (ROOT / document).read_text()
     references = REFERENCE.findall(doc)
-    assert len(references) > 40
+    assert len(references) > at_least
     missing = []
     for path, name in references:
         file = ROOT / "tests" / path
@@ -20,4 +24,4 @@ def test_every_test_the_guarantees_name_exists():
             node.name for node in ast.walk(ast.parse(file.read_text())) if isinstance(node, ast.FunctionDef)
         }:
             missing.append(f"{path}::{name}")
-    assert not missing, f"docs/GUARANTEES.md names tests that do not exist: {missing}"
+    assert not missing, f"{document} names tests that do not exist: {missing}"
