@@ -265,8 +265,7 @@ def run(*, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int
     env = {k: v for k, v in os.environ.items() if k != "AGENTSTATE_API_RATE"}
     env.update(
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DJANGO_LOG_LEVEL="INFO", GUNICORN_LOG_LEVEL="warning",
-        # Workers recycled every 2,000 requests (the production default) would re-import Django
-        # mid-run several times a second at these rates: measure steady state.
+        # Measure steady state: a recycled worker re-imports Django (about a second of CPU).
         GUNICORN_MAX_REQUESTS="0",
     )
     points: list[dict[str, Any]] = []
