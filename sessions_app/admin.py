@@ -1,8 +1,9 @@
 """Staff browse process state here; nothing is edited or deleted from the admin (history is
 append-only; deletion goes through the API or an erasure request).
 
-Built for big tables: no full counts, no per-row queries, searches and filters on indexed columns
-only, exact-match text filters instead of "list every distinct value" filters.
+Built for big tables: counts capped at ``CappedPaginator.cap`` rows, no per-row queries, exact,
+case-sensitive searches on indexed columns only, exact-match text filters instead of "list every
+distinct value" filters.
 """
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import json
 from typing import Any
 
 from django.contrib import admin
+from django.core.paginator import Paginator
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.functional import cached_property
 from django.utils.html import format_html
 
 from sessions_app import selectors
@@ -112,9 +115,38 @@ class EndedFilter(admin.SimpleListFilter):
         return queryset
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """View-only for everyone, superusers included."""
+class CappedPaginator(Paginator):
+    """Counts at most ``cap`` rows, so a changelist page costs the same at any table size.
 
+    The count is ``COUNT(*)`` over a subquery with ``LIMIT cap + 1``; past the cap the changelist
+    shows "10,000+" and pages up to the cap. Rows beyond it are reached by narrowing the filters.
+    ``list_max_show_all`` must stay below the cap: "Show all" lists every filtered row.
+    """
+
+    cap = 10_000
+
+    @cached_property
+    def counted(self) -> int:
+        return self.object_list.order_by()[: self.cap + 1].count()
+
+    @cached_property
+    def count(self) -> int:
+        return min(self.counted, self.cap)
+
+    @property
+    def capped(self) -> bool:
+        return self.counted > self.cap
+
+    @property
+    def count_label(self) -> str:
+        """The count as staff read it (templates/admin/pagination.html, search_form.html)."""
+        return f"{self.cap:,}+" if self.capped else f"{self.count:,}"
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """View-only for everyone, superusers included; counts capped for big tables."""
+
+    paginator = CappedPaginator
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER  # facet counts are a COUNT per filter choice
     list_per_page = 50
@@ -140,9 +172,10 @@ class SessionAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("tenant",)
     list_filter = ("tenant", EndedFilter, AgentFilter, WorkspaceFilter, "created_at", "updated_at")
-    # Exact matches only: served by the (tenant, user_id, session_id) index.
-    search_fields = ("=user_id", "=session_id")
-    search_help_text = "Exact user id or session id."
+    # Exact, case-sensitive: served by the user_id and session_id indexes ("=user_id" would compile
+    # to UPPER(user_id) = UPPER(%s), which no index serves).
+    search_fields = ("user_id__exact", "session_id__exact")
+    search_help_text = "Exact user id or session id (case-sensitive). A user id and a session id together find that session."
     ordering = ("-id",)
     fieldsets = (
         (None, {"fields": ("tenant", "user_id", "session_id", "agent_id", "workspace_id", "message_count",

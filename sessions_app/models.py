@@ -41,6 +41,11 @@ class Session(models.Model):
             # Serves: filters by workspace and by agent, in cursor order.
             models.Index(fields=["tenant", "workspace_id", "created_at", "id"], name="session_workspace_created"),
             models.Index(fields=["tenant", "agent_id", "created_at", "id"], name="session_agent_created"),
+            # Serve: the admin's exact search by user id or session id across tenants (the indexes
+            # above lead with the tenant, which PostgreSQL cannot skip). Sessions are written once;
+            # the per-append counter update leaves these columns alone, so it stays a HOT update.
+            models.Index(fields=["user_id"], name="session_user_id"),
+            models.Index(fields=["session_id"], name="session_session_id"),
         ]
 
     def __str__(self) -> str:

@@ -36,8 +36,8 @@ class UserDatumAdmin(ReadOnlyAdmin):
     list_display = ("key", "user_id", "tenant", "updated_at")
     list_select_related = ("tenant",)
     list_filter = ("tenant",)
-    search_fields = ("=user_id", "=key")  # exact: served by the (tenant, user_id, key) index
-    search_help_text = "Exact user id or key."
+    search_fields = ("user_id__exact", "key__exact")  # exact, case-sensitive: served by their indexes
+    search_help_text = "Exact user id or key (case-sensitive). A user id and a key together find that user's key."
     ordering = ("-id",)
     fields = ("tenant", "user_id", "key", "value_json", "created_at", "updated_at")
     readonly_fields = ("value_json",)
@@ -51,7 +51,8 @@ class ErasedSubjectAdmin(ReadOnlyAdmin):
 
     list_display = ("id", "key_id", "subject_hash", "scope", "request", "erased_at", "grace_until", "last_reapplied_at")
     list_filter = ("scope", "key_id")
-    search_fields = ("=subject_hash",)
+    search_fields = ("subject_hash__exact",)  # served by the (subject_hash, grace_until) index
+    search_help_text = "Exact subject hash (lowercase hex)."
     ordering = ("-id",)
 
 

@@ -114,7 +114,7 @@ def test_user_data_browse_by_tenant_user_and_key(client, officer, tenant, other_
     assert client.get(url, {"q": "email"}).context["cl"].result_count == 2
 
 
-def test_dashboard_shows_totals_and_a_chart_without_external_files(client, officer, tenant):
+def test_dashboard_shows_totals_and_a_chart_without_external_files(client, officer, tenant, fresh_dashboard):
     login(client, officer)
     subject_data_create(tenant=tenant, user_id="alice", sessions=2, messages=5)
     overdue = erasure.erasure_request_create(subjects=[(tenant, "alice")], received_at=timezone.now() - timedelta(days=40))

@@ -1,0 +1,92 @@
+"""The admin on big tables (docs/PERFORMANCE.md, "Admin at scale"): each changelist runs the same
+statements at any table size, its count stops at a cap, and on PostgreSQL the exact searches are
+served by an index. Counts and plans only, never timings."""
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from benchmarks import data
+from sessions_app.models import Session
+from sessions_app.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
+
+pytestmark = pytest.mark.django_db
+
+SESSIONS = reverse("admin:sessions_app_session_changelist")
+MESSAGES = reverse("admin:sessions_app_message_changelist")
+USER_DATA = reverse("admin:userdata_app_userdatum_changelist")
+
+
+def _pages(session: Session) -> dict[str, str]:
+    return {
+        "sessions": SESSIONS,
+        "sessions: live": f"{SESSIONS}?ended=no",
+        "sessions: search": f"{SESSIONS}?q={session.user_id}",
+        "messages": MESSAGES,
+        "messages: role": f"{MESSAGES}?role=user",
+        "messages of one session": f"{MESSAGES}?session__id__exact={session.pk}",
+        "user data: search": f"{USER_DATA}?q={session.user_id}",
+        "dashboard": reverse("admin:index"),
+    }
+
+
+def _statements(client, url: str) -> list[str]:
+    client.get(url)  # the dashboard's figures are cached from here on
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, url
+    return [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]
+
+
+def test_admin_pages_run_the_same_statements_at_any_size_and_cap_their_counts(admin_client, tenant):
+    from django.core.cache import cache
+
+    data.sessions_create(tenant=tenant, user_id="u0", count=10)
+    session = Session.objects.get(tenant=tenant, user_id="u0", session_id="s1")
+    data.history_fill(session=session, messages=10)
+    data.user_data_create(tenant=tenant, user_id="u0", count=3)
+    pages = _pages(session)
+    small = {name: _statements(admin_client, url) for name, url in pages.items()}
+
+    for user in range(1, 5):
+        data.sessions_create(tenant=tenant, user_id=f"u{user}", count=100)
+    data.messages_for_every_session(tenant=tenant, per_session=30)
+    cache.delete(ACTIVITY_CACHE_KEY)
+    large = {name: _statements(admin_client, url) for name, url in pages.items()}
+
+    assert {name: len(sqls) for name, sqls in large.items()} == {name: len(sqls) for name, sqls in small.items()}
+    counts = [sql for sqls in large.values() for sql in sqls if "COUNT(*)" in sql and "_app_" in sql]
+    changelist_counts = [sql for sql in counts if "subquery" in sql]
+    assert len(changelist_counts) == len(pages) - 1  # one per changelist, none on the dashboard
+    assert all("LIMIT 10001" in sql for sql in changelist_counts), changelist_counts
+
+
+def _plan(sql: str) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {sql}")
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.mark.parametrize(
+    ("url", "term", "table", "indexes"),
+    [
+        (SESSIONS, "u17", "sessions_app_session", ("session_user_id", "session_session_id")),
+        (SESSIONS, "u17-s3", "sessions_app_session", ("session_user_id", "session_session_id")),
+        (USER_DATA, "u17", "userdata_app_userdatum", ("user_datum_user_id", "user_datum_key")),
+    ],
+    ids=["sessions by user id", "sessions by session id", "user data by user id"],
+)
+def test_exact_searches_use_an_index_without_the_tenant(admin_client, tenant, postgres_only, url, term, table, indexes):
+    for user in range(500):
+        data.sessions_create(tenant=tenant, user_id=f"u{user}", count=10, prefix=f"u{user}-s")
+        data.user_data_create(tenant=tenant, user_id=f"u{user}", count=10)
+    data.analyze()
+
+    with CaptureQueriesContext(connection) as captured:
+        response = admin_client.get(url, {"q": term})
+    assert response.status_code == 200 and response.context["cl"].result_count >= 1
+    searches = [q["sql"] for q in captured.captured_queries if f"'{term}'" in q["sql"]]
+    assert len(searches) == 2  # the capped count and the page
+    for sql in searches:
+        plan = _plan(sql)
+        assert f"Seq Scan on {table}" not in plan and all(name in plan for name in indexes), plan
