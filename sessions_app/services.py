@@ -428,9 +428,13 @@ def checkpoint_create(
             state = dict(current)
     else:
         state = clean_json(state, field="state", require_object=True)
-    return Checkpoint.objects.create(
-        session=session, tenant_id=session.tenant_id, user_id=session.user_id, label=label, state=state
-    )
+    with transaction.atomic():
+        # The row lock orders the insert with a delete or erasure of the session: one that won
+        # makes this a clean NotFound instead of a foreign-key error at commit.
+        _lock_session(session)
+        return Checkpoint.objects.create(
+            session=session, tenant_id=session.tenant_id, user_id=session.user_id, label=label, state=state
+        )
 
 
 def transition_record(

@@ -564,6 +564,17 @@ def test_checkpoints_survive_the_end_of_the_session(tenant):
     assert selectors.checkpoint_latest(session=session, label="done").state == {"subtask": "draft"}
 
 
+
+@pytest.mark.django_db(transaction=True)
+def test_a_checkpoint_for_a_session_deleted_meanwhile_is_not_found_and_stores_nothing(tenant):
+    """An agent holding a session that a delete or an erasure removed gets a 404, never a
+    foreign-key error (a 500 through the API)."""
+    session = _session(tenant)
+    services.session_delete(session=Session.objects.get(pk=session.pk))
+    with pytest.raises(NotFound):
+        services.checkpoint_create(session=session, label="late", state={"a": 1})
+    assert not Checkpoint.objects.exists()
+
 def test_transitions_are_recorded_with_their_fields(tenant):
     session = _session(tenant)
     transition = services.transition_record(
