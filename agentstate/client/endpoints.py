@@ -307,6 +307,13 @@ class Endpoints(abc.ABC):
     def user_data_iter(self, user_id: str, *, page_size: int | None = None) -> Iterator[UserDatum]:
         return self._iterate(_listing(calls.user_data_url(user_id), UserDatum, page_size))
 
+    # --- compliance (a key with scope "compliance"; agent keys get PermissionDenied) -------------
+    def subject_export(self, user_id: str) -> dict[str, Any]:
+        """Everything held about the user in the key's tenant, as one JSON document (GDPR Art. 15/20):
+        ``{"generated_at", "subjects": [{"tenant", "user_id", "user_data", "sessions"}]}``, each
+        session with its messages, rounds, checkpoints, transitions and working state."""
+        return self._call(Call("GET", f"{API}/compliance/users/{calls.segment(user_id)}/export/", as_json))
+
     # --- service --------------------------------------------------------------------------------
     def health(self) -> dict[str, str]:
         """The server's health report (``{"status": "ok", ...}``, or the failing part when it is 503)."""

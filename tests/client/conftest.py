@@ -2,16 +2,21 @@
 import pytest
 
 
-def _new_key(tenant) -> str:
+def _new_key(tenant, scope: str = "agent") -> str:
     from agentstate.tenancy.models import APIKey
 
-    _, key = APIKey.objects.create_key(name="client-tests", tenant=tenant)
+    _, key = APIKey.objects.create_key(name="client-tests", tenant=tenant, scope=scope)
     return key
 
 
 @pytest.fixture
 def agent_key(transactional_db, tenant) -> str:
     return _new_key(tenant)
+
+
+@pytest.fixture
+def compliance_key(transactional_db, tenant) -> str:
+    return _new_key(tenant, scope="compliance")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from agentstate.client import (
     AuthenticationError,
     Conflict,
     NotFound,
+    PermissionDenied,
     PreconditionFailed,
     RateLimited,
     ValidationError,
@@ -154,6 +155,22 @@ def test_user_data(client):
         client.user_data_get(USER, "email")
     client.user_data_put("..", ".", "dots are identifiers too")  # not URL dot-segments
     assert client.user_data_get("..", ".").value == "dots are identifiers too"
+
+
+def test_subject_export_needs_a_compliance_key_and_returns_everything_of_the_user(live_server, client, compliance_key):
+    client.session_create(USER, SID)
+    client.message_append(USER, SID, {"role": "user", "content": "Hi"})
+    client.user_data_put(USER, "email", "a@example.org")
+    with pytest.raises(PermissionDenied):
+        client.subject_export(USER)  # an agent key
+    with AgentStateClient(live_server.url, compliance_key) as officer:
+        (subject,) = officer.subject_export(USER)["subjects"]
+        assert subject["user_id"] == USER
+        assert [d["value"] for d in subject["user_data"]] == ["a@example.org"]
+        (session,) = subject["sessions"]
+        assert [m["content"] for m in session["messages"]] == ["Hi"]
+        (nobody,) = officer.subject_export("nobody")["subjects"]
+        assert nobody["user_data"] == [] and nobody["sessions"] == []
 
 
 def test_health(client):
