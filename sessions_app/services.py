@@ -92,22 +92,40 @@ def session_update(
         changes["workspace_id"] = clean_optional_label(workspace_id, field="workspace_id")
     if metadata is not _UNSET:
         changes["metadata"] = clean_json(metadata, field="metadata", require_object=True)
+    if not changes:  # nothing changes, so neither does the version other writers' If-Match names
+        current = Session.objects.filter(pk=session.pk).first()
+        if current is None:
+            raise NotFound("Session not found.")
+        _check_version(current, expected_version)
+        return current
     rows = Session.objects.filter(pk=session.pk)
     if expected_version is not None:
         rows = rows.filter(version=expected_version)
     updated = rows.update(**changes, updated_at=timezone.now(), version=F("version") + 1)
     if not updated:
         if expected_version is not None and Session.objects.filter(pk=session.pk).exists():
-            raise PreconditionFailed("The session changed since you read it (If-Match does not match).")
+            raise PreconditionFailed(_STALE_SESSION)
         raise NotFound("Session not found.")
     session.refresh_from_db()
     return session
 
 
+_STALE_SESSION = "The session changed since you read it (If-Match does not match)."
+
+
+def _check_version(current: Session, expected_version: int | None) -> None:
+    if expected_version is not None and current.version != expected_version:
+        raise PreconditionFailed(_STALE_SESSION)
+
+
 @transaction.atomic
-def session_end(*, session: Session) -> Session:
-    """Mark the session ended and discard its working state; ending twice changes nothing."""
-    _lock_session(session)
+def session_end(*, session: Session, expected_version: int | None = None) -> Session:
+    """Mark the session ended and discard its working state; ending twice changes nothing (an
+    ended session is returned as it is, so a retried end never fails on its own version bump).
+    With ``expected_version``, a live session is ended only if nobody changed it meanwhile."""
+    locked = _lock_session(session)
+    if locked.ended_at is None:
+        _check_version(locked, expected_version)
     now = timezone.now()  # read under the lock: no message stored before the end is stamped after it
     Session.objects.filter(pk=session.pk, ended_at__isnull=True).update(
         ended_at=now, updated_at=now, version=F("version") + 1
@@ -118,10 +136,12 @@ def session_end(*, session: Session) -> Session:
 
 
 @transaction.atomic
-def session_delete(*, session: Session) -> dict[str, int]:
-    """Delete the session with its messages, rounds, checkpoints, transitions and working state.
-    User data (userdata_app) is a different lifecycle and is never touched."""
-    _lock_session(session)  # else a working-state write queued on the row lands in Redis after the clear
+def session_delete(*, session: Session, expected_version: int | None = None) -> dict[str, int]:
+    """Delete the session with its messages, rounds, checkpoints, transitions and working state,
+    with ``expected_version`` only if nobody changed it meanwhile. User data (userdata_app) is a
+    different lifecycle and is never touched."""
+    # The lock also keeps a working-state write queued on the row from landing after the clear.
+    _check_version(_lock_session(session), expected_version)
     working_state.get_store().clear(session.pk)
     _, per_model = Session.objects.filter(pk=session.pk).delete()
     return {label.split(".")[-1].lower(): count for label, count in per_model.items()}

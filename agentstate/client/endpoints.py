@@ -106,13 +106,16 @@ class Endpoints(abc.ABC):
         return self._call(Call("PATCH", session_url(user_id, session_id), as_model(SessionRecord), json=payload,
                                headers=if_match(expected_version)))
 
-    def session_end(self, user_id: str, session_id: str) -> SessionRecord:
-        """Mark the session ended: it stays readable, refuses new writes, and its working state is gone."""
-        return self._call(Call("POST", session_url(user_id, session_id, "end"), as_model(SessionRecord)))
+    def session_end(self, user_id: str, session_id: str, *, expected_version: int | None = None) -> SessionRecord:
+        """Mark the session ended: it stays readable, refuses new writes, and its working state is gone.
+        A stale ``expected_version`` of a live session raises PreconditionFailed."""
+        return self._call(Call("POST", session_url(user_id, session_id, "end"), as_model(SessionRecord),
+                               headers=if_match(expected_version)))
 
-    def session_delete(self, user_id: str, session_id: str) -> None:
-        """Delete the session with its messages, rounds, checkpoints, transitions and working state."""
-        return self._call(Call("DELETE", session_url(user_id, session_id), as_nothing))
+    def session_delete(self, user_id: str, session_id: str, *, expected_version: int | None = None) -> None:
+        """Delete the session with its messages, rounds, checkpoints, transitions and working state;
+        a stale ``expected_version`` raises PreconditionFailed and deletes nothing."""
+        return self._call(Call("DELETE", session_url(user_id, session_id), as_nothing, headers=if_match(expected_version)))
 
     def session_restore(self, user_id: str, session_id: str) -> SessionRestore:
         return self._call(Call("GET", session_url(user_id, session_id, "restore"), as_model(SessionRestore)))

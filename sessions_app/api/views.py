@@ -32,6 +32,12 @@ IF_MATCH = OpenApiParameter(
 ROUND_ID = OpenApiParameter("round_id", int, OpenApiParameter.PATH, description="0..2147483647")
 
 
+def session_if_match(request) -> int | None:
+    """The session version named by If-Match; ``*`` asks nothing more than that it exists."""
+    expected = etags.if_match_version(request)
+    return None if expected == etags.ANY else expected
+
+
 class SessionScopedView(TenantAPIView):
     """A view under ``users/{user_id}/sessions/{session_id}/``."""
 
@@ -84,25 +90,27 @@ class SessionDetailView(SessionScopedView):
     )
     def patch(self, request, user_id, session_id):
         changes = validated(s.SessionUpdateInput, request.data)
-        expected = etags.if_match_version(request)
         session = services.session_update(
-            session=self.get_session(), expected_version=None if expected == etags.ANY else expected, **changes
+            session=self.get_session(), expected_version=session_if_match(request), **changes
         )
         return etags.with_etag(Response(s.SessionSerializer(session).data), session.version)
 
-    @extend_schema(summary="Delete a session with its history, rounds, checkpoints, transitions, working state", responses={204: None})
+    @extend_schema(
+        summary="Delete a session with its history, rounds, checkpoints, transitions, working state",
+        parameters=[IF_MATCH], responses={204: None, **error_responses(412)},
+    )
     def delete(self, request, user_id, session_id):
-        services.session_delete(session=self.get_session())
+        services.session_delete(session=self.get_session(), expected_version=session_if_match(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class SessionEndView(SessionScopedView):
     body_required = False
 
-    @extend_schema(summary="End a session (its working state is discarded)", request=None,
-                   responses={200: s.SessionSerializer})
+    @extend_schema(summary="End a session (its working state is discarded)", request=None, parameters=[IF_MATCH],
+                   responses={200: s.SessionSerializer, **error_responses(412)})
     def post(self, request, user_id, session_id):
-        session = services.session_end(session=self.get_session())
+        session = services.session_end(session=self.get_session(), expected_version=session_if_match(request))
         return etags.with_etag(Response(s.SessionSerializer(session).data), session.version)
 
 

@@ -70,6 +70,27 @@ def test_get_and_patch_with_if_match(api, session):
     assert Session.objects.get().metadata == {"k": 2}
 
 
+def test_an_empty_patch_keeps_the_etag_so_other_writers_are_not_refused(api, session):
+    etag = api.get(S)["ETag"]
+    assert api.patch(S, {}, format="json", HTTP_IF_MATCH=etag)["ETag"] == etag
+    assert api.patch(S, {"agent_id": "b"}, format="json", HTTP_IF_MATCH=etag).status_code == 200
+    assert_error(api.patch(S, {}, format="json", HTTP_IF_MATCH=etag), 412, "precondition_failed")
+
+
+def test_end_and_delete_with_a_stale_if_match_are_412_and_change_nothing(api, session):
+    stale = api.get(S)["ETag"]
+    current = api.patch(S, {"agent_id": "b"}, format="json")["ETag"]
+    assert_error(api.post(S + "end/", HTTP_IF_MATCH=stale), 412, "precondition_failed")
+    assert_error(api.delete(S, HTTP_IF_MATCH=stale), 412, "precondition_failed")
+    assert Session.objects.get().ended_at is None
+    ended = api.post(S + "end/", HTTP_IF_MATCH=current)
+    assert ended.status_code == 200 and ended.json()["ended_at"] is not None
+    # a retried end (its answer lost) succeeds although the end itself moved the version on
+    assert api.post(S + "end/", HTTP_IF_MATCH=current).json()["ended_at"] == ended.json()["ended_at"]
+    assert api.delete(S, HTTP_IF_MATCH=ended["ETag"]).status_code == 204
+    assert not Session.objects.exists()
+
+
 @pytest.mark.parametrize("header", ['W/"1"', "1", '"1", "2"', "garbage"])
 def test_malformed_if_match_is_412(api, session, header):
     assert_error(api.patch(S, {"agent_id": "b"}, format="json", HTTP_IF_MATCH=header), 412, "precondition_failed")

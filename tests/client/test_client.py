@@ -33,13 +33,17 @@ def test_session_lifecycle(client):
         client.session_update(USER, SID, agent_id="other", expected_version=got.version)
     assert client.session_get(USER, SID).agent_id == "planner"
 
-    ended = client.session_end(USER, SID)
+    with pytest.raises(PreconditionFailed):
+        client.session_end(USER, SID, expected_version=got.version)
+    ended = client.session_end(USER, SID, expected_version=updated.version)
     assert ended.ended_at is not None
     with pytest.raises(Conflict) as caught:
         client.message_append(USER, SID, {"content": "too late"})
     assert caught.value.code == "session_ended"
 
-    client.session_delete(USER, SID)
+    with pytest.raises(PreconditionFailed):
+        client.session_delete(USER, SID, expected_version=updated.version)
+    client.session_delete(USER, SID, expected_version=ended.version)
     with pytest.raises(NotFound):
         client.session_get(USER, SID)
 
