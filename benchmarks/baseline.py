@@ -1,6 +1,7 @@
 """The bare baseline of the HTTP benchmark, never used by the product: a minimal Django app (no
 DRF, no authentication, no middleware) that appends a message the naive way, in five round
-trips: BEGIN; SELECT ... FOR UPDATE; INSERT; UPDATE; COMMIT.
+trips: BEGIN; SELECT ... FOR UPDATE; INSERT; UPDATE; COMMIT. Its ``hello/`` answers without
+touching the database: the ceiling of any Django view under the same gunicorn on the machine.
 
 Served by gunicorn as ``benchmarks.baseline:application``; its settings are
 benchmarks.baseline_settings (the service's database configuration, nothing else).
@@ -35,7 +36,11 @@ def message_append(request, session_pk: int):
     return JsonResponse({"seq": last_seq + 1}, status=201)
 
 
-urlpatterns = [path("append/<int:session_pk>/", message_append)]
+def hello(request):
+    return JsonResponse({"hello": "world"})
+
+
+urlpatterns = [path("append/<int:session_pk>/", message_append), path("hello/", hello)]
 
 from django.core.wsgi import get_wsgi_application  # noqa: E402  (after the settings module is chosen)
 

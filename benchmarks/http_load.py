@@ -1,7 +1,8 @@
 """HTTP load: gunicorn serving the service on a private PostgreSQL, wrk in another process on
 127.0.0.1, and in the same run the bare baseline (benchmarks.baseline).
 
-Three targets: ``baseline`` (naive append, no DRF/auth), ``append`` (the service's message
+Four targets: ``baseline`` (naive append, no DRF/auth), ``hello`` (the baseline app's view that
+touches no database: the machine's ceiling for a Django view), ``append`` (the service's message
 append, API key, validation and tenant checks included) and ``mixed`` (agent traffic: append,
 save round, export latest, read recent). Each gets a closed-loop sweep over connection counts up
 to saturation (its peak), then for the service paced points at fractions of that peak (wrk's
@@ -285,6 +286,9 @@ def run(*, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int
              "wrk_env": {"BENCH_MODE": "append", "BENCH_KEY": key, "BENCH_PATHS": ",".join(service_paths)}},
             {"name": "mixed", "url": service_url, "pid": service_pid,
              "wrk_env": {"BENCH_MODE": "mixed", "BENCH_KEY": key, "BENCH_PATHS": ",".join(service_paths)}},
+            # The ceiling: a Django view that does nothing, under the same gunicorn settings.
+            {"name": "hello", "url": baseline_url, "pid": baseline_pid,
+             "wrk_env": {"BENCH_MODE": "hello", "BENCH_PATHS": "/hello/"}},
         ]
         common = {"counter": counter, "postmaster_pid": cluster.postmaster_pid, "seconds": seconds}
         for target in targets:
@@ -294,7 +298,7 @@ def run(*, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int
             points += sweep_points
             peak = max(sweep_points, key=lambda p: p["rps"])
             peaks[target["name"]] = peak
-            if target["name"] != "baseline":
+            if target["name"] in ("append", "mixed"):
                 print(f"http: {target['name']}: paced at {', '.join(f'{f:.0%}' for f in PACED_FRACTIONS)} of {peak['rps']:.0f} req/s")
                 points += [
                     measure(target=target, connections=PACED_CONNECTIONS, offered_rps=f * peak["rps"], **common)
@@ -302,7 +306,7 @@ def run(*, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int
                 ]
         if profile:
             print("http: profiling the append at its peak with py-spy")
-            append = targets[1]
+            append = next(t for t in targets if t["name"] == "append")
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             profile_result = _profile(
                 target=append, connections=peaks["append"]["connections"], seconds=10,
@@ -352,6 +356,11 @@ def print_table(result: dict[str, Any]) -> None:
     for name, v in t["p99_at_half_peak_ms"].items():
         print(f"{name}: p99 at half peak {v['value']:.1f} ms (target < {TARGET_P99_MS:.0f}) {'ok' if v['met'] else 'MISSED'}")
     print(f"errors: {t['errors']['value']} {'ok' if t['errors']['met'] else 'MISSED'}")
+    peaks = result["peaks"]
+    print(
+        f"hello (no database) peak {peaks['hello']['rps']:.0f} req/s; "
+        f"{TARGET_BASELINE_RATIO} x the baseline's peak would be {TARGET_BASELINE_RATIO * peaks['baseline']['rps']:.0f}"
+    )
     if result["profile"].get("share_percent"):
         print("append at peak, the workers' busy samples by layer (py-spy):")
         for name, percent in result["profile"]["share_percent"].items():

@@ -63,9 +63,12 @@ def _http(vendor: str, runs: list[dict]) -> None:
         by_config[(run.get("threads"), run.get("conn_health_checks"))].append(run)
     for (threads, checks), group in by_config.items():
         print(f"http, {len(group)} runs, threads={threads}, health checks={checks}:")
-        for name in ("baseline", "append", "mixed"):
-            peaks = [run["peaks"][name]["rps"] for run in group]
-            stmts = [next(p["statements_per_request"] for p in run["points"] if p["target"] == name) for run in group]
+        for name in ("hello", "baseline", "append", "mixed"):
+            having = [run for run in group if name in run["peaks"]]  # runs before the hello target lack it
+            if not having:
+                continue
+            peaks = [run["peaks"][name]["rps"] for run in having]
+            stmts = [next(p["statements_per_request"] for p in run["points"] if p["target"] == name) for run in having]
             print(f"  {name:8s} peak {_spread(peaks, '{:.0f}')} req/s, {_spread(stmts, '{:.2f}')} statements/request")
         ratio = [run["targets"]["append_over_baseline"]["value"] for run in group]
         print(f"  append / baseline {_spread(ratio, '{:.2f}')}")
