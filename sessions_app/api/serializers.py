@@ -11,9 +11,21 @@ from rest_framework import serializers
 from agentstate.api.serializers import Output, StrictInput
 
 
+class _StringField(serializers.CharField):
+    """A JSON string only: DRF's CharField would turn 123 into "123" and true into "True", so a
+    client's wrong type would be stored under another identifier instead of refused."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 def _text(**kwargs) -> serializers.CharField:
     """A string passed to the service as sent (no trimming: the service decides)."""
-    return serializers.CharField(trim_whitespace=False, **kwargs)
+    return _StringField(trim_whitespace=False, **kwargs)
 
 
 def _optional_text(help_text: str) -> serializers.CharField:

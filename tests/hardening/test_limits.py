@@ -99,6 +99,21 @@ def test_unknown_fields_are_400_naming_the_field(api, full_session, method, path
     refused(api, method, path, body, 400, "invalid", field)
 
 
+@pytest.mark.parametrize(
+    "method, path, body, field",
+    [
+        ("post", "/api/v1/sessions/", {"user_id": 123, "session_id": "s2"}, "user_id"),
+        ("post", "/api/v1/sessions/", {"user_id": "u1", "session_id": 7}, "session_id"),
+        ("patch", S, {"agent_id": True}, "agent_id"),
+        ("post", S + "messages/", {"content": "x", "role": 1}, "messages[0].role"),
+        ("post", S + "checkpoints/", {"label": 1.5}, "label"),
+        ("post", S + "checkpoints/", {"label": "x", "include_keys": [1]}, "include_keys[0]"),
+        ("post", S + "transitions/", {"to_agent": ["c"]}, "to_agent"),
+    ],
+)
+def test_a_number_or_other_non_string_where_a_string_belongs_is_400_not_converted(api, full_session, method, path, body, field):
+    refused(api, method, path, body, 400, "invalid", field)
+
 def test_a_batch_of_500_messages_fits_and_501_is_refused(api, full_session):
     refused(api, "post", S + "messages/", {"messages": [{"content": "x"}] * 501}, 400, "invalid", "messages")
     response = api.post(S + "messages/", {"messages": [{"content": str(i)} for i in range(500)]}, format="json")
