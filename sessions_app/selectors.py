@@ -17,6 +17,7 @@ from sessions_app import working_state
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 
 DEFAULT_SESSION_ID = "default"
+MAX_RECENT = 500  # most recent messages one read returns (the API's page-size bound)
 
 
 def session_get(*, tenant: Tenant, user_id: str, session_id: str) -> Session:
@@ -81,8 +82,8 @@ def message_list(*, session: Session, after_seq: int | None = None, role: str | 
 
 def message_recent(*, session: Session, limit: int, role: str | None = None) -> list[Message]:
     """The most recent ``limit`` messages, oldest first."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise InvalidInput.for_field("limit", "must be a non-negative integer.")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_RECENT:
+        raise InvalidInput.for_field("limit", f"must be an integer from 0 to {MAX_RECENT}.")
     messages = Message.objects.filter(session=session)
     if role is not None:
         messages = messages.filter(role=role)

@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agentstate.api.serializers import Output, StrictInput
+from sessions_app.selectors import MAX_RECENT
 
 
 class _StringField(serializers.CharField):
@@ -118,7 +119,7 @@ class MessageQuery(serializers.Serializer):
     after_seq = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1,
                                          help_text="Only messages with a larger seq.")
     role = serializers.CharField(required=False, help_text="Only messages of this role.")
-    recent = serializers.IntegerField(required=False, min_value=1, max_value=500,
+    recent = serializers.IntegerField(required=False, min_value=1, max_value=MAX_RECENT,
                                       help_text="The last N messages (in seq order), as one page with no next.")
 
     def validate(self, attrs):

@@ -118,9 +118,13 @@ def test_the_most_recent_messages_oldest_first(conversation):
     assert selectors.message_recent(session=conversation, limit=0) == []
 
 
-def test_a_negative_recent_limit_is_invalid_input(conversation):
+@pytest.mark.parametrize("limit", [-1, 501, 10**20, True, "5"])
+def test_a_recent_limit_outside_0_to_500_is_invalid_input(conversation, limit):
+    """Bounded for every caller, not only the API: 10**20 would reach the database as a LIMIT it
+    cannot hold."""
     with pytest.raises(InvalidInput):
-        selectors.message_recent(session=conversation, limit=-1)
+        selectors.message_recent(session=conversation, limit=limit)
+    assert len(selectors.message_recent(session=conversation, limit=500)) == 6
 
 
 def test_history_is_per_session(tenant, conversation):
