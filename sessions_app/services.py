@@ -73,6 +73,12 @@ def session_create(
 
 
 _UNSET: Any = object()
+_STALE_SESSION = "The session changed since you read it (If-Match does not match)."
+
+
+def _check_version(current: Session, expected_version: int | None) -> None:
+    if expected_version is not None and current.version != expected_version:
+        raise PreconditionFailed(_STALE_SESSION)
 
 
 def session_update(
@@ -108,14 +114,6 @@ def session_update(
         raise NotFound("Session not found.")
     session.refresh_from_db()
     return session
-
-
-_STALE_SESSION = "The session changed since you read it (If-Match does not match)."
-
-
-def _check_version(current: Session, expected_version: int | None) -> None:
-    if expected_version is not None and current.version != expected_version:
-        raise PreconditionFailed(_STALE_SESSION)
 
 
 @transaction.atomic

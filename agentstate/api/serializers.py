@@ -19,6 +19,18 @@ class StrictInput(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+class StringField(serializers.CharField):
+    """An input field that takes a JSON string only: DRF's CharField turns 123 into "123" and true
+    into "True", so a client's wrong type would be stored under another identifier, not refused."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
     """``data`` checked by ``serializer_class``; a 400 naming the fields otherwise."""
     serializer = serializer_class(data=data)

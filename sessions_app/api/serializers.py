@@ -8,25 +8,13 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agentstate.api.serializers import Output, StrictInput
+from agentstate.api.serializers import Output, StrictInput, StringField
 from sessions_app.selectors import MAX_RECENT
-
-
-class _StringField(serializers.CharField):
-    """A JSON string only: DRF's CharField would turn 123 into "123" and true into "True", so a
-    client's wrong type would be stored under another identifier instead of refused."""
-
-    default_error_messages = {"invalid": "Must be a string."}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 def _text(**kwargs) -> serializers.CharField:
     """A string passed to the service as sent (no trimming: the service decides)."""
-    return _StringField(trim_whitespace=False, **kwargs)
+    return StringField(trim_whitespace=False, **kwargs)
 
 
 def _optional_text(help_text: str) -> serializers.CharField:
