@@ -39,7 +39,7 @@ if PRODUCTION:
         raise ImproperlyConfigured("DJANGO_ENV=production needs DJANGO_ALLOWED_HOSTS (comma-separated).")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "agentstate.site.apps.AgentStateAdminConfig",  # django.contrib.admin with our admin site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "agentstate.tenancy",
     "sessions_app",
     "userdata_app",
+    "agentstate.site",
 ]
 
 MIDDLEWARE = [
@@ -152,6 +153,9 @@ if ERASURE_HMAC_KEYS and ERASURE_HMAC_KEY_ID not in ERASURE_HMAC_KEYS:
     raise ImproperlyConfigured(f"AGENTSTATE_ERASURE_HMAC_KEY_ID {ERASURE_HMAC_KEY_ID!r} is not in AGENTSTATE_ERASURE_HMAC_KEYS.")
 # After an erasure, writes that would recreate the subject's data are refused for this long.
 ERASURE_GRACE_HOURS = float(os.environ.get("AGENTSTATE_ERASURE_GRACE_HOURS", "24"))
+# Which rule refuses writes that would recreate an erased subject's data (agentstate.subjects):
+# the erasure workflow's registry. Wiring, not configuration: the project level joins the layers.
+SUBJECT_WRITE_GUARD = "userdata_app.erasure.registry.erased_subject_write_guard"
 
 
 # --- Auth, i18n, static ---------------------------------------------------------------------

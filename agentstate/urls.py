@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from agentstate.api.views import HealthView
+from agentstate.site.health import HealthView
 
 urlpatterns = [
     path("admin/", admin.site.urls),

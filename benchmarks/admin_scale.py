@@ -38,7 +38,7 @@ def _pages(session_pk: int, user_id: str) -> dict[str, str]:
 def _measure(client, pages: dict[str, str], renders: int) -> dict[str, dict[str, Any]]:
     from django.core.cache import cache
 
-    from sessions_app.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
+    from agentstate.site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
 
     measured = {}
     for name, url in pages.items():

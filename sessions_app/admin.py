@@ -20,12 +20,6 @@ from django.utils.html import format_html
 from sessions_app import selectors
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 
-admin.site.site_header = "agentstate"
-admin.site.site_title = "agentstate admin"
-admin.site.index_title = "Dashboard"
-admin.site.index_template = "admin/agentstate_index.html"
-admin.site.enable_nav_sidebar = False  # room for the wide changelists
-
 LATEST_MESSAGES = 20
 LATEST_ROUNDS = 10
 

@@ -159,18 +159,15 @@ class RejectForm(forms.Form):
     )
 
 
-# step -> (button label, statuses it applies to, form, service call)
+# step -> (button label, form, service call); which status allows which step is erasure.STEPS.
 LIFECYCLE_STEPS = {
-    "verify": ("Mark verified", (Status.RECEIVED,), None,
-               lambda obj, data, actor: erasure.erasure_request_verify(request=obj, actor=actor)),
-    "extend": ("Extend deadline", erasure.OPEN_STATUSES, ExtendForm,
+    "verify": ("Mark verified", None, lambda obj, data, actor: erasure.erasure_request_verify(request=obj, actor=actor)),
+    "extend": ("Extend deadline", ExtendForm,
                lambda obj, data, actor: erasure.erasure_request_extend(request=obj, actor=actor, **data)),
-    "hold": ("Put on legal hold", (Status.RECEIVED, Status.VERIFIED, Status.FAILED), HoldForm,
-             lambda obj, data, actor: erasure.erasure_request_hold(request=obj, actor=actor, **data)),
-    "release": ("Release hold", (Status.ON_HOLD,), ReleaseForm,
+    "hold": ("Put on legal hold", HoldForm, lambda obj, data, actor: erasure.erasure_request_hold(request=obj, actor=actor, **data)),
+    "release": ("Release hold", ReleaseForm,
                 lambda obj, data, actor: erasure.erasure_request_release(request=obj, actor=actor, **data)),
-    "reject": ("Reject", erasure.OPEN_STATUSES, RejectForm,
-               lambda obj, data, actor: erasure.erasure_request_reject(request=obj, actor=actor, **data)),
+    "reject": ("Reject", RejectForm, lambda obj, data, actor: erasure.erasure_request_reject(request=obj, actor=actor, **data)),
 }
 
 
@@ -303,8 +300,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         ]
 
     def lifecycle_steps(self, obj: ErasureRequest) -> list[tuple[str, str]]:
-        return [(step, label) for step, (label, statuses, _, _) in LIFECYCLE_STEPS.items()
-                if obj.status in statuses and not (step == "extend" and obj.is_extended)]
+        return [(step, label) for step, (label, _, _) in LIFECYCLE_STEPS.items() if erasure.step_allowed(obj, step)]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         obj = self.get_object(request, object_id)
@@ -312,7 +308,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         if obj is not None:
             extra_context.update(
                 lifecycle_steps=self.lifecycle_steps(obj) if self.has_change_permission(request, obj) else [],
-                can_execute=obj.status in (Status.VERIFIED, Status.FAILED) and self.has_execute_erasure_permission(request),
+                can_execute=erasure.step_allowed(obj, "execute") and self.has_execute_erasure_permission(request),
                 can_export=obj.status != Status.EXECUTED and self.has_export_subject_data_permission(request),
             )
         return super().change_view(request, object_id, form_url, extra_context)
@@ -321,7 +317,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         obj = get_object_or_404(ErasureRequest, pk=object_id)
         if step not in LIFECYCLE_STEPS or not self.has_change_permission(request, obj):
             raise PermissionDenied
-        label, _, form_class, apply = LIFECYCLE_STEPS[step]
+        label, form_class, apply = LIFECYCLE_STEPS[step]
         form = form_class(request.POST or None) if form_class else None
         if request.method == "POST" and (form is None or form.is_valid()):
             try:
@@ -349,7 +345,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     @admin.action(permissions=["execute_erasure"], description="Execute erasure of selected verified requests…")
     def execute_erasure(self, request, queryset):
         selected = list(queryset.order_by("id"))
-        executable = [obj for obj in selected if obj.status in (Status.VERIFIED, Status.FAILED)]
+        executable = [obj for obj in selected if erasure.step_allowed(obj, "execute")]
         skipped = [obj for obj in selected if obj not in executable]
         if not executable:
             self.message_user(request, "None of the selected requests is verified: nothing to execute.", messages.WARNING)

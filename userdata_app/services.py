@@ -7,9 +7,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentstate.exceptions import NotFound
+from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
-from userdata_app.erased_subjects import USER_DATA, subject_write_check
 from userdata_app.models import UserDatum
 
 

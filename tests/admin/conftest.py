@@ -1,7 +1,7 @@
 import pytest
 from django.core.cache import cache
 
-from sessions_app.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
+from agentstate.site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from benchmarks import data
 from sessions_app.models import Session
-from sessions_app.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
+from agentstate.site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
 
 pytestmark = pytest.mark.django_db
 

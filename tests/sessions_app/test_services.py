@@ -10,7 +10,7 @@ from agentstate.exceptions import (
     SessionAlreadyExists,
     SessionEnded,
 )
-from sessions_app import selectors, services
+from sessions_app import selectors, services, working_state
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 from userdata_app.models import UserDatum
 
@@ -158,7 +158,7 @@ def test_delete_removes_process_state_and_leaves_user_data_and_other_sessions(te
         assert model.objects.filter(session=kept).count() == 1, model
     assert not Session.objects.filter(pk=doomed.pk).exists()
     assert selectors.working_state_get(session=kept) == {"task": "t"}
-    assert services.working_state.get_store().get(doomed.pk) == {}
+    assert working_state.get_store().get(doomed.pk) == {}
     assert UserDatum.objects.get(tenant=tenant, user_id="u1", key="email").value == "u1@example.com"
 
 
@@ -168,7 +168,7 @@ def test_end_sets_ended_at_and_discards_working_state(tenant):
     ended = services.session_end(session=session)
     assert ended.ended_at is not None
     assert Session.objects.get().ended_at == ended.ended_at
-    assert services.working_state.get_store().get(session.pk) == {}
+    assert working_state.get_store().get(session.pk) == {}
 
 
 def test_ending_twice_keeps_the_first_end_time(tenant):
@@ -207,7 +207,7 @@ def test_an_ended_session_refuses_writes_and_stays_readable(tenant):
     assert selectors.round_export(tenant=tenant, user_id="u1", session_id="s1") == {"r": 1}
     assert [c.label for c in selectors.checkpoint_list(session=session)] == ["cp"]
     assert selectors.working_state_get(session=session) == {}
-    assert services.working_state.get_store().get(session.pk) == {}
+    assert working_state.get_store().get(session.pk) == {}
     assert Session.objects.get().last_seq == 1 and Round.objects.count() == 1
 
 

@@ -130,7 +130,7 @@ def test_residue_rolls_everything_back_and_marks_the_request_failed(world, offic
     acme, _ = world
     request = verified_request(subjects=[(acme, "alice")], scope=Scope.EVERYTHING, actor=officer)
     # A process-state eraser that leaves rows behind: the residue check must catch it.
-    monkeypatch.setattr(erasure.session_services, "subject_process_state_erase", lambda **kw: {})
+    monkeypatch.setattr(erasure.execution.session_services, "subject_process_state_erase", lambda **kw: {})
 
     with pytest.raises(erasure.ErasureFailed):
         erasure.erasure_execute(request=request, actor=officer)

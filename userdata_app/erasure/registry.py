@@ -1,4 +1,5 @@
-"""Keyed hashes of data subjects, and the grace-period guard against recreating erased data.
+"""The erased-subject registry: keyed hashes of erased subjects, and the grace-period guard
+against recreating their data.
 
 A subject is ``(tenant slug, user id)``; its hash is HMAC-SHA256 over the canonical JSON
 ``["<tenant slug>","<user id>"]`` (UTF-8, no spaces) with a key from
@@ -9,26 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection
 from django.utils import timezone
 
 from agentstate.exceptions import SubjectErased
+from agentstate.subjects import PROCESS_STATE, subject_canonical, subjects_lock
 from agentstate.tenancy.models import Tenant
 from userdata_app.models import ErasedSubject, ErasureRequest
-
-# What a write recreates: user-attributed data is erased by either scope, process state only by
-# "everything".
-USER_DATA = "user_data"
-PROCESS_STATE = "process_state"
-
-
-def subject_canonical(*, tenant_slug: str, user_id: str) -> bytes:
-    return json.dumps([tenant_slug, user_id], ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def subject_hash(*, tenant_slug: str, user_id: str, key_id: str | None = None) -> tuple[str, str]:
@@ -50,36 +41,17 @@ def subject_hashes_all_keys(*, tenant_slug: str, user_id: str) -> list[str]:
     ]
 
 
-def grace_until(*, erased_at) -> timezone.datetime:
+def grace_until(*, erased_at: datetime) -> datetime:
     return erased_at + timedelta(hours=settings.ERASURE_GRACE_HOURS)
 
 
-def subjects_lock(*, subjects: list[tuple[Tenant, str]], exclusive: bool) -> None:
-    """Inside a transaction, serialise an erasure with the writes that could recreate its
-    subjects' data: writers share a subject's lock, the erasure holds it alone. A write then
-    either commits before the erasure starts (and is erased with the rest) or checks the registry
-    after the erasure committed (and is refused). A PostgreSQL advisory lock per subject, taken in
-    key order; SQLite's IMMEDIATE transactions already serialise every writer."""
-    if connection.vendor != "postgresql":
-        return
-    keys = sorted(
-        int.from_bytes(
-            hashlib.blake2b(subject_canonical(tenant_slug=t.slug, user_id=u), digest_size=8).digest(), "big", signed=True
-        )
-        for t, u in subjects
-    )
-    function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-    with connection.cursor() as cursor:
-        for key in keys:
-            cursor.execute(f"SELECT {function}(%s)", [key])
-
-
-def subject_write_check(*, tenant: Tenant, user_id: str, category: str) -> None:
+def erased_subject_write_guard(*, tenant: Tenant, user_id: str, category: str) -> None:
     """Refuse a write that would recreate ``category`` data of a subject erased less than
     ``AGENTSTATE_ERASURE_GRACE_HOURS`` ago (an agent still running must not undo the erasure).
 
-    Called on create paths only, inside the transaction that writes (it takes the subject's shared
-    lock, see ``subjects_lock``); one indexed lookup."""
+    The implementation of ``agentstate.subjects.subject_write_check`` (setting
+    ``SUBJECT_WRITE_GUARD``): called on create paths only, inside the transaction that
+    writes (it takes the subject's shared lock, see ``subjects_lock``); one indexed lookup."""
     if not settings.ERASURE_HMAC_KEYS:
         return
     subjects_lock(subjects=[(tenant, user_id)], exclusive=False)

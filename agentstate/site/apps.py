@@ -1,0 +1,18 @@
+from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
+
+
+class SiteConfig(AppConfig):
+    """The project level as an app: its template tags and management commands."""
+
+    name = "agentstate.site"
+    label = "agentstate_site"
+    verbose_name = "agentstate site"
+
+
+class AgentStateAdminConfig(admin_apps.AdminConfig):
+    """django.contrib.admin with agentstate's admin site as ``admin.site`` (named in
+    INSTALLED_APPS in its place)."""
+
+    default = False
+    default_site = "agentstate.site.admin_site.AgentStateAdminSite"

@@ -1,0 +1,69 @@
+"""``/healthz``: whether this process can serve — the database, the cache and, when it lives in
+Redis, the working-state store. Project level: it probes what the apps use."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from sessions_app import working_state
+
+
+def _check(probe) -> str:
+    try:
+        probe()
+    except Exception as exc:  # any failure of a dependency is what the probe reports
+        return f"error: {type(exc).__name__}"
+    return "ok"
+
+
+def _database() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+
+
+def _cache() -> None:
+    cache.set("agentstate:healthz", "ok", 10)
+    if cache.get("agentstate:healthz") != "ok":
+        raise RuntimeError("cache did not return what was stored")
+
+
+def _working_state() -> None:
+    working_state.get_store().ping()
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "error"])
+    database = serializers.CharField()
+    cache = serializers.CharField()
+    working_state = serializers.CharField(required=False, help_text="Only when working state is in Redis.")
+
+
+class HealthView(APIView):
+    """``/healthz``: no authentication; 200 when the database, the cache and (when it is Redis)
+    the working-state store answer, else 503 naming the failing part."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    throttle_classes: list[Any] = []
+
+    @extend_schema(
+        auth=[],
+        responses={
+            200: HealthSerializer,
+            503: OpenApiResponse(HealthSerializer, description="A dependency failed: its entry says how."),
+        },
+    )
+    def get(self, request):
+        checks = {"database": _check(_database), "cache": _check(_cache)}
+        if settings.WORKING_STATE_BACKEND == "redis":
+            checks["working_state"] = _check(_working_state)
+        healthy = all(value == "ok" for value in checks.values())
+        return Response({"status": "ok" if healthy else "error", **checks}, status=200 if healthy else 503)

@@ -1,0 +1,34 @@
+"""Writes to process state. Every rule of sessions, history, rounds, checkpoints, transitions and
+working state lives in exactly one function of this package, one module per entity; views, admin
+and commands call them through this package (``from sessions_app import services``)."""
+from sessions_app.services.checkpoints import checkpoint_create
+from sessions_app.services.messages import MAX_MESSAGES_PER_APPEND, AppendResult, message_append
+from sessions_app.services.rounds import round_delete, round_save
+from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
+from sessions_app.services.subjects import subject_process_state_erase
+from sessions_app.services.transitions import transition_record
+from sessions_app.services.working_state import (
+    working_state_clear,
+    working_state_patch,
+    working_state_purge_expired,
+    working_state_replace,
+)
+
+__all__ = [
+    "MAX_MESSAGES_PER_APPEND",
+    "AppendResult",
+    "checkpoint_create",
+    "message_append",
+    "round_delete",
+    "round_save",
+    "session_create",
+    "session_delete",
+    "session_end",
+    "session_update",
+    "subject_process_state_erase",
+    "transition_record",
+    "working_state_clear",
+    "working_state_patch",
+    "working_state_purge_expired",
+    "working_state_replace",
+]

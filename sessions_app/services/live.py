@@ -1,0 +1,66 @@
+"""Building blocks the process-state services share: the session's row lock, the one-statement
+"touch a live session" update, and the rules for a missing, ended or stale session."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from agentstate.exceptions import NotFound, PreconditionFailed, SessionEnded
+from agentstate.subjects import PROCESS_STATE, subject_write_check
+from agentstate.tenancy.models import Tenant
+from sessions_app.models import Session
+
+
+STALE_SESSION = "The session changed since you read it (If-Match does not match)."
+
+
+def check_version(current: Session, expected_version: int | None) -> None:
+    if expected_version is not None and current.version != expected_version:
+        raise PreconditionFailed(STALE_SESSION)
+
+
+def session_get_or_create(*, tenant: Tenant, user_id: str, session_id: str) -> Session:
+    """Inside a transaction: the session, created when missing (savepoint keeps the outer
+    transaction usable if a concurrent create wins)."""
+    session = Session.objects.filter(tenant=tenant, user_id=user_id, session_id=session_id).first()
+    if session is not None:
+        return session
+    subject_write_check(tenant=tenant, user_id=user_id, category=PROCESS_STATE)
+    try:
+        with transaction.atomic():
+            return Session.objects.create(tenant=tenant, user_id=user_id, session_id=session_id)
+    except IntegrityError:
+        return Session.objects.get(tenant=tenant, user_id=user_id, session_id=session_id)
+
+
+def update_live_session(
+    session: Session, assignments: str = "", params: list[Any] = (), returning: str = "id"
+) -> Any:
+    """Run ``UPDATE session SET <assignments>, updated_at = now WHERE pk AND not ended RETURNING
+    <returning>``: one round trip that locks the row. Raises if the session ended or is gone."""
+    table = connection.ops.quote_name(Session._meta.db_table)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    sets = f"{assignments}, updated_at = %s" if assignments else "updated_at = %s"
+    sql = f"UPDATE {table} SET {sets} WHERE id = %s AND ended_at IS NULL RETURNING {returning}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, now, session.pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise_not_live(session)
+    return row[0]
+
+
+def lock_session(session: Session) -> Session:
+    """Take the session's row lock (SELECT ... FOR UPDATE) and return its current row."""
+    locked = Session.objects.select_for_update().filter(pk=session.pk).first()
+    if locked is None:
+        raise NotFound("Session not found.")
+    return locked
+
+
+def raise_not_live(session: Session) -> None:
+    if Session.objects.filter(pk=session.pk).exists():
+        raise SessionEnded("The session has ended; it accepts no new messages, rounds or working state.")
+    raise NotFound("Session not found.")

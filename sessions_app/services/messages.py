@@ -1,0 +1,147 @@
+"""Appends to a session's message history.
+
+Ordering rule: the per-session counter (message ``seq``) is reserved with one ``UPDATE session
+... RETURNING`` that also takes the session's row lock, so numbers are gap-free, never
+duplicated, and the append fails cleanly once the session has ended.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from agentstate.exceptions import InvalidInput, SessionEnded
+from agentstate.validation import clean_identifier, clean_json, clean_optional_label
+from sessions_app.models import Message, Session
+from sessions_app.services.live import lock_session, raise_not_live, update_live_session
+
+MAX_MESSAGES_PER_APPEND = 500
+MESSAGE_FIELDS = {"client_id", "role", "type", "status", "name", "content", "metadata", "usage"}
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    messages: list[Message]
+    created: bool  # False when every message was a retry of one already stored
+
+
+def _clean_content(value: Any, *, field: str) -> Any:
+    if value is None or isinstance(value, str):
+        return clean_json(value, field=field)
+    if isinstance(value, list):
+        for part in value:
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise InvalidInput.for_field(field, "each content part must be an object with a string 'type'.")
+        return clean_json(value, field=field)
+    raise InvalidInput.for_field(field, "must be a string, a list of typed parts, or null.")
+
+
+def _clean_message(raw: Any, *, index: int) -> dict[str, Any]:
+    prefix = f"messages[{index}]"
+    if not isinstance(raw, dict):
+        raise InvalidInput.for_field(prefix, "must be an object.")
+    unknown = set(raw) - MESSAGE_FIELDS
+    if unknown:
+        raise InvalidInput.for_field(prefix, f"unknown fields: {', '.join(sorted(unknown))}.")
+    client_id = raw.get("client_id")
+    usage = raw.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise InvalidInput.for_field(f"{prefix}.usage", "must be a JSON object or null.")
+    metadata = {} if raw.get("metadata") is None else raw["metadata"]
+    return {
+        "client_id": None if client_id is None else clean_identifier(client_id, field=f"{prefix}.client_id"),
+        "role": clean_optional_label(raw.get("role"), field=f"{prefix}.role", max_length=32),
+        "type": clean_optional_label(raw.get("type") or "message", field=f"{prefix}.type", max_length=32),
+        "status": clean_optional_label(raw.get("status"), field=f"{prefix}.status", max_length=32),
+        "name": clean_optional_label(raw.get("name"), field=f"{prefix}.name"),
+        "content": _clean_content(raw.get("content"), field=f"{prefix}.content"),
+        "metadata": clean_json(metadata, field=f"{prefix}.metadata", require_object=True),
+        "usage": None if usage is None else clean_json(usage, field=f"{prefix}.usage"),
+    }
+
+
+def message_append(*, session: Session, messages: list[dict[str, Any]]) -> AppendResult:
+    """Append one batch atomically; each message gets the next gap-free ``seq``.
+
+    A message whose ``client_id`` is already stored in this session is a retry: it is not
+    stored again and the stored message is returned in its place.
+    """
+    if not isinstance(messages, list) or not messages:
+        raise InvalidInput.for_field("messages", "must be a non-empty list.")
+    if len(messages) > MAX_MESSAGES_PER_APPEND:
+        raise InvalidInput.for_field("messages", f"at most {MAX_MESSAGES_PER_APPEND} messages per append.")
+    cleaned = [_clean_message(raw, index=i) for i, raw in enumerate(messages)]
+    client_ids = [m["client_id"] for m in cleaned if m["client_id"] is not None]
+    if len(set(client_ids)) != len(client_ids):
+        raise InvalidInput.for_field("messages", "client_id values must be unique within one append.")
+    if not client_ids and connection.vendor == "postgresql":
+        return AppendResult(messages=_message_insert_postgresql(session, cleaned), created=True)
+    return _message_append_locked(session, cleaned, client_ids)
+
+
+_MESSAGE_COLUMNS = ("client_id", "role", "type", "status", "name", "content", "metadata", "usage")
+
+
+def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) -> list[Message]:
+    """Reserve the numbers and insert the batch in one statement, atomic by itself: one round
+    trip instead of BEGIN, UPDATE, INSERT, COMMIT (docs/PERFORMANCE.md)."""
+    now = timezone.now()
+    fields = [Message._meta.get_field(name) for name in _MESSAGE_COLUMNS]
+    row = "(" + ", ".join(["%s"] * (len(fields) + 1)) + ")"
+    params: list[Any] = [len(fresh), now, session.pk, session.pk, session.tenant_id, session.user_id, len(fresh), now]
+    for position, message in enumerate(fresh):
+        params.append(position)
+        params.extend(field.get_db_prep_save(message[field.name], connection) for field in fields)
+    columns = ", ".join(_MESSAGE_COLUMNS)
+    selected = ", ".join(
+        f"v.{field.name}::jsonb" if field.get_internal_type() == "JSONField" else f"v.{field.name}" for field in fields
+    )
+    quote = connection.ops.quote_name
+    sql = (
+        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_seq = last_seq + %s, updated_at = %s "
+        f"WHERE id = %s AND ended_at IS NULL RETURNING last_seq) "
+        f"INSERT INTO {quote(Message._meta.db_table)} (session_id, tenant_id, user_id, seq, created_at, {columns}) "
+        f"SELECT %s, %s, %s, s.last_seq - %s + 1 + v.position, %s, {selected} "
+        f"FROM s, (VALUES {', '.join([row] * len(fresh))}) AS v(position, {columns}) RETURNING id, seq"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        inserted = sorted(cursor.fetchall(), key=lambda r: r[1])
+    if not inserted:
+        raise_not_live(session)
+    created = []
+    for (pk, seq), fields_ in zip(inserted, fresh):
+        message = Message(
+            id=pk, session=session, tenant_id=session.tenant_id, user_id=session.user_id, seq=seq, created_at=now, **fields_
+        )
+        message._state.adding, message._state.db = False, connection.alias
+        created.append(message)
+    return created
+
+
+@transaction.atomic
+def _message_append_locked(session: Session, cleaned: list[dict[str, Any]], client_ids: list[str]) -> AppendResult:
+    """The portable append, and the one for retries: lock, find stored client ids, add the rest."""
+    stored: dict[str, Message] = {}
+    if client_ids:
+        locked = lock_session(session)  # serialises retries of the same client ids
+        stored = {m.client_id: m for m in Message.objects.filter(session=session, client_id__in=client_ids)}
+        if locked.ended_at is not None and len(stored) < len(cleaned):
+            raise SessionEnded("The session has ended; it accepts no new messages, rounds or working state.")
+    fresh = [m for m in cleaned if m["client_id"] is None or m["client_id"] not in stored]
+    created: list[Message] = []
+    if fresh:
+        last_seq = update_live_session(session, "last_seq = last_seq + %s", [len(fresh)], "last_seq")
+        first_seq = last_seq - len(fresh) + 1
+        created = Message.objects.bulk_create(
+            Message(session=session, tenant_id=session.tenant_id, user_id=session.user_id, seq=first_seq + i, **fields)
+            for i, fields in enumerate(fresh)
+        )
+    new_iter = iter(created)
+    ordered = [
+        stored[m["client_id"]] if m["client_id"] is not None and m["client_id"] in stored else next(new_iter)
+        for m in cleaned
+    ]
+    return AppendResult(messages=ordered, created=bool(created))

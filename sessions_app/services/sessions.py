@@ -1,0 +1,116 @@
+"""Writes to sessions: create, update, end, delete."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from agentstate.exceptions import NotFound, PreconditionFailed, SessionAlreadyExists
+from agentstate.subjects import PROCESS_STATE, subject_write_check
+from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_identifier, clean_json, clean_optional_label
+from sessions_app import working_state
+from sessions_app.models import Session
+from sessions_app.services.live import STALE_SESSION, check_version, lock_session
+
+@transaction.atomic  # the erased-subject check and the insert commit together
+def session_create(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    session_id: str | None = None,
+    agent_id: str = "",
+    workspace_id: str = "",
+    metadata: dict[str, Any] | None = None,
+) -> Session:
+    """Create a session; a blank id becomes a new UUID, an existing id is a conflict (never
+    overwritten)."""
+    stripped = session_id.strip() if isinstance(session_id, str) else session_id
+    user_id = clean_identifier(user_id, field="user_id")
+    subject_write_check(tenant=tenant, user_id=user_id, category=PROCESS_STATE)
+    session = Session(
+        tenant=tenant,
+        user_id=user_id,
+        session_id=clean_identifier(str(uuid.uuid4()) if stripped in (None, "") else stripped, field="session_id"),
+        agent_id=clean_optional_label(agent_id, field="agent_id"),
+        workspace_id=clean_optional_label(workspace_id, field="workspace_id"),
+        metadata=clean_json({} if metadata is None else metadata, field="metadata", require_object=True),
+    )
+    try:
+        with transaction.atomic():
+            session.save(force_insert=True)
+    except IntegrityError:
+        raise SessionAlreadyExists(f"Session {session.session_id!r} already exists for this user.") from None
+    return session
+
+
+
+
+_UNSET: Any = object()
+
+
+def session_update(
+    *,
+    session: Session,
+    expected_version: int | None = None,
+    agent_id: str = _UNSET,
+    workspace_id: str = _UNSET,
+    metadata: dict[str, Any] = _UNSET,
+) -> Session:
+    """Change a session's agent, workspace or metadata; with ``expected_version`` only if nobody
+    changed it meanwhile (compare-and-set, else ``PreconditionFailed``)."""
+    changes: dict[str, Any] = {}
+    if agent_id is not _UNSET:
+        changes["agent_id"] = clean_optional_label(agent_id, field="agent_id")
+    if workspace_id is not _UNSET:
+        changes["workspace_id"] = clean_optional_label(workspace_id, field="workspace_id")
+    if metadata is not _UNSET:
+        changes["metadata"] = clean_json(metadata, field="metadata", require_object=True)
+    if not changes:  # nothing changes, so neither does the version other writers' If-Match names
+        current = Session.objects.filter(pk=session.pk).first()
+        if current is None:
+            raise NotFound("Session not found.")
+        check_version(current, expected_version)
+        return current
+    rows = Session.objects.filter(pk=session.pk)
+    if expected_version is not None:
+        rows = rows.filter(version=expected_version)
+    updated = rows.update(**changes, updated_at=timezone.now(), version=F("version") + 1)
+    if not updated:
+        if expected_version is not None and Session.objects.filter(pk=session.pk).exists():
+            raise PreconditionFailed(STALE_SESSION)
+        raise NotFound("Session not found.")
+    session.refresh_from_db()
+    return session
+
+
+@transaction.atomic
+def session_end(*, session: Session, expected_version: int | None = None) -> Session:
+    """Mark the session ended and discard its working state; ending twice changes nothing (an
+    ended session is returned as it is, so a retried end never fails on its own version bump).
+    With ``expected_version``, a live session is ended only if nobody changed it meanwhile."""
+    locked = lock_session(session)
+    if locked.ended_at is None:
+        check_version(locked, expected_version)
+    now = timezone.now()  # read under the lock: no message stored before the end is stamped after it
+    Session.objects.filter(pk=session.pk, ended_at__isnull=True).update(
+        ended_at=now, updated_at=now, version=F("version") + 1
+    )
+    working_state.get_store().clear(session.pk)
+    session.refresh_from_db()
+    return session
+
+
+@transaction.atomic
+def session_delete(*, session: Session, expected_version: int | None = None) -> dict[str, int]:
+    """Delete the session with its messages, rounds, checkpoints, transitions and working state,
+    with ``expected_version`` only if nobody changed it meanwhile. User data (userdata_app) is a
+    different lifecycle and is never touched."""
+    # The lock also keeps a working-state write queued on the row from landing after the clear.
+    check_version(lock_session(session), expected_version)
+    working_state.get_store().clear(session.pk)
+    _, per_model = Session.objects.filter(pk=session.pk).delete()
+    return {label.split(".")[-1].lower(): count for label, count in per_model.items()}

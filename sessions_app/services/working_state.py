@@ -1,0 +1,40 @@
+"""Writes to a live session's working state (the store itself is sessions_app.working_state)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from agentstate.validation import clean_identifier, clean_json
+from sessions_app import working_state
+from sessions_app.models import Session
+from sessions_app.services.live import update_live_session
+
+@transaction.atomic
+def working_state_patch(*, session: Session, changes: dict[str, Any]) -> dict[str, Any]:
+    """Merge top-level keys into the working state (``None`` removes a key); returns the result."""
+    changes = clean_json(changes, field="working_state", require_object=True)
+    for key in changes:
+        clean_identifier(key, field="working_state")
+    update_live_session(session)
+    return working_state.get_store().patch(session.pk, changes)
+
+
+@transaction.atomic
+def working_state_replace(*, session: Session, data: dict[str, Any]) -> dict[str, Any]:
+    """Replace the whole working state."""
+    data = clean_json(data, field="working_state", require_object=True)
+    for key in data:
+        clean_identifier(key, field="working_state")
+    update_live_session(session)
+    return working_state.get_store().replace(session.pk, data)
+
+
+def working_state_clear(*, session: Session) -> None:
+    working_state.get_store().clear(session.pk)
+
+
+def working_state_purge_expired() -> int:
+    """Delete working state whose TTL has passed (the periodic sweep of the database store; Redis
+    expires keys itself). Returns how many entries went."""
+    return working_state.get_store().purge_expired()

@@ -1,0 +1,48 @@
+"""The erasure workflow (GDPR Art. 17), one module per responsibility: a request's ``lifecycle``,
+its ``execution`` (preview, one transaction, receipt), the erased-subject ``registry`` and
+``reapply`` after a restore. Callers use this package (``from userdata_app import erasure``)."""
+from userdata_app.erasure.execution import (
+    ERASED_REPR,
+    ErasureFailed,
+    erasure_execute,
+    erasure_preview,
+    receipt_document,
+    subjects_preview,
+)
+from userdata_app.erasure.lifecycle import (
+    OPEN_STATUSES,
+    STEPS,
+    add_months,
+    erasure_request_create,
+    erasure_request_extend,
+    erasure_request_hold,
+    erasure_request_received,
+    erasure_request_reject,
+    erasure_request_release,
+    erasure_request_verify,
+    step_allowed,
+)
+from userdata_app.erasure.reapply import erased_subjects_export, erased_subjects_import, erasures_reapply
+
+__all__ = [
+    "ERASED_REPR",
+    "OPEN_STATUSES",
+    "STEPS",
+    "ErasureFailed",
+    "add_months",
+    "erased_subjects_export",
+    "erased_subjects_import",
+    "erasure_execute",
+    "erasure_preview",
+    "erasure_request_create",
+    "erasure_request_extend",
+    "erasure_request_hold",
+    "erasure_request_received",
+    "erasure_request_reject",
+    "erasure_request_release",
+    "erasure_request_verify",
+    "erasures_reapply",
+    "receipt_document",
+    "step_allowed",
+    "subjects_preview",
+]

@@ -1,0 +1,177 @@
+"""Executing an erasure request: its preview, its execution in one transaction, its receipt.
+
+Execution erases, for every ``(tenant, user_id)`` of the request, the user-attributed data and,
+with scope "everything", the process state (sessions_app's own service erases it), in one
+transaction; then counts what is left in scope and rolls everything back unless it is 0. The
+executed request keeps a receipt with counts and keyed hashes, never the plain user id.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from django.conf import settings
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.db import DatabaseError, transaction
+from django.db.models import CharField, QuerySet
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from agentstate.exceptions import Conflict
+from agentstate.subjects import subjects_lock
+from agentstate.tenancy.models import Tenant
+from sessions_app import selectors as session_selectors
+from sessions_app import services as session_services
+from userdata_app import selectors as userdata_selectors
+from userdata_app import services as userdata_services
+from userdata_app.erasure.lifecycle import actor_name, step_allowed, transition
+from userdata_app.erasure.registry import grace_until, subject_hash
+from userdata_app.models import ErasedSubject, ErasureReceipt, ErasureRequest, ErasureSubject
+
+Status = ErasureRequest.Status
+Scope = ErasureRequest.Scope
+USER_DATA_CATEGORIES = ("user_data",)
+CATEGORIES = USER_DATA_CATEGORIES + session_selectors.PROCESS_STATE_CATEGORIES
+ERASED_REPR = "[erased]"
+
+
+class ErasureFailed(Conflict):
+    """The erasure was rolled back (something remained in scope, or the database failed)."""
+
+    code = "erasure_failed"
+
+
+def categories_in_scope(scope: str) -> tuple[str, ...]:
+    return CATEGORIES if scope == Scope.EVERYTHING else USER_DATA_CATEGORIES
+
+
+def subject_counts(*, tenant: Tenant, user_id: str, scope: str) -> dict[str, int]:
+    counts = {"user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id)}
+    if scope == Scope.EVERYTHING:
+        counts.update(session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id))
+    return counts
+
+
+def subjects_preview(*, subjects: list[tuple[Tenant, str]], scope: str) -> dict[str, int]:
+    """Rows per category in ``scope`` held about these ``(tenant, user_id)`` pairs right now."""
+    total = Counter({category: 0 for category in categories_in_scope(scope)})
+    for tenant, user_id in subjects:
+        total.update(subject_counts(tenant=tenant, user_id=user_id, scope=scope))
+    return dict(total)
+
+
+def _pairs(subjects: list[ErasureSubject]) -> list[tuple[Tenant, str]]:
+    return [(subject.tenant, subject.user_id) for subject in subjects]
+
+
+def erasure_preview(*, request: ErasureRequest) -> dict[str, int]:
+    """What executing the request would erase now: rows per category in its scope."""
+    if request.status == Status.EXECUTED:
+        return dict(request.receipt.counts)
+    return subjects_preview(subjects=_pairs(request.subjects.select_related("tenant").exclude(user_id="")), scope=request.scope)
+
+
+def _scrub_admin_log(objects: QuerySet) -> None:
+    """Admin log entries about these objects keep their __str__ and change messages: blank them."""
+    LogEntry.objects.filter(
+        content_type=ContentType.objects.get_for_model(objects.model),
+        object_id__in=objects.annotate(pk_text=Cast("pk", CharField())).values("pk_text"),
+    ).update(object_repr=ERASED_REPR, change_message="")
+
+
+def erase_subject(*, tenant: Tenant, user_id: str, scope: str) -> dict[str, int]:
+    _scrub_admin_log(userdata_selectors.user_datum_list(tenant=tenant, user_id=user_id))
+    counts = {"user_data": userdata_services.subject_user_data_erase(tenant=tenant, user_id=user_id)}
+    if scope == Scope.EVERYTHING:
+        for objects in session_selectors.subject_admin_objects(tenant=tenant, user_id=user_id):
+            _scrub_admin_log(objects)
+        counts.update(session_services.subject_process_state_erase(tenant=tenant, user_id=user_id))
+    return counts
+
+
+class _Residue(Exception):
+    def __init__(self, residue: dict[str, int]):
+        super().__init__(", ".join(f"{n} {category}" for category, n in residue.items() if n))
+        self.residue = residue
+
+
+def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
+    """Erase everything in the request's scope for all its subjects, in one transaction, and
+    return the receipt. Only verified (or failed, for a retry) requests run; an executed one
+    returns its receipt unchanged. If anything in scope remains afterwards, or the database
+    fails, all is rolled back and the request is marked failed with the reason."""
+    if settings.ERASURE_HMAC_KEY_ID not in settings.ERASURE_HMAC_KEYS:
+        raise Conflict("Erasure is not configured: set AGENTSTATE_ERASURE_HMAC_KEYS and AGENTSTATE_ERASURE_HMAC_KEY_ID.")
+    try:
+        with transaction.atomic():
+            locked = ErasureRequest.objects.select_for_update().get(pk=request.pk)
+            if locked.status == Status.EXECUTED:
+                return locked.receipt
+            if not step_allowed(locked, "execute"):
+                raise Conflict(f"Only a verified request can be executed; this one is {locked.get_status_display().lower()}.")
+            subjects = list(locked.subjects.select_related("tenant").exclude(user_id=""))
+            if not subjects:
+                raise Conflict("The request names no subject.")
+            subjects_lock(subjects=_pairs(subjects), exclusive=True)  # in-flight writes land first
+            counts = Counter({category: 0 for category in categories_in_scope(locked.scope)})
+            for subject in subjects:
+                counts.update(erase_subject(tenant=subject.tenant, user_id=subject.user_id, scope=locked.scope))
+            residue = subjects_preview(subjects=_pairs(subjects), scope=locked.scope)
+            if any(residue.values()):
+                raise _Residue(residue)
+            receipt = _record_execution(locked, subjects=subjects, counts=dict(counts), actor=actor)
+    except _Residue as exc:
+        _mark_failed(request, f"Residue check found data left in scope ({exc}); nothing was erased.", actor)
+        raise ErasureFailed(f"Erasure rolled back: data was left in scope ({exc}).") from None
+    except DatabaseError as exc:
+        _mark_failed(request, f"Database error, nothing was erased: {exc.__class__.__name__}.", actor)
+        raise ErasureFailed("Erasure rolled back after a database error; nothing was erased.") from exc
+    request.refresh_from_db()
+    return receipt
+
+
+def _record_execution(request: ErasureRequest, *, subjects: list[ErasureSubject], counts: dict[str, int], actor) -> ErasureReceipt:
+    """Replace the subjects' ids by keyed hashes, register them, write the receipt."""
+    now = timezone.now()
+    entries = []
+    for subject in subjects:
+        subject.hash_key_id, subject.subject_hash = subject_hash(tenant_slug=subject.tenant.slug, user_id=subject.user_id)
+        subject.user_id = ""
+        entries.append({"tenant": subject.tenant.slug, "key_id": subject.hash_key_id, "hmac_sha256": subject.subject_hash})
+    ErasureSubject.objects.bulk_update(subjects, ["user_id", "subject_hash", "hash_key_id"])
+    ErasedSubject.objects.bulk_create(
+        ErasedSubject(
+            subject_hash=subject.subject_hash, key_id=subject.hash_key_id, scope=request.scope, request=request,
+            erased_at=now, grace_until=grace_until(erased_at=now),
+        )
+        for subject in subjects
+    )
+    receipt = ErasureReceipt.objects.create(
+        request=request, scope=request.scope, counts=counts, subjects=entries, executed_at=now,
+        executed_by=actor, executed_by_name=actor_name(actor),
+    )
+    transition(
+        request, step="execute", actor=actor,
+        note=", ".join(f"{n} {category}" for category, n in counts.items()), failure="",
+    )
+    return receipt
+
+
+def _mark_failed(request: ErasureRequest, failure: str, actor) -> None:
+    with transaction.atomic():
+        locked = ErasureRequest.objects.select_for_update().get(pk=request.pk)
+        transition(locked, step="fail", actor=actor, note=failure, failure=failure)
+    request.refresh_from_db()
+
+
+def receipt_document(*, receipt: ErasureReceipt) -> dict:
+    """The receipt as shown and exported: no plain subject id anywhere."""
+    return {
+        "request": receipt.request_id,
+        "scope": receipt.scope,
+        "executed_at": receipt.executed_at.isoformat(),
+        "executed_by": receipt.executed_by_name,
+        "counts": receipt.counts,
+        "subjects": receipt.subjects,
+        "hash": "HMAC-SHA256 over the UTF-8 JSON [tenant slug, user id] without spaces, keyed by key_id",
+    }
