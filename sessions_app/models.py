@@ -13,6 +13,12 @@ class Session(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
     user_id = models.CharField(max_length=128)
     session_id = models.CharField(max_length=128)
+    # Part of the identity: a framework's app (Google ADK's app_name) scopes its sessions, so one
+    # session id under two apps is two sessions. Sessions of the REST API itself have none.
+    app_name = models.CharField(max_length=128, blank=True, default="", db_default="")
+    # Which framework adapter keeps this session ("" for the REST API's own): how the admin and the
+    # exports read its messages. Not part of the identity.
+    framework = models.CharField(max_length=32, blank=True, default="", db_default="")
     agent_id = models.CharField(max_length=128, blank=True, default="")
     workspace_id = models.CharField(max_length=128, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
@@ -28,9 +34,9 @@ class Session(models.Model):
 
     class Meta:
         constraints = [
-            # Serves: get one session by (tenant, user_id, session_id); list a user's sessions.
+            # Serves: get one session by (tenant, user_id, session_id, app_name); list a user's sessions.
             models.UniqueConstraint(
-                fields=["tenant", "user_id", "session_id"], name="session_unique_per_user"
+                fields=["tenant", "user_id", "session_id", "app_name"], name="session_unique_per_user"
             ),
         ]
         indexes = [

@@ -20,20 +20,21 @@ DEFAULT_SESSION_ID = "default"
 MAX_RECENT = 500  # most recent messages one read returns (the API's page-size bound)
 
 
-def session_get(*, tenant: Tenant, user_id: str, session_id: str) -> Session:
-    """One session by its identity; anything outside the tenant is simply not found.
+def session_get(*, tenant: Tenant, user_id: str, session_id: str, app_name: str = "") -> Session:
+    """One session by its identity (``app_name`` empty for the REST API's own sessions); anything
+    outside the tenant is simply not found.
 
     Every session-scoped API request starts here, so the query is written out: building it
     with the ORM cost about four times the CPU of the query itself (docs/PERFORMANCE.md)."""
-    found = list(Session.objects.raw(_SESSION_GET_SQL, [tenant.pk, user_id, session_id]))
+    found = list(Session.objects.raw(_SESSION_GET_SQL, [tenant.pk, user_id, session_id, app_name]))
     if not found:
         raise NotFound("Session not found.")
     return found[0]
 
 
-# Served by the (tenant, user_id, session_id) unique index.
+# Served by the (tenant, user_id, session_id, app_name) unique index.
 _SESSION_GET_SQL = (
-    f'SELECT * FROM "{Session._meta.db_table}" WHERE tenant_id = %s AND user_id = %s AND session_id = %s'
+    f'SELECT * FROM "{Session._meta.db_table}" WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s'
 )
 
 
@@ -94,7 +95,9 @@ def _rounds_of(*, tenant: Tenant, user_id: str, session_id: str | None) -> Query
     """The session is a scalar subquery, not a join: PostgreSQL then knows the one session id and
     reads "latest" backwards on the (session, round_id) index, instead of sorting every round of a
     joined session (28 ms at 100,000 rounds, see docs/PERFORMANCE.md)."""
-    session = Session.objects.filter(tenant=tenant, user_id=user_id, session_id=session_id or DEFAULT_SESSION_ID)
+    session = Session.objects.filter(
+        tenant=tenant, user_id=user_id, session_id=session_id or DEFAULT_SESSION_ID, app_name=""
+    )
     return Round.objects.filter(session_id=Subquery(session.values("pk")))
 
 

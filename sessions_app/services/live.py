@@ -22,9 +22,9 @@ def check_version(current: Session, expected_version: int | None) -> None:
 
 
 def session_get_or_create(*, tenant: Tenant, user_id: str, session_id: str) -> Session:
-    """Inside a transaction: the session, created when missing (savepoint keeps the outer
-    transaction usable if a concurrent create wins)."""
-    session = Session.objects.filter(tenant=tenant, user_id=user_id, session_id=session_id).first()
+    """Inside a transaction: the REST API's session, created when missing (savepoint keeps the
+    outer transaction usable if a concurrent create wins)."""
+    session = Session.objects.filter(tenant=tenant, user_id=user_id, session_id=session_id, app_name="").first()
     if session is not None:
         return session
     subject_write_check(tenant=tenant, user_id=user_id, category=PROCESS_STATE)
@@ -32,7 +32,7 @@ def session_get_or_create(*, tenant: Tenant, user_id: str, session_id: str) -> S
         with transaction.atomic():
             return Session.objects.create(tenant=tenant, user_id=user_id, session_id=session_id)
     except IntegrityError:
-        return Session.objects.get(tenant=tenant, user_id=user_id, session_id=session_id)
+        return Session.objects.get(tenant=tenant, user_id=user_id, session_id=session_id, app_name="")
 
 
 def update_live_session(

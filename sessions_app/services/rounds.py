@@ -48,7 +48,7 @@ def _round_append_postgresql(*, tenant: Tenant, user_id: str, session_id: str, s
     quote = connection.ops.quote_name
     sql = (
         f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_round_id = last_round_id + 1, updated_at = %s "
-        f"WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND ended_at IS NULL AND last_round_id < %s "
+        f"WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = '' AND ended_at IS NULL AND last_round_id < %s "
         f"RETURNING id, last_round_id) "
         f"INSERT INTO {quote(Round._meta.db_table)} (session_id, tenant_id, user_id, round_id, state, created_at, updated_at, version) "
         f"SELECT s.id, %s, %s, s.last_round_id, %s, %s, %s, 1 FROM s RETURNING id, session_id, round_id"

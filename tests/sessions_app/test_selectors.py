@@ -250,3 +250,17 @@ def test_transitions_are_listed_in_the_order_recorded(tenant):
     assert [(t.from_agent, t.to_agent) for t in selectors.transition_list(session=session)] == [
         ("", "triage"), ("triage", "billing"), ("billing", "triage"),
     ]
+
+
+def test_an_apps_session_is_another_session_than_the_apis_own_with_the_same_id(tenant):
+    """A framework app's name is part of a session's identity: the REST API's session "s1" and an
+    app's session "s1" of the same user are two sessions, and the API's lookups never reach the app's."""
+    app_session = Session.objects.create(tenant=tenant, user_id="u1", session_id="s1", app_name="travel", framework="adk")
+    own = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    services.round_save(tenant=tenant, user_id="u1", session_id="s1", state={"step": 1})
+
+    assert own.pk != app_session.pk
+    assert selectors.session_get(tenant=tenant, user_id="u1", session_id="s1").pk == own.pk
+    assert selectors.session_get(tenant=tenant, user_id="u1", session_id="s1", app_name="travel").pk == app_session.pk
+    assert selectors.round_get(tenant=tenant, user_id="u1", session_id="s1").session_id == own.pk
+    assert not app_session.rounds.exists()
