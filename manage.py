@@ -1,15 +1,6 @@
 #!/usr/bin/env python
-"""Django's command-line utility for agentstate."""
-import os
-import sys
-
-
-def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentstate.settings")
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
-
+"""Django's command-line utility for agentstate (installed, the same is the ``agentstate`` command)."""
+from agentstate.cli import main
 
 if __name__ == "__main__":
     main()

@@ -10,6 +10,9 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Files the service writes (the SQLite database, collected static files) go to the checkout when it
+# runs from one, else to the current directory: never into an installed package's directory.
+DATA_DIR = BASE_DIR if (BASE_DIR / "manage.py").is_file() else Path.cwd()
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -75,7 +78,8 @@ WSGI_APPLICATION = "agentstate.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The checkout's templates/ folder; an installed wheel carries it as agentstate/templates.
+        "DIRS": [BASE_DIR / "templates", Path(__file__).resolve().parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -88,7 +92,7 @@ TEMPLATES = [
 ]
 
 # --- Database -------------------------------------------------------------------------------
-SQLITE_PATH = BASE_DIR / "agentstate.sqlite3"
+SQLITE_PATH = Path(os.environ.get("AGENTSTATE_SQLITE_PATH") or DATA_DIR / "agentstate.sqlite3")
 DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{SQLITE_PATH}",
@@ -172,7 +176,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"))
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or DATA_DIR / "staticfiles")
 
 # --- REST API (agentstate.api): API keys, one JSON error shape, cursor pagination ---------------
 # JSON bodies larger than this get a 413 (agentstate.api.parsers); a 500-message append fits.
