@@ -198,6 +198,13 @@ def test_custom_erasure_urls_answer_404_for_a_pk_that_is_not_a_request(client, o
     assert client.post(url, {"post": "yes"}).status_code == 404
 
 
+@pytest.mark.parametrize("name", ["change", "history", "delete"])
+def test_djangos_own_erasure_urls_do_not_fail_on_a_non_numeric_pk(client, officer, name):
+    login(client, officer)
+    response = client.get(reverse(f"admin:userdata_app_erasurerequest_{name}", args=["abc"]))
+    assert response.status_code in (302, 403, 404)
+
+
 def test_actions_on_a_non_numeric_pk_change_nothing_and_do_not_fail(client, officer, tenant):
     login(client, officer)
     request = verified_request(subjects=[(tenant, "alice")], scope="user_data")
