@@ -2,7 +2,9 @@
 
 Identifiers (user ids, session ids, user-data keys, checkpoint labels) are 1–128 characters with
 no control characters and no ``/``. JSON documents may not hold NUL characters (PostgreSQL
-rejects them) nor nest deeper than ``MAX_JSON_DEPTH``.
+rejects them) nor nest deeper than ``MAX_JSON_DEPTH``. Identifiers are never stripped or
+normalised: ``"alice"`` and ``"alice\u00a0"`` are two people, and ``identifier_visible`` shows
+staff which one they are looking at.
 """
 from __future__ import annotations
 
@@ -31,6 +33,30 @@ def clean_identifier(value: Any, *, field: str, max_length: int = IDENTIFIER_MAX
     if not _is_utf8(value):
         raise InvalidInput.for_field(field, "must be valid Unicode (no lone surrogates).")
     return value
+
+
+ESCAPE_OPEN = "⟦"  # escaped itself when an id holds it, so that no id can imitate an escape
+# Characters that draw nothing yet are neither format (Cf) nor space (Z*) characters: Unicode's
+# default-ignorable letters and marks (Hangul fillers, variation selectors, ...) and the braille blank.
+_INVISIBLE = frozenset({
+    0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0,
+    *range(0x180B, 0x1810), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0),
+})
+
+
+def identifier_visible(value: str) -> str:
+    """``value`` with every character a reader could miss spelled out as ``⟦U+XXXX⟧``: spaces
+    other than a single inner ASCII space, other space, invisible, format and control characters,
+    and ``⟦`` itself, so two different ids never look alike. For staff about to act on an id."""
+    last = len(value) - 1
+    shown = []
+    for i, ch in enumerate(value):
+        if ch == " ":
+            hidden = i in (0, last) or value[i - 1] == " " or value[i + 1] == " "
+        else:
+            hidden = ch == ESCAPE_OPEN or unicodedata.category(ch)[0] in "CZ" or ord(ch) in _INVISIBLE
+        shown.append(f"⟦U+{ord(ch):04X}⟧" if hidden else ch)
+    return "".join(shown)
 
 
 def _is_utf8(text: str) -> bool:

@@ -4,19 +4,27 @@ append-only; deletion goes through the API or an erasure request).
 Built for big tables: counts capped at ``CappedPaginator.cap`` rows, no per-row queries, exact,
 case-sensitive searches on indexed columns only, exact-match text filters instead of "list every
 distinct value" filters.
+
+Identifiers are matched and shown exactly as the API stored them: a search or filter value is
+never stripped or split, is checked by the API's ``clean_identifier``, and ids are displayed with
+their invisible characters spelled out (``identifier_visible``).
 """
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.paginator import Paginator
+from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.functional import cached_property
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
+from agentstate.exceptions import InvalidInput
+from agentstate.validation import IDENTIFIER_MAX_LENGTH, clean_identifier, identifier_visible
 from sessions_app import selectors
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 
@@ -56,10 +64,49 @@ def content_text(content: Any) -> str:
     return json.dumps(content, indent=2, ensure_ascii=False)
 
 
+_ESCAPE = re.compile(r"(⟦U\+[0-9A-F]{4,6}⟧)")
+
+
+def identifier_html(value: str, *, length: bool = True):
+    """``value`` as staff must read it before acting on it: invisible characters spelled out and
+    highlighted, with its length in characters."""
+    parts = _ESCAPE.split(identifier_visible(value))  # odd positions are the escapes
+    shown = format_html_join("", "{}", ((format_html('<mark class="identifier-escape">{}</mark>', part) if i % 2 else part,)
+                                        for i, part in enumerate(parts)))
+    if not length:
+        return format_html('<code class="identifier">{}</code>', shown)
+    return format_html('<code class="identifier">{}</code> <span class="identifier-length">({} character{})</span>',
+                       shown, len(value), "" if len(value) == 1 else "s")
+
+
+def identifier_display(field: str, *, description: str, length: bool = False):
+    """An admin column or read-only field showing model field ``field`` through ``identifier_html``."""
+
+    @admin.display(description=description, ordering=field)
+    def display(self, obj):
+        value = getattr(obj, field)
+        return identifier_html(value, length=length) if value else "—"
+
+    return display
+
+
+def identifier_is_valid(request, value: str, *, field: str, max_length: int = IDENTIFIER_MAX_LENGTH) -> bool:
+    """Whether ``value`` could be a stored identifier (the API's own check); if not, tell the
+    user why nothing matches. A NUL, for one, would reach PostgreSQL as a server error."""
+    try:
+        clean_identifier(value, field=field, max_length=max_length)
+    except InvalidInput as exc:
+        messages.warning(request, f"{exc.message} No identifier can match.")
+        return False
+    return True
+
+
 class InputFilter(admin.SimpleListFilter):
-    """A text box for an exact match on an indexed column (no DISTINCT scan to list choices)."""
+    """A text box for an exact match on an indexed column (no DISTINCT scan to list choices),
+    the value taken exactly as typed."""
 
     template = "admin/input_filter.html"
+    max_length = IDENTIFIER_MAX_LENGTH  # the API's limit for this identifier
 
     def lookups(self, request, model_admin):
         return ((None, None),)  # one dummy choice so the admin shows the filter
@@ -76,9 +123,17 @@ class InputFilter(admin.SimpleListFilter):
         }
 
     def queryset(self, request, queryset):
-        if self.value():
-            return queryset.filter(**{self.parameter_name: self.value()})
-        return queryset
+        value = self.value()
+        if not value:
+            return queryset
+        if not identifier_is_valid(request, value, field=self.parameter_name, max_length=self.max_length):
+            return queryset.none()
+        return queryset.filter(**{self.parameter_name: value})
+
+
+class UserIdFilter(InputFilter):
+    title = "user id"
+    parameter_name = "user_id"
 
 
 class AgentFilter(InputFilter):
@@ -94,6 +149,7 @@ class WorkspaceFilter(InputFilter):
 class RoleFilter(InputFilter):
     title = "role"
     parameter_name = "role"
+    max_length = 32
 
 
 class EndedFilter(admin.SimpleListFilter):
@@ -138,12 +194,24 @@ class CappedPaginator(Paginator):
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """View-only for everyone, superusers included; counts capped for big tables."""
+    """View-only for everyone, superusers included; counts capped for big tables; searches
+    match the whole term exactly."""
 
     paginator = CappedPaginator
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER  # facet counts are a COUNT per filter choice
     list_per_page = 50
+
+    def get_search_results(self, request, queryset, search_term):
+        """Rows where one of ``search_fields`` (each an indexed ``<column>__exact``) equals the
+        whole term as typed. Django's default splits the term on whitespace and unquotes the
+        parts: an id holding a space or a no-break space could not be found, or found another."""
+        search_fields = self.get_search_fields(request)
+        if not (search_fields and search_term):
+            return queryset, False
+        if not identifier_is_valid(request, search_term, field="search"):
+            return queryset.none(), False
+        return queryset.filter(Q.create([(field, search_term) for field in search_fields], connector=Q.OR)), False
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -162,17 +230,18 @@ def history_url(model, session: Session) -> str:
 @admin.register(Session)
 class SessionAdmin(ReadOnlyAdmin):
     list_display = (
-        "session_id", "user_id", "tenant", "agent_id", "workspace_id", "message_count", "created_at", "updated_at", "ended_at",
+        "session_id", "user_id_shown", "tenant", "agent_id", "workspace_id", "message_count", "created_at", "updated_at", "ended_at",
     )
     list_select_related = ("tenant",)
-    list_filter = ("tenant", EndedFilter, AgentFilter, WorkspaceFilter, "created_at", "updated_at")
+    list_filter = ("tenant", EndedFilter, UserIdFilter, AgentFilter, WorkspaceFilter, "created_at", "updated_at")
     # Exact, case-sensitive: served by the user_id and session_id indexes ("=user_id" would compile
     # to UPPER(user_id) = UPPER(%s), which no index serves).
     search_fields = ("user_id__exact", "session_id__exact")
-    search_help_text = "Exact user id or session id (case-sensitive). A user id and a session id together find that session."
+    search_help_text = ("Exact user id or session id: case, spaces and invisible characters count. "
+                        "To find one user's session, search the session id and filter by user id.")
     ordering = ("-id",)
     fieldsets = (
-        (None, {"fields": ("tenant", "user_id", "session_id", "agent_id", "workspace_id", "message_count",
+        (None, {"fields": ("tenant", "user_id_shown", "session_id", "agent_id", "workspace_id", "message_count",
                            "created_at", "updated_at", "ended_at", "version", "metadata_json")}),
         ("Latest messages", {"fields": ("latest_messages",)}),
         ("Rounds", {"fields": ("latest_rounds",)}),
@@ -180,8 +249,10 @@ class SessionAdmin(ReadOnlyAdmin):
         ("Agent transitions", {"fields": ("transitions",)}),
         ("Working state", {"fields": ("working_state",)}),
     )
-    readonly_fields = ("message_count", "metadata_json", "latest_messages", "latest_rounds", "checkpoints",
+    readonly_fields = ("user_id_shown", "message_count", "metadata_json", "latest_messages", "latest_rounds", "checkpoints",
                        "transitions", "working_state")
+
+    user_id_shown = identifier_display("user_id", description="user id")
 
     @admin.display(description="messages", ordering="last_seq")
     def message_count(self, obj: Session) -> int:

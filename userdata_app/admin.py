@@ -4,6 +4,9 @@ Every step calls userdata_app.erasure; the admin only collects input and shows r
 Executing an erasure is an action with a confirmation page listing what will be erased (like
 Django's delete_selected), acting only on the posted confirmation, and needs the
 ``userdata_app.execute_erasure`` permission (the "Compliance" group has it).
+
+A subject's user id is taken exactly as typed (never stripped) and shown with its invisible
+characters spelled out: "alice" and "alice\u00a0" are two people.
 """
 from __future__ import annotations
 
@@ -14,8 +17,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count
-from django.http import HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -23,7 +25,7 @@ from django.utils.html import format_html, format_html_join
 
 from agentstate.exceptions import DomainError, InvalidInput
 from agentstate.validation import clean_identifier
-from sessions_app.admin import ReadOnlyAdmin, json_display
+from sessions_app.admin import ReadOnlyAdmin, UserIdFilter, identifier_display, identifier_html, json_display
 from userdata_app import erasure
 from userdata_app.models import ErasedSubject, ErasureRequest, ErasureSubject, UserDatum
 from userdata_app.selectors import subject_export
@@ -33,14 +35,17 @@ Status = ErasureRequest.Status
 
 @admin.register(UserDatum)
 class UserDatumAdmin(ReadOnlyAdmin):
-    list_display = ("key", "user_id", "tenant", "updated_at")
+    list_display = ("key", "user_id_shown", "tenant", "updated_at")
     list_select_related = ("tenant",)
-    list_filter = ("tenant",)
+    list_filter = ("tenant", UserIdFilter)
     search_fields = ("user_id__exact", "key__exact")  # exact, case-sensitive: served by their indexes
-    search_help_text = "Exact user id or key (case-sensitive). A user id and a key together find that user's key."
+    search_help_text = ("Exact user id or key: case, spaces and invisible characters count. "
+                        "To find one user's key, search the key and filter by user id.")
     ordering = ("-id",)
-    fields = ("tenant", "user_id", "key", "value_json", "created_at", "updated_at")
-    readonly_fields = ("value_json",)
+    fields = ("tenant", "user_id_shown", "key", "value_json", "created_at", "updated_at")
+    readonly_fields = ("user_id_shown", "value_json")
+
+    user_id_shown = identifier_display("user_id", description="user id")
 
     value_json = json_display("value")
 
@@ -59,16 +64,30 @@ class ErasedSubjectAdmin(ReadOnlyAdmin):
 # --- Erasure requests -------------------------------------------------------------------------
 
 
+class IdentifierField(forms.CharField):
+    """An identifier exactly as typed, checked only by the API's ``clean_identifier``: a form
+    CharField strips whitespace by default, which turned "alice\u00a0" into "alice"."""
+
+    def __init__(self, *, field: str, **kwargs):
+        super().__init__(strip=False, **kwargs)
+        self.identifier_field = field
+
+    def clean(self, value):
+        try:
+            return clean_identifier(value, field=self.identifier_field)
+        except InvalidInput as exc:
+            raise ValidationError(exc.fields[self.identifier_field]) from None
+
+
 class ErasureSubjectForm(forms.ModelForm):
+    user_id = IdentifierField(
+        field="user_id", label="User id",
+        help_text="Exactly as the API stored it: spaces, no-break spaces and case count.",
+    )
+
     class Meta:
         model = ErasureSubject
         fields = ("tenant", "user_id")
-
-    def clean_user_id(self):
-        try:
-            return clean_identifier(self.cleaned_data.get("user_id", ""), field="user_id")
-        except InvalidInput as exc:
-            raise ValidationError(exc.fields["user_id"]) from None
 
 
 class ErasureSubjectFormSet(forms.BaseInlineFormSet):
@@ -96,11 +115,15 @@ class ErasureSubjectInline(admin.TabularInline):
     def _editable(self, obj) -> bool:
         return obj is None or obj.status == Status.RECEIVED
 
+    user_id_shown = identifier_display("user_id", description="user id, spelled out", length=True)
+
     def get_fields(self, request, obj=None):
-        return ("tenant", "user_id") if self._editable(obj) else ("tenant", "user_id", "subject_hash", "hash_key_id")
+        if self._editable(obj):
+            return ("tenant", "user_id", "user_id_shown")
+        return ("tenant", "user_id_shown", "subject_hash", "hash_key_id")
 
     def get_readonly_fields(self, request, obj=None):
-        return () if self._editable(obj) else self.get_fields(request, obj)
+        return ("user_id_shown",) if self._editable(obj) else self.get_fields(request, obj)
 
     def get_extra(self, request, obj=None, **kwargs):
         return 1 if obj is None else 0
@@ -283,6 +306,17 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     def has_export_subject_data_permission(self, request) -> bool:
         return request.user.has_perm("userdata_app.export_subject_data")
 
+    def response_action(self, request, queryset):
+        """A selection holding a key that is not a request id (a forged form) selects nothing:
+        Django would hand it to the database and fail with a server error."""
+        try:
+            for pk in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME):
+                self.opts.pk.run_validators(self.opts.pk.to_python(pk))  # a number, in the column's range
+        except ValidationError:
+            self.message_user(request, "The selection holds a key that is not an erasure request: nothing done.", messages.ERROR)
+            return None
+        return super().response_action(request, queryset)
+
     def save_model(self, request, obj, form, change):
         if change:
             super().save_model(request, obj, form, change)
@@ -313,8 +347,15 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             )
         return super().change_view(request, object_id, form_url, extra_context)
 
+    def request_or_404(self, request, object_id) -> ErasureRequest:
+        """The request in a custom URL; a key that is not one (``abc``, a deleted id) is a 404."""
+        obj = self.get_object(request, object_id)
+        if obj is None:
+            raise Http404("No such erasure request.")
+        return obj
+
     def lifecycle_view(self, request, object_id, step):
-        obj = get_object_or_404(ErasureRequest, pk=object_id)
+        obj = self.request_or_404(request, object_id)
         if step not in LIFECYCLE_STEPS or not self.has_change_permission(request, obj):
             raise PermissionDenied
         label, form_class, apply = LIFECYCLE_STEPS[step]
@@ -368,7 +409,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         previews = [
             {
                 "request": obj,
-                "subjects": list(obj.subjects.select_related("tenant").exclude(user_id="")),
+                "subjects": [(s.tenant.slug, identifier_html(s.user_id))
+                             for s in obj.subjects.select_related("tenant").exclude(user_id="").order_by("id")],
                 "counts": (counts := erasure.erasure_preview(request=obj)),
                 "count_rows": count_rows(counts),
                 "kept": obj.scope == ErasureRequest.Scope.USER_DATA,
@@ -392,8 +434,9 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         """The change page's "Execute erasure…" button: the same confirmation as the action."""
         if not self.has_execute_erasure_permission(request):
             raise PermissionDenied
-        response = self.execute_erasure(request, ErasureRequest.objects.filter(pk=object_id))
-        return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[object_id]))
+        obj = self.request_or_404(request, object_id)
+        response = self.execute_erasure(request, ErasureRequest.objects.filter(pk=obj.pk))
+        return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
 
     # --- Subject access export ----------------------------------------------------------------
 
@@ -410,8 +453,9 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     def export_view(self, request, object_id):
         if not self.has_export_subject_data_permission(request):
             raise PermissionDenied
-        response = self.export_subject_data(request, ErasureRequest.objects.filter(pk=object_id))
-        return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[object_id]))
+        obj = self.request_or_404(request, object_id)
+        response = self.export_subject_data(request, ErasureRequest.objects.filter(pk=obj.pk))
+        return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
 
 
 def subject_export_response(document: dict, *, filename: str) -> HttpResponse:

@@ -52,7 +52,9 @@ def test_session_search_is_exact_case_sensitive_equality(client, officer, tenant
     assert search(client, SESSIONS, "alic")[0].result_count == 0
     assert search(client, SESSIONS, "s1")[0].result_count == 1  # a session id, in any tenant
     assert search(client, SESSIONS, "s0")[0].result_count == 4
-    assert [(s.user_id, s.session_id) for s in search(client, SESSIONS, "Alice s0")[0].result_list] == [("Alice", "s0")]
+    assert search(client, SESSIONS, "Alice s0")[0].result_count == 0  # one whole term, never split
+    combined = client.get(SESSIONS, {"q": "s0", "user_id": "Alice"}).context["cl"].result_list
+    assert [(s.user_id, s.session_id) for s in combined] == [("Alice", "s0")]
 
 
 def test_user_data_and_erased_subject_searches_are_exact(client, officer, tenant, other_tenant):
@@ -65,7 +67,8 @@ def test_user_data_and_erased_subject_searches_are_exact(client, officer, tenant
     assert sqls and all('"key" = ' in sql and "UPPER" not in sql and "LIKE" not in sql for sql in sqls), sqls
     assert search(client, USER_DATA, "EMAIL")[0].result_count == 0
     assert search(client, USER_DATA, "email")[0].result_count == 2
-    assert [d.user_id for d in search(client, USER_DATA, "Alice email")[0].result_list] == ["Alice"]
+    assert search(client, USER_DATA, "Alice email")[0].result_count == 0  # one whole term, never split
+    assert [d.user_id for d in client.get(USER_DATA, {"q": "email", "user_id": "Alice"}).context["cl"].result_list] == ["Alice"]
 
     entry = ErasedSubject.objects.create(
         subject_hash="ab" * 32, key_id="k1", scope="everything", grace_until=timezone.now() + timedelta(hours=1)

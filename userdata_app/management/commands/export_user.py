@@ -1,6 +1,5 @@
 """Write everything held about a person (GDPR Art. 15/20) to one JSON file."""
 import json
-import sys
 
 from django.core.management.base import BaseCommand
 
@@ -19,7 +18,7 @@ class Command(BaseCommand):
     def handle(self, *args, subject, output, **options):
         document = json.dumps(subject_export(subjects=parse_subjects(subject)), indent=2, ensure_ascii=False)
         if output == "-":
-            sys.stdout.write(document + "\n")
+            self.stdout.write(document)
             return
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(document + "\n")
