@@ -211,6 +211,18 @@ SPECTACULAR_SETTINGS = {
         '`{"error": {"code", "message", "fields"}}`.'
     ),
     "VERSION": "1",
+    # One section per resource in the docs (agentstate.api.schema.AutoSchema.get_tags), in this order.
+    "TAGS": [
+        {"name": "sessions", "description": "Create, read, list, update, end and delete sessions."},
+        {"name": "messages", "description": "A session's ordered message history."},
+        {"name": "rounds", "description": "Per-round state snapshots."},
+        {"name": "checkpoints", "description": "Labelled snapshots that outlive the session's working state."},
+        {"name": "working state", "description": "A live session's short-lived scratch keys."},
+        {"name": "transitions", "description": "Hand-offs between agents within a session."},
+        {"name": "user data", "description": "Facts about a person, kept apart from process state."},
+        {"name": "compliance", "description": "Subject access exports (compliance keys)."},
+        {"name": "health", "description": "Whether this process can serve."},
+    ],
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     # Swagger UI and ReDoc come from drf-spectacular-sidecar: the docs page works offline.

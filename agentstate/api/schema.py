@@ -25,7 +25,25 @@ def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: OpenApiResponse(ErrorSerializer, description=ERROR_DESCRIPTIONS[code]) for code in codes}
 
 
+# Path segments that name an action on a resource rather than a resource, and resource segments
+# whose tag reads better spelled out.
+TAG_NAMES = {"end": "sessions", "restore": "sessions", "data": "user data", "working-state": "working state"}
+
+
 class AutoSchema(openapi.AutoSchema):
+    def get_tags(self) -> list[str]:
+        """One tag per resource, so the docs group endpoints the way a reader looks for them:
+        /users/{u}/sessions/{s}/messages/ is "messages", /users/{u}/data/ is "user data", and a
+        family under its own prefix (/compliance/...) is that prefix."""
+        parts = [part for part in self.path.strip("/").split("/") if part and not part.startswith("{")]
+        if parts[:2] != ["api", "v1"]:
+            return ["health"]
+        parts = parts[2:]
+        if parts[0] == "users" and len(parts) > 1:
+            parts = parts[1:]
+        resource = parts[1] if parts[0] == "sessions" and len(parts) > 1 else parts[0]
+        return [TAG_NAMES.get(resource, resource)]
+
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
         if not self.view.get_authenticators():
