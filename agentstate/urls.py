@@ -7,6 +7,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from agentstate.api.errors import api_not_found
 from agentstate.site.health import HealthView
 
 urlpatterns = [
@@ -18,6 +19,7 @@ urlpatterns = [
     path("api/v1/", include("sessions_app.api.urls")),
     path("api/v1/", include("userdata_app.api.urls")),
     path("api/v1/compliance/", include("userdata_app.api.compliance")),
+    re_path(r"^api/", api_not_found),  # last: JSON 404s under /api/ whatever DEBUG says
 ]
 
 handler400 = "agentstate.api.errors.handler400"

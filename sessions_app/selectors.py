@@ -106,6 +106,8 @@ def round_get(*, tenant: Tenant, user_id: str, session_id: str | None = None, ro
     rounds = _rounds_of(tenant=tenant, user_id=user_id, session_id=session_id)
     found = rounds.filter(round_id=round_id).first() if round_id is not None else rounds.order_by("-round_id").first()
     if found is None:
+        # Only on the miss: say which is missing, the session (as every endpoint does) or the round.
+        session_get(tenant=tenant, user_id=user_id, session_id=session_id or DEFAULT_SESSION_ID)
         raise NotFound("Round not found." if round_id is not None else "The session has no rounds.")
     return found
 

@@ -112,6 +112,12 @@ def handler404(request, exception=None):
     return JsonResponse(error_body("not_found", "Not found."), status=404)
 
 
+def api_not_found(request):
+    """The last route under /api/: an unknown URL there answers in the error shape even with DEBUG
+    on, where Django would show its HTML debug page (a client would carry the whole page)."""
+    return JsonResponse(error_body("not_found", "No API endpoint at this URL."), status=404)
+
+
 def handler500(request):
     return JsonResponse(error_body("server_error", "Internal server error."), status=500)
 
