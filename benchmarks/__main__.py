@@ -62,8 +62,17 @@ def _http(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
-    parser.add_argument("suite", nargs="?", default="scaling", choices=[*SUITES, "all", "summary"])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Benchmarks of agentstate; docs/PERFORMANCE.md has the machine and the numbers.",
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "suite", nargs="?", default="scaling", choices=[*SUITES, "all", "summary"],
+        help="which suite to run (default: scaling); 'all' runs every suite, each in its own process; "
+        "'summary' prints the median and spread of the runs kept in benchmarks/results/",
+    )
     parser.add_argument("--quick", action="store_true", help="fewer samples, shorter points (a smoke run, not for reporting)")
     parser.add_argument("--keep-db", action="store_true", help="scaling: leave the benchmark database in place")
     parser.add_argument("--workers", type=int, default=3, help="http: gunicorn workers (default 3)")
@@ -75,8 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite == "summary":
         from benchmarks import summary
 
-        summary.main()
-        return 0
+        return summary.main()
     if args.suite == "all":
         passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -77,8 +78,14 @@ def _http(vendor: str, runs: list[dict]) -> None:
             print(f"  {name} p99 at half peak {_spread(p99, '{:.1f}')} ms")
 
 
-def main(results_dir: Path = RESULTS_DIR) -> None:
+def main(results_dir: Path = RESULTS_DIR) -> int:
+    """Print every kept suite's summary; 1 (and say so) when no run is kept yet."""
     show = {"scaling": _scaling, "erasure": _erasure, "admin": _admin, "http": _http}
-    for (suite, vendor), runs in sorted(_runs(results_dir).items()):
+    runs_by_suite = _runs(results_dir)
+    if not runs_by_suite:
+        print(f"No benchmark results in {results_dir}: run a suite first (python -m benchmarks --help).", file=sys.stderr)
+        return 1
+    for (suite, vendor), runs in sorted(runs_by_suite.items()):
         show[suite](vendor, runs)
         print()
+    return 0

@@ -26,7 +26,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--tenant", required=True, help="Tenant slug (letters, digits, - and _).")
         parser.add_argument("--name", required=True, help="What the key is for (1-50 characters).")
-        parser.add_argument("--scope", choices=APIKey.Scope.values, default=APIKey.Scope.AGENT)
+        parser.add_argument(
+            "--scope", choices=APIKey.Scope.values, default=APIKey.Scope.AGENT,
+            help="agent (default): sessions, state and user data; compliance: also erasure and subject exports.",
+        )
         parser.add_argument("--expires-days", type=positive_int, default=None, help="Expire after this many days.")
 
     def handle(self, *args, tenant: str, name: str, scope: str, expires_days: int | None, **options):

@@ -12,7 +12,10 @@ class Command(BaseCommand):
     help = "Migrate, create the cache table and an admin login, then start the development server."
 
     def add_arguments(self, parser):
-        parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
+        parser.add_argument(
+            "addrport", nargs="?", default="127.0.0.1:8000",
+            help="Address and port the development server listens on (default 127.0.0.1:8000; 0.0.0.0:8000 for every interface).",
+        )
         parser.add_argument("--no-serve", action="store_true", help="Set up only; do not start the server.")
 
     def handle(self, *args, addrport: str, no_serve: bool, **options):
@@ -30,7 +33,10 @@ class Command(BaseCommand):
         users = get_user_model().objects
         user = users.filter(username=username).first()
         if user is not None and not password:
-            self.stdout.write(f"Admin login: {username} (exists; password unchanged)")
+            self.stdout.write(
+                f"Admin login: {username} (exists; password unchanged: set DJANGO_SUPERUSER_PASSWORD and run "
+                f"quickstart again, or run 'manage.py changepassword {username}')"
+            )
             return
         generated = not password
         password = password or secrets.token_urlsafe(12)

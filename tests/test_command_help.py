@@ -1,0 +1,55 @@
+"""What the commands tell a person who asks them for help (issue 15, item 12)."""
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _help(command: str) -> str:
+    out = StringIO()
+    with pytest.raises(SystemExit):
+        call_command(command, "--help", stdout=out)
+    return out.getvalue()
+
+
+def test_create_api_key_says_what_each_scope_allows(capsys):
+    _help("create_api_key")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "agent (default): sessions, state and user data" in text
+    assert "compliance: also erasure and subject exports" in text
+
+
+def test_quickstart_explains_its_address_argument(capsys):
+    _help("quickstart")
+    assert "Address and port the development server listens on" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.django_db
+def test_quickstart_says_how_to_change_an_unchanged_password(monkeypatch):
+    monkeypatch.setenv("DJANGO_SUPERUSER_USERNAME", "ops")
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "first-Passw0rd")
+    call_command("quickstart", "--no-serve", stdout=StringIO())
+    monkeypatch.delenv("DJANGO_SUPERUSER_PASSWORD")
+    out = StringIO()
+    call_command("quickstart", "--no-serve", stdout=out)
+    assert "set DJANGO_SUPERUSER_PASSWORD" in out.getvalue() and "changepassword ops" in out.getvalue()
+
+
+def test_benchmarks_help_lists_the_suites_and_the_default():
+    text = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    from benchmarks.__main__ import SUITES
+
+    assert all(suite in text for suite in (*SUITES, "all", "summary"))
+    assert "default: scaling" in " ".join(text.split())
+
+
+def test_benchmarks_summary_without_results_says_so_and_fails(tmp_path, capsys):
+    from benchmarks import summary
+
+    assert summary.main(results_dir=tmp_path) == 1
+    assert "No benchmark results" in capsys.readouterr().err
