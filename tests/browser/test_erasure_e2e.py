@@ -21,7 +21,7 @@ CHROMIUM_ARGS = [
 ]
 
 pytestmark = [
-    pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"{CHROMIUM} is missing: apt-get install chromium chromium-driver"),
+    pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"{CHROMIUM} is missing: apt-get install chromium (Debian's package; Playwright drives it, no driver needed)"),
     pytest.mark.django_db(transaction=True),
 ]
 
