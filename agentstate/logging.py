@@ -94,7 +94,10 @@ def _message(record: logging.LogRecord) -> str:
         method = str(first).partition(" ")[0]
         return f"{method if _METHOD.fullmatch(method) else '-'} {status or '-'}"
     route = route_of(getattr(record, "request", None))
-    phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Request failed"
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Request failed"
     return f"{phrase}: {route}" if route else phrase
 
 
