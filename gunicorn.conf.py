@@ -2,8 +2,11 @@
 
 Every value can be overridden by an environment variable, so one file serves every deployment.
 """
+import logging
 import multiprocessing
 import os
+
+from agentstate.logging import ServerErrorFilter
 
 wsgi_app = "agentstate.wsgi:application"
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
@@ -25,5 +28,13 @@ preload_app = False
 accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+# Its warnings about refused requests quote them (a request line names user ids): keep the kind only.
+logging.getLogger("gunicorn.error").addFilter(ServerErrorFilter())
+# Past these limits gunicorn answers by itself, in HTML (docs/OPERATIONS.md); within them the app
+# answers in its JSON error shape. 8190 bytes is the longest request line gunicorn can bound
+# (its default is 4094); 0 would mean unbounded.
+limit_request_line = int(os.environ.get("GUNICORN_LIMIT_REQUEST_LINE", "8190"))
+limit_request_fields = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELDS", "100"))
+limit_request_field_size = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELD_SIZE", "8190"))
 # Proxies allowed to set X-Forwarded-* (the one in front of gunicorn).
 forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")

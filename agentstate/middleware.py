@@ -2,8 +2,9 @@
 
 The id comes from the caller's ``X-Request-ID`` when it is a plain token (so a proxy's id carries
 through), else a fresh one; it is echoed in the response's ``X-Request-ID``. The line holds the
-method, path, status, duration and tenant: never headers, query strings or bodies, so API keys and
-stored contents stay out of the logs.
+method, the route pattern the request matched (``/api/v1/users/{user_id}/sessions/``, never the path
+itself), status, duration and tenant: never paths, headers, query strings or bodies, so user and
+session ids, API keys and stored contents stay out of the logs (and an erasure leaves none there).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import re
 import time
 import uuid
 
-from agentstate.logging import request_id_var
+from agentstate.logging import request_id_var, route_of
 
 logger = logging.getLogger("agentstate.request")
 
@@ -33,14 +34,15 @@ class RequestLogMiddleware:
         try:
             response = self.get_response(request)
             response[REQUEST_ID_HEADER] = request_id
+            route = route_of(request)
             logger.info(
                 "%s %s %s",
                 request.method,
-                request.path,
+                route or "-",
                 response.status_code,
                 extra={
                     "method": request.method,
-                    "path": request.path,
+                    "route": route,
                     "status": response.status_code,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 2),
                     "tenant": request_tenant_slug(request),

@@ -2,19 +2,28 @@
 
 Identifiers (user ids, session ids, user-data keys, checkpoint labels) are 1–128 characters with
 no control characters and no ``/``. JSON documents may not hold NUL characters (PostgreSQL
-rejects them) nor nest deeper than ``MAX_JSON_DEPTH``. Identifiers are never stripped or
-normalised: ``"alice"`` and ``"alice\u00a0"`` are two people, and ``identifier_visible`` shows
+rejects them) nor nest deeper than ``MAX_JSON_DEPTH``; whole request bodies not deeper than
+``MAX_BODY_DEPTH``. Datetimes given in queries must exist in UTC. Identifiers are never stripped
+or normalised: ``"alice"`` and ``"alice\u00a0"`` are two people, and ``identifier_visible`` shows
 staff which one they are looking at.
 """
 from __future__ import annotations
 
 import unicodedata
+from datetime import datetime, timezone
 from typing import Any
+
+from django.utils.timezone import is_naive, make_aware
 
 from agentstate.exceptions import InvalidInput
 
 IDENTIFIER_MAX_LENGTH = 128
 MAX_JSON_DEPTH = 32
+# A body wraps its documents in a few levels of its own (a list of messages, a message, a content
+# part): twice the document limit leaves room for them, so a document just over its limit is still
+# refused naming its field, and stays far below the depth (about a thousand) where the JSON parser
+# runs out of stack.
+MAX_BODY_DEPTH = 2 * MAX_JSON_DEPTH
 ROUND_ID_MAX = 2**31 - 1
 
 
@@ -120,3 +129,43 @@ def clean_round_id(value: Any, *, field: str = "round_id") -> int:
     if not 0 <= value <= ROUND_ID_MAX:
         raise InvalidInput.for_field(field, f"must be between 0 and {ROUND_ID_MAX}.")
     return value
+
+
+_JSON_MARKS = b'[]{}"'
+_NOT_A_MARK = bytes(byte for byte in range(256) if byte not in _JSON_MARKS)
+_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
+
+
+def check_json_text_depth(raw: bytes, *, field: str, max_depth: int = MAX_BODY_DEPTH) -> None:
+    """Refuse JSON text nesting deeper than ``max_depth`` before it is parsed: the parser recurses
+    once per level and raises RecursionError (a 500) near a thousand levels, in a few KB of body.
+
+    Only brackets outside strings count. The work is a handful of C-level passes over the bytes
+    (no Python loop per character), so parsing a normal body costs little more than before.
+    """
+    if b'\\"' in raw:  # escaped quotes (and escaped backslashes) must not end a string early
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    # Adjacent quotes enclose no bracket (an empty string, or a gap between strings with none).
+    marks = raw.translate(_AS_SQUARE, _NOT_A_MARK).replace(b'""', b"")
+    brackets = b"".join(marks.split(b'"')[::2]) if b'"' in marks else marks
+    # Each pass removes the innermost pairs: a balanced text is gone after as many passes as it is deep.
+    for _ in range(max_depth):
+        shorter = brackets.replace(b"[]", b"")
+        if len(shorter) == len(brackets):
+            break
+        brackets = shorter
+    # Openers never closed (a truncated body) nest inside each other just the same.
+    if b"[]" in brackets or brackets.count(b"[") > max_depth:
+        raise InvalidInput.for_field(field, f"nests deeper than {max_depth} levels.")
+
+
+def clean_datetime(value: datetime, *, field: str) -> datetime:
+    """``value`` in UTC. A time that exists only with its offset (9999-12-31T23:59-01:00,
+    0001-01-01T00:00+01:00) is refused: Python cannot convert it and SQLite would overflow; any
+    valid one reaches the database in UTC, never with an offset PostgreSQL refuses (beyond ±16 h)."""
+    if is_naive(value):
+        value = make_aware(value)  # in the current time zone, as Django reads it
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:
+        raise InvalidInput.for_field(field, "is outside the years 1 to 9999 once converted to UTC.") from None

@@ -11,12 +11,16 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.db import IntegrityError
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from agentstate.exceptions import DomainError
+from agentstate.tenancy import selectors as tenancy_selectors
+from agentstate.tenancy.models import APIKey
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -79,6 +83,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
+    if isinstance(exc, IntegrityError) and _key_of_a_deleted_tenant(context["request"]):
+        exc = exceptions.AuthenticationFailed("Invalid, revoked or expired API key.")
     response = drf_exception_handler(exc, context)  # maps Http404 / PermissionDenied, sets headers
     if response is None:
         return None  # a server fault: Django's handler500 answers
@@ -93,6 +99,16 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
     response.data = error_body(code, str(detail))
     return response
+
+
+def _key_of_a_deleted_tenant(request) -> bool:
+    """A key this process verified before another one deleted its tenant: its writes fail on the
+    tenant's foreign key. Such a key is forgotten, so the next request is refused at once."""
+    api_key = getattr(request, "auth", None)
+    if not isinstance(api_key, APIKey) or tenancy_selectors.tenant_exists(pk=api_key.tenant_id):
+        return False
+    tenancy_selectors.api_key_cache_clear()
+    return True
 
 
 # --- Django-level handlers (agentstate.urls): URL not found, body too big before DRF, crashes --
@@ -112,6 +128,7 @@ def handler404(request, exception=None):
     return JsonResponse(error_body("not_found", "Not found."), status=404)
 
 
+@csrf_exempt  # an API client's write to an unknown URL is a 404, not Django's HTML CSRF page
 def api_not_found(request):
     """The last route under /api/: an unknown URL there answers in the error shape even with DEBUG
     on, where Django would show its HTML debug page (a client would carry the whole page)."""

@@ -7,6 +7,9 @@ from django.db import models
 from rest_framework import pagination
 from rest_framework.exceptions import NotFound, ValidationError
 
+from agentstate.exceptions import InvalidInput
+from agentstate.validation import clean_datetime
+
 MAX_PAGE_SIZE = 500
 _BIGINT_MAX = 2**63 - 1
 
@@ -51,12 +54,13 @@ class CursorPagination(pagination.CursorPagination):
         try:
             cursor = super().decode_cursor(request)
             if cursor is not None and cursor.position is not None:
-                self._check_position(cursor.position)
-        except (NotFound, DjangoValidationError, ValueError, TypeError):
+                cursor = cursor._replace(position=self._checked_position(cursor.position))
+        except (NotFound, DjangoValidationError, InvalidInput, ValueError, TypeError):
             raise ValidationError({self.cursor_query_param: ["Invalid cursor."]}) from None
         return cursor
 
-    def _check_position(self, position: str) -> None:
+    def _checked_position(self, position: str) -> str:
+        """The position as the database should see it: integers within 64 bits, datetimes in UTC."""
         ordering = self.ordering if isinstance(self.ordering, str) else self.ordering[0]
         field = self._model._meta.get_field(ordering.lstrip("-"))
         if "\x00" in position:
@@ -64,6 +68,9 @@ class CursorPagination(pagination.CursorPagination):
         value = field.to_python(position)
         if isinstance(field, models.IntegerField) and not -_BIGINT_MAX <= value <= _BIGINT_MAX:
             raise ValueError("cursor out of range")
+        if isinstance(field, models.DateTimeField):
+            return clean_datetime(value, field=self.cursor_query_param).isoformat()
+        return position
 
 
 class SessionPagination(CursorPagination):

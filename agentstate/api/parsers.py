@@ -1,4 +1,5 @@
-"""The JSON parser, with the body limit DRF does not apply when it streams a JSON body."""
+"""The JSON parser, with the body limit DRF does not apply when it streams a JSON body, and the
+nesting limit the standard parser lacks."""
 from __future__ import annotations
 
 import io
@@ -7,17 +8,22 @@ from django.conf import settings
 from rest_framework import parsers
 
 from agentstate.api.errors import PayloadTooLarge
+from agentstate.validation import check_json_text_depth
+
+BODY_FIELD = "body"
 
 
 class JSONParser(parsers.JSONParser):
     """Refuses bodies over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` with a 413, whatever Content-Length
-    claims, before parsing a byte of them."""
+    claims, before parsing a byte of them; and bodies nesting deeper than ``MAX_BODY_DEPTH`` with a
+    400 naming ``body`` (the standard parser recurses until Python's stack runs out: a 500)."""
 
     def parse(self, stream, media_type=None, parser_context=None):
+        if stream is None:
+            return super().parse(stream, media_type, parser_context)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        if limit is not None and stream is not None:
-            body = stream.read(limit + 1)
-            if len(body) > limit:
-                raise PayloadTooLarge(f"The request body is larger than {limit} bytes.")
-            stream = io.BytesIO(body)
-        return super().parse(stream, media_type, parser_context)
+        body = stream.read() if limit is None else stream.read(limit + 1)
+        if limit is not None and len(body) > limit:
+            raise PayloadTooLarge(f"The request body is larger than {limit} bytes.")
+        check_json_text_depth(body, field=BODY_FIELD)
+        return super().parse(io.BytesIO(body), media_type, parser_context)

@@ -1,6 +1,6 @@
 """Who may call the API: any valid API key of a tenant (agent or compliance scope), or a staff
-login allowed to act as a tenant; compliance endpoints need a compliance key or the compliance
-permission."""
+login allowed to act as a tenant; compliance endpoints need a compliance key, or the permission the
+admin requires for the same act."""
 from __future__ import annotations
 
 from rest_framework import permissions
@@ -8,7 +8,6 @@ from rest_framework import permissions
 from agentstate.tenancy.models import APIKey
 
 STAFF_TENANT_PERMISSION = "tenancy.use_api_as_tenant"
-COMPLIANCE_PERMISSION = "userdata_app.execute_erasure"
 
 
 def _staff_with(request, perm: str) -> bool:
@@ -26,12 +25,14 @@ class IsTenantCaller(permissions.BasePermission):
 
 
 class HasComplianceScope(permissions.BasePermission):
-    """A ``compliance`` key, or staff with ``userdata_app.execute_erasure``: erasure and subject
-    export. ``agent`` keys are refused (403)."""
+    """A ``compliance`` key, or staff holding the view's ``staff_permission``: the one the admin
+    requires for the same act, so a login reaches through the API no more than in the admin. A
+    view that names none admits no staff; ``agent`` keys are refused (403)."""
 
-    message = "This needs an API key with the compliance scope, or the compliance permission."
+    message = "This needs an API key with the compliance scope, or the permission the admin requires for this."
 
     def has_permission(self, request, view) -> bool:
         if isinstance(request.auth, APIKey):
             return request.auth.scope == APIKey.Scope.COMPLIANCE
-        return _staff_with(request, COMPLIANCE_PERMISSION)
+        permission = getattr(view, "staff_permission", None)
+        return permission is not None and _staff_with(request, permission)

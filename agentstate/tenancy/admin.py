@@ -1,5 +1,7 @@
 """Admin of tenants and their API keys: a new key is shown once (the library's message after
-saving); revoking goes through the revoke action, never an edit."""
+saving); revoking goes through the revoke action, never an edit. Changing a key's expiry, deleting
+a key or deleting a tenant go through agentstate.tenancy.services, so this process stops trusting
+the affected keys at once."""
 from django.contrib import admin, messages
 from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey as UnusedLibraryAPIKey
@@ -17,6 +19,13 @@ class TenantAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "created_at")
     search_fields = ("slug", "name")
     readonly_fields = ("created_at",)
+
+    def delete_model(self, request, obj):
+        services.tenant_delete(tenant=obj)
+
+    def delete_queryset(self, request, queryset):
+        for tenant in queryset:
+            services.tenant_delete(tenant=tenant)
 
 
 @admin.register(APIKey)
@@ -36,6 +45,19 @@ class TenantAPIKeyAdmin(APIKeyModelAdmin):
         if obj is not None and obj.revoked:
             readonly += ("name", "expiry_date")
         return readonly
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            services.api_key_update(api_key=obj, name=obj.name, expires_at=obj.expiry_date)
+        else:
+            super().save_model(request, obj, form, change)  # creates it and shows the key once
+
+    def delete_model(self, request, obj):
+        services.api_key_delete(api_key=obj)
+
+    def delete_queryset(self, request, queryset):
+        for api_key in queryset:
+            services.api_key_delete(api_key=api_key)
 
     @admin.action(description="Revoke selected API keys (cannot be undone)", permissions=["change"])
     def revoke_keys(self, request, queryset):

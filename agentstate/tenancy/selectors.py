@@ -2,8 +2,10 @@
 
 Verified keys are cached in the process for ``API_KEY_CACHE_SECONDS``, keyed by a SHA-256 of
 the full key (the key itself is never kept as a cache key nor logged), so an authenticated
-request costs no query while its key is cached. Revocation therefore reaches other processes
-within that many seconds; expiry is checked on every request.
+request costs no query while its key is cached. The expiry date the key had when it was verified
+is checked on every request. A change made through agentstate.tenancy.services (the admin uses
+them) clears this process's cache at once; other processes see revocation, deletion, a new expiry
+date or a deleted tenant once their cached entry expires, at most that many seconds later.
 """
 from __future__ import annotations
 
@@ -53,6 +55,10 @@ def api_key_cache_clear() -> None:
     """Forget every verified key of this process (after a revocation, and in tests)."""
     with _cache_lock:
         _cache.clear()
+
+
+def tenant_exists(*, pk: int) -> bool:
+    return Tenant.objects.filter(pk=pk).exists()
 
 
 def tenant_get(*, slug: str) -> Tenant:

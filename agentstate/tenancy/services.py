@@ -1,4 +1,9 @@
-"""Writes for tenants and their API keys."""
+"""Writes for tenants and their API keys.
+
+Every write that can stop a key from working (revoke, expiry, delete, deleting its tenant) goes
+through here, so this process forgets its verified keys at once; other processes within
+``API_KEY_CACHE_SECONDS`` (agentstate.tenancy.selectors).
+"""
 from datetime import datetime
 
 from django.utils.text import slugify
@@ -17,14 +22,19 @@ def tenant_get_or_create(*, slug: str) -> Tenant:
     return tenant
 
 
+def _clean_key_name(name: str) -> str:
+    name = (name or "").strip()
+    if not name or len(name) > 50:
+        raise InvalidInput.for_field("name", "give a name of 1-50 characters.")
+    return name
+
+
 def api_key_create(
     *, tenant: Tenant, name: str, scope: str = "agent", expires_at: datetime | None = None
 ) -> tuple[APIKey, str]:
     """Create a key for ``tenant``; returns it with the key itself, which is stored only as a hash
     and cannot be shown again."""
-    name = (name or "").strip()
-    if not name or len(name) > 50:
-        raise InvalidInput.for_field("name", "give a name of 1-50 characters.")
+    name = _clean_key_name(name)
     if scope not in APIKey.Scope.values:
         raise InvalidInput.for_field("scope", f"must be one of: {', '.join(APIKey.Scope.values)}.")
     return APIKey.objects.create_key(tenant=tenant, name=name, scope=scope, expiry_date=expires_at)
@@ -36,4 +46,24 @@ def api_key_revoke(*, api_key: APIKey) -> None:
     if not api_key.revoked:
         api_key.revoked = True
         api_key.save(update_fields=["revoked"])
+    selectors.api_key_cache_clear()
+
+
+def api_key_update(*, api_key: APIKey, name: str, expires_at: datetime | None) -> APIKey:
+    """Rename a key or change its expiry (a time in the past stops it), taking effect like a revocation."""
+    api_key.name, api_key.expiry_date = _clean_key_name(name), expires_at
+    api_key.save(update_fields=["name", "expiry_date"])
+    selectors.api_key_cache_clear()
+    return api_key
+
+
+def api_key_delete(*, api_key: APIKey) -> None:
+    """Delete a key, taking effect like a revocation (which keeps the key listed: prefer it)."""
+    api_key.delete()
+    selectors.api_key_cache_clear()
+
+
+def tenant_delete(*, tenant: Tenant) -> None:
+    """Delete a tenant with its keys and everything it stores; its keys stop like revoked ones."""
+    tenant.delete()
     selectors.api_key_cache_clear()

@@ -2,9 +2,12 @@
 an index of Session (see its Meta) or, for the unindexed ones, bounded by ``user_id``."""
 from __future__ import annotations
 
+from datetime import datetime
+
 import django_filters
 from rest_framework.exceptions import ValidationError
 
+from agentstate.validation import clean_datetime
 from sessions_app import selectors
 from sessions_app.models import Session
 
@@ -29,7 +32,11 @@ class SessionFilter(django_filters.FilterSet):
     def filter_queryset(self, queryset):
         """Ignores ``queryset`` beyond its tenant: ``selectors.session_list`` is the one place the
         filters are applied."""
-        given = {name: value for name, value in self.form.cleaned_data.items() if value not in (None, "")}
+        given = {
+            name: clean_datetime(value, field=name) if isinstance(value, datetime) else value
+            for name, value in self.form.cleaned_data.items()
+            if value not in (None, "")
+        }
         if "user_id" not in given:
             unserved = [name for name in NEEDS_USER_ID if name in given]
             if unserved:

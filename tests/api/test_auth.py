@@ -15,8 +15,11 @@ from rest_framework.response import Response
 from agentstate.api.permissions import HasComplianceScope
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.models import APIKey, Tenant
+from agentstate.tenancy import services as tenancy_services
 from agentstate.tenancy.services import api_key_create, api_key_revoke
+from sessions_app.models import Session
 from tests.api.conftest import assert_error
+from userdata_app.models import UserDatum
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/users/u1/data/"
@@ -231,3 +234,90 @@ def test_admin_creates_a_key_shown_once_and_revokes_it(tenant):
     )
     assert APIKey.objects.get(pk=api_key.pk).revoked
     assert_error(key_client(key).get(URL), 401, "not_authenticated")
+
+
+# --- changes made in the admin or through the services take effect at once in this process ------
+
+
+@pytest.fixture
+def admin_client(db):
+    client = APIClient()
+    client.force_login(User.objects.create_superuser("root", password="pw-root-123"))
+    return client
+
+
+@pytest.fixture
+def cached_key(tenant):
+    """A key that worked once, so this process holds it verified."""
+    api_key, key = api_key_create(tenant=tenant, name="k", expires_at=timezone.now() + timedelta(days=1))
+    assert key_client(key).get(URL).status_code == 200
+    return api_key, key_client(key)
+
+
+def test_a_key_deleted_in_the_admin_is_401_at_once(cached_key, admin_client):
+    api_key, client = cached_key
+    response = admin_client.post(f"/admin/tenancy/apikey/{api_key.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302 and not APIKey.objects.filter(pk=api_key.pk).exists()
+    assert_error(client.get(URL), 401, "not_authenticated")
+
+
+def test_keys_deleted_with_the_admins_bulk_action_are_401_at_once(cached_key, admin_client):
+    api_key, client = cached_key
+    admin_client.post("/admin/tenancy/apikey/", {"action": "delete_selected", "_selected_action": [api_key.pk], "post": "yes"})
+    assert not APIKey.objects.filter(pk=api_key.pk).exists()
+    assert_error(client.get(URL), 401, "not_authenticated")
+
+
+def test_an_expiry_set_in_the_past_in_the_admin_is_401_at_once(cached_key, admin_client):
+    api_key, client = cached_key
+    past = timezone.localtime(timezone.now() - timedelta(minutes=1))
+    response = admin_client.post(
+        f"/admin/tenancy/apikey/{api_key.pk}/change/",
+        {"name": "k", "expiry_date_0": past.strftime("%Y-%m-%d"), "expiry_date_1": past.strftime("%H:%M:%S")},
+    )
+    assert response.status_code == 302, response.content[:2000]
+    assert APIKey.objects.get(pk=api_key.pk).has_expired
+    assert_error(client.get(URL), 401, "not_authenticated")
+
+
+def test_a_tenant_deleted_in_the_admin_makes_its_keys_401_at_once(cached_key, admin_client, tenant):
+    _, client = cached_key
+    response = admin_client.post(f"/admin/tenancy/tenant/{tenant.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302 and not Tenant.objects.filter(pk=tenant.pk).exists()
+    assert_error(client.get(URL), 401, "not_authenticated")
+    assert_error(client.put(URL + "k/", {"value": 1}, format="json"), 401, "not_authenticated")
+
+
+def test_services_that_stop_a_key_take_effect_at_once(tenant):
+    stops = [
+        lambda api_key: tenancy_services.api_key_update(api_key=api_key, name="k", expires_at=timezone.now()),
+        lambda api_key: tenancy_services.api_key_delete(api_key=api_key),
+        lambda api_key: tenancy_services.tenant_delete(tenant=api_key.tenant),
+    ]
+    for stop in stops:
+        api_key, key = api_key_create(tenant=tenancy_services.tenant_get_or_create(slug="acme"), name="k")
+        assert key_client(key).get(URL).status_code == 200
+        stop(api_key)
+        assert_error(key_client(key).get(URL), 401, "not_authenticated")
+
+
+def test_renaming_a_key_or_extending_its_expiry_keeps_it_working(cached_key):
+    api_key, client = cached_key
+    tenancy_services.api_key_update(api_key=api_key, name="renamed", expires_at=timezone.now() + timedelta(days=30))
+    assert client.get(URL).status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cached_key_whose_tenant_another_process_deleted_writes_nothing_and_is_401(tenant):
+    """Another process deleted the tenant (a plain delete here, so this process's cache still holds
+    the key): writes failed on the tenant's foreign key with a 500. They are 401, and so is every
+    request after."""
+    _, key = api_key_create(tenant=tenant, name="k")
+    client = APIClient(raise_request_exception=False)
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
+    assert client.get(URL).status_code == 200
+    Tenant.objects.filter(pk=tenant.pk).delete()
+    assert_error(client.put(URL + "k/", {"value": 1}, format="json"), 401, "not_authenticated")
+    assert_error(client.post("/api/v1/sessions/", {"user_id": "u1"}, format="json"), 401, "not_authenticated")
+    assert_error(client.get(URL), 401, "not_authenticated")
+    assert not UserDatum.objects.exists() and not Session.objects.exists()

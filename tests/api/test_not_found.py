@@ -1,5 +1,6 @@
 """Every answer under /api/ is JSON, whatever DEBUG says; a missing session is named as such."""
 import pytest
+from django.test import Client
 
 
 @pytest.mark.parametrize("debug", [True, False])
@@ -9,6 +10,13 @@ def test_an_unknown_api_url_is_a_json_404(api, settings, debug, path):
     response = api.get(path)
     assert response.status_code == 404
     assert response["Content-Type"] == "application/json"
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_a_write_to_an_unknown_api_url_is_a_json_404_not_a_csrf_page():
+    """Django's CSRF check must not answer an API client's write with its HTML 403 page."""
+    response = Client(enforce_csrf_checks=True).put("/api/v1/users/alice/sessions/s1/nope/", "{}", content_type="application/json")
+    assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
 
 

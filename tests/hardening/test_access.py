@@ -1,9 +1,11 @@
 """Access, over every endpoint and method of tests/api/test_cross_tenant.py's table: revoked and
 expired keys get 401 and change nothing; agent keys never reach a compliance endpoint (403); a
-compliance key sees only its own tenant; throttling counts per key, not per address."""
+compliance key sees only its own tenant; staff reach the subject export through the API exactly
+when the admin lets them; throttling counts per key, not per address."""
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Permission, User
 from django.test import override_settings
 from django.urls import URLPattern
 from django.utils import timezone
@@ -13,6 +15,7 @@ from rest_framework.test import APIClient
 from agentstate.tenancy.services import api_key_create, api_key_revoke
 from tests.api.conftest import assert_error
 from tests.api.test_cross_tenant import CASES, snapshot, victim  # noqa: F401 (fixture)
+from tests.userdata_app.erasure_factories import verified_request
 from userdata_app.api import compliance
 
 pytestmark = pytest.mark.django_db
@@ -96,3 +99,32 @@ def test_throttling_counts_per_key_whichever_header_carries_it(two_per_minute, t
     assert_error(throttled, 429, "throttled")
     assert int(throttled["Retry-After"]) > 0
     assert [keyed(second).get(path).status_code for _ in range(2)] == [200, 200]  # its own budget
+
+
+@pytest.mark.parametrize(
+    "is_staff, codenames, allowed",
+    [
+        (True, ["execute_erasure"], False),  # was let through the API, never through the admin
+        (True, ["use_api_as_tenant"], False),
+        (True, [], False),
+        (False, ["export_subject_data"], False),
+        (True, ["export_subject_data"], True),
+    ],
+    ids=["erasure-only", "api-as-tenant-only", "none", "not-staff", "export"],
+)
+def test_staff_export_a_subject_through_the_api_exactly_when_the_admin_lets_them(victim, tenant, is_staff, codenames, allowed):
+    """One permission model: the API's subject export asks staff for the permission the admin's export asks."""
+    user = User.objects.create_user("clerk", password="pw-clerk-123", is_staff=is_staff)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    request = verified_request(subjects=[(tenant, "u1")], scope="everything")
+    client = APIClient()
+    client.force_login(user)
+
+    through_admin = client.get(f"/admin/userdata_app/erasurerequest/{request.pk}/export/")
+    through_api = client.get(COMPLIANCE_PATHS["compliance-subject-export"], {"tenant": tenant.slug})
+    if allowed:
+        assert through_admin.status_code == through_api.status_code == 200
+        assert "me@example.com" in through_admin.content.decode() and "me@example.com" in through_api.content.decode()
+    else:
+        assert through_admin.status_code in (302, 403)  # not staff: the admin's login page
+        assert_error(through_api, 403, "permission_denied")

@@ -1,11 +1,13 @@
 """Structured request logs: one JSON line per request with a request id echoed in X-Request-ID;
-API keys and stored contents (messages, state, user-data values) never reach the logs, on
-success, on client errors and on crashes (Django's own django.request logger included)."""
+API keys, stored contents (messages, state, user-data values), user and session ids and the Host
+header never reach the logs, on success, on client errors and on crashes (Django's own
+django.request, django.security and development-server loggers included)."""
 import io
 import json
 import logging
 
 import pytest
+from django.core.servers.basehttp import WSGIRequestHandler
 from django.test import Client
 
 from agentstate.logging import JsonFormatter
@@ -45,7 +47,7 @@ def test_each_request_logs_one_json_line_with_the_echoed_request_id(log_output):
     assert len(request_id) == 32
     [line] = request_lines(log_output)
     assert line["request_id"] == request_id
-    assert line["method"] == "GET" and line["path"] == "/admin/login/" and line["status"] == 200
+    assert line["method"] == "GET" and line["route"] == "/admin/login/" and line["status"] == 200
     assert line["duration_ms"] >= 0 and line["level"] == "INFO"
 
 
@@ -143,3 +145,66 @@ def test_api_keys_and_stored_contents_never_reach_the_logs(log_output, api, agen
     for name, secret in {**SECRETS, "key": agent_key, "key secret": key_secret, "key prefix": key_prefix}.items():
         assert secret not in output, f"the {name} reached the logs"
     assert all(line["tenant"] == "acme" for line in request_lines(log_output) if line["status"] not in (401,))
+
+
+USER_ID, SESSION_ID, HOST = "uid-5ca1ab1e", "sid-0ddba11", "host-f00d.example"
+
+
+def assert_no_identifiers(output: str) -> None:
+    for name, value in {"user id": USER_ID, "session id": SESSION_ID, "Host header": HOST}.items():
+        assert value not in output, f"the {name} reached the logs"
+    assert "f00d" not in output and "5ca1ab1e" not in output and "0ddba11" not in output
+
+
+@pytest.mark.django_db
+def test_user_and_session_ids_never_reach_the_logs_only_the_route_does(log_output, api, settings):
+    """Paths carrying user ids stayed in the request log after the user was erased."""
+    settings.ALLOWED_HOSTS = ["testserver"]
+    session = f"/api/v1/users/{USER_ID}/sessions/{SESSION_ID}/"
+    statuses = [
+        api.post("/api/v1/sessions/", {"user_id": USER_ID, "session_id": SESSION_ID}, format="json").status_code,  # 201
+        api.get(session + "messages/", {"role": USER_ID}).status_code,  # 200, the id in the query too
+        api.get("/api/v1/sessions/", {"user_id": USER_ID}).status_code,  # 200
+        api.get(f"/api/v1/users/{USER_ID}/sessions/{SESSION_ID}-missing/").status_code,  # 404 from the view
+        api.get(f"/no-such-page/{USER_ID}/{SESSION_ID}/").status_code,  # 404 from the resolver
+        api.post(session + "messages/", {"content": "x", "role": 5}, format="json").status_code,  # 400
+        api.get(f"/api/v1/users/{USER_ID}%00/data/").status_code,  # 400 in the path
+        api.get(session + "messages/", HTTP_HOST=HOST).status_code,  # 400 DisallowedHost
+        api.put(session + "messages/", {}, format="json").status_code,  # 405
+    ]
+    assert statuses == [201, 200, 200, 404, 404, 400, 400, 400, 405]
+    assert_no_identifiers(log_output.getvalue())
+    routes = [line["route"] for line in request_lines(log_output)]
+    assert routes[:4] == [
+        "/api/v1/sessions/",
+        "/api/v1/users/{user_id}/sessions/{session_id}/messages/",
+        "/api/v1/sessions/",
+        "/api/v1/users/{user_id}/sessions/{session_id}/",
+    ]
+    assert routes[4] is None  # matched no route: nothing of the path is kept
+    assert all("path" not in line for line in lines(log_output))
+    warnings = [line["message"] for line in lines(log_output) if line["logger"] == "django.request"]
+    assert "Not Found: /api/v1/users/{user_id}/sessions/{session_id}/" in warnings and "Not Found" in warnings
+
+
+@pytest.mark.django_db
+def test_a_disallowed_host_is_logged_without_its_value(log_output, settings):
+    settings.ALLOWED_HOSTS = ["testserver"]
+    response = Client().get("/api/v1/sessions/", HTTP_HOST=HOST)
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid"
+    assert_no_identifiers(log_output.getvalue())
+    [refused] = [line for line in lines(log_output) if line["logger"] == "django.security.DisallowedHost"]
+    assert refused["message"] == "DisallowedHost: request refused (400)"
+    assert refused["request_id"] == response.headers["X-Request-ID"]
+    assert refused["exception"]["type"] == "django.core.exceptions.DisallowedHost"
+
+
+def test_the_development_server_logs_the_method_and_status_not_the_request_line(log_output):
+    """runserver (and so quickstart) logs each request line through django.server."""
+    handler = WSGIRequestHandler.__new__(WSGIRequestHandler)
+    handler.request = None
+    handler.log_message('"%s" %s %s', f"GET /api/v1/users/{USER_ID}/sessions/{SESSION_ID}/?host={HOST} HTTP/1.1", "200", "17")
+    handler.log_message('"%s" %s %s', f"DELETE /api/v1/users/{USER_ID}/ HTTP/1.1", "404", "17")
+    handler.log_error("code %d, message %s", 400, f"Bad request syntax ('GET /{USER_ID} {SESSION_ID}')")
+    assert_no_identifiers(log_output.getvalue())
+    assert [line["message"] for line in lines(log_output)] == ["GET 200", "DELETE 404", "Unparsable request (400)"]

@@ -1,8 +1,15 @@
 """Schemathesis over the whole OpenAPI schema, in process through the WSGI app with a real API
 key: no response is a 5xx and every response matches the schema (status code, content type,
 body, headers). Deterministic (derandomized), about 20 examples per operation and run twice: with
-the ids hypothesis invents (validation paths) and pinned to an existing session (the rules)."""
+the ids hypothesis invents (validation paths) and pinned to an existing session (the rules).
+
+Beyond what the schema describes, the examples include the inputs that once reached a 500: JSON
+bodies nesting hundreds of levels deep, datetimes at the ends of the calendar with any offset
+under 24 hours (and a few malformed ones), and forged or garbled pagination cursors."""
+import base64
 import json
+from datetime import datetime, timedelta, timezone
+from urllib.parse import urlencode
 
 import pytest
 import schemathesis
@@ -12,15 +19,76 @@ from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from schemathesis import checks
 
 from sessions_app import services
 from sessions_app.models import Session
 from userdata_app import services as userdata_services
 
-RAW_SCHEMA = json.loads(OpenApiJsonRenderer().render(SchemaGenerator().get_schema(request=None, public=True)))
+# --- Inputs of the kind that reached a 500 --------------------------------------------------
+
+OFFSETS = st.integers(-(24 * 60 - 1), 24 * 60 - 1).map(lambda minutes: timezone(timedelta(minutes=minutes)))
+DATETIMES = st.one_of(
+    st.sampled_from([
+        "9999-12-31T23:59:59-01:00", "9999-12-31T23:59:59.999999+23:59", "0001-01-01T00:00:00+01:00",
+        "0001-01-01T00:00:00-23:59", "2026-01-01T00:00:00-20:00", "2026-01-01T00:00:00+24:00", "0000-01-01T00:00:00Z",
+    ]),
+    st.builds(
+        lambda moment, offset: moment.replace(tzinfo=offset).isoformat(),
+        st.one_of(st.datetimes(max_value=datetime(1, 1, 2)), st.datetimes(min_value=datetime(9999, 12, 30)), st.datetimes()),
+        OFFSETS,
+    ),
+)
+POSITIONS = st.one_of(DATETIMES, st.integers(-(2**70), 2**70).map(str), st.text(max_size=40))
+FORGED_CURSORS = st.builds(
+    lambda position, reverse, offset: base64.b64encode(
+        urlencode({"p": position, **({"r": "1"} if reverse else {}), **({"o": offset} if offset else {})}).encode()
+    ).decode(),
+    POSITIONS, st.booleans(), st.one_of(st.none(), st.integers(-5, 10**6).map(str)),
+)
+CURSORS = st.one_of(FORGED_CURSORS, st.text(max_size=60), st.binary(max_size=40).map(lambda raw: base64.b64encode(raw).decode()))
+schemathesis.openapi.format("date-time", DATETIMES)
+schemathesis.openapi.format("agentstate-cursor", CURSORS)
+
+
+_PLACEHOLDER = "agentstate-fuzz-nested"
+
+
+def deepened(body, levels: int) -> bytes:
+    """``body`` as JSON text with one of its values (or itself) replaced by arrays nested
+    ``levels`` deep, written out as text: the client's own encoder would run out of stack first."""
+    if isinstance(body, dict) and body:
+        body = {**body, sorted(body)[levels % len(body)]: _PLACEHOLDER}
+    else:
+        body = _PLACEHOLDER
+    return json.dumps(body).replace(json.dumps(_PLACEHOLDER), "[" * levels + "]" * levels).encode()
+
+
+def with_cursor_format(raw: dict) -> dict:
+    """The schema says a cursor is a string; the fuzzer should send ones that look like ours."""
+    for path in raw["paths"].values():
+        for operation in path.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                if parameter.get("name") == "cursor" and parameter.get("in") == "query":
+                    parameter["schema"] = {"type": "string", "format": "agentstate-cursor"}
+    return raw
+
+
+RAW_SCHEMA = with_cursor_format(
+    json.loads(OpenApiJsonRenderer().render(SchemaGenerator().get_schema(request=None, public=True)))
+)
 schema = schemathesis.openapi.from_dict(RAW_SCHEMA)
 schema.app = WSGIHandler()
+
+
+@schema.hook
+def flatmap_body(context, body):
+    """One body in four nests 33 to 3,000 levels deep: past the document limit (32), past the body
+    limit (64), and past the depth where the JSON parser exhausts Python's stack (about 950)."""
+    return st.integers(0, 3).flatmap(
+        lambda choice: st.integers(33, 3000).map(lambda levels: deepened(body, levels)) if choice == 0 else st.just(body)
+    )
 
 CHECKS = [
     checks.not_a_server_error,

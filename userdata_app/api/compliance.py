@@ -1,5 +1,6 @@
-"""Compliance endpoints under /api/v1/compliance/: only ``compliance`` keys (or staff with the
-compliance permission) reach them; agent keys get 403. Everything stays inside the caller's tenant."""
+"""Compliance endpoints under /api/v1/compliance/: only ``compliance`` keys, or staff holding the
+permission the admin requires for the same act, reach them; agent keys get 403. Everything stays
+inside the caller's tenant."""
 from __future__ import annotations
 
 from django.urls import re_path
@@ -14,6 +15,7 @@ from userdata_app.selectors import subject_export
 
 class SubjectExportView(TenantAPIView):
     permission_classes = [HasComplianceScope]
+    staff_permission = "userdata_app.export_subject_data"  # as the admin's export action
 
     @extend_schema(
         summary="Everything held about a user of this tenant (GDPR Art. 15/20)",
