@@ -168,9 +168,9 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         type_, data = self.serde.dumps_typed(value)
         return {"type": type_, "data": _b64(data), "rendered": _rendered(type_, data)}
 
-    def _user_id(self, config: RunnableConfig) -> str:
+    def _users(self, config: RunnableConfig) -> dict[str, str | None]:
         user_id = config["configurable"].get("user_id")
-        return self.default_user_id if user_id is None else str(user_id)
+        return {"user_id": None if user_id is None else str(user_id), "default_user_id": self.default_user_id}
 
     def _put_call(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
@@ -182,7 +182,7 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         rendered = _rendered(type_, data)
         body = {
             "thread_id": escape_text(str(thread_id)),
-            "user_id": self._user_id(config),
+            **self._users(config),
             "checkpoint_ns": escape_text(checkpoint_ns),
             "checkpoint_id": escape_text(checkpoint["id"]),
             "parent_checkpoint_id": None if parent_id is None else escape_text(parent_id),
@@ -202,7 +202,7 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         configurable = config["configurable"]
         body = {
             "thread_id": escape_text(str(configurable["thread_id"])),
-            "user_id": self._user_id(config),
+            **self._users(config),
             "checkpoint_ns": escape_text(configurable.get("checkpoint_ns", "")),
             "checkpoint_id": escape_text(configurable["checkpoint_id"]),
             "task_id": escape_text(task_id),

@@ -30,7 +30,8 @@ class TypedValueSerializer(serializers.Serializer):
 
 class CheckpointPutInput(StrictInput):
     thread_id = _text()
-    user_id = StringField()
+    user_id = StringField(required=False, allow_null=True, default=None, help_text='configurable["user_id"], if any.')
+    default_user_id = StringField(help_text="Owns a new thread whose write names no user.")
     checkpoint_ns = _text()
     checkpoint_id = _text()
     parent_checkpoint_id = _text(allow_null=True, required=False, default=None)
@@ -41,7 +42,8 @@ class CheckpointPutInput(StrictInput):
 
 class WritesPutInput(StrictInput):
     thread_id = _text()
-    user_id = StringField()
+    user_id = StringField(required=False, allow_null=True, default=None, help_text='configurable["user_id"], if any.')
+    default_user_id = StringField(help_text="Owns a new thread whose write names no user.")
     checkpoint_ns = _text()
     checkpoint_id = _text()
     task_id = _text()

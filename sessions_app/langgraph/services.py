@@ -100,14 +100,20 @@ def _session_id_for(thread_id: str) -> str:
 # --- Threads -------------------------------------------------------------------------------------
 
 
-def thread_get_or_create(*, tenant: Tenant, thread_id: str, user_id: str) -> LangGraphThread:
-    """Inside a transaction: the tenant's thread, created for ``user_id`` by its first write; a
-    write naming another user than the owner is refused (409)."""
+def thread_get_or_create(
+    *, tenant: Tenant, thread_id: str, user_id: str | None, default_user_id: str
+) -> LangGraphThread:
+    """Inside a transaction: the tenant's thread, created by its first write for ``user_id`` (the
+    graph's ``configurable["user_id"]``) or else the saver's ``default_user_id``. A write naming
+    another user than the owner is refused (409); one naming none is the owner's."""
     thread_id = clean_text(thread_id, field="thread_id", allow_empty=False)
-    user_id = clean_identifier(user_id, field="user_id")
+    default_user_id = clean_identifier(default_user_id, field="default_user_id")
+    if user_id is not None:
+        user_id = clean_identifier(user_id, field="user_id")
     key = thread_key(thread_id)
     thread = LangGraphThread.objects.filter(tenant=tenant, thread_key=key).first()
     if thread is None:
+        user_id = user_id or default_user_id
         subject_write_check(tenant=tenant, user_id=user_id, category=PROCESS_STATE)
         try:
             with transaction.atomic():
@@ -120,14 +126,14 @@ def thread_get_or_create(*, tenant: Tenant, thread_id: str, user_id: str) -> Lan
                 )
         except IntegrityError:  # a concurrent first write won
             thread = LangGraphThread.objects.get(tenant=tenant, thread_key=key)
-    if thread.user_id != user_id:
+    if user_id is not None and thread.user_id != user_id:
         raise ThreadOwnedByAnotherUser("This thread belongs to another user; writes must name its owner.")
     return thread
 
 
-def _thread_locked(*, tenant: Tenant, thread_id: str, user_id: str) -> LangGraphThread:
+def _thread_locked(*, tenant: Tenant, thread_id: str, user_id: str | None, default_user_id: str) -> LangGraphThread:
     """The thread with its session's row lock: ordered with a delete or an erasure of it."""
-    thread = thread_get_or_create(tenant=tenant, thread_id=thread_id, user_id=user_id)
+    thread = thread_get_or_create(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
     lock_session(thread.session)
     return thread
 
@@ -146,7 +152,8 @@ def checkpoint_put(
     *,
     tenant: Tenant,
     thread_id: str,
-    user_id: str,
+    user_id: str | None,
+    default_user_id: str,
     checkpoint_ns: str,
     checkpoint_id: str,
     parent_checkpoint_id: str | None,
@@ -162,7 +169,7 @@ def checkpoint_put(
     value = clean_typed_value(checkpoint, field="checkpoint")
     metadata = clean_json(metadata, field="metadata", require_object=True)
     channel_versions = clean_json(channel_versions, field="channel_versions", require_object=True)
-    thread = _thread_locked(tenant=tenant, thread_id=thread_id, user_id=user_id)
+    thread = _thread_locked(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
     row, _ = LangGraphCheckpoint.objects.update_or_create(
         session_id=thread.pk, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id,
         defaults={
@@ -179,7 +186,8 @@ def writes_put(
     *,
     tenant: Tenant,
     thread_id: str,
-    user_id: str,
+    user_id: str | None,
+    default_user_id: str,
     checkpoint_ns: str,
     checkpoint_id: str,
     task_id: str,
@@ -203,7 +211,7 @@ def writes_put(
             raise InvalidInput.for_field("writes", "idx must be a 32-bit integer.")
         value = clean_typed_value(write.get("value"), field="writes")
         rows.append((write["idx"], clean_text(write.get("channel"), field="writes"), value))
-    thread = _thread_locked(tenant=tenant, thread_id=thread_id, user_id=user_id)
+    thread = _thread_locked(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
     objects = [
         LangGraphWrite(
             session_id=thread.pk, tenant=tenant, user_id=thread.user_id, checkpoint_ns=checkpoint_ns,
@@ -251,7 +259,9 @@ def thread_copy(*, tenant: Tenant, source_thread_id: str, target_thread_id: str)
     if source is None:
         clean_text(target_thread_id, field="target_thread_id", allow_empty=False)
         return 0
-    target = _thread_locked(tenant=tenant, thread_id=target_thread_id, user_id=source.user_id)
+    target = _thread_locked(
+        tenant=tenant, thread_id=target_thread_id, user_id=source.user_id, default_user_id=source.user_id
+    )
     copied = 0
     for model in (LangGraphCheckpoint, LangGraphWrite):
         columns = [
