@@ -23,6 +23,7 @@ import re
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+import httpx
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -115,12 +116,15 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         serde: SerializerProtocol | None = None,
         timeout: float = 10.0,
         retries: int = 2,
+        transport: httpx.BaseTransport | None = None,
+        async_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(serde=serde)
         self.base_url = base_url
         self.default_user_id = default_user_id
         self._api_key = api_key
         self._options = {"timeout": timeout, "retries": retries}
+        self._transports = (transport, async_transport)
         self._sync: AgentStateClient | None = None
         self._async: AsyncAgentStateClient | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
@@ -129,13 +133,15 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
 
     def _run(self, call: Call[Any]) -> Any:
         if self._sync is None:
-            self._sync = AgentStateClient(self.base_url, self._api_key, **self._options)
+            self._sync = AgentStateClient(self.base_url, self._api_key, transport=self._transports[0], **self._options)
         return self._sync._call(call)
 
     async def _arun(self, call: Call[Any]) -> Any:
         loop = asyncio.get_running_loop()
         if self._async is None or self._async_loop is not loop:  # httpx's pool belongs to one loop
-            self._async = AsyncAgentStateClient(self.base_url, self._api_key, **self._options)
+            self._async = AsyncAgentStateClient(
+                self.base_url, self._api_key, transport=self._transports[1], **self._options
+            )
             self._async_loop = loop
         return await self._async._call(call)
 
