@@ -151,7 +151,8 @@ class CheckpointListView(TenantAPIView):
         )
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
-        return paginator.get_paginated_response([_tuple_data(t) for t in selectors.checkpoint_tuples(page)])
+        tuples = selectors.checkpoint_tuples(page, thread_id=query.get("thread_id"))
+        return paginator.get_paginated_response([_tuple_data(t) for t in tuples])
 
     @extend_schema(summary="LangGraph: store a checkpoint (aput)", request=CheckpointPutInput,
                    responses={201: OpenApiResponse(None, description="Stored."), **error_responses(409)})
@@ -168,7 +169,7 @@ class CheckpointDetailView(TenantAPIView):
         checkpoint = selectors.checkpoint_get(tenant=request.tenant, **query)
         if checkpoint is None:
             raise NotFound("No such checkpoint.")
-        return Response(_tuple_data(selectors.checkpoint_tuples([checkpoint])[0]))
+        return Response(_tuple_data(selectors.checkpoint_tuples([checkpoint], thread_id=query["thread_id"])[0]))
 
 
 class WritesView(TenantAPIView):

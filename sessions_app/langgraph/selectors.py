@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Subquery
 from django.db.models.fields.json import KeyTransform
 
 from agentstate.exceptions import InvalidInput
@@ -17,9 +17,11 @@ from sessions_app.langgraph.services import MAX_ID_BYTES, MAX_NS_BYTES, clean_te
 from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 
 
-def thread_find(*, tenant: Tenant, thread_id: str) -> LangGraphThread | None:
-    thread_id = clean_text(thread_id, field="thread_id")
-    return LangGraphThread.objects.filter(tenant=tenant, thread_key=thread_key(thread_id)).first()
+def _thread_pk(*, tenant: Tenant, thread_id: str) -> Subquery:
+    """The thread's session pk as a scalar subquery: one statement, and PostgreSQL knows the one
+    session when it reads the newest checkpoint backwards on the (session, namespace, id) index."""
+    key = thread_key(clean_text(thread_id, field="thread_id"))
+    return Subquery(LangGraphThread.objects.filter(tenant=tenant, thread_key=key).values("pk"))
 
 
 def checkpoint_get(
@@ -27,10 +29,9 @@ def checkpoint_get(
 ) -> LangGraphCheckpoint | None:
     """One checkpoint, or the newest of the namespace when no id is given; None when missing."""
     checkpoint_ns = clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES)
-    thread = thread_find(tenant=tenant, thread_id=thread_id)
-    if thread is None:
-        return None
-    rows = LangGraphCheckpoint.objects.filter(session_id=thread.pk, checkpoint_ns=checkpoint_ns)
+    rows = LangGraphCheckpoint.objects.filter(
+        session_id=_thread_pk(tenant=tenant, thread_id=thread_id), checkpoint_ns=checkpoint_ns
+    )
     if checkpoint_id is not None:
         checkpoint_id = clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES)
         return rows.filter(checkpoint_id=checkpoint_id).first()
@@ -61,10 +62,7 @@ def checkpoint_list(
     caller pages it with a cursor on the id, so no thread is ever read whole."""
     rows = LangGraphCheckpoint.objects.filter(tenant=tenant)
     if thread_id is not None:
-        thread = thread_find(tenant=tenant, thread_id=thread_id)
-        if thread is None:
-            return LangGraphCheckpoint.objects.none()
-        rows = rows.filter(session_id=thread.pk)
+        rows = rows.filter(session_id=_thread_pk(tenant=tenant, thread_id=thread_id))
     if checkpoint_ns is not None:
         rows = rows.filter(checkpoint_ns=clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES))
     if before is not None:
@@ -82,13 +80,16 @@ class CheckpointTuple:
     writes: list[LangGraphWrite]
 
 
-def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint]) -> list[CheckpointTuple]:
+def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str | None = None) -> list[CheckpointTuple]:
     """The checkpoints with their thread ids and pending writes (in LangGraph's order: task path,
-    task id, idx): two queries for a page, whatever its size."""
+    task id, idx): one query for a page of one thread (``thread_id`` given), two otherwise."""
     if not checkpoints:
         return []
     session_pks = {c.session_id for c in checkpoints}
-    thread_ids = dict(LangGraphThread.objects.filter(pk__in=session_pks).values_list("pk", "thread_id"))
+    if thread_id is not None:
+        thread_ids = dict.fromkeys(session_pks, thread_id)
+    else:
+        thread_ids = dict(LangGraphThread.objects.filter(pk__in=session_pks).values_list("pk", "thread_id"))
     writes: dict[tuple[int, str, str], list[LangGraphWrite]] = {}
     for write in LangGraphWrite.objects.filter(
         session_id__in=session_pks, checkpoint_id__in={c.checkpoint_id for c in checkpoints}

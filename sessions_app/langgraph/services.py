@@ -16,7 +16,6 @@ from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
 from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite, Session
-from sessions_app.services.live import lock_session
 from sessions_app.services.sessions import session_delete
 
 FRAMEWORK = "langgraph"
@@ -100,41 +99,53 @@ def _session_id_for(thread_id: str) -> str:
 # --- Threads -------------------------------------------------------------------------------------
 
 
-def thread_get_or_create(
-    *, tenant: Tenant, thread_id: str, user_id: str | None, default_user_id: str
-) -> LangGraphThread:
-    """Inside a transaction: the tenant's thread, created by its first write for ``user_id`` (the
-    graph's ``configurable["user_id"]``) or else the saver's ``default_user_id``. A write naming
-    another user than the owner is refused (409); one naming none is the owner's."""
+@dataclass(frozen=True)
+class ThreadRef:
+    """A thread being written: its session's pk and its owner."""
+
+    pk: int
+    user_id: str
+
+
+def _thread_lock(*, tenant: Tenant, key: str) -> ThreadRef | None:
+    """Find the thread and take its session's row lock in one statement: a write is then ordered
+    with a delete or an erasure of the thread (one that won leaves nothing to find)."""
+    row = (
+        Session.objects.select_for_update(of=("self",))
+        .filter(langgraph_thread__tenant=tenant, langgraph_thread__thread_key=key)
+        .values_list("pk", "user_id")
+        .first()
+    )
+    return None if row is None else ThreadRef(*row)
+
+
+def thread_for_write(*, tenant: Tenant, thread_id: str, user_id: str | None, default_user_id: str) -> ThreadRef:
+    """Inside a transaction: the tenant's thread, locked; created by its first write for
+    ``user_id`` (the graph's ``configurable["user_id"]``) or else the saver's ``default_user_id``.
+    A write naming another user than the owner is refused (409); one naming none is the owner's."""
     thread_id = clean_text(thread_id, field="thread_id", allow_empty=False)
     default_user_id = clean_identifier(default_user_id, field="default_user_id")
     if user_id is not None:
         user_id = clean_identifier(user_id, field="user_id")
     key = thread_key(thread_id)
-    thread = LangGraphThread.objects.filter(tenant=tenant, thread_key=key).first()
+    thread = _thread_lock(tenant=tenant, key=key)
     if thread is None:
-        user_id = user_id or default_user_id
-        subject_write_check(tenant=tenant, user_id=user_id, category=PROCESS_STATE)
+        owner = user_id or default_user_id
+        subject_write_check(tenant=tenant, user_id=owner, category=PROCESS_STATE)
         try:
             with transaction.atomic():
                 session = Session.objects.create(
-                    tenant=tenant, user_id=user_id, session_id=_session_id_for(thread_id),
+                    tenant=tenant, user_id=owner, session_id=_session_id_for(thread_id),
                     app_name=APP_NAME, framework=FRAMEWORK,
                 )
-                thread = LangGraphThread.objects.create(
-                    session=session, tenant=tenant, user_id=user_id, thread_id=thread_id, thread_key=key
+                LangGraphThread.objects.create(
+                    session=session, tenant=tenant, user_id=owner, thread_id=thread_id, thread_key=key
                 )
+            thread = ThreadRef(session.pk, owner)
         except IntegrityError:  # a concurrent first write won
-            thread = LangGraphThread.objects.get(tenant=tenant, thread_key=key)
+            thread = _thread_lock(tenant=tenant, key=key)
     if user_id is not None and thread.user_id != user_id:
         raise ThreadOwnedByAnotherUser("This thread belongs to another user; writes must name its owner.")
-    return thread
-
-
-def _thread_locked(*, tenant: Tenant, thread_id: str, user_id: str | None, default_user_id: str) -> LangGraphThread:
-    """The thread with its session's row lock: ordered with a delete or an erasure of it."""
-    thread = thread_get_or_create(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
-    lock_session(thread.session)
     return thread
 
 
@@ -160,7 +171,7 @@ def checkpoint_put(
     checkpoint: Any,
     metadata: Any,
     channel_versions: Any,
-) -> LangGraphCheckpoint:
+) -> None:
     """Store a checkpoint (a repeated put of the same key replaces it, as LangGraph's savers do)."""
     checkpoint_ns = clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES)
     checkpoint_id = clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES, allow_empty=False)
@@ -169,16 +180,19 @@ def checkpoint_put(
     value = clean_typed_value(checkpoint, field="checkpoint")
     metadata = clean_json(metadata, field="metadata", require_object=True)
     channel_versions = clean_json(channel_versions, field="channel_versions", require_object=True)
-    thread = _thread_locked(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
-    row, _ = LangGraphCheckpoint.objects.update_or_create(
-        session_id=thread.pk, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id,
-        defaults={
-            "tenant": tenant, "user_id": thread.user_id, "parent_checkpoint_id": parent_checkpoint_id,
-            "metadata": metadata, "channel_versions": channel_versions, **_metadata_columns(metadata),
-            "value_type": value.type, "value": value.data, "rendered": value.rendered,
-        },
+    thread = thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
+    # One INSERT ... ON CONFLICT DO UPDATE: a repeated put replaces the checkpoint.
+    LangGraphCheckpoint.objects.bulk_create(
+        [LangGraphCheckpoint(
+            session_id=thread.pk, tenant=tenant, user_id=thread.user_id, checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint_id, parent_checkpoint_id=parent_checkpoint_id, metadata=metadata,
+            channel_versions=channel_versions, **_metadata_columns(metadata),
+            value_type=value.type, value=value.data, rendered=value.rendered,
+        )],
+        update_conflicts=True, unique_fields=["session", "checkpoint_ns", "checkpoint_id"],
+        update_fields=["parent_checkpoint_id", "metadata", "channel_versions", "run_id", "step", "source",
+                       "value_type", "value", "rendered"],
     )
-    return row
 
 
 @transaction.atomic
@@ -211,7 +225,7 @@ def writes_put(
             raise InvalidInput.for_field("writes", "idx must be a 32-bit integer.")
         value = clean_typed_value(write.get("value"), field="writes")
         rows.append((write["idx"], clean_text(write.get("channel"), field="writes"), value))
-    thread = _thread_locked(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
+    thread = thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
     objects = [
         LangGraphWrite(
             session_id=thread.pk, tenant=tenant, user_id=thread.user_id, checkpoint_ns=checkpoint_ns,
@@ -259,7 +273,7 @@ def thread_copy(*, tenant: Tenant, source_thread_id: str, target_thread_id: str)
     if source is None:
         clean_text(target_thread_id, field="target_thread_id", allow_empty=False)
         return 0
-    target = _thread_locked(
+    target = thread_for_write(
         tenant=tenant, thread_id=target_thread_id, user_id=source.user_id, default_user_id=source.user_id
     )
     copied = 0

@@ -77,6 +77,7 @@ def test_list_follows_cursor_pages_and_stops_at_limit(saver, monkeypatch):
     assert ids(saver.list(generate_config("t-pages"))) == newest_first
     assert ids(saver.list(generate_config("t-pages"), limit=3)) == newest_first[:3]
     assert ids(saver.list({"configurable": {"thread_id": "t-pages"}})) == newest_first  # every namespace
+    assert ids(saver.list(None, limit=4)) == newest_first[:4]  # every thread of the tenant
 
 
 def test_sync_thread_operations(saver):
