@@ -38,23 +38,31 @@ def _config(thread_id: str, parent: str | None) -> dict[str, Any]:
     return {"configurable": configurable}
 
 
+def _service_put(*, tenant, thread_id: str, checkpoint, parent: str | None, step: int) -> None:
+    """What the server runs for AgentStateSaver.put, called in process."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from sessions_app.langgraph import services
+
+    type_, data = JsonPlusSerializer().dumps_typed(checkpoint)
+    services.checkpoint_put(
+        tenant=tenant, thread_id=thread_id, user_id=None, default_user_id="bench", checkpoint_ns="",
+        checkpoint_id=checkpoint["id"], parent_checkpoint_id=parent,
+        checkpoint={"type": type_, "data": base64.b64encode(data).decode(), "rendered": None},
+        metadata={"source": "loop", "step": step}, channel_versions=checkpoint["channel_versions"],
+    )
+
+
 def _fill_server(*, tenant, thread_id: str, size: int) -> str:
     """``size`` checkpoints in a thread, written straight to the database (bulk inserts): the
     same rows AgentStateSaver.put stores. Returns the newest checkpoint id."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from sessions_app.langgraph import services
     from sessions_app.models import LangGraphCheckpoint
 
     serde = JsonPlusSerializer()
     first = _checkpoint(0)
-    type_, data = serde.dumps_typed(first)
-    services.checkpoint_put(
-        tenant=tenant, thread_id=thread_id, user_id=None, default_user_id="bench", checkpoint_ns="",
-        checkpoint_id=first["id"], parent_checkpoint_id=None,
-        checkpoint={"type": type_, "data": base64.b64encode(data).decode(), "rendered": None},
-        metadata={"source": "loop", "step": 0}, channel_versions=first["channel_versions"],
-    )
+    _service_put(tenant=tenant, thread_id=thread_id, checkpoint=first, parent=None, step=0)
     session_id = LangGraphCheckpoint.objects.get(checkpoint_id=first["id"]).session_id
     parent, rows = first["id"], []
     for step in range(1, size):
@@ -92,21 +100,12 @@ def _sync_steps(saver, thread_id: str, parent: str, n: int, samples: list[int]) 
 
 def _service_steps(tenant, thread_id: str, parent: str, n: int, samples: list[int]) -> str:
     """The server's share of a step, in process: what the two requests run, without HTTP."""
-    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    from sessions_app.langgraph import selectors
 
-    from sessions_app.langgraph import selectors, services
-
-    serde = JsonPlusSerializer()
     for _ in range(n):
         checkpoint = _checkpoint(1)
         started = time.perf_counter_ns()
-        type_, data = serde.dumps_typed(checkpoint)
-        services.checkpoint_put(
-            tenant=tenant, thread_id=thread_id, user_id=None, default_user_id="bench", checkpoint_ns="",
-            checkpoint_id=checkpoint["id"], parent_checkpoint_id=parent,
-            checkpoint={"type": type_, "data": base64.b64encode(data).decode(), "rendered": None},
-            metadata={"source": "loop", "step": 1}, channel_versions=checkpoint["channel_versions"],
-        )
+        _service_put(tenant=tenant, thread_id=thread_id, checkpoint=checkpoint, parent=parent, step=1)
         found = selectors.checkpoint_tuples([selectors.checkpoint_get(tenant=tenant, thread_id=thread_id, checkpoint_ns="")])
         samples.append(time.perf_counter_ns() - started)
         assert found[0].checkpoint.checkpoint_id == checkpoint["id"]

@@ -28,24 +28,24 @@ class TypedValueSerializer(serializers.Serializer):
     rendered = serializers.JSONField(required=False, allow_null=True, help_text="A JSON view for staff (input only).")
 
 
-class CheckpointPutInput(StrictInput):
+class ThreadWriteInput(StrictInput):
+    """What every write names: the thread, its user (if any), the checkpoint."""
+
     thread_id = _text()
     user_id = StringField(required=False, allow_null=True, default=None, help_text='configurable["user_id"], if any.')
     default_user_id = StringField(help_text="Owns a new thread whose write names no user.")
     checkpoint_ns = _text()
     checkpoint_id = _text()
+
+
+class CheckpointPutInput(ThreadWriteInput):
     parent_checkpoint_id = _text(allow_null=True, required=False, default=None)
     checkpoint = serializers.JSONField()
     metadata = serializers.JSONField()
     channel_versions = serializers.JSONField()
 
 
-class WritesPutInput(StrictInput):
-    thread_id = _text()
-    user_id = StringField(required=False, allow_null=True, default=None, help_text='configurable["user_id"], if any.')
-    default_user_id = StringField(help_text="Owns a new thread whose write names no user.")
-    checkpoint_ns = _text()
-    checkpoint_id = _text()
+class WritesPutInput(ThreadWriteInput):
     task_id = _text()
     task_path = _text(required=False, default="")
     replace = serializers.BooleanField(default=False, help_text="Overwrite on retry (LangGraph's special channels).")

@@ -158,6 +158,14 @@ def _metadata_columns(metadata: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _clean_key(checkpoint_ns: Any, checkpoint_id: Any) -> tuple[str, str]:
+    """A checkpoint's namespace and id within the index's bounds."""
+    return (
+        clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES),
+        clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES, allow_empty=False),
+    )
+
+
 @transaction.atomic
 def checkpoint_put(
     *,
@@ -173,8 +181,7 @@ def checkpoint_put(
     channel_versions: Any,
 ) -> None:
     """Store a checkpoint (a repeated put of the same key replaces it, as LangGraph's savers do)."""
-    checkpoint_ns = clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES)
-    checkpoint_id = clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES, allow_empty=False)
+    checkpoint_ns, checkpoint_id = _clean_key(checkpoint_ns, checkpoint_id)
     if parent_checkpoint_id is not None:
         parent_checkpoint_id = clean_text(parent_checkpoint_id, field="parent_checkpoint_id", max_bytes=MAX_ID_BYTES)
     value = clean_typed_value(checkpoint, field="checkpoint")
@@ -211,8 +218,7 @@ def writes_put(
 ) -> int:
     """Store a task's pending writes. Keyed by (thread, namespace, checkpoint, task, idx): a retry
     stores nothing twice; with ``replace`` (LangGraph's special channels) a retry overwrites."""
-    checkpoint_ns = clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES)
-    checkpoint_id = clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES, allow_empty=False)
+    checkpoint_ns, checkpoint_id = _clean_key(checkpoint_ns, checkpoint_id)
     task_id = clean_text(task_id, field="task_id", max_bytes=MAX_ID_BYTES)
     task_path = clean_text(task_path, field="task_path")
     if not isinstance(writes, list):
