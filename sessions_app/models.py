@@ -183,3 +183,103 @@ class WorkingStateEntry(models.Model):
 
     def __str__(self) -> str:
         return f"Working state of session #{self.session_id}"
+
+
+# --- LangGraph checkpointer (agentstate.integrations.langgraph) ---------------------------
+#
+# A LangGraph thread is a Session (framework "langgraph") plus the row below that holds LangGraph's
+# own thread id, unique per tenant. Identifiers and values arrive already mapped by the client
+# (NUL, lone surrogates and the escape character itself become "\ue000" + 4 hex digits), so every
+# text column holds what PostgreSQL can store; docs/CLIENT.md describes the mapping.
+
+
+class LangGraphThread(models.Model):
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, primary_key=True, related_name="langgraph_thread")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=128)
+    # LangGraph's thread id as given: any length, any character. The key (its SHA-256) is what the
+    # unique index holds, so a long id never exceeds an index entry.
+    thread_id = models.TextField()
+    thread_key = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # Serves: find a thread by tenant and thread id (every saver call starts here).
+            models.UniqueConstraint(fields=["tenant", "thread_key"], name="lg_thread_unique_per_tenant"),
+        ]
+
+    def __str__(self) -> str:
+        return f"LangGraph thread of session #{self.session_id}"
+
+
+class LangGraphCheckpoint(models.Model):
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+", db_index=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=128)
+    checkpoint_ns = models.TextField(blank=True, default="")  # "" is the root graph
+    checkpoint_id = models.TextField()
+    parent_checkpoint_id = models.TextField(null=True, blank=True)
+    # Copied out of the metadata: the admin's timeline and delete_for_runs need them as columns.
+    run_id = models.TextField(null=True, blank=True)
+    step = models.BigIntegerField(null=True, blank=True)
+    source = models.CharField(max_length=32, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    channel_versions = models.JSONField(default=dict, blank=True)
+    # The checkpoint exactly as LangGraph's serializer wrote it (type, bytes): the round trip.
+    value_type = models.CharField(max_length=32)
+    value = models.BinaryField()
+    # A JSON view of the channel values for staff and subject exports; null when the serializer
+    # cannot render them as JSON (the admin then shows type and size).
+    rendered = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # Serves: get one checkpoint; the latest of a namespace; list a namespace newest first
+            # (cursor = checkpoint id, which LangGraph makes monotonic).
+            models.UniqueConstraint(
+                fields=["session", "checkpoint_ns", "checkpoint_id"], name="lg_checkpoint_unique"
+            ),
+        ]
+        indexes = [
+            # Serves: list every namespace of a thread newest first.
+            models.Index(fields=["session", "checkpoint_id"], name="lg_checkpoint_thread_order"),
+            # Serves: delete_for_runs, which names runs only.
+            models.Index(fields=["tenant", "run_id"], name="lg_checkpoint_run"),
+            # Serves: a search across all threads of a tenant (list without a thread), newest first.
+            models.Index(fields=["tenant", "checkpoint_id"], name="lg_checkpoint_tenant_order"),
+        ]
+
+    def __str__(self) -> str:
+        return f"LangGraph checkpoint #{self.pk}"
+
+
+class LangGraphWrite(models.Model):
+    """A pending write, keyed as LangGraph keys it: (thread, namespace, checkpoint, task, idx)."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+", db_index=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=128)
+    checkpoint_ns = models.TextField(blank=True, default="")
+    checkpoint_id = models.TextField()
+    task_id = models.TextField()
+    task_path = models.TextField(blank=True, default="")
+    idx = models.IntegerField()
+    channel = models.TextField()
+    value_type = models.CharField(max_length=32)
+    value = models.BinaryField()
+    rendered = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # Serves: a retried put_writes (idempotent on this key) and the writes of the
+            # checkpoints of one page (session, checkpoint_id IN ...).
+            models.UniqueConstraint(
+                fields=["session", "checkpoint_id", "checkpoint_ns", "task_id", "idx"], name="lg_write_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"LangGraph write #{self.pk}"

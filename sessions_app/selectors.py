@@ -14,7 +14,16 @@ from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 from sessions_app import working_state
-from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from sessions_app.models import (
+    AgentTransition,
+    Checkpoint,
+    LangGraphCheckpoint,
+    LangGraphThread,
+    LangGraphWrite,
+    Message,
+    Round,
+    Session,
+)
 
 DEFAULT_SESSION_ID = "default"
 MAX_RECENT = 500  # most recent messages one read returns (the API's page-size bound)
@@ -172,7 +181,10 @@ def transition_list(*, session: Session) -> QuerySet[AgentTransition]:
 
 # --- One data subject's process state (erasure preview, residue check, subject export) -----
 
-PROCESS_STATE_CATEGORIES = ("sessions", "messages", "rounds", "checkpoints", "transitions", "working_state")
+PROCESS_STATE_CATEGORIES = (
+    "sessions", "messages", "rounds", "checkpoints", "transitions", "working_state",
+    "langgraph_checkpoints", "langgraph_writes",
+)
 
 
 def _subject_sessions(*, tenant: Tenant, user_id: str) -> QuerySet[Session]:
@@ -193,6 +205,8 @@ def subject_process_state_counts(*, tenant: Tenant, user_id: str) -> dict[str, i
         "checkpoints": Checkpoint.objects.filter(**in_sessions).count(),
         "transitions": AgentTransition.objects.filter(**in_sessions).count(),
         "working_state": working_state.get_store().count_many(session_pks),
+        "langgraph_checkpoints": LangGraphCheckpoint.objects.filter(**in_sessions).count(),
+        "langgraph_writes": LangGraphWrite.objects.filter(**in_sessions).count(),
     }
 
 
@@ -200,7 +214,8 @@ def subject_admin_objects(*, tenant: Tenant, user_id: str) -> list[QuerySet]:
     """The subject's rows of each model the admin shows, so erasure can scrub the admin log."""
     sessions = _subject_sessions(tenant=tenant, user_id=user_id)
     in_sessions = {"session_id__in": sessions.values("pk")}
-    return [sessions, *(model.objects.filter(**in_sessions) for model in (Message, Round, Checkpoint, AgentTransition))]
+    models = (Message, Round, Checkpoint, AgentTransition, LangGraphCheckpoint, LangGraphWrite)
+    return [sessions, *(model.objects.filter(**in_sessions) for model in models)]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -215,6 +230,7 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[s
     by_session: dict[int, dict[str, list]] = {
         s.pk: {"messages": [], "rounds": [], "checkpoints": [], "transitions": []} for s in sessions
     }
+    langgraph = _langgraph_export(in_sessions)
     for m in Message.objects.filter(**in_sessions).order_by("session_id", "seq"):
         by_session[m.session_id]["messages"].append(
             {
@@ -244,9 +260,37 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[s
             "created_at": _iso(s.created_at), "updated_at": _iso(s.updated_at), "ended_at": _iso(s.ended_at),
             **by_session[s.pk],
             "working_state": working_state_get(session=s),
+            **({"langgraph": langgraph[s.pk]} if s.pk in langgraph else {}),
         }
         for s in sessions
     ]
+
+
+def _langgraph_export(in_sessions: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """LangGraph threads of the subject (their full thread ids): checkpoints (with their JSON view, or the serializer's
+    type and size where there is none) and pending writes, by session. One query per table."""
+    export: dict[int, dict[str, Any]] = {
+        pk: {"thread_id": thread_id, "checkpoints": [], "writes": []}
+        for pk, thread_id in LangGraphThread.objects.filter(**in_sessions).values_list("pk", "thread_id")
+    }
+    for c in LangGraphCheckpoint.objects.filter(**in_sessions).order_by("session_id", "checkpoint_ns", "checkpoint_id"):
+        export[c.session_id]["checkpoints"].append(
+            {
+                "checkpoint_ns": c.checkpoint_ns, "checkpoint_id": c.checkpoint_id,
+                "parent_checkpoint_id": c.parent_checkpoint_id, "metadata": c.metadata,
+                "channel_versions": c.channel_versions, "channel_values": c.rendered,
+                "value_type": c.value_type, "value_bytes": len(c.value), "created_at": _iso(c.created_at),
+            }
+        )
+    for w in LangGraphWrite.objects.filter(**in_sessions).order_by("session_id", "checkpoint_id", "task_id", "idx"):
+        export[w.session_id]["writes"].append(
+            {
+                "checkpoint_ns": w.checkpoint_ns, "checkpoint_id": w.checkpoint_id, "task_id": w.task_id,
+                "task_path": w.task_path, "idx": w.idx, "channel": w.channel, "value": w.rendered,
+                "value_type": w.value_type, "value_bytes": len(w.value), "created_at": _iso(w.created_at),
+            }
+        )
+    return export
 
 
 def subject_ids_iter():

@@ -5,7 +5,15 @@ from django.db import transaction
 
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
-from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from sessions_app.models import (
+    AgentTransition,
+    Checkpoint,
+    LangGraphCheckpoint,
+    LangGraphWrite,
+    Message,
+    Round,
+    Session,
+)
 
 @transaction.atomic
 def subject_process_state_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
@@ -26,6 +34,8 @@ def subject_process_state_erase(*, tenant: Tenant, user_id: str) -> dict[str, in
         ("rounds", Round),
         ("checkpoints", Checkpoint),
         ("transitions", AgentTransition),
+        ("langgraph_checkpoints", LangGraphCheckpoint),
+        ("langgraph_writes", LangGraphWrite),
     ):
         counts[category] = model.objects.filter(**in_sessions).delete()[0]
     counts["sessions"] = sessions.delete()[1].get(Session._meta.label, 0)

@@ -45,7 +45,10 @@ def world(tenant, other_tenant):
     return tenant, other_tenant
 
 
-FULL = {"user_data": 2, "sessions": 2, "messages": 6, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2}
+FULL = {
+    "user_data": 2, "sessions": 2, "messages": 6, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2,
+    "langgraph_checkpoints": 0, "langgraph_writes": 0,
+}
 
 
 def test_user_data_scope_erases_user_data_only_and_keeps_process_state(world, officer):

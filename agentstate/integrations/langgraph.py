@@ -1,0 +1,395 @@
+"""``AgentStateSaver``: LangGraph's checkpointer interface (``BaseCheckpointSaver``) on agentstate.
+
+Swap it in for LangGraph's own saver::
+
+    graph = builder.compile(checkpointer=AgentStateSaver(url, api_key, default_user_id="alice"))
+
+Sync and async methods, including the extended ``copy_thread``, ``prune`` and
+``delete_for_runs``. A thread belongs to one user: ``config["configurable"]["user_id"]`` of its
+first checkpoint, else ``default_user_id``. Checkpoints and writes are stored as LangGraph's
+serializer wrote them (type and bytes: the round trip is exact), with a JSON view for staff where
+the serializer's msgpack renders as JSON.
+
+Text the database cannot hold (NUL, lone surrogates) is mapped reversibly in every identifier,
+metadata key and value: each such character, and the private-use character U+E000 used as the
+escape, becomes U+E000 followed by its code point in four hex digits (docs/CLIENT.md).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import httpx
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from agentstate.client.calls import API, Call, as_json, as_nothing
+from agentstate.client.clients import AgentStateClient, AsyncAgentStateClient
+from agentstate.client.models import Page
+
+__all__ = ["AgentStateSaver", "escape_text", "unescape_text"]
+
+BASE = f"{API}/langgraph"
+PAGE_SIZE = 100
+_ESCAPE = "\ue000"
+_NEEDS_ESCAPE = re.compile("[\x00\ue000\ud800-\udfff]")
+_ESCAPED = re.compile("\ue000([0-9a-f]{4})")
+
+
+def escape_text(text: str) -> str:
+    """``text`` with NUL, lone surrogates and U+E000 as U+E000 + four hex digits (reversible)."""
+    if not _NEEDS_ESCAPE.search(text):
+        return text
+    return _NEEDS_ESCAPE.sub(lambda m: f"{_ESCAPE}{ord(m.group()):04x}", text)
+
+
+def unescape_text(text: str) -> str:
+    if _ESCAPE not in text:
+        return text
+    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def _map_json(value: Any, text) -> Any:
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, dict):
+        return {text(str(k)): _map_json(v, text) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_map_json(v, text) for v in value]
+    return value
+
+
+def _escape_json(value: Any) -> Any:
+    return _map_json(value, escape_text)
+
+
+def _unescape_json(value: Any) -> Any:
+    return _map_json(value, unescape_text)
+
+
+def _rendered(type_: str, data: bytes) -> Any:
+    """The JSON view of a serialized value, as the serializer's own msgpack-to-JSON hook reads it;
+    None when it has none (bytes, pickles, values JSON cannot hold)."""
+    try:
+        if type_ == "json":
+            value = json.loads(data)
+        elif type_ == "msgpack":
+            import ormsgpack
+            from langgraph.checkpoint.serde.jsonplus import _msgpack_ext_hook_to_json
+
+            value = ormsgpack.unpackb(data, ext_hook=_msgpack_ext_hook_to_json, option=ormsgpack.OPT_NON_STR_KEYS)
+        else:
+            return None
+        return _escape_json(json.loads(json.dumps(value, allow_nan=False)))
+    except Exception:  # a view for staff only: never a reason to fail a write
+        return None
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+class AgentStateSaver(BaseCheckpointSaver[int]):
+    """LangGraph checkpointer on an agentstate server; ``default_user_id`` owns threads whose
+    first checkpoint names no ``configurable["user_id"]``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        default_user_id: str,
+        serde: SerializerProtocol | None = None,
+        timeout: float = 10.0,
+        retries: int = 2,
+        transport: httpx.BaseTransport | None = None,
+        async_transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self.base_url = base_url
+        self.default_user_id = default_user_id
+        self._api_key = api_key
+        self._options = {"timeout": timeout, "retries": retries}
+        self._transports = (transport, async_transport)
+        self._sync: AgentStateClient | None = None
+        self._async: AsyncAgentStateClient | None = None
+        self._async_loop: asyncio.AbstractEventLoop | None = None
+
+    # --- transports -------------------------------------------------------------------------
+
+    def _run(self, call: Call[Any]) -> Any:
+        if self._sync is None:
+            self._sync = AgentStateClient(self.base_url, self._api_key, transport=self._transports[0], **self._options)
+        return self._sync._call(call)
+
+    async def _arun(self, call: Call[Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._async_loop is not loop:  # httpx's pool belongs to one loop
+            self._async = AsyncAgentStateClient(
+                self.base_url, self._api_key, transport=self._transports[1], **self._options
+            )
+            self._async_loop = loop
+        return await self._async._call(call)
+
+    def close(self) -> None:
+        if self._sync is not None:
+            self._sync.close()
+            self._sync = None
+
+    async def aclose(self) -> None:
+        self.close()
+        if self._async is not None:
+            await self._async.aclose()
+            self._async = None
+
+    def __enter__(self) -> AgentStateSaver:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> AgentStateSaver:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+    # --- requests, built once for both transports ---------------------------------------------
+
+    def _typed(self, value: Any) -> dict[str, Any]:
+        type_, data = self.serde.dumps_typed(value)
+        return {"type": type_, "data": _b64(data), "rendered": _rendered(type_, data)}
+
+    def _users(self, config: RunnableConfig) -> dict[str, str | None]:
+        user_id = config["configurable"].get("user_id")
+        return {"user_id": None if user_id is None else str(user_id), "default_user_id": self.default_user_id}
+
+    def _put_call(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> tuple[Call[None], RunnableConfig]:
+        configurable = config["configurable"]
+        thread_id, checkpoint_ns = configurable["thread_id"], configurable.get("checkpoint_ns", "")
+        parent_id = configurable.get("checkpoint_id")
+        type_, data = self.serde.dumps_typed(checkpoint)
+        rendered = _rendered(type_, data)
+        body = {
+            "thread_id": escape_text(str(thread_id)),
+            **self._users(config),
+            "checkpoint_ns": escape_text(checkpoint_ns),
+            "checkpoint_id": escape_text(checkpoint["id"]),
+            "parent_checkpoint_id": None if parent_id is None else escape_text(parent_id),
+            "checkpoint": {
+                "type": type_, "data": _b64(data),
+                "rendered": rendered.get("channel_values") if isinstance(rendered, dict) else None,
+            },
+            "metadata": _escape_json(get_serializable_checkpoint_metadata(config, metadata)),
+            "channel_versions": _escape_json(checkpoint["channel_versions"]),
+        }
+        stored = {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}}
+        return Call("POST", f"{BASE}/checkpoints/", as_nothing, json=body, idempotent=True), stored
+
+    def _writes_call(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> Call[Any]:
+        configurable = config["configurable"]
+        body = {
+            "thread_id": escape_text(str(configurable["thread_id"])),
+            **self._users(config),
+            "checkpoint_ns": escape_text(configurable.get("checkpoint_ns", "")),
+            "checkpoint_id": escape_text(configurable["checkpoint_id"]),
+            "task_id": escape_text(task_id),
+            "task_path": escape_text(task_path),
+            # Special channels (errors, interrupts, ...) overwrite on retry, as in LangGraph's savers.
+            "replace": all(channel in WRITES_IDX_MAP for channel, _ in writes),
+            "writes": [
+                {"idx": WRITES_IDX_MAP.get(channel, idx), "channel": escape_text(channel), "value": self._typed(value)}
+                for idx, (channel, value) in enumerate(writes)
+            ],
+        }
+        return Call("POST", f"{BASE}/writes/", as_json, json=body, idempotent=True)
+
+    def _get_call(self, config: RunnableConfig) -> Call[CheckpointTuple | None]:
+        configurable = config["configurable"]
+        params = {
+            "thread_id": escape_text(str(configurable["thread_id"])),
+            "checkpoint_ns": escape_text(configurable.get("checkpoint_ns", "")),
+        }
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id:
+            params["checkpoint_id"] = escape_text(checkpoint_id)
+
+        def parse(response):
+            return None if response.status_code == 404 else self._tuple(as_json(response))
+
+        return Call("GET", f"{BASE}/checkpoint/", parse, params=params, answers=frozenset({404}))
+
+    def _list_call(
+        self, config: RunnableConfig | None, filter: dict[str, Any] | None, before: RunnableConfig | None,
+        limit: int | None,
+    ) -> Call[dict[str, Any]]:
+        params: dict[str, str] = {"page_size": str(min(limit, PAGE_SIZE) if limit else PAGE_SIZE)}
+        configurable = (config or {}).get("configurable") or {}
+        if configurable.get("thread_id") is not None:
+            params["thread_id"] = escape_text(str(configurable["thread_id"]))
+        if configurable.get("checkpoint_ns") is not None:
+            params["checkpoint_ns"] = escape_text(configurable["checkpoint_ns"])
+        if before is not None and get_checkpoint_id(before):
+            params["before"] = escape_text(get_checkpoint_id(before))
+        if filter:
+            params["filter"] = json.dumps(_escape_json(filter), allow_nan=False)
+        return Call("GET", f"{BASE}/checkpoints/", as_json, params=params)
+
+    def _tuple(self, item: dict[str, Any]) -> CheckpointTuple:
+        thread_id = unescape_text(item["thread_id"])
+        checkpoint_ns = unescape_text(item["checkpoint_ns"])
+
+        def config(checkpoint_id: str) -> RunnableConfig:
+            return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
+                                     "checkpoint_id": unescape_text(checkpoint_id)}}
+
+        def value(typed: dict[str, str]) -> Any:
+            return self.serde.loads_typed((typed["type"], base64.b64decode(typed["data"])))
+
+        parent = item["parent_checkpoint_id"]
+        return CheckpointTuple(
+            config=config(item["checkpoint_id"]),
+            checkpoint=value(item["checkpoint"]),
+            metadata=_unescape_json(item["metadata"]),
+            parent_config=config(parent) if parent else None,
+            pending_writes=[
+                (unescape_text(w["task_id"]), unescape_text(w["channel"]), value(w["value"]))
+                for w in item["pending_writes"]
+            ],
+        )
+
+    @staticmethod
+    def _count_call(path: str, body: dict[str, Any]) -> Call[Any]:
+        return Call("POST", f"{BASE}/{path}/", as_json, json=body, idempotent=True)
+
+    def _delete_thread_call(self, thread_id: str) -> Call[None]:
+        return Call("POST", f"{BASE}/threads/delete/", as_nothing,
+                    json={"thread_id": escape_text(str(thread_id))}, idempotent=True)
+
+    def _copy_call(self, source_thread_id: str, target_thread_id: str) -> Call[Any]:
+        return self._count_call("threads/copy", {"source_thread_id": escape_text(str(source_thread_id)),
+                                                 "target_thread_id": escape_text(str(target_thread_id))})
+
+    def _prune_call(self, thread_ids: Sequence[str], strategy: str) -> Call[Any]:
+        return self._count_call("threads/prune", {"thread_ids": [escape_text(str(t)) for t in thread_ids],
+                                                  "strategy": strategy})
+
+    def _runs_call(self, run_ids: Sequence[str]) -> Call[Any]:
+        return self._count_call("runs/delete", {"run_ids": [escape_text(str(r)) for r in run_ids]})
+
+    @staticmethod
+    def _page(data: dict[str, Any], call: Call[Any], remaining: int | None) -> tuple[list[dict], Call[Any] | None]:
+        """The page's items within ``remaining``, and the call of the next page (None at the end)."""
+        items = data["results"] if remaining is None else data["results"][:remaining]
+        left = None if remaining is None else remaining - len(items)
+        cursor = Page(results=[], next=data.get("next")).next_cursor
+        if cursor is None or left == 0:
+            return items, None
+        params = {**(call.params or {}), "cursor": cursor}
+        if left is not None:
+            params["page_size"] = str(min(left, PAGE_SIZE))
+        return items, Call(call.method, call.url, call.parse, params=params)
+
+    # --- BaseCheckpointSaver, sync ------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._run(self._get_call(config))
+
+    def list(
+        self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None, limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        call, remaining = self._list_call(config, filter, before, limit), limit
+        while call is not None:
+            items, next_call = self._page(self._run(call), call, remaining)
+            for item in items:
+                yield self._tuple(item)
+            remaining = None if remaining is None else remaining - len(items)
+            call = next_call
+
+    def put(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        call, stored = self._put_call(config, checkpoint, metadata)
+        self._run(call)
+        return stored
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        if writes:
+            self._run(self._writes_call(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._run(self._delete_thread_call(thread_id))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._run(self._copy_call(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._run(self._prune_call(thread_ids, strategy))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._run(self._runs_call(run_ids))
+
+    # --- BaseCheckpointSaver, async -----------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._arun(self._get_call(config))
+
+    async def alist(
+        self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None, limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        call, remaining = self._list_call(config, filter, before, limit), limit
+        while call is not None:
+            items, next_call = self._page(await self._arun(call), call, remaining)
+            for item in items:
+                yield self._tuple(item)
+            remaining = None if remaining is None else remaining - len(items)
+            call = next_call
+
+    async def aput(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        call, stored = self._put_call(config, checkpoint, metadata)
+        await self._arun(call)
+        return stored
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        if writes:
+            await self._arun(self._writes_call(config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._arun(self._delete_thread_call(thread_id))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._arun(self._copy_call(source_thread_id, target_thread_id))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self._arun(self._prune_call(thread_ids, strategy))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._arun(self._runs_call(run_ids))

@@ -1,0 +1,209 @@
+"""REST endpoints of the LangGraph checkpointer under /api/v1/langgraph/: thin views over
+sessions_app.langgraph's services and selectors. Identifiers travel in bodies and query strings,
+never in paths, so any LangGraph id (with ``/``, any length) fits."""
+from __future__ import annotations
+
+import base64
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from agentstate.api.pagination import CursorPagination
+from agentstate.api.schema import error_responses
+from agentstate.api.serializers import StrictInput, StringField, validated
+from agentstate.api.views import TenantAPIView
+from agentstate.exceptions import NotFound
+from sessions_app.langgraph import selectors, services
+
+
+def _text(**kwargs):
+    """An identifier exactly as sent: blank allowed (the root namespace), no whitespace trimmed."""
+    return StringField(allow_blank=True, trim_whitespace=False, **kwargs)
+
+
+class TypedValueSerializer(serializers.Serializer):
+    type = serializers.CharField(help_text="The serializer's type tag (msgpack, json, bytes, null, ...).")
+    data = serializers.CharField(help_text="The serialized bytes, base64.")
+    rendered = serializers.JSONField(required=False, allow_null=True, help_text="A JSON view for staff (input only).")
+
+
+class ThreadWriteInput(StrictInput):
+    """What every write names: the thread, its user (if any), the checkpoint."""
+
+    thread_id = _text()
+    user_id = StringField(required=False, allow_null=True, default=None, help_text='configurable["user_id"], if any.')
+    default_user_id = StringField(help_text="Owns a new thread whose write names no user.")
+    checkpoint_ns = _text()
+    checkpoint_id = _text()
+
+
+class CheckpointPutInput(ThreadWriteInput):
+    parent_checkpoint_id = _text(allow_null=True, required=False, default=None)
+    checkpoint = serializers.JSONField()
+    metadata = serializers.JSONField()
+    channel_versions = serializers.JSONField()
+
+
+class WritesPutInput(ThreadWriteInput):
+    task_id = _text()
+    task_path = _text(required=False, default="")
+    replace = serializers.BooleanField(default=False, help_text="Overwrite on retry (LangGraph's special channels).")
+    writes = serializers.JSONField(help_text='[{"idx": int, "channel": str, "value": {type, data, rendered}}]')
+
+
+class CheckpointQuery(serializers.Serializer):
+    thread_id = _text()
+    checkpoint_ns = _text(required=False, default="")
+    checkpoint_id = _text(required=False)
+
+
+class ListQuery(serializers.Serializer):
+    thread_id = _text(required=False)
+    checkpoint_ns = _text(required=False, help_text="Absent: every namespace.")
+    before = _text(required=False, help_text="Only checkpoints with a smaller (older) id.")
+    filter = _text(required=False, help_text="JSON object: metadata keys and the values they must equal.")
+
+
+class WriteOut(serializers.Serializer):
+    task_id = serializers.CharField()
+    task_path = serializers.CharField()
+    idx = serializers.IntegerField()
+    channel = serializers.CharField()
+    value = TypedValueSerializer()
+
+
+class CheckpointTupleOut(serializers.Serializer):
+    thread_id = serializers.CharField()
+    checkpoint_ns = serializers.CharField()
+    checkpoint_id = serializers.CharField()
+    parent_checkpoint_id = serializers.CharField(allow_null=True)
+    metadata = serializers.JSONField()
+    checkpoint = TypedValueSerializer()
+    pending_writes = WriteOut(many=True)
+
+
+class CheckpointPage(serializers.Serializer):
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = CheckpointTupleOut(many=True)
+
+
+class ThreadInput(StrictInput):
+    thread_id = _text()
+
+
+class CopyInput(StrictInput):
+    source_thread_id = _text()
+    target_thread_id = _text()
+
+
+class PruneInput(StrictInput):
+    thread_ids = serializers.ListField(child=_text(), allow_empty=True)
+    strategy = StringField(default="keep_latest")
+
+
+class RunsInput(StrictInput):
+    run_ids = serializers.ListField(child=_text(), allow_empty=True)
+
+
+class CountOut(serializers.Serializer):
+    count = serializers.IntegerField()
+
+
+def _b64(data) -> str:
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def _tuple_data(item: selectors.CheckpointTuple) -> dict:
+    c = item.checkpoint
+    return {
+        "thread_id": item.thread_id,
+        "checkpoint_ns": c.checkpoint_ns,
+        "checkpoint_id": c.checkpoint_id,
+        "parent_checkpoint_id": c.parent_checkpoint_id,
+        "metadata": c.metadata,
+        "checkpoint": {"type": c.value_type, "data": _b64(c.value)},
+        "pending_writes": [
+            {"task_id": w.task_id, "task_path": w.task_path, "idx": w.idx, "channel": w.channel,
+             "value": {"type": w.value_type, "data": _b64(w.value)}}
+            for w in item.writes
+        ],
+    }
+
+
+class CheckpointPagination(CursorPagination):
+    """Newest first: LangGraph's checkpoint ids grow with time."""
+
+    ordering = "-checkpoint_id"
+
+
+class CheckpointListView(TenantAPIView):
+    pagination_class = CheckpointPagination
+
+    @extend_schema(summary="LangGraph: list checkpoints newest first (alist)", parameters=[ListQuery],
+                   responses={200: CheckpointPage})
+    def get(self, request):
+        query = validated(ListQuery, request.query_params)
+        rows = selectors.checkpoint_list(
+            tenant=request.tenant, thread_id=query.get("thread_id"), checkpoint_ns=query.get("checkpoint_ns"),
+            before=query.get("before"), metadata_filter=selectors.parse_filter(query.get("filter")),
+        )
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        tuples = selectors.checkpoint_tuples(page, thread_id=query.get("thread_id"))
+        return paginator.get_paginated_response([_tuple_data(t) for t in tuples])
+
+    @extend_schema(summary="LangGraph: store a checkpoint (aput)", request=CheckpointPutInput,
+                   responses={201: OpenApiResponse(None, description="Stored."), **error_responses(409)})
+    def post(self, request):
+        services.checkpoint_put(tenant=request.tenant, **validated(CheckpointPutInput, request.data))
+        return Response(status=status.HTTP_201_CREATED)
+
+
+class CheckpointDetailView(TenantAPIView):
+    @extend_schema(summary="LangGraph: one checkpoint with its pending writes, or the newest (aget_tuple)",
+                   parameters=[CheckpointQuery], responses={200: CheckpointTupleOut, **error_responses(404)})
+    def get(self, request):
+        query = validated(CheckpointQuery, request.query_params)
+        checkpoint = selectors.checkpoint_get(tenant=request.tenant, **query)
+        if checkpoint is None:
+            raise NotFound("No such checkpoint.")
+        return Response(_tuple_data(selectors.checkpoint_tuples([checkpoint], thread_id=query["thread_id"])[0]))
+
+
+class WritesView(TenantAPIView):
+    @extend_schema(summary="LangGraph: store a task's pending writes (aput_writes)", request=WritesPutInput,
+                   responses={201: CountOut, **error_responses(409)})
+    def post(self, request):
+        count = services.writes_put(tenant=request.tenant, **validated(WritesPutInput, request.data))
+        return Response({"count": count}, status=status.HTTP_201_CREATED)
+
+
+class ThreadDeleteView(TenantAPIView):
+    @extend_schema(summary="LangGraph: delete a thread with its checkpoints and writes (adelete_thread)",
+                   request=ThreadInput, responses={204: None})
+    def post(self, request):
+        services.thread_delete(tenant=request.tenant, **validated(ThreadInput, request.data))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ThreadCopyView(TenantAPIView):
+    @extend_schema(summary="LangGraph: copy a thread's checkpoints and writes to another (acopy_thread)",
+                   request=CopyInput, responses={200: CountOut, **error_responses(409)})
+    def post(self, request):
+        return Response({"count": services.thread_copy(tenant=request.tenant, **validated(CopyInput, request.data))})
+
+
+class PruneView(TenantAPIView):
+    @extend_schema(summary="LangGraph: prune threads, keep_latest or delete (aprune)", request=PruneInput,
+                   responses={200: CountOut})
+    def post(self, request):
+        return Response({"count": services.threads_prune(tenant=request.tenant, **validated(PruneInput, request.data))})
+
+
+class RunsDeleteView(TenantAPIView):
+    @extend_schema(summary="LangGraph: delete the checkpoints and writes of runs (adelete_for_runs)",
+                   request=RunsInput, responses={200: CountOut})
+    def post(self, request):
+        return Response({"count": services.runs_delete(tenant=request.tenant, **validated(RunsInput, request.data))})

@@ -1,0 +1,117 @@
+"""Reads of the LangGraph checkpointer. Every query is scoped by the caller's tenant and served
+by an index: a thread by (tenant, key), checkpoints by (session, namespace, id) or (session, id),
+a page's writes by (session, checkpoint id)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet, Subquery
+from django.db.models.fields.json import KeyTransform
+
+from agentstate.exceptions import InvalidInput
+from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_json
+from sessions_app.langgraph.services import MAX_ID_BYTES, MAX_NS_BYTES, clean_text, thread_key
+from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+
+
+def _thread_pk(*, tenant: Tenant, thread_id: str) -> Subquery:
+    """The thread's session pk as a scalar subquery: one statement, and PostgreSQL knows the one
+    session when it reads the newest checkpoint backwards on the (session, namespace, id) index."""
+    key = thread_key(clean_text(thread_id, field="thread_id"))
+    return Subquery(LangGraphThread.objects.filter(tenant=tenant, thread_key=key).values("pk"))
+
+
+def checkpoint_get(
+    *, tenant: Tenant, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None = None
+) -> LangGraphCheckpoint | None:
+    """One checkpoint, or the newest of the namespace when no id is given; None when missing."""
+    checkpoint_ns = clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES)
+    rows = LangGraphCheckpoint.objects.filter(
+        session_id=_thread_pk(tenant=tenant, thread_id=thread_id), checkpoint_ns=checkpoint_ns
+    )
+    if checkpoint_id is not None:
+        checkpoint_id = clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES)
+        return rows.filter(checkpoint_id=checkpoint_id).first()
+    return rows.order_by("-checkpoint_id").first()
+
+
+def parse_filter(raw: str | None) -> dict[str, Any]:
+    """The ``filter`` query parameter: a JSON object of metadata keys and the values they equal."""
+    if raw is None or raw == "":
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise InvalidInput.for_field("filter", "must be a JSON object.") from None
+    return clean_json(value, field="filter", require_object=True)
+
+
+def checkpoint_list(
+    *,
+    tenant: Tenant,
+    thread_id: str | None = None,
+    checkpoint_ns: str | None = None,
+    before: str | None = None,
+    metadata_filter: dict[str, Any] | None = None,
+) -> QuerySet[LangGraphCheckpoint]:
+    """Checkpoints newest first (descending id, as LangGraph lists them): of one thread, of one
+    namespace when given, before a checkpoint id, whose metadata has the given key values. The
+    caller pages it with a cursor on the id, so no thread is ever read whole."""
+    rows = LangGraphCheckpoint.objects.filter(tenant=tenant)
+    if thread_id is not None:
+        rows = rows.filter(session_id=_thread_pk(tenant=tenant, thread_id=thread_id))
+    if checkpoint_ns is not None:
+        rows = rows.filter(checkpoint_ns=clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES))
+    if before is not None:
+        rows = rows.filter(checkpoint_id__lt=clean_text(before, field="before", max_bytes=MAX_ID_BYTES))
+    for number, (key, value) in enumerate((metadata_filter or {}).items()):
+        # KeyTransform, not metadata__<key>: a key holding "__" must not become a nested lookup.
+        rows = rows.alias(**{f"_meta_{number}": KeyTransform(key, "metadata")}).filter(**{f"_meta_{number}": value})
+    return rows.order_by("-checkpoint_id")
+
+
+@dataclass(frozen=True)
+class CheckpointTuple:
+    checkpoint: LangGraphCheckpoint
+    thread_id: str
+    writes: list[LangGraphWrite]
+
+
+def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str | None = None) -> list[CheckpointTuple]:
+    """The checkpoints with their thread ids and pending writes (in LangGraph's order: task path,
+    task id, idx): one query for a page of one thread (``thread_id`` given), two otherwise."""
+    if not checkpoints:
+        return []
+    session_pks = {c.session_id for c in checkpoints}
+    if thread_id is not None:
+        thread_ids = dict.fromkeys(session_pks, thread_id)
+    else:
+        thread_ids = dict(LangGraphThread.objects.filter(pk__in=session_pks).values_list("pk", "thread_id"))
+    writes: dict[tuple[int, str, str], list[LangGraphWrite]] = {}
+    for write in LangGraphWrite.objects.filter(
+        session_id__in=session_pks, checkpoint_id__in={c.checkpoint_id for c in checkpoints}
+    ):
+        writes.setdefault((write.session_id, write.checkpoint_ns, write.checkpoint_id), []).append(write)
+    return [
+        CheckpointTuple(
+            checkpoint=c,
+            thread_id=thread_ids[c.session_id],
+            writes=sorted(
+                writes.get((c.session_id, c.checkpoint_ns, c.checkpoint_id), []),
+                key=lambda w: (w.task_path, w.task_id, w.idx),
+            ),
+        )
+        for c in checkpoints
+    ]
+
+
+def thread_timeline(*, thread: LangGraphThread) -> QuerySet[LangGraphCheckpoint]:
+    """A thread's checkpoints for the admin's timeline, newest first, without their values."""
+    return (
+        LangGraphCheckpoint.objects.filter(session_id=thread.pk)
+        .order_by("-checkpoint_id")
+        .defer("value", "rendered", "channel_versions")
+    )

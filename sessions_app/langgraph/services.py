@@ -1,0 +1,356 @@
+"""Writes of the LangGraph checkpointer: threads, checkpoints, pending writes, and the thread-wide
+operations (delete, copy, prune, delete for runs). Each call is one transaction."""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef, Subquery
+
+from agentstate.exceptions import Conflict, InvalidInput
+from agentstate.subjects import PROCESS_STATE, subject_write_check
+from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_identifier, clean_json
+from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite, Session
+from sessions_app.services.sessions import session_delete
+
+FRAMEWORK = "langgraph"
+APP_NAME = "langgraph"  # keeps threads out of the REST API's own sessions (app_name "")
+# Index entries have a size limit (about 2.7 kB in PostgreSQL): namespaces and ids are bounded in
+# UTF-8 bytes so the unique keys always fit; LangGraph's own are far shorter (uuids, "node:uuid|...").
+MAX_NS_BYTES = 2000
+MAX_ID_BYTES = 255
+MAX_TYPE_LENGTH = 32
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+
+class ThreadOwnedByAnotherUser(Conflict):
+    code = "thread_owned_by_another_user"
+
+
+# --- Identifiers and values --------------------------------------------------------------------
+
+
+def clean_text(value: Any, *, field: str, max_bytes: int | None = None, allow_empty: bool = True) -> str:
+    """A LangGraph identifier as mapped by the client: any string a database can hold."""
+    if not isinstance(value, str):
+        raise InvalidInput.for_field(field, "must be a string.")
+    if not value and not allow_empty:
+        raise InvalidInput.for_field(field, "must not be empty.")
+    if "\x00" in value:
+        raise InvalidInput.for_field(field, "must not contain NUL characters (the client maps them).")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInput.for_field(field, "must be valid Unicode (no lone surrogates).") from None
+    if max_bytes is not None and size > max_bytes:
+        raise InvalidInput.for_field(field, f"must be at most {max_bytes} bytes in UTF-8.")
+    return value
+
+
+@dataclass(frozen=True)
+class TypedValue:
+    """A value as LangGraph's serializer wrote it, and the JSON view staff see (or None)."""
+
+    type: str
+    data: bytes
+    rendered: Any
+
+
+def clean_typed_value(value: Any, *, field: str) -> TypedValue:
+    """``{"type", "data" (base64), "rendered"}``: the bytes are the round trip; a rendering that is
+    not storable JSON is dropped (staff then see type and size), never a reason to refuse."""
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str) or not isinstance(value.get("data"), str):
+        raise InvalidInput.for_field(field, 'must be {"type": str, "data": base64 str, "rendered": JSON}.')
+    type_ = clean_text(value["type"], field=field, allow_empty=False)
+    if len(type_) > MAX_TYPE_LENGTH:
+        raise InvalidInput.for_field(field, f"type must be at most {MAX_TYPE_LENGTH} characters.")
+    try:
+        data = base64.b64decode(value["data"], validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidInput.for_field(field, "data must be base64.") from None
+    rendered = value.get("rendered")
+    try:
+        clean_json(rendered, field=field)
+    except InvalidInput:
+        rendered = None
+    return TypedValue(type=type_, data=data, rendered=rendered)
+
+
+def thread_key(thread_id: str) -> str:
+    return hashlib.sha256(thread_id.encode("utf-8")).hexdigest()
+
+
+def _session_id_for(thread_id: str) -> str:
+    """The thread id itself when it is a valid session id, else ``~`` and its key (the full id
+    stays on the thread row). Ids starting with ``~`` are keyed too, so the two never collide."""
+    try:
+        if not thread_id.startswith("~"):
+            return clean_identifier(thread_id, field="thread_id")
+    except InvalidInput:
+        pass
+    return "~" + thread_key(thread_id)
+
+
+# --- Threads -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ThreadRef:
+    """A thread being written: its session's pk and its owner."""
+
+    pk: int
+    user_id: str
+
+
+def _thread_lock(*, tenant: Tenant, key: str) -> ThreadRef | None:
+    """Find the thread and take its session's row lock in one statement: a write is then ordered
+    with a delete or an erasure of the thread (one that won leaves nothing to find)."""
+    row = (
+        Session.objects.select_for_update(of=("self",))
+        .filter(langgraph_thread__tenant=tenant, langgraph_thread__thread_key=key)
+        .values_list("pk", "user_id")
+        .first()
+    )
+    return None if row is None else ThreadRef(*row)
+
+
+def thread_for_write(*, tenant: Tenant, thread_id: str, user_id: str | None, default_user_id: str) -> ThreadRef:
+    """Inside a transaction: the tenant's thread, locked; created by its first write for
+    ``user_id`` (the graph's ``configurable["user_id"]``) or else the saver's ``default_user_id``.
+    A write naming another user than the owner is refused (409); one naming none is the owner's."""
+    thread_id = clean_text(thread_id, field="thread_id", allow_empty=False)
+    default_user_id = clean_identifier(default_user_id, field="default_user_id")
+    if user_id is not None:
+        user_id = clean_identifier(user_id, field="user_id")
+    key = thread_key(thread_id)
+    thread = _thread_lock(tenant=tenant, key=key)
+    if thread is None:
+        owner = user_id or default_user_id
+        subject_write_check(tenant=tenant, user_id=owner, category=PROCESS_STATE)
+        try:
+            with transaction.atomic():
+                session = Session.objects.create(
+                    tenant=tenant, user_id=owner, session_id=_session_id_for(thread_id),
+                    app_name=APP_NAME, framework=FRAMEWORK,
+                )
+                LangGraphThread.objects.create(
+                    session=session, tenant=tenant, user_id=owner, thread_id=thread_id, thread_key=key
+                )
+            thread = ThreadRef(session.pk, owner)
+        except IntegrityError:  # a concurrent first write won
+            thread = _thread_lock(tenant=tenant, key=key)
+    if user_id is not None and thread.user_id != user_id:
+        raise ThreadOwnedByAnotherUser("This thread belongs to another user; writes must name its owner.")
+    return thread
+
+
+def _metadata_columns(metadata: dict[str, Any]) -> dict[str, Any]:
+    run_id, step, source = metadata.get("run_id"), metadata.get("step"), metadata.get("source")
+    return {
+        "run_id": run_id if isinstance(run_id, str) and len(run_id.encode("utf-8")) <= MAX_ID_BYTES else None,
+        "step": step if isinstance(step, int) and not isinstance(step, bool) and abs(step) < 2**63 else None,
+        "source": source if isinstance(source, str) and len(source) <= 32 else "",
+    }
+
+
+def _clean_key(checkpoint_ns: Any, checkpoint_id: Any) -> tuple[str, str]:
+    """A checkpoint's namespace and id within the index's bounds."""
+    return (
+        clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES),
+        clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES, allow_empty=False),
+    )
+
+
+@transaction.atomic
+def checkpoint_put(
+    *,
+    tenant: Tenant,
+    thread_id: str,
+    user_id: str | None,
+    default_user_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    parent_checkpoint_id: str | None,
+    checkpoint: Any,
+    metadata: Any,
+    channel_versions: Any,
+) -> None:
+    """Store a checkpoint (a repeated put of the same key replaces it, as LangGraph's savers do)."""
+    checkpoint_ns, checkpoint_id = _clean_key(checkpoint_ns, checkpoint_id)
+    if parent_checkpoint_id is not None:
+        parent_checkpoint_id = clean_text(parent_checkpoint_id, field="parent_checkpoint_id", max_bytes=MAX_ID_BYTES)
+    value = clean_typed_value(checkpoint, field="checkpoint")
+    metadata = clean_json(metadata, field="metadata", require_object=True)
+    channel_versions = clean_json(channel_versions, field="channel_versions", require_object=True)
+    thread = thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
+    # One INSERT ... ON CONFLICT DO UPDATE: a repeated put replaces the checkpoint.
+    LangGraphCheckpoint.objects.bulk_create(
+        [LangGraphCheckpoint(
+            session_id=thread.pk, tenant=tenant, user_id=thread.user_id, checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint_id, parent_checkpoint_id=parent_checkpoint_id, metadata=metadata,
+            channel_versions=channel_versions, **_metadata_columns(metadata),
+            value_type=value.type, value=value.data, rendered=value.rendered,
+        )],
+        update_conflicts=True, unique_fields=["session", "checkpoint_ns", "checkpoint_id"],
+        update_fields=["parent_checkpoint_id", "metadata", "channel_versions", "run_id", "step", "source",
+                       "value_type", "value", "rendered"],
+    )
+
+
+@transaction.atomic
+def writes_put(
+    *,
+    tenant: Tenant,
+    thread_id: str,
+    user_id: str | None,
+    default_user_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    task_id: str,
+    task_path: str,
+    writes: Any,
+    replace: bool,
+) -> int:
+    """Store a task's pending writes. Keyed by (thread, namespace, checkpoint, task, idx): a retry
+    stores nothing twice; with ``replace`` (LangGraph's special channels) a retry overwrites."""
+    checkpoint_ns, checkpoint_id = _clean_key(checkpoint_ns, checkpoint_id)
+    task_id = clean_text(task_id, field="task_id", max_bytes=MAX_ID_BYTES)
+    task_path = clean_text(task_path, field="task_path")
+    if not isinstance(writes, list):
+        raise InvalidInput.for_field("writes", "must be a list.")
+    rows = []
+    for write in writes:
+        if not isinstance(write, dict) or isinstance(write.get("idx"), bool) or not isinstance(write.get("idx"), int):
+            raise InvalidInput.for_field("writes", 'each write is {"idx": int, "channel": str, "value": {...}}.')
+        if not -(2**31) <= write["idx"] < 2**31:
+            raise InvalidInput.for_field("writes", "idx must be a 32-bit integer.")
+        value = clean_typed_value(write.get("value"), field="writes")
+        rows.append((write["idx"], clean_text(write.get("channel"), field="writes"), value))
+    thread = thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
+    objects = [
+        LangGraphWrite(
+            session_id=thread.pk, tenant=tenant, user_id=thread.user_id, checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint_id, task_id=task_id, task_path=task_path, idx=idx, channel=channel,
+            value_type=value.type, value=value.data, rendered=value.rendered,
+        )
+        for idx, channel, value in rows
+    ]
+    unique = ["session", "checkpoint_id", "checkpoint_ns", "task_id", "idx"]
+    if replace:
+        LangGraphWrite.objects.bulk_create(
+            objects, update_conflicts=True, unique_fields=unique,
+            update_fields=["task_path", "channel", "value_type", "value", "rendered"],
+        )
+    else:
+        LangGraphWrite.objects.bulk_create(objects, ignore_conflicts=True)
+    return len(objects)
+
+
+# --- Thread-wide operations ----------------------------------------------------------------------
+
+
+def _thread_find(*, tenant: Tenant, thread_id: str) -> LangGraphThread | None:
+    thread_id = clean_text(thread_id, field="thread_id")
+    return LangGraphThread.objects.filter(tenant=tenant, thread_key=thread_key(thread_id)).first()
+
+
+@transaction.atomic
+def thread_delete(*, tenant: Tenant, thread_id: str) -> bool:
+    """Delete the thread (its session, checkpoints and writes); a missing thread is no error."""
+    thread = _thread_find(tenant=tenant, thread_id=thread_id)
+    if thread is None:
+        return False
+    session_delete(session=thread.session)
+    return True
+
+
+@transaction.atomic
+def thread_copy(*, tenant: Tenant, source_thread_id: str, target_thread_id: str) -> int:
+    """Copy every checkpoint and write of a thread to another, owned by the source's user (a
+    target owned by someone else is refused). Two INSERT ... SELECT statements whatever the size;
+    rows the target already has are kept. Returns the checkpoints copied; a missing source copies
+    nothing."""
+    source = _thread_find(tenant=tenant, thread_id=source_thread_id)
+    if source is None:
+        clean_text(target_thread_id, field="target_thread_id", allow_empty=False)
+        return 0
+    target = thread_for_write(
+        tenant=tenant, thread_id=target_thread_id, user_id=source.user_id, default_user_id=source.user_id
+    )
+    copied = 0
+    for model in (LangGraphCheckpoint, LangGraphWrite):
+        columns = [
+            f.column for f in model._meta.concrete_fields if f.column not in ("id", "session_id", "user_id")
+        ]
+        quote = connection.ops.quote_name
+        names = ", ".join(quote(c) for c in columns)
+        sql = (
+            f"INSERT INTO {quote(model._meta.db_table)} (session_id, user_id, {names}) "
+            f"SELECT %s, %s, {names} FROM {quote(model._meta.db_table)} WHERE session_id = %s "
+            f"ORDER BY id ON CONFLICT DO NOTHING"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [target.pk, target.user_id, source.pk])
+            if model is LangGraphCheckpoint:
+                copied = cursor.rowcount
+    return copied
+
+
+def _threads_find(*, tenant: Tenant, thread_ids: Any) -> list[int]:
+    if not isinstance(thread_ids, list):
+        raise InvalidInput.for_field("thread_ids", "must be a list of thread ids.")
+    keys = [thread_key(clean_text(t, field="thread_ids")) for t in thread_ids]
+    return list(LangGraphThread.objects.filter(tenant=tenant, thread_key__in=keys).values_list("pk", flat=True))
+
+
+def _orphan_writes_delete(session_pks) -> int:
+    """Writes whose checkpoint is gone."""
+    has_checkpoint = LangGraphCheckpoint.objects.filter(
+        session_id=OuterRef("session_id"), checkpoint_ns=OuterRef("checkpoint_ns"), checkpoint_id=OuterRef("checkpoint_id")
+    )
+    return LangGraphWrite.objects.filter(session_id__in=session_pks).exclude(Exists(has_checkpoint)).delete()[0]
+
+
+@transaction.atomic
+def threads_prune(*, tenant: Tenant, thread_ids: Any, strategy: Any) -> int:
+    """``keep_latest``: only the newest checkpoint of each namespace (with its writes) stays;
+    ``delete``: every checkpoint and write goes (the thread itself stays). Returns checkpoints
+    deleted; unknown threads are skipped."""
+    if strategy not in PRUNE_STRATEGIES:
+        raise InvalidInput.for_field("strategy", f"must be one of {', '.join(PRUNE_STRATEGIES)}.")
+    session_pks = _threads_find(tenant=tenant, thread_ids=thread_ids)
+    if not session_pks:
+        return 0
+    list(Session.objects.select_for_update().filter(pk__in=session_pks).order_by("pk").values_list("pk", flat=True))
+    doomed = LangGraphCheckpoint.objects.filter(session_id__in=session_pks)
+    if strategy == "keep_latest":
+        latest = LangGraphCheckpoint.objects.filter(
+            session_id=OuterRef("session_id"), checkpoint_ns=OuterRef("checkpoint_ns")
+        ).order_by("-checkpoint_id").values("checkpoint_id")[:1]
+        doomed = doomed.exclude(checkpoint_id=Subquery(latest))
+    deleted = doomed.delete()[0]
+    _orphan_writes_delete(session_pks)
+    return deleted
+
+
+@transaction.atomic
+def runs_delete(*, tenant: Tenant, run_ids: Any) -> int:
+    """Delete the tenant's checkpoints made by these runs (``metadata.run_id``) with their writes."""
+    if not isinstance(run_ids, list):
+        raise InvalidInput.for_field("run_ids", "must be a list of run ids.")
+    run_ids = [clean_text(r, field="run_ids", max_bytes=MAX_ID_BYTES) for r in run_ids]
+    if not run_ids:
+        return 0
+    doomed = LangGraphCheckpoint.objects.filter(tenant=tenant, run_id__in=run_ids)
+    session_pks = list(doomed.values_list("session_id", flat=True).distinct())
+    if not session_pks:
+        return 0
+    list(Session.objects.select_for_update().filter(pk__in=session_pks).order_by("pk").values_list("pk", flat=True))
+    deleted = doomed.delete()[0]
+    _orphan_writes_delete(session_pks)
+    return deleted

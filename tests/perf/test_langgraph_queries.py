@@ -1,0 +1,56 @@
+"""The LangGraph endpoints run the same statements whatever a thread's length: a step's put and
+get_tuple, a page of the list with its writes (10 and 300 checkpoints)."""
+import base64
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from agentstate.tenancy import selectors as tenancy_selectors
+from agentstate.tenancy.services import api_key_create
+from sessions_app.langgraph import services
+
+pytestmark = pytest.mark.django_db
+L = "/api/v1/langgraph/"
+VALUE = {"type": "msgpack", "data": base64.b64encode(b"\x81\xa1k\xa1v").decode()}
+
+
+def put(tenant, thread_id, n):
+    for i in range(n):
+        services.checkpoint_put(
+            tenant=tenant, thread_id=thread_id, user_id=None, default_user_id="u", checkpoint_ns="",
+            checkpoint_id=f"c{i:06d}", parent_checkpoint_id=f"c{i - 1:06d}" if i else None, checkpoint=VALUE,
+            metadata={"step": i, "source": "loop"}, channel_versions={},
+        )
+        services.writes_put(
+            tenant=tenant, thread_id=thread_id, user_id=None, default_user_id="u", checkpoint_ns="",
+            checkpoint_id=f"c{i:06d}", task_id="t", task_path="", replace=False,
+            writes=[{"idx": 0, "channel": "ch", "value": VALUE}],
+        )
+
+
+def statements(client, thread_id, n):
+    body = {"thread_id": thread_id, "default_user_id": "u", "checkpoint_ns": "", "checkpoint_id": f"c{n:06d}",
+            "parent_checkpoint_id": f"c{n - 1:06d}", "checkpoint": VALUE, "metadata": {"step": n}, "channel_versions": {}}
+    counts = []
+    for call in (
+        lambda: client.post(L + "checkpoints/", body, format="json"),
+        lambda: client.get(L + "checkpoint/", {"thread_id": thread_id, "checkpoint_ns": ""}),
+        lambda: client.get(L + "checkpoints/", {"thread_id": thread_id, "checkpoint_ns": "", "page_size": 5}),
+        lambda: client.get(L + "checkpoints/", {"thread_id": thread_id, "filter": '{"source": "loop"}', "page_size": 5}),
+    ):
+        with CaptureQueriesContext(connection) as queries:
+            assert call().status_code in (200, 201)
+        counts.append(len(queries))
+    return counts
+
+
+def test_a_step_and_a_page_cost_the_same_at_10_and_300_checkpoints(tenant):
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=api_key_create(tenant=tenant, name="k")[1])
+    tenancy_selectors.api_key_cache_clear()
+    put(tenant, "short", 10)
+    put(tenant, "long", 300)
+    statements(client, "short", 10)  # warms the key cache
+    assert statements(client, "short", 11) == statements(client, "long", 300)
