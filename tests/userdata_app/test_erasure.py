@@ -281,6 +281,41 @@ def test_hold_release_reject_record_who_when_and_why(tenant, officer):
     assert request.status_changed_by == officer
 
 
+def test_a_stale_copy_cannot_move_an_executed_request_back(world, officer):
+    """Issue 9, defect 3: the status is checked on the locked row, not on the caller's copy."""
+    acme, _ = world
+    request = verified_request(subjects=[(acme, "alice")], scope=Scope.EVERYTHING, actor=officer)
+    stale = ErasureRequest.objects.get(pk=request.pk)
+    erasure.erasure_execute(request=request, actor=officer)
+
+    with pytest.raises(Conflict):
+        erasure.erasure_request_hold(request=stale, reason="late hold", actor=officer)
+    with pytest.raises(Conflict):
+        erasure.erasure_request_reject(request=stale, reason="late", subject_informed_on=date(2026, 3, 1), actor=officer)
+    with pytest.raises(Conflict):
+        erasure.erasure_request_extend(request=stale, months=1, reason="late", actor=officer)
+
+    request.refresh_from_db()
+    assert request.status == Status.EXECUTED and request.hold_reason == "" and not request.is_extended
+    assert not request.events.filter(to_status__in=[Status.ON_HOLD, Status.REJECTED]).exists()
+    assert stale.status == Status.EXECUTED  # the caller's copy now shows the stored status
+
+
+def test_a_step_saves_only_what_it_changes_and_extends_once_whatever_the_copy(tenant, officer):
+    request = erasure.erasure_request_create(subjects=[(tenant, "alice")], reason="first notes", actor=officer)
+    stale = ErasureRequest.objects.get(pk=request.pk)
+    ErasureRequest.objects.filter(pk=request.pk).update(reason="edited meanwhile")
+    erasure.erasure_request_extend(request=request, months=1, reason="many systems", actor=officer)
+
+    erasure.erasure_request_verify(request=stale, actor=officer)
+    with pytest.raises(Conflict):
+        erasure.erasure_request_extend(request=stale, months=2, reason="again", actor=officer)
+
+    request.refresh_from_db()
+    assert request.status == Status.VERIFIED and request.reason == "edited meanwhile"
+    assert request.extension_reason == "many systems"
+
+
 def test_a_request_needs_a_subject_and_a_known_scope(tenant):
     with pytest.raises(InvalidInput):
         erasure.erasure_request_create(subjects=[])
