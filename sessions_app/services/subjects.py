@@ -6,12 +6,13 @@ from django.db import transaction
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from sessions_app.services.live import working_state_clear_on_commit
 
 @transaction.atomic
 def subject_process_state_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
     """Delete every session of the subject with its messages, rounds, checkpoints, transitions and
-    working state; returns counts per category. Called by userdata_app.erasure inside its
-    transaction.
+    working state (once the transaction commits); returns counts per category. Called by
+    userdata_app.erasure inside its transaction.
 
     The subject's session rows are locked first, so an append or round save that is running
     finishes before, and one that starts later finds the session gone. Bulk deletes: a fixed
@@ -19,7 +20,7 @@ def subject_process_state_erase(*, tenant: Tenant, user_id: str) -> dict[str, in
     sessions = Session.objects.filter(tenant=tenant, user_id=user_id)
     session_pks = list(sessions.select_for_update().values_list("pk", flat=True))
     counts = {"working_state": working_state.get_store().count_many(session_pks)}
-    working_state.get_store().clear_many(session_pks)
+    working_state_clear_on_commit(session_pks)
     in_sessions = {"session_id__in": sessions.values("pk")}
     for category, model in (
         ("messages", Message),
