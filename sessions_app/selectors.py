@@ -14,7 +14,7 @@ from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 from sessions_app import working_state
-from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session, WorkingStateEntry
 
 DEFAULT_SESSION_ID = "default"
 MAX_RECENT = 500  # most recent messages one read returns (the API's page-size bound)
@@ -189,6 +189,11 @@ def subject_process_state_counts(*, tenant: Tenant, user_id: str) -> dict[str, i
         "transitions": AgentTransition.objects.filter(**in_sessions).count(),
         "working_state": working_state.get_store().count_many(session_pks),
     }
+
+
+def subject_process_state_tables() -> list[str]:
+    """The tables an erasure of process state deletes from (their statistics are refreshed after)."""
+    return [model._meta.db_table for model in (Session, Message, Round, Checkpoint, AgentTransition, WorkingStateEntry)]
 
 
 def subject_admin_objects(*, tenant: Tenant, user_id: str) -> list[QuerySet]:

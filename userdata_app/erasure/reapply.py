@@ -15,6 +15,7 @@ from sessions_app import selectors as session_selectors
 from userdata_app import selectors as userdata_selectors
 from userdata_app.erasure.execution import erase_subject, subject_counts
 from userdata_app.erasure.registry import subject_hash
+from userdata_app.erasure.storage import storage_cleanup
 from userdata_app.models import ErasedSubject, ErasureRequest
 
 Scope = ErasureRequest.Scope
@@ -55,7 +56,10 @@ def erasures_reapply(*, dry_run: bool = False) -> dict[str, int]:
                 counts = erase_subject(tenant=tenants[slug], user_id=user_id, scope=scope)
                 ErasedSubject.objects.filter(pk__in=[e.pk for e in entries]).update(last_reapplied_at=now)
         summary.update({f"{'would_erase' if dry_run else 'erased'}_{c}": n for c, n in counts.items()})
-    return dict(summary)
+    summary = dict(summary)
+    if summary["subjects_matched"] and not dry_run:
+        summary["storage_pending"] = storage_cleanup()
+    return summary
 
 
 def erased_subjects_export() -> list[dict]:
