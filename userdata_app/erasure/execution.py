@@ -10,6 +10,7 @@ once that transaction has committed are the copies outside the database's live r
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 from functools import partial
 
 from django.conf import settings
@@ -49,10 +50,18 @@ def categories_in_scope(scope: str) -> tuple[str, ...]:
     return CATEGORIES if scope == Scope.EVERYTHING else USER_DATA_CATEGORIES
 
 
-def subject_counts(*, tenant: Tenant, user_id: str, scope: str) -> dict[str, int]:
-    counts = {"user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id)}
+def subject_counts(
+    *, tenant: Tenant, user_id: str, scope: str,
+    user_data_existed_at: datetime | None = None, process_state_existed_at: datetime | None = None,
+) -> dict[str, int]:
+    """Rows per category in ``scope``; the ``*_existed_at`` limit a category to what existed then."""
+    counts = {
+        "user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at)
+    }
     if scope == Scope.EVERYTHING:
-        counts.update(session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id))
+        counts.update(
+            session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id, existed_at=process_state_existed_at)
+        )
     return counts
 
 
@@ -83,13 +92,22 @@ def _scrub_admin_log(objects: QuerySet) -> None:
     ).update(object_repr=ERASED_REPR, change_message="")
 
 
-def erase_subject(*, tenant: Tenant, user_id: str, scope: str) -> dict[str, int]:
-    _scrub_admin_log(userdata_selectors.user_datum_list(tenant=tenant, user_id=user_id))
-    counts = {"user_data": userdata_services.subject_user_data_erase(tenant=tenant, user_id=user_id)}
+def erase_subject(
+    *, tenant: Tenant, user_id: str, scope: str,
+    user_data_existed_at: datetime | None = None, process_state_existed_at: datetime | None = None,
+) -> dict[str, int]:
+    """Erase the subject's data in ``scope`` (the ``*_existed_at`` limit a category to what existed
+    then: re-applying after a restore) and scrub the admin log about it; counts per category."""
+    _scrub_admin_log(userdata_selectors.subject_user_data(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at))
+    counts = {
+        "user_data": userdata_services.subject_user_data_erase(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at)
+    }
     if scope == Scope.EVERYTHING:
-        for objects in session_selectors.subject_admin_objects(tenant=tenant, user_id=user_id):
+        for objects in session_selectors.subject_admin_objects(tenant=tenant, user_id=user_id, existed_at=process_state_existed_at):
             _scrub_admin_log(objects)
-        counts.update(session_services.subject_process_state_erase(tenant=tenant, user_id=user_id))
+        counts.update(
+            session_services.subject_process_state_erase(tenant=tenant, user_id=user_id, existed_at=process_state_existed_at)
+        )
     return counts
 
 
