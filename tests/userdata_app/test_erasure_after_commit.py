@@ -1,6 +1,7 @@
 """What an erasure does outside its database transaction, and only once it has committed: working
 state in Redis (issue 9, defect 4), PostgreSQL's planner statistics (defect 5), SQLite's WAL file
 (defect 2)."""
+import json
 import sqlite3
 from io import StringIO
 
@@ -118,6 +119,22 @@ def test_after_an_erasure_the_sqlite_wal_is_truncated_and_a_reader_holding_it_is
         for marker in (WAL_SUBJECT, f"hello from {WAL_SUBJECT}", f"{WAL_SUBJECT}@example.com", f"task of {WAL_SUBJECT}"):
             assert marker.encode() not in content, (path.name, marker)
     assert b"bystander@example.com" in _file_bytes(sqlite_file)
+
+
+def test_erase_user_retries_the_wal_and_says_when_it_is_still_held(sqlite_file):
+    from agentstate.tenancy.services import tenant_get_or_create
+
+    tenant = tenant_get_or_create(slug="acme")
+    subject_data_create(tenant=tenant, user_id=WAL_SUBJECT, sessions=1)
+    reader = sqlite3.connect(sqlite_file)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM sessions_app_session").fetchone()
+    out, err = StringIO(), StringIO()
+    call_command("erase_user", "--subject", f"acme:{WAL_SUBJECT}", "--storage-timeout", "0", stdout=out, stderr=err)
+    reader.close()
+
+    assert json.loads(out.getvalue())["storage_pending"] == erasure.WAL_PENDING
+    assert "erasure_storage_cleanup" in err.getvalue()
 
 
 def test_without_a_reader_the_wal_is_empty_right_after_the_erasure(sqlite_file):
