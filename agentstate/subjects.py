@@ -1,5 +1,6 @@
 """Data subjects as the platform knows them: a ``(tenant, user_id)`` pair, the lock that orders
-writes about a subject with that subject's erasure, and the guard every create path consults.
+writes about a subject with that subject's erasure, the guard every create path consults, and
+the clean-up of copies a database keeps of erased rows outside its live tables.
 
 The guard's rule (refuse writes that would recreate an erased subject's data) belongs to the
 erasure workflow in ``userdata_app``, which ``sessions_app`` must not import. The platform defines
@@ -11,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import lru_cache
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Iterable, Protocol
 
 from django.conf import settings
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 from django.utils.module_loading import import_string
 
 if TYPE_CHECKING:
@@ -64,3 +65,65 @@ def subject_write_check(*, tenant: Tenant, user_id: str, category: str) -> None:
     """Called inside the transaction of every write that creates ``category`` data for a subject;
     raises (``SubjectErased``) when the configured guard refuses it."""
     _guard(settings.SUBJECT_WRITE_GUARD)(tenant=tenant, user_id=user_id, category=category)
+
+
+# --- After an erasure commits: copies of erased rows outside the live tables --------------------
+
+
+def statistics_refresh(*, tables: Iterable[str], lock_timeout_ms: int = 2000) -> list[str]:
+    """PostgreSQL: re-sample the planner statistics of these tables. ``pg_stats`` keeps sampled
+    column values (most common values, histogram bounds) of rows deleted since the last ANALYZE.
+    ANALYZE leaves an empty table's statistics as they were, so an empty table's are dropped
+    instead (re-declaring each column's own type, which discards them; the table lock waits at
+    most ``lock_timeout_ms``). Returns the tables whose statistics could not be dropped."""
+    if connection.vendor != "postgresql":
+        return []
+    stale = []
+    quote = connection.ops.quote_name
+    for table in sorted(set(tables)):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {quote(table)}")
+            cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {quote(table)})")
+            if cursor.fetchone()[0]:
+                continue
+            cursor.execute(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+                "WHERE a.attrelid = %s::regclass AND a.attname IN "
+                "(SELECT attname FROM pg_stats WHERE tablename = %s AND schemaname = ANY (current_schemas(false)))",
+                [table, table],
+            )
+            columns = cursor.fetchall()
+            if not columns:
+                continue
+            cursor.execute(f"SET LOCAL lock_timeout = {int(lock_timeout_ms)}")
+            alter = ", ".join(f"ALTER COLUMN {quote(name)} TYPE {type_}" for name, type_ in columns)
+            try:
+                with transaction.atomic():
+                    cursor.execute(f"ALTER TABLE {quote(table)} {alter}")
+            except OperationalError:  # the lock was not granted in time
+                stale.append(table)
+    return stale
+
+
+def wal_truncate(*, wait_ms: int = 2000) -> bool:
+    """SQLite: copy the write-ahead log into the database file and truncate it to zero bytes,
+    so that no earlier version of an erased row stays in the ``-wal`` file. A reader still
+    using the log prevents it (after ``wait_ms``): returns False then, True when done (or
+    when the database is not SQLite in WAL mode)."""
+    if connection.vendor != "sqlite":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        if cursor.fetchone()[0].lower() != "wal":  # e.g. an in-memory database
+            return True
+        if connection.in_atomic_block:  # a checkpoint cannot run inside a transaction
+            return False
+        cursor.execute("PRAGMA busy_timeout")
+        previous = cursor.fetchone()[0]
+        cursor.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+        try:
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy, _, _ = cursor.fetchone()
+        finally:
+            cursor.execute(f"PRAGMA busy_timeout = {int(previous)}")
+    return busy == 0

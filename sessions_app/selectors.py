@@ -23,6 +23,7 @@ from sessions_app.models import (
     Message,
     Round,
     Session,
+    WorkingStateEntry,
 )
 
 DEFAULT_SESSION_ID = "default"
@@ -187,15 +188,19 @@ PROCESS_STATE_CATEGORIES = (
 )
 
 
-def _subject_sessions(*, tenant: Tenant, user_id: str) -> QuerySet[Session]:
-    """Served by the (tenant, user_id, session_id) unique index."""
-    return Session.objects.filter(tenant=tenant, user_id=user_id)
+def subject_sessions(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> QuerySet[Session]:
+    """The subject's sessions; with ``existed_at``, only those created at or before then. The
+    session is the unit: one that existed then goes with everything in it, one created later
+    stays whole (re-applying an erasure after a restore). Served by the (tenant, user_id,
+    session_id) unique index."""
+    sessions = Session.objects.filter(tenant=tenant, user_id=user_id)
+    return sessions if existed_at is None else sessions.filter(created_at__lte=existed_at)
 
 
-def subject_process_state_counts(*, tenant: Tenant, user_id: str) -> dict[str, int]:
-    """How many rows of each process-state category the subject has: one query per category,
-    whatever the data size (children are found through the subject's sessions)."""
-    sessions = _subject_sessions(tenant=tenant, user_id=user_id)
+def subject_process_state_counts(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> dict[str, int]:
+    """How many rows of each process-state category the subject has (``subject_sessions``): one
+    query per category, whatever the data size (children are found through the sessions)."""
+    sessions = subject_sessions(tenant=tenant, user_id=user_id, existed_at=existed_at)
     session_pks = list(sessions.values_list("pk", flat=True))
     in_sessions = {"session_id__in": sessions.values("pk")}
     return {
@@ -210,9 +215,18 @@ def subject_process_state_counts(*, tenant: Tenant, user_id: str) -> dict[str, i
     }
 
 
-def subject_admin_objects(*, tenant: Tenant, user_id: str) -> list[QuerySet]:
+def subject_process_state_tables() -> list[str]:
+    """The tables an erasure of process state deletes from (their statistics are refreshed after)."""
+    models = (
+        Session, Message, Round, Checkpoint, AgentTransition, WorkingStateEntry, LangGraphThread, LangGraphCheckpoint,
+        LangGraphWrite,
+    )
+    return [model._meta.db_table for model in models]
+
+
+def subject_admin_objects(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> list[QuerySet]:
     """The subject's rows of each model the admin shows, so erasure can scrub the admin log."""
-    sessions = _subject_sessions(tenant=tenant, user_id=user_id)
+    sessions = subject_sessions(tenant=tenant, user_id=user_id, existed_at=existed_at)
     in_sessions = {"session_id__in": sessions.values("pk")}
     models = (Message, Round, Checkpoint, AgentTransition, LangGraphCheckpoint, LangGraphWrite)
     return [sessions, *(model.objects.filter(**in_sessions) for model in models)]
@@ -225,7 +239,7 @@ def _iso(value: datetime | None) -> str | None:
 def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[str, Any]]:
     """Every session of the subject with its messages, rounds, checkpoints, transitions and live
     working state, as JSON-ready dicts (subject access, GDPR Art. 15/20). One query per category."""
-    sessions = list(_subject_sessions(tenant=tenant, user_id=user_id).order_by("created_at", "id"))
+    sessions = list(subject_sessions(tenant=tenant, user_id=user_id).order_by("created_at", "id"))
     in_sessions = {"session_id__in": [s.pk for s in sessions]}
     by_session: dict[int, dict[str, list]] = {
         s.pk: {"messages": [], "rounds": [], "checkpoints": [], "transitions": []} for s in sessions

@@ -271,7 +271,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         if obj is None:
             return ((None, {"fields": ("scope", "received_at", "requested_by", "reason")}),)
         status_fields = ["status_badge", "due", "status_changed_at"]
-        status_fields += [name for name in ("extension_reason", "hold_reason", "rejection_reason", "subject_informed_on", "failure") if getattr(obj, name)]
+        status_fields += [name for name in ("extension_reason", "hold_reason", "rejection_reason", "subject_informed_on", "failure", "storage_pending") if getattr(obj, name)]
         fieldsets = [
             ("Status", {"fields": status_fields}),
             ("Request", {"fields": ("scope", "received_at", "requested_by", "reason")}),
@@ -285,7 +285,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         displays = ("status_badge", "due", "status_changed_at", "extension_reason", "hold_reason", "rejection_reason",
-                    "subject_informed_on", "failure", "receipt_display", "events_display", "preview_display")
+                    "subject_informed_on", "failure", "storage_pending", "receipt_display", "events_display", "preview_display")
         if obj is None:
             return displays
         if obj.status != Status.RECEIVED:

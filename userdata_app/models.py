@@ -73,6 +73,11 @@ class ErasureRequest(models.Model):
     rejection_reason = models.TextField(blank=True, editable=False)
     subject_informed_on = models.DateField(null=True, blank=True, editable=False, help_text="When the person was told of the rejection.")
     failure = models.TextField(blank=True, editable=False, help_text="Why the last execution was rolled back.")
+    storage_pending = models.TextField(
+        blank=True, editable=False,
+        help_text="Copies of erased rows the database still held after the erasure committed (e.g. SQLite's WAL "
+        "file while a reader had it open); `manage.py erasure_storage_cleanup` retries. Empty when none.",
+    )
     status_changed_at = models.DateTimeField(default=timezone.now, editable=False)
     status_changed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False

@@ -1,6 +1,8 @@
 """Reads of user-attributed data, always within one tenant."""
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -22,8 +24,15 @@ def user_datum_list(*, tenant: Tenant, user_id: str) -> QuerySet[UserDatum]:
     return UserDatum.objects.filter(tenant=tenant, user_id=user_id).order_by("key")
 
 
-def subject_user_data_count(*, tenant: Tenant, user_id: str) -> int:
-    return UserDatum.objects.filter(tenant=tenant, user_id=user_id).count()
+def subject_user_data(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> QuerySet[UserDatum]:
+    """The subject's user data; with ``existed_at``, only keys whose value was written at or before
+    then (a key set again since holds only the new value: re-applying an erasure keeps it)."""
+    data = UserDatum.objects.filter(tenant=tenant, user_id=user_id)
+    return data if existed_at is None else data.filter(updated_at__lte=existed_at)
+
+
+def subject_user_data_count(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> int:
+    return subject_user_data(tenant=tenant, user_id=user_id, existed_at=existed_at).count()
 
 
 def subject_user_data_export(*, tenant: Tenant, user_id: str) -> list[dict]:

@@ -20,10 +20,15 @@ class StrictInput(serializers.Serializer):
 
 
 class StringField(serializers.CharField):
-    """An input field that takes a JSON string only: DRF's CharField turns 123 into "123" and true
-    into "True", so a client's wrong type would be stored under another identifier, not refused."""
+    """An input field that takes a JSON string only, exactly as sent: DRF's CharField turns 123
+    into "123" and true into "True", and trims whitespace, so a client's wrong type or an id ending
+    in a no-break space would be stored under another identifier (another person), not refused."""
 
     default_error_messages = {"invalid": "Must be a string."}
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data):
         if not isinstance(data, str):

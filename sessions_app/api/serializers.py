@@ -14,7 +14,7 @@ from sessions_app.selectors import MAX_RECENT
 
 def _text(**kwargs) -> serializers.CharField:
     """A string passed to the service as sent (no trimming: the service decides)."""
-    return StringField(trim_whitespace=False, **kwargs)
+    return StringField(**kwargs)
 
 
 def _optional_text(help_text: str) -> serializers.CharField:

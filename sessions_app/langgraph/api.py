@@ -19,7 +19,7 @@ from sessions_app.langgraph import selectors, services
 
 def _text(**kwargs):
     """An identifier exactly as sent: blank allowed (the root namespace), no whitespace trimmed."""
-    return StringField(allow_blank=True, trim_whitespace=False, **kwargs)
+    return StringField(allow_blank=True, **kwargs)
 
 
 class TypedValueSerializer(serializers.Serializer):

@@ -2,6 +2,7 @@
 "touch a live session" update, and the rules for a missing, ended or stale session."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -10,6 +11,7 @@ from django.utils import timezone
 from agentstate.exceptions import NotFound, PreconditionFailed, SessionEnded
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
+from sessions_app import working_state
 from sessions_app.models import Session
 
 
@@ -64,3 +66,16 @@ def raise_not_live(session: Session) -> None:
     if Session.objects.filter(pk=session.pk).exists():
         raise SessionEnded("The session has ended; it accepts no new messages, rounds or working state.")
     raise NotFound("Session not found.")
+
+
+def working_state_clear_on_commit(session_pks: list[int]) -> None:
+    """Discard these sessions' working state once the transaction that ends, deletes or erases
+    them commits, never before: a rollback (a database error, an erasure's residue check) must
+    leave the working state as it was, and the store is outside the database's transaction.
+
+    Nothing can write it back in between: a working-state write takes the session's row lock
+    (``update_live_session``) and writes the store before its own commit, so it either finished
+    before this transaction locked the row, or it waits and then finds the session ended or gone.
+    """
+    if session_pks:
+        transaction.on_commit(partial(working_state.get_store().clear_many, list(session_pks)))

@@ -12,9 +12,8 @@ from agentstate.exceptions import NotFound, PreconditionFailed, SessionAlreadyEx
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json, clean_optional_label
-from sessions_app import working_state
 from sessions_app.models import Session
-from sessions_app.services.live import STALE_SESSION, check_version, lock_session
+from sessions_app.services.live import STALE_SESSION, check_version, lock_session, working_state_clear_on_commit
 
 @transaction.atomic  # the erased-subject check and the insert commit together
 def session_create(
@@ -99,7 +98,7 @@ def session_end(*, session: Session, expected_version: int | None = None) -> Ses
     Session.objects.filter(pk=session.pk, ended_at__isnull=True).update(
         ended_at=now, updated_at=now, version=F("version") + 1
     )
-    working_state.get_store().clear(session.pk)
+    working_state_clear_on_commit([session.pk])
     session.refresh_from_db()
     return session
 
@@ -109,8 +108,7 @@ def session_delete(*, session: Session, expected_version: int | None = None) -> 
     """Delete the session with its messages, rounds, checkpoints, transitions and working state,
     with ``expected_version`` only if nobody changed it meanwhile. User data (userdata_app) is a
     different lifecycle and is never touched."""
-    # The lock also keeps a working-state write queued on the row from landing after the clear.
     check_version(lock_session(session), expected_version)
-    working_state.get_store().clear(session.pk)
+    working_state_clear_on_commit([session.pk])
     _, per_model = Session.objects.filter(pk=session.pk).delete()
     return {label.split(".")[-1].lower(): count for label, count in per_model.items()}

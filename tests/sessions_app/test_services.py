@@ -142,7 +142,7 @@ def _populate(session):
     services.transition_record(session=session, from_agent="a", to_agent="b")
 
 
-def test_delete_removes_process_state_and_leaves_user_data_and_other_sessions(tenant):
+def test_delete_removes_process_state_and_leaves_user_data_and_other_sessions(tenant, django_capture_on_commit_callbacks):
     from userdata_app.services import user_datum_set
 
     doomed, kept = _session(tenant, session_id="doomed"), _session(tenant, session_id="kept")
@@ -150,7 +150,8 @@ def test_delete_removes_process_state_and_leaves_user_data_and_other_sessions(te
     _populate(kept)
     user_datum_set(tenant=tenant, user_id="u1", key="email", value="u1@example.com")
 
-    counts = services.session_delete(session=doomed)
+    with django_capture_on_commit_callbacks(execute=True):  # working state goes once the delete commits
+        counts = services.session_delete(session=doomed)
 
     assert counts["session"] == 1 and counts["message"] == 1 and counts["round"] == 1
     for model in (Message, Round, Checkpoint, AgentTransition):
@@ -162,10 +163,11 @@ def test_delete_removes_process_state_and_leaves_user_data_and_other_sessions(te
     assert UserDatum.objects.get(tenant=tenant, user_id="u1", key="email").value == "u1@example.com"
 
 
-def test_end_sets_ended_at_and_discards_working_state(tenant):
+def test_end_sets_ended_at_and_discards_working_state(tenant, django_capture_on_commit_callbacks):
     session = _session(tenant)
     services.working_state_patch(session=session, changes={"task": "t"})
-    ended = services.session_end(session=session)
+    with django_capture_on_commit_callbacks(execute=True):  # working state goes once the end commits
+        ended = services.session_end(session=session)
     assert ended.ended_at is not None
     assert Session.objects.get().ended_at == ended.ended_at
     assert working_state.get_store().get(session.pk) == {}
@@ -185,10 +187,11 @@ def test_ending_or_deleting_a_deleted_session_is_not_found(tenant, action):
         action(session=session)
 
 
-def test_an_ended_session_refuses_writes_and_stays_readable(tenant):
+def test_an_ended_session_refuses_writes_and_stays_readable(tenant, django_capture_on_commit_callbacks):
     session = _session(tenant)
     _populate(session)
-    services.session_end(session=session)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.session_end(session=session)
 
     refused = [
         lambda: services.message_append(session=session, messages=[{"role": "user", "content": "late"}]),

@@ -5,6 +5,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import transaction
 from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput, SessionEnded
@@ -131,10 +132,11 @@ def test_bad_changes_are_refused_and_change_nothing(store, tenant, changes):
     assert _get(session) == {"kept": 1}
 
 
-def test_end_discards_working_state_and_refuses_new_writes(store, tenant):
+def test_end_discards_working_state_and_refuses_new_writes(store, tenant, django_capture_on_commit_callbacks):
     session = _session(tenant)
     services.working_state_patch(session=session, changes={"a": 1})
-    services.session_end(session=session)
+    with django_capture_on_commit_callbacks(execute=True):  # the end commits
+        services.session_end(session=session)
     assert store.get(session.pk) == {}
     for write in (
         lambda: services.working_state_patch(session=session, changes={"b": 2}),
@@ -145,12 +147,33 @@ def test_end_discards_working_state_and_refuses_new_writes(store, tenant):
     assert store.get(session.pk) == {} and _get(session) == {}
 
 
-def test_delete_discards_working_state(store, tenant):
+def test_delete_discards_working_state(store, tenant, django_capture_on_commit_callbacks):
     session = _session(tenant)
     services.working_state_patch(session=session, changes={"a": 1})
-    services.session_delete(session=session)
+    with django_capture_on_commit_callbacks(execute=True):  # the delete commits
+        services.session_delete(session=session)
     assert store.get(session.pk) == {}
     assert store.count_many([session.pk]) == 0
+
+
+class _Abort(Exception):
+    pass
+
+
+@pytest.mark.parametrize("finish", ["end", "delete"])
+def test_an_end_or_delete_that_rolls_back_keeps_the_working_state(store, tenant, finish, django_capture_on_commit_callbacks):
+    """Issue 9, defect 4: the store is outside the database's transaction, so it is cleared only
+    once the end or delete has committed; one rolled back (here by an error after it, in the same
+    transaction) leaves the session and its working state as they were."""
+    session = _session(tenant)
+    services.working_state_patch(session=session, changes={"a": 1})
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(_Abort):
+        with transaction.atomic():
+            getattr(services, f"session_{finish}")(session=session)
+            raise _Abort
+    stored = Session.objects.get(pk=session.pk)
+    assert stored.ended_at is None
+    assert store.get(session.pk) == {"a": 1} and _get(stored) == {"a": 1}
 
 
 def test_checkpoint_reads_from_the_selected_store(store, tenant):

@@ -40,3 +40,19 @@ def compliance_group():
     for app_label, codenames in migration.PERMISSIONS.items():
         group.permissions.add(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
     return group
+
+
+def subject_data_restored(*, tenant, user_id: str, before, **sizes) -> None:
+    """The subject's data as a backup restore brings it back: rows created (and last written)
+    before ``before``, the erasure they predate. Re-applying an erasure erases exactly those."""
+    from datetime import timedelta
+
+    from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+    from userdata_app.models import UserDatum
+
+    subject_data_create(tenant=tenant, user_id=user_id, **sizes)
+    at = before - timedelta(days=3)
+    for model in (Session, Round, UserDatum):
+        model.objects.filter(tenant=tenant, user_id=user_id).update(created_at=at, updated_at=at)
+    for model in (Message, Checkpoint, AgentTransition):
+        model.objects.filter(tenant=tenant, user_id=user_id).update(created_at=at)

@@ -18,8 +18,9 @@ from sessions_app import services as session_services
 from userdata_app import erasure
 from userdata_app import selectors as userdata_selectors
 from userdata_app import services as userdata_services
-from userdata_app.models import ErasedSubject, ErasureEvent, ErasureReceipt, ErasureRequest, ErasureSubject
-from tests.userdata_app.erasure_factories import subject_data_create, verified_request
+from sessions_app.models import Message, Session
+from userdata_app.models import ErasedSubject, ErasureEvent, ErasureReceipt, ErasureRequest, ErasureSubject, UserDatum
+from tests.userdata_app.erasure_factories import subject_data_create, subject_data_restored, verified_request
 
 Scope = ErasureRequest.Scope
 Status = ErasureRequest.Status
@@ -66,13 +67,14 @@ def test_user_data_scope_erases_user_data_only_and_keeps_process_state(world, of
     assert request.status == Status.EXECUTED
 
 
-def test_everything_scope_erases_all_the_subject_holds_and_nothing_else(world, officer):
+def test_everything_scope_erases_all_the_subject_holds_and_nothing_else(world, officer, django_capture_on_commit_callbacks):
     acme, globex = world
     session_pk = session_selectors.session_get(tenant=acme, user_id="alice", session_id="s0").pk
     request = verified_request(subjects=[(acme, "alice")], scope=Scope.EVERYTHING, actor=officer)
     assert erasure.erasure_preview(request=request) == FULL
 
-    receipt = erasure.erasure_execute(request=request, actor=officer)
+    with django_capture_on_commit_callbacks(execute=True):  # working state goes once the erasure commits
+        receipt = erasure.erasure_execute(request=request, actor=officer)
 
     assert receipt.counts == FULL
     assert holdings(acme, "alice") == dict.fromkeys(FULL, 0)
@@ -284,6 +286,41 @@ def test_hold_release_reject_record_who_when_and_why(tenant, officer):
     assert request.status_changed_by == officer
 
 
+def test_a_stale_copy_cannot_move_an_executed_request_back(world, officer):
+    """Issue 9, defect 3: the status is checked on the locked row, not on the caller's copy."""
+    acme, _ = world
+    request = verified_request(subjects=[(acme, "alice")], scope=Scope.EVERYTHING, actor=officer)
+    stale = ErasureRequest.objects.get(pk=request.pk)
+    erasure.erasure_execute(request=request, actor=officer)
+
+    with pytest.raises(Conflict):
+        erasure.erasure_request_hold(request=stale, reason="late hold", actor=officer)
+    with pytest.raises(Conflict):
+        erasure.erasure_request_reject(request=stale, reason="late", subject_informed_on=date(2026, 3, 1), actor=officer)
+    with pytest.raises(Conflict):
+        erasure.erasure_request_extend(request=stale, months=1, reason="late", actor=officer)
+
+    request.refresh_from_db()
+    assert request.status == Status.EXECUTED and request.hold_reason == "" and not request.is_extended
+    assert not request.events.filter(to_status__in=[Status.ON_HOLD, Status.REJECTED]).exists()
+    assert stale.status == Status.EXECUTED  # the caller's copy now shows the stored status
+
+
+def test_a_step_saves_only_what_it_changes_and_extends_once_whatever_the_copy(tenant, officer):
+    request = erasure.erasure_request_create(subjects=[(tenant, "alice")], reason="first notes", actor=officer)
+    stale = ErasureRequest.objects.get(pk=request.pk)
+    ErasureRequest.objects.filter(pk=request.pk).update(reason="edited meanwhile")
+    erasure.erasure_request_extend(request=request, months=1, reason="many systems", actor=officer)
+
+    erasure.erasure_request_verify(request=stale, actor=officer)
+    with pytest.raises(Conflict):
+        erasure.erasure_request_extend(request=stale, months=2, reason="again", actor=officer)
+
+    request.refresh_from_db()
+    assert request.status == Status.VERIFIED and request.reason == "edited meanwhile"
+    assert request.extension_reason == "many systems"
+
+
 def test_a_request_needs_a_subject_and_a_known_scope(tenant):
     with pytest.raises(InvalidInput):
         erasure.erasure_request_create(subjects=[])
@@ -302,7 +339,7 @@ def test_reapply_erases_registered_subjects_again_after_a_restore(world, officer
     erasure.erasure_execute(request=verified_request(subjects=[(acme, "alice")], scope=Scope.EVERYTHING), actor=officer)
     # A restore from a backup brings alice's data back (past the grace period).
     ErasedSubject.objects.update(grace_until=timezone.now() - timedelta(seconds=1))
-    subject_data_create(tenant=acme, user_id="alice")
+    subject_data_restored(tenant=acme, user_id="alice", before=ErasedSubject.objects.get().erased_at)
 
     preview = erasure.erasures_reapply(dry_run=True)
     assert preview["subjects_matched"] == 1 and preview["would_erase_messages"] == 6
@@ -313,6 +350,38 @@ def test_reapply_erases_registered_subjects_again_after_a_restore(world, officer
     assert holdings(acme, "alice") == dict.fromkeys(FULL, 0)
     assert holdings(acme, "bob") == FULL and holdings(globex, "alice") == FULL
     assert ErasedSubject.objects.get().last_reapplied_at is not None
+
+
+def test_reapply_erases_only_rows_that_existed_at_the_erasure_and_keeps_newer_ones(world, officer):
+    """Issue 9, defect 8: after the grace period a person may come back with new, legitimate data
+    under the same id. Re-applying erases what existed at the erasure (restored rows), never what
+    was written after it. The unit of process state is the session: one created at or before the
+    erasure goes whole, one created after it stays whole. A user-data key goes if its value was
+    written at or before the erasure: a key set again since holds only the new value."""
+    acme, globex = world
+    erasure.erasure_execute(request=verified_request(subjects=[(acme, "alice")], scope=Scope.EVERYTHING), actor=officer)
+    entry = ErasedSubject.objects.get()
+    ErasedSubject.objects.update(grace_until=timezone.now() - timedelta(seconds=1))
+    subject_data_restored(tenant=acme, user_id="alice", before=entry.erased_at, sessions=1)
+    # Alice comes back after the grace period: a new session and a new key, created now.
+    fresh = session_services.session_create(tenant=acme, user_id="alice", session_id="came-back")
+    session_services.message_append(session=fresh, messages=[{"role": "user", "content": "new and legitimate"}])
+    userdata_services.user_datum_set(tenant=acme, user_id="alice", key="newsletter", value=True)
+    userdata_services.user_datum_set(tenant=acme, user_id="alice", key="email", value="alice@new.example")  # overwrites a restored key
+
+    preview = erasure.erasures_reapply(dry_run=True)
+    assert preview["would_erase_sessions"] == 1 and preview["would_erase_messages"] == 3
+    assert preview["would_erase_user_data"] == 1  # name; email holds a value set after the erasure
+
+    summary = erasure.erasures_reapply()
+    assert summary["erased_sessions"] == 1 and summary["erased_user_data"] == 1
+    kept = Session.objects.get(tenant=acme, user_id="alice")
+    assert kept.session_id == "came-back"
+    assert [m.content for m in Message.objects.filter(session=kept)] == ["new and legitimate"]
+    assert dict(UserDatum.objects.filter(tenant=acme, user_id="alice").values_list("key", "value")) == {
+        "email": "alice@new.example", "newsletter": True,
+    }
+    assert holdings(acme, "bob") == FULL and holdings(globex, "alice") == FULL
 
 
 def test_subject_export_holds_everything_about_the_subject(world):
@@ -346,7 +415,7 @@ def test_reapply_uses_the_widest_scope_a_subject_was_erased_with(world, officer)
     ErasedSubject.objects.update(grace_until=timezone.now() - timedelta(seconds=1))
     erasure.erasure_execute(request=verified_request(subjects=[(acme, "alice")], scope=Scope.USER_DATA), actor=officer)
     ErasedSubject.objects.update(grace_until=timezone.now() - timedelta(seconds=1))
-    subject_data_create(tenant=acme, user_id="alice")  # restored
+    subject_data_restored(tenant=acme, user_id="alice", before=ErasedSubject.objects.earliest("erased_at").erased_at)
 
     summary = erasure.erasures_reapply()
     assert summary["registry_entries"] == 2 and summary["subjects_matched"] == 1

@@ -10,7 +10,7 @@ from django.utils import timezone
 from sessions_app import selectors as session_selectors
 from userdata_app import selectors as userdata_selectors
 from userdata_app.models import ErasedSubject, ErasureRequest
-from tests.userdata_app.erasure_factories import subject_data_create
+from tests.userdata_app.erasure_factories import subject_data_create, subject_data_restored
 
 
 def run(*args) -> str:
@@ -65,8 +65,9 @@ def test_reapply_after_restoring_an_older_backup_with_a_saved_registry(alice, tm
     saved = tmp_path / "registry.json"
     run("reapply_erasures", "--save-registry", str(saved))
     # The restored backup predates the erasure: the data is back and the registry row is not.
+    erased_at = ErasedSubject.objects.get().erased_at
     ErasedSubject.objects.all().delete()
-    subject_data_create(tenant=alice, user_id="alice", sessions=1, messages=2)
+    subject_data_restored(tenant=alice, user_id="alice", before=erased_at, sessions=1, messages=2)
 
     assert json.loads(run("reapply_erasures", "--dry-run"))["subjects_matched"] == 0
     out = run("reapply_erasures", "--registry-file", str(saved))

@@ -1,6 +1,6 @@
 """The erasure workflow (GDPR Art. 17), one module per responsibility: a request's ``lifecycle``,
-its ``execution`` (preview, one transaction, receipt), the erased-subject ``registry`` and
-``reapply`` after a restore. Callers use this package (``from userdata_app import erasure``)."""
+its ``execution`` (preview, one transaction, receipt), the ``storage`` clean-up after it commits, the
+erased-subject ``registry`` and ``reapply`` after a restore. Callers use this package (``from userdata_app import erasure``)."""
 from userdata_app.erasure.execution import (
     ERASED_REPR,
     ErasureFailed,
@@ -23,11 +23,13 @@ from userdata_app.erasure.lifecycle import (
     step_allowed,
 )
 from userdata_app.erasure.reapply import erased_subjects_export, erased_subjects_import, erasures_reapply
+from userdata_app.erasure.storage import WAL_PENDING, erasure_storage_retry
 
 __all__ = [
     "ERASED_REPR",
     "OPEN_STATUSES",
     "STEPS",
+    "WAL_PENDING",
     "ErasureFailed",
     "add_months",
     "erased_subjects_export",
@@ -41,6 +43,7 @@ __all__ = [
     "erasure_request_reject",
     "erasure_request_release",
     "erasure_request_verify",
+    "erasure_storage_retry",
     "erasures_reapply",
     "receipt_document",
     "step_allowed",

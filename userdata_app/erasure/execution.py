@@ -3,11 +3,15 @@
 Execution erases, for every ``(tenant, user_id)`` of the request, the user-attributed data and,
 with scope "everything", the process state (sessions_app's own service erases it), in one
 transaction; then counts what is left in scope and rolls everything back unless it is 0. The
-executed request keeps a receipt with counts and keyed hashes, never the plain user id.
+executed request keeps a receipt with counts and keyed hashes, never the plain user id. Only
+once that transaction has committed are the copies outside the database's live rows cleared
+(working state, statistics, SQLite's log: ``storage``), so a rollback changes nothing anywhere.
 """
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
+from functools import partial
 
 from django.conf import settings
 from django.contrib.admin.models import LogEntry
@@ -26,6 +30,7 @@ from userdata_app import selectors as userdata_selectors
 from userdata_app import services as userdata_services
 from userdata_app.erasure.lifecycle import actor_name, step_allowed, transition
 from userdata_app.erasure.registry import grace_until, subject_hash
+from userdata_app.erasure.storage import erasure_storage_after_commit
 from userdata_app.models import ErasedSubject, ErasureReceipt, ErasureRequest, ErasureSubject
 
 Status = ErasureRequest.Status
@@ -45,10 +50,18 @@ def categories_in_scope(scope: str) -> tuple[str, ...]:
     return CATEGORIES if scope == Scope.EVERYTHING else USER_DATA_CATEGORIES
 
 
-def subject_counts(*, tenant: Tenant, user_id: str, scope: str) -> dict[str, int]:
-    counts = {"user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id)}
+def subject_counts(
+    *, tenant: Tenant, user_id: str, scope: str,
+    user_data_existed_at: datetime | None = None, process_state_existed_at: datetime | None = None,
+) -> dict[str, int]:
+    """Rows per category in ``scope``; the ``*_existed_at`` limit a category to what existed then."""
+    counts = {
+        "user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at)
+    }
     if scope == Scope.EVERYTHING:
-        counts.update(session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id))
+        counts.update(
+            session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id, existed_at=process_state_existed_at)
+        )
     return counts
 
 
@@ -79,13 +92,22 @@ def _scrub_admin_log(objects: QuerySet) -> None:
     ).update(object_repr=ERASED_REPR, change_message="")
 
 
-def erase_subject(*, tenant: Tenant, user_id: str, scope: str) -> dict[str, int]:
-    _scrub_admin_log(userdata_selectors.user_datum_list(tenant=tenant, user_id=user_id))
-    counts = {"user_data": userdata_services.subject_user_data_erase(tenant=tenant, user_id=user_id)}
+def erase_subject(
+    *, tenant: Tenant, user_id: str, scope: str,
+    user_data_existed_at: datetime | None = None, process_state_existed_at: datetime | None = None,
+) -> dict[str, int]:
+    """Erase the subject's data in ``scope`` (the ``*_existed_at`` limit a category to what existed
+    then: re-applying after a restore) and scrub the admin log about it; counts per category."""
+    _scrub_admin_log(userdata_selectors.subject_user_data(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at))
+    counts = {
+        "user_data": userdata_services.subject_user_data_erase(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at)
+    }
     if scope == Scope.EVERYTHING:
-        for objects in session_selectors.subject_admin_objects(tenant=tenant, user_id=user_id):
+        for objects in session_selectors.subject_admin_objects(tenant=tenant, user_id=user_id, existed_at=process_state_existed_at):
             _scrub_admin_log(objects)
-        counts.update(session_services.subject_process_state_erase(tenant=tenant, user_id=user_id))
+        counts.update(
+            session_services.subject_process_state_erase(tenant=tenant, user_id=user_id, existed_at=process_state_existed_at)
+        )
     return counts
 
 
@@ -120,6 +142,7 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
             if any(residue.values()):
                 raise _Residue(residue)
             receipt = _record_execution(locked, subjects=subjects, counts=dict(counts), actor=actor)
+            transaction.on_commit(partial(erasure_storage_after_commit, request_pk=locked.pk, scope=locked.scope))
     except _Residue as exc:
         _mark_failed(request, f"Residue check found data left in scope ({exc}); nothing was erased.", actor)
         raise ErasureFailed(f"Erasure rolled back: data was left in scope ({exc}).") from None
@@ -127,6 +150,7 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
         _mark_failed(request, f"Database error, nothing was erased: {exc.__class__.__name__}.", actor)
         raise ErasureFailed("Erasure rolled back after a database error; nothing was erased.") from exc
     request.refresh_from_db()
+    receipt.request = request  # as stored after the commit, with what the clean-up left pending
     return receipt
 
 
@@ -173,5 +197,6 @@ def receipt_document(*, receipt: ErasureReceipt) -> dict:
         "executed_by": receipt.executed_by_name,
         "counts": receipt.counts,
         "subjects": receipt.subjects,
+        "storage_pending": receipt.request.storage_pending,
         "hash": "HMAC-SHA256 over the UTF-8 JSON [tenant slug, user id] without spaces, keyed by key_id",
     }

@@ -58,22 +58,40 @@ def actor_name(actor) -> str:
     return actor.get_username() if actor is not None else "manage.py"
 
 
+def _locked(request: ErasureRequest) -> ErasureRequest:
+    """Inside a transaction: the request's row, locked and read from the database, so a step is
+    decided on the stored status, never on the caller's possibly stale copy."""
+    return ErasureRequest.objects.select_for_update().get(pk=request.pk)
+
+
+def _record(request: ErasureRequest, locked: ErasureRequest, changes: dict, **event) -> None:
+    """Save only ``changes`` on the locked row, record the event, and bring the caller's copy up
+    to date (it may have been stale)."""
+    for name, value in changes.items():
+        setattr(locked, name, value)
+    locked.save(update_fields=list(changes))
+    ErasureEvent.objects.create(request=locked, **event)
+    if request is not locked:
+        request.refresh_from_db()
+
+
 def transition(request: ErasureRequest, *, step: str, actor, note: str = "", **fields) -> ErasureRequest:
-    """Take ``step`` (``STEPS``) if the request's status allows it, recording who and when."""
+    """Take ``step`` (``STEPS``) if the stored status allows it, recording who and when: the row
+    is locked and re-read, and only the fields the step changes are written."""
     to_status = STEPS[step].to_status
-    if not step_allowed(request, step):
-        raise Conflict(
-            f"A request that is {request.get_status_display().lower()} cannot become {Status(to_status).label.lower()}."
+    with transaction.atomic():
+        locked = _locked(request)
+        if not step_allowed(locked, step):
+            request.refresh_from_db()
+            raise Conflict(
+                f"A request that is {locked.get_status_display().lower()} cannot become {Status(to_status).label.lower()}."
+            )
+        now = timezone.now()
+        from_status = locked.status
+        _record(
+            request, locked, {**fields, "status": to_status, "status_changed_at": now, "status_changed_by": actor},
+            from_status=from_status, to_status=to_status, note=note, actor=actor, actor_name=actor_name(actor), at=now,
         )
-    now = timezone.now()
-    from_status = request.status
-    for name, value in fields.items():
-        setattr(request, name, value)
-    request.status, request.status_changed_at, request.status_changed_by = to_status, now, actor
-    request.save()
-    ErasureEvent.objects.create(
-        request=request, from_status=from_status, to_status=to_status, note=note, actor=actor, actor_name=actor_name(actor), at=now
-    )
     return request
 
 
@@ -127,19 +145,22 @@ def erasure_request_verify(*, request: ErasureRequest, actor=None) -> ErasureReq
 def erasure_request_extend(*, request: ErasureRequest, months: int, reason: str, actor=None) -> ErasureRequest:
     """Extend the deadline once, by one or two months, with the reason recorded (Art. 12(3))."""
     reason = _clean_reason(reason, field="reason")
-    if request.is_extended:
-        raise Conflict("The deadline was already extended once.")
-    if not step_allowed(request, "extend"):
-        raise Conflict("Only an open request's deadline can be extended.")
     if isinstance(months, bool) or not isinstance(months, int) or not 1 <= months <= MAX_EXTENSION_MONTHS:
         raise InvalidInput.for_field("months", f"must be 1 to {MAX_EXTENSION_MONTHS}.")
-    request.due_on = add_months(request.due_on, months)
-    request.extension_reason = reason
-    request.save(update_fields=["due_on", "extension_reason"])
-    ErasureEvent.objects.create(
-        request=request, from_status=request.status, to_status=request.status, actor=actor, actor_name=actor_name(actor),
-        note=f"Deadline extended by {months} month(s) to {request.due_on:%Y-%m-%d}: {reason}",
-    )
+    with transaction.atomic():
+        locked = _locked(request)
+        if locked.is_extended or not step_allowed(locked, "extend"):
+            request.refresh_from_db()
+            raise Conflict(
+                "The deadline was already extended once." if locked.is_extended
+                else "Only an open request's deadline can be extended."
+            )
+        due_on = add_months(locked.due_on, months)
+        _record(
+            request, locked, {"due_on": due_on, "extension_reason": reason},
+            from_status=locked.status, to_status=locked.status, actor=actor, actor_name=actor_name(actor),
+            note=f"Deadline extended by {months} month(s) to {due_on:%Y-%m-%d}: {reason}",
+        )
     return request
 
 

@@ -15,6 +15,7 @@ from sessions_app import selectors as session_selectors
 from userdata_app import selectors as userdata_selectors
 from userdata_app.erasure.execution import erase_subject, subject_counts
 from userdata_app.erasure.registry import subject_hash
+from userdata_app.erasure.storage import storage_cleanup
 from userdata_app.models import ErasedSubject, ErasureRequest
 
 Scope = ErasureRequest.Scope
@@ -25,7 +26,9 @@ def erasures_reapply(*, dry_run: bool = False) -> dict[str, int]:
 
     The registry holds only keyed hashes, so the ids cannot be read back from it: instead every
     distinct ``(tenant, user_id)`` in the data is hashed under each configured key and matched
-    against the registry. A match is erased again with its recorded scope."""
+    against the registry. A match is erased again with its recorded scope, but only what existed
+    at the erasure (restored rows: ``erase_subject``'s ``*_existed_at``): data written after
+    it, once the grace period had passed, is the person's new data and stays."""
     registry: dict[tuple[str, str], list[ErasedSubject]] = {}
     for entry in ErasedSubject.objects.all():
         registry.setdefault((entry.key_id, entry.subject_hash), []).append(entry)
@@ -47,15 +50,24 @@ def erasures_reapply(*, dry_run: bool = False) -> dict[str, int]:
         if not entries:
             continue
         summary["subjects_matched"] += 1
-        scope = Scope.EVERYTHING if any(e.scope == Scope.EVERYTHING for e in entries) else Scope.USER_DATA
+        everything = [e.erased_at for e in entries if e.scope == Scope.EVERYTHING]
+        target = {
+            "tenant": tenants[slug], "user_id": user_id, "scope": Scope.EVERYTHING if everything else Scope.USER_DATA,
+            # Every entry covers user data; process state only the "everything" ones. The latest wins.
+            "user_data_existed_at": max(e.erased_at for e in entries),
+            "process_state_existed_at": max(everything, default=None),
+        }
         if dry_run:
-            counts = subject_counts(tenant=tenants[slug], user_id=user_id, scope=scope)
+            counts = subject_counts(**target)
         else:
             with transaction.atomic():
-                counts = erase_subject(tenant=tenants[slug], user_id=user_id, scope=scope)
+                counts = erase_subject(**target)
                 ErasedSubject.objects.filter(pk__in=[e.pk for e in entries]).update(last_reapplied_at=now)
         summary.update({f"{'would_erase' if dry_run else 'erased'}_{c}": n for c, n in counts.items()})
-    return dict(summary)
+    summary = dict(summary)
+    if summary["subjects_matched"] and not dry_run:
+        summary["storage_pending"] = storage_cleanup()
+    return summary
 
 
 def erased_subjects_export() -> list[dict]:

@@ -1,5 +1,7 @@
 """Erase a person's data from a shell, through the same workflow as the admin: a request is
-recorded, verified and executed, and its receipt printed. ``--dry-run`` prints the preview only."""
+recorded, verified and executed, and its receipt printed. ``--dry-run`` prints the preview only.
+If a reader keeps SQLite's write-ahead log from being truncated, the truncation is retried for
+``--storage-timeout`` seconds and the receipt says whether it is still pending."""
 import json
 
 from django.contrib.auth import get_user_model
@@ -23,8 +25,10 @@ class Command(BaseCommand):
         parser.add_argument("--operator", help="Username of the staff member carrying this out (recorded).")
         parser.add_argument("--requested-by", default="", help="Reference of the request, e.g. a ticket number.")
         parser.add_argument("--reason", default="", help="Notes (no personal data).")
+        parser.add_argument("--storage-timeout", type=float, default=10.0,
+                            help="Seconds to keep retrying SQLite's WAL truncation if a reader holds it (default 10).")
 
-    def handle(self, *args, subject, scope, dry_run, operator, requested_by, reason, **options):
+    def handle(self, *args, subject, scope, dry_run, operator, requested_by, reason, storage_timeout, **options):
         subjects = parse_subjects(subject)
         if dry_run:
             counts = erasure.subjects_preview(subjects=subjects, scope=scope)
@@ -43,4 +47,9 @@ class Command(BaseCommand):
             receipt = erasure.erasure_execute(request=request, actor=actor)
         except DomainError as exc:
             raise CommandError(exc.message) from None
+        if receipt.request.storage_pending:
+            erasure.erasure_storage_retry(timeout=storage_timeout)
+            receipt.request.refresh_from_db()
         self.stdout.write(json.dumps(erasure.receipt_document(receipt=receipt), indent=2))
+        if receipt.request.storage_pending:
+            self.stderr.write(f"{receipt.request.storage_pending} Run `manage.py erasure_storage_cleanup` once the readers are closed.")

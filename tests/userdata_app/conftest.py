@@ -1,0 +1,25 @@
+import pytest
+from django.core.management import call_command
+from django.db import connection, connections
+
+
+@pytest.fixture
+def sqlite_file(transactional_db, tmp_path):
+    """Run the test on a migrated SQLite *file* in WAL mode, as deployed (the settings' pragmas),
+    instead of the in-memory test database, whose pages never reach a file: the test can then
+    read the database file and its ``-wal`` file byte by byte. Create data inside the test."""
+    if connection.vendor != "sqlite":
+        pytest.skip("a SQLite file database: run without DATABASE_URL")
+    wrapper = connections["default"]
+    in_memory_name, in_memory_connection = wrapper.settings_dict["NAME"], wrapper.connection
+    path = tmp_path / "agentstate.sqlite3"
+    wrapper.connection = None  # closing would drop the in-memory test database; set it aside
+    wrapper.settings_dict["NAME"] = str(path)
+    try:
+        call_command("migrate", verbosity=0, interactive=False)
+        call_command("createcachetable", verbosity=0)
+        yield path
+    finally:
+        wrapper.close()
+        wrapper.settings_dict["NAME"] = in_memory_name
+        wrapper.connection = in_memory_connection

@@ -1,0 +1,184 @@
+"""What an erasure does outside its database transaction, and only once it has committed: working
+state in Redis (issue 9, defect 4), PostgreSQL's planner statistics (defect 5), SQLite's WAL file
+(defect 2)."""
+import json
+import sqlite3
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.db import DatabaseError, connection
+
+from sessions_app import working_state
+from sessions_app.models import Checkpoint, Session
+from userdata_app import erasure
+from userdata_app.models import ErasedSubject, ErasureRequest
+from tests.userdata_app.erasure_factories import subject_data_create, verified_request
+
+Scope = ErasureRequest.Scope
+Status = ErasureRequest.Status
+
+
+@pytest.fixture
+def officer(db):
+    return get_user_model().objects.create_user("officer", password="pw", is_staff=True)
+
+
+@pytest.fixture(params=["database", "redis"])
+def store(request, settings):
+    if request.param == "redis" and not settings.REDIS_URL:
+        pytest.skip("the Redis store needs REDIS_URL")
+    settings.WORKING_STATE_BACKEND = request.param
+    return working_state.get_store()
+
+
+def _working_state(store, tenant, user_id) -> dict[int, dict]:
+    return {pk: store.get(pk) for pk in Session.objects.filter(tenant=tenant, user_id=user_id).values_list("pk", flat=True)}
+
+
+def _fail_with_residue(monkeypatch):
+    monkeypatch.setattr(erasure.execution.userdata_services, "subject_user_data_erase", lambda **kw: 0)
+
+
+def _fail_with_a_database_error(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise DatabaseError("disk full")
+
+    monkeypatch.setattr(ErasedSubject.objects, "bulk_create", refuse)
+
+
+@pytest.mark.parametrize("failure", [_fail_with_residue, _fail_with_a_database_error], ids=["residue", "database error"])
+def test_an_erasure_that_rolls_back_leaves_the_working_state_and_one_that_commits_clears_it(
+    store, tenant, officer, monkeypatch, failure, django_capture_on_commit_callbacks
+):
+    subject_data_create(tenant=tenant, user_id="alice")
+    before = _working_state(store, tenant, "alice")
+    assert len(before) == 2 and all(state == {"current_subtask": "task of alice"} for state in before.values())
+    request = verified_request(subjects=[(tenant, "alice")], scope=Scope.EVERYTHING, actor=officer)
+
+    failure(monkeypatch)
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(erasure.ErasureFailed):
+        erasure.erasure_execute(request=request, actor=officer)
+    assert {pk: store.get(pk) for pk in before} == before  # the rollback changed nothing anywhere
+    request.refresh_from_db()
+    assert request.status == Status.FAILED
+
+    monkeypatch.undo()
+    with django_capture_on_commit_callbacks(execute=True):
+        erasure.erasure_execute(request=request, actor=officer)
+    assert {pk: store.get(pk) for pk in before} == dict.fromkeys(before, {})
+    assert store.count_many(list(before)) == 0
+
+
+# --- SQLite: the write-ahead log (defect 2) -------------------------------------------------------
+
+WAL_SUBJECT = "walsubject-7f3a"
+
+
+def _file_bytes(path) -> bytes:
+    return path.read_bytes() if path.exists() else b""
+
+
+def test_after_an_erasure_the_sqlite_wal_is_truncated_and_a_reader_holding_it_is_reported(sqlite_file, client):
+    from agentstate.tenancy.services import tenant_get_or_create
+
+    tenant = tenant_get_or_create(slug="acme")
+    admin = get_user_model().objects.create_superuser("admin", password="pw")
+    subject_data_create(tenant=tenant, user_id=WAL_SUBJECT)
+    subject_data_create(tenant=tenant, user_id="bystander", sessions=1)
+    wal = sqlite_file.with_name(sqlite_file.name + "-wal")
+    assert WAL_SUBJECT.encode() in _file_bytes(wal)
+
+    # A reader in the middle of a read transaction: the log cannot be truncated under it.
+    reader = sqlite3.connect(sqlite_file)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM userdata_app_userdatum").fetchone()[0] == 4
+    request = verified_request(subjects=[(tenant, WAL_SUBJECT)], scope=Scope.EVERYTHING, actor=admin)
+    receipt = erasure.erasure_execute(request=request, actor=admin)
+
+    request.refresh_from_db()
+    assert request.status == Status.EXECUTED
+    assert request.storage_pending == erasure.WAL_PENDING  # said honestly: the bytes are still there
+    assert WAL_SUBJECT.encode() in _file_bytes(wal)
+    assert erasure.receipt_document(receipt=receipt)["storage_pending"] == erasure.WAL_PENDING
+    client.force_login(admin)
+    page = client.get(f"/admin/userdata_app/erasurerequest/{request.pk}/change/").content.decode()
+    assert "write-ahead log" in page
+
+    with pytest.raises(CommandError, match="Still pending"):  # the reader is still there
+        call_command("erasure_storage_cleanup", "--timeout", "0")
+    reader.rollback()
+    reader.close()
+    call_command("erasure_storage_cleanup", "--timeout", "5", stdout=StringIO())
+
+    request.refresh_from_db()
+    assert request.storage_pending == ""
+    for path in (wal, sqlite_file):
+        content = _file_bytes(path)
+        for marker in (WAL_SUBJECT, f"hello from {WAL_SUBJECT}", f"{WAL_SUBJECT}@example.com", f"task of {WAL_SUBJECT}"):
+            assert marker.encode() not in content, (path.name, marker)
+    assert b"bystander@example.com" in _file_bytes(sqlite_file)
+
+
+def test_erase_user_retries_the_wal_and_says_when_it_is_still_held(sqlite_file):
+    from agentstate.tenancy.services import tenant_get_or_create
+
+    tenant = tenant_get_or_create(slug="acme")
+    subject_data_create(tenant=tenant, user_id=WAL_SUBJECT, sessions=1)
+    reader = sqlite3.connect(sqlite_file)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM sessions_app_session").fetchone()
+    out, err = StringIO(), StringIO()
+    call_command("erase_user", "--subject", f"acme:{WAL_SUBJECT}", "--storage-timeout", "0", stdout=out, stderr=err)
+    reader.close()
+
+    assert json.loads(out.getvalue())["storage_pending"] == erasure.WAL_PENDING
+    assert "erasure_storage_cleanup" in err.getvalue()
+
+
+def test_without_a_reader_the_wal_is_empty_right_after_the_erasure(sqlite_file):
+    from agentstate.tenancy.services import tenant_get_or_create
+
+    tenant = tenant_get_or_create(slug="acme")
+    subject_data_create(tenant=tenant, user_id=WAL_SUBJECT)
+    request = verified_request(subjects=[(tenant, WAL_SUBJECT)], scope=Scope.USER_DATA)
+    erasure.erasure_execute(request=request)
+
+    request.refresh_from_db()
+    assert request.storage_pending == ""
+    assert WAL_SUBJECT.encode() not in _file_bytes(sqlite_file.with_name(sqlite_file.name + "-wal"))
+    assert f"{WAL_SUBJECT}@example.com".encode() not in _file_bytes(sqlite_file)
+
+
+# --- PostgreSQL: planner statistics (defect 5) ------------------------------------------------------
+
+STATS_SUBJECT = "statsubject-4b1d"
+
+
+def pg_stats_text() -> str:
+    """Every sampled value PostgreSQL's planner statistics hold for this database's tables."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tablename, attname, most_common_vals::text, histogram_bounds::text, most_common_elems::text "
+            "FROM pg_stats WHERE schemaname = ANY (current_schemas(false))"
+        )
+        return "\n".join(" ".join(str(value) for value in row) for row in cursor.fetchall())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_postgresql_statistics_keep_no_erased_value(postgres_only, tenant):
+    subject_data_create(tenant=tenant, user_id=STATS_SUBJECT, sessions=3, messages=40)
+    subject_data_create(tenant=tenant, user_id="bystander", sessions=2, messages=5)
+    Checkpoint.objects.filter(user_id="bystander").delete()  # a table the erasure leaves empty
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    before = pg_stats_text()
+    assert STATS_SUBJECT in before and f"hello from {STATS_SUBJECT}" in before  # most common values
+
+    erasure.erasure_execute(request=verified_request(subjects=[(tenant, STATS_SUBJECT)], scope=Scope.EVERYTHING))
+
+    after = pg_stats_text()
+    for marker in (STATS_SUBJECT, f"hello from {STATS_SUBJECT}", f"{STATS_SUBJECT}@example.com", STATS_SUBJECT.title()):
+        assert marker not in after, marker
+    assert "bystander" in after  # the statistics were refreshed, not dropped

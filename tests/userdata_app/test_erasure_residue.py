@@ -1,0 +1,222 @@
+"""End to end (issue 9, "Done when"): a subject with data in every table, written through the API,
+viewed and exported through the admin, erased with scope "everything" through the admin by a
+compliance officer. Afterwards the raw database (SQLite: the file and its WAL; PostgreSQL:
+``pg_dump`` and ``pg_stats``), Redis (every key and value of its database) and the captured logs
+hold neither the subject's id nor any value stored about it, while bystanders whose ids differ
+only by whitespace or case keep every row."""
+import base64
+import glob
+import io
+import json
+import logging
+import shutil
+import subprocess
+import uuid
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+from rest_framework.test import APIClient
+
+from agentstate.logging import JsonFormatter
+from agentstate.tenancy import selectors as tenancy_selectors
+from agentstate.tenancy.services import api_key_create, tenant_get_or_create
+from sessions_app import selectors as session_selectors
+from sessions_app.models import Session
+from userdata_app import selectors as userdata_selectors
+from userdata_app.models import ErasureRequest
+from tests.userdata_app.erasure_factories import compliance_group
+from tests.userdata_app.test_erasure_after_commit import pg_stats_text
+
+# The subject's id ends with an EM SPACE (U+2003), stored exactly as the API received it; the
+# bystanders' ids are the same without it, and the same with another case.
+SUBJECT = "carol-5e1b\u2003"
+BYSTANDERS = ("carol-5e1b", "Carol-5e1b\u2003")
+CHANGELIST = "/admin/userdata_app/erasurerequest/"
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def id_forms(user_id: str) -> list[bytes]:
+    """The id as it may appear in bytes: UTF-8, JSON-escaped, percent-encoded (a URL)."""
+    return [user_id.encode(), json.dumps(user_id)[1:-1].encode(), quote(user_id, safe="").encode()]
+
+
+def markers_of(person: int) -> dict[str, str]:
+    """A value no one else stores, for every kind of value stored about a person."""
+    token = uuid.uuid4().hex[:10]
+    kinds = ("metadata", "message", "name", "round", "working", "reason", "transition", "email", "preference", "graph", "write")
+    return {kind: f"{kind}-{person}-{token}" for kind in kinds}
+
+
+def _graph_value(note: str) -> dict:
+    """A LangGraph value as the saver sends it: the serializer's bytes (base64) and a JSON view."""
+    return {"type": "json", "data": base64.b64encode(json.dumps({"note": note}).encode()).decode(), "rendered": {"note": note}}
+
+
+def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> None:
+    """Through the API: two sessions, each with messages, a round, working state, a checkpoint
+    (promoted from the working state) and a transition; a LangGraph thread with a checkpoint and a
+    pending write; and two keys of user data."""
+    user = quote(user_id, safe="")
+    graph = {"thread_id": f"thread-{marks['graph']}", "user_id": user_id, "default_user_id": "nobody", "checkpoint_ns": "",
+             "checkpoint_id": "c1"}
+    for url, body in (
+        ("/api/v1/langgraph/checkpoints/", {**graph, "checkpoint": _graph_value(marks["graph"]),
+                                            "metadata": {"source": "input", "step": 0}, "channel_versions": {}}),
+        ("/api/v1/langgraph/writes/", {**graph, "task_id": "task-1",
+                                       "writes": [{"idx": 0, "channel": "messages", "value": _graph_value(marks["write"])}]}),
+    ):
+        response = api.post(url, body, format="json")
+        assert response.status_code in (200, 201, 204), (url, response.content)
+    for n in (1, 2):
+        base = f"/api/v1/users/{user}/sessions/s{n}"
+        calls = [
+            ("post", "/api/v1/sessions/", {"user_id": user_id, "session_id": f"s{n}", "metadata": {"note": marks["metadata"]}}),
+            ("post", f"{base}/messages/", {"messages": [{"role": "user", "content": marks["message"], "name": marks["name"]}]}),
+            ("post", f"{base}/rounds/", {"state": {"note": marks["round"]}}),
+            ("patch", f"{base}/working-state/", {"task": marks["working"]}),
+            ("post", f"{base}/checkpoints/", {"label": "done"}),
+            ("post", f"{base}/transitions/", {"to_agent": "writer", "from_agent": "planner", "reason": marks["transition"],
+                                              "metadata": {"why": marks["reason"]}}),
+        ]
+        for method, url, body in calls:
+            response = getattr(api, method)(url, body, format="json")
+            assert response.status_code in (200, 201), (url, response.content)
+    for key, value in (("email", marks["email"]), ("preferences", {"theme": marks["preference"]})):
+        response = api.put(f"/api/v1/users/{user}/data/{key}/", {"value": value}, format="json")
+        assert response.status_code in (200, 201), response.content
+
+
+def holdings(tenant, user_id) -> dict[str, int]:
+    return {
+        "user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id),
+        **session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id),
+    }
+
+
+FULL = {
+    "user_data": 2, "sessions": 3, "messages": 2, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2,
+    "langgraph_checkpoints": 1, "langgraph_writes": 1,
+}
+
+
+@pytest.fixture
+def raw_database(request):
+    """A function returning the raw bytes the database holds: SQLite's file and its WAL, or a
+    ``pg_dump`` of the test database plus every value in ``pg_stats``."""
+    if connection.vendor == "sqlite":
+        path = request.getfixturevalue("sqlite_file")
+        wal = path.with_name(path.name + "-wal")
+        return lambda: path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    binaries = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_dump")) or [shutil.which("pg_dump")]
+    if not binaries[-1]:
+        pytest.skip("pg_dump is missing (apt-get install postgresql-client)")
+    db = connection.settings_dict
+
+    def dump() -> bytes:
+        command = [binaries[-1], "--no-owner", "-h", db["HOST"] or "localhost", "-p", str(db["PORT"] or 5432),
+                   "-U", db["USER"], db["NAME"]]
+        result = subprocess.run(command, capture_output=True, check=True, env={"PGPASSWORD": db["PASSWORD"] or ""}, timeout=120)
+        return result.stdout + pg_stats_text().encode()
+
+    return dump
+
+
+def redis_contents() -> bytes:
+    """Every key and value in the Redis database the settings use (working state and cache)."""
+    if not settings.REDIS_URL:
+        return b""
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    read = {
+        b"string": client.get, b"hash": lambda k: b"".join(a + b for a, b in client.hgetall(k).items()),
+        b"list": lambda k: b"".join(client.lrange(k, 0, -1)), b"set": lambda k: b"".join(client.smembers(k)),
+        b"zset": lambda k: b"".join(client.zrange(k, 0, -1)),
+    }
+    return b"".join(key + (read.get(client.type(key), lambda k: b"")(key) or b"") for key in client.scan_iter())
+
+
+@pytest.fixture
+def captured_logs():
+    """What the configured log handlers (the JSON console handlers) write during the test."""
+    buffer = io.StringIO()
+    handlers = {
+        handler for name in ("", "django", "agentstate") for handler in logging.getLogger(name).handlers
+        if isinstance(handler.formatter, JsonFormatter)
+    }
+    previous = [(handler, handler.setStream(buffer)) for handler in handlers]
+    yield buffer
+    for handler, stream in previous:
+        handler.setStream(stream)
+
+
+def found(needles: dict[str, list[bytes]], haystack: bytes) -> list[str]:
+    return [name for name, forms in needles.items() if any(form in haystack for form in forms)]
+
+
+def test_an_erasure_through_the_admin_leaves_nothing_of_the_subject_anywhere(raw_database, captured_logs):
+    tenant = tenant_get_or_create(slug="acme")
+    tenancy_selectors.api_key_cache_clear()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key_create(tenant=tenant, name='agent')[1]}")
+    people = (SUBJECT, *BYSTANDERS)
+    marks = {user_id: markers_of(n) for n, user_id in enumerate(people)}
+    for user_id in people:
+        store_everything(api, user_id, marks[user_id])
+    assert [holdings(tenant, user_id) for user_id in people] == [FULL] * len(people)
+    subject_needles = {"id": id_forms(SUBJECT), **{kind: [value.encode()] for kind, value in marks[SUBJECT].items()}}
+    assert found(subject_needles, raw_database()) == list(subject_needles)  # the search can find them
+
+    officer = get_user_model().objects.create_user("officer", password="pw", is_staff=True)
+    officer.groups.add(compliance_group())
+    admin = Client()
+    admin.force_login(officer)
+    # Staff look the person up and open what is stored.
+    session = Session.objects.get(tenant=tenant, user_id=SUBJECT, session_id="s1")
+    for url in (
+        "/admin/sessions_app/session/", f"/admin/sessions_app/session/{session.pk}/change/",
+        f"/admin/sessions_app/message/?session__id__exact={session.pk}", "/admin/userdata_app/userdatum/",
+    ):
+        assert admin.get(url).status_code == 200, url
+
+    # The request, recorded and verified in the admin, then the person's data exported.
+    response = admin.post("/admin/userdata_app/erasurerequest/add/", {
+        "scope": "everything", "received_at_0": "2026-11-23", "received_at_1": "10:00:00", "requested_by": "ticket 9",
+        "reason": "", "subjects-TOTAL_FORMS": "1", "subjects-INITIAL_FORMS": "0", "subjects-MIN_NUM_FORMS": "1",
+        "subjects-MAX_NUM_FORMS": "1000", "subjects-0-tenant": str(tenant.pk), "subjects-0-user_id": SUBJECT,
+    })
+    assert response.status_code == 302, response.context["errors"] if response.context else response
+    request = ErasureRequest.objects.get()
+    assert admin.post(f"{CHANGELIST}{request.pk}/lifecycle/verify/").status_code == 302
+    export = admin.get(f"{CHANGELIST}{request.pk}/export/")
+    assert export.status_code == 200
+    exported = json.loads(export.content)
+    assert [s["user_id"] for s in exported["subjects"]] == [SUBJECT]  # this person, nobody else
+    assert marks[SUBJECT]["message"] in export.content.decode()
+    assert not any(value in export.content.decode() for user_id in BYSTANDERS for value in marks[user_id].values())
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")  # as autovacuum would have: the statistics sample the subject's values
+
+    # Executed from the confirmation page.
+    assert admin.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk]}).status_code == 200
+    done = admin.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"})
+    assert done.status_code == 302
+    request.refresh_from_db()
+    assert request.status == ErasureRequest.Status.EXECUTED and request.storage_pending == ""
+    assert admin.get(f"{CHANGELIST}{request.pk}/change/").status_code == 200
+
+    assert holdings(tenant, SUBJECT) == dict.fromkeys(FULL, 0)
+    for user_id in BYSTANDERS:
+        assert holdings(tenant, user_id) == FULL, user_id
+    stored = raw_database()
+    assert found(subject_needles, stored) == []
+    for user_id in BYSTANDERS:  # still there, byte for byte
+        assert found({kind: [value.encode()] for kind, value in marks[user_id].items()}, stored) == list(marks[user_id])
+    assert found(subject_needles, redis_contents()) == []
+    assert found(subject_needles, captured_logs.getvalue().encode()) == []

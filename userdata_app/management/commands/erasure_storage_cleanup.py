@@ -1,0 +1,19 @@
+"""Finish the clean-up an erasure could not finish right after it committed: SQLite's
+write-ahead log still open in a reader (the request's admin page and receipt say so), PostgreSQL
+statistics of a busy table. Retries until done or ``--timeout``; exits non-zero if still pending."""
+from django.core.management.base import BaseCommand, CommandError
+
+from userdata_app import erasure
+
+
+class Command(BaseCommand):
+    help = "Retry truncating SQLite's WAL and refreshing statistics after erasures, until done or --timeout."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--timeout", type=float, default=60.0, help="Seconds to keep retrying (default 60).")
+
+    def handle(self, *args, timeout, **options):
+        pending = erasure.erasure_storage_retry(timeout=timeout)
+        if pending:
+            raise CommandError(f"Still pending after {timeout:g} s: {pending} Close the readers and run this again.")
+        self.stdout.write("Done: no copy of erased rows is left in the write-ahead log or the statistics.")
