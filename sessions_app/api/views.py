@@ -172,6 +172,60 @@ class MessageListView(SessionScopedView):
         )
 
 
+class MessagePopView(SessionScopedView):
+    body_required = False
+    @extend_schema(
+        summary="Pop the newest message (atomic; null when the history is empty)",
+        request=s.MessagePopInput,
+        responses={200: s.MessagePoppedSerializer, **error_responses(409, 412)},
+        description="Concurrent pops each get a different message or null. With `idempotency_key`, a retry returns "
+                    "the first answer and pops nothing. The seq is never reused; `history_generation` advances.",
+    )
+    def post(self, request, user_id, session_id):
+        data = validated(s.MessagePopInput, request.data or {})
+        popped = services.message_pop(session=self.get_session(), **data)
+        return Response(s.MessagePoppedSerializer({"message": popped}).data)
+
+
+class MessageRewindView(SessionScopedView):
+    @extend_schema(
+        summary="Remove every message after a seq (and, with after_round, every round after it)",
+        request=s.MessageRewindInput,
+        responses={200: s.HistoryEditSerializer, **error_responses(409, 412)},
+    )
+    def post(self, request, user_id, session_id):
+        edit = services.message_rewind(session=self.get_session(), **validated(s.MessageRewindInput, request.data))
+        return Response(s.HistoryEditSerializer(edit).data)
+
+
+class MessageClearView(SessionScopedView):
+    body_required = False
+
+    @extend_schema(
+        summary="Remove every message, keeping the session",
+        request=s.MessageClearInput,
+        responses={200: s.HistoryEditSerializer, **error_responses(409, 412)},
+    )
+    def post(self, request, user_id, session_id):
+        edit = services.message_clear(session=self.get_session(), **validated(s.MessageClearInput, request.data or {}))
+        return Response(s.HistoryEditSerializer(edit).data)
+
+
+class SessionForkView(SessionScopedView):
+    body_required = False
+
+    @extend_schema(
+        summary="Copy the session up to a message and a round into a new session of the same user",
+        request=s.SessionForkInput,
+        responses={201: s.SessionSerializer, **error_responses(409, 412)},
+        description="One transaction, a fixed number of statements whatever the size. The fork records where it "
+                    "came from (`forked_from`); an ended session can be forked.",
+    )
+    def post(self, request, user_id, session_id):
+        fork = services.session_fork(session=self.get_session(), **validated(s.SessionForkInput, request.data or {}))
+        return etags.with_etag(Response(s.SessionSerializer(fork).data, status=status.HTTP_201_CREATED), fork.version)
+
+
 # --- Rounds -------------------------------------------------------------------------------
 
 
