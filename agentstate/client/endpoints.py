@@ -223,12 +223,14 @@ class Endpoints(abc.ABC):
         up_to_seq: int | None = None,
         up_to_round: int | None = None,
         expected_last_seq: int | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> SessionRecord:
         """Copy the session's messages up to ``up_to_seq`` and rounds up to ``up_to_round`` (default:
-        all) into a new session of the same user (blank ``new_session_id``: a UUID); its
-        ``forked_from`` names the parent. An existing ``new_session_id`` raises Conflict."""
+        all) into a new session of the same user (blank ``new_session_id``: a UUID) with the parent's
+        agent, workspace and metadata (or ``metadata``); its ``forked_from`` names the parent. An
+        existing ``new_session_id`` raises Conflict."""
         payload = _given(new_session_id=new_session_id, up_to_seq=up_to_seq, up_to_round=up_to_round,
-                         expected_last_seq=expected_last_seq)
+                         expected_last_seq=expected_last_seq, metadata=metadata)
         return self._call(Call("POST", session_url(user_id, session_id, "fork"), as_model(SessionRecord), json=payload))
 
     # --- rounds ---------------------------------------------------------------------------------

@@ -153,6 +153,8 @@ class SessionForkInput(StrictInput):
     up_to_round = serializers.IntegerField(required=False, allow_null=True,
                                            help_text="Copy rounds with round_id up to this one; absent: all.")
     expected_last_seq = _expected_last_seq()
+    metadata = serializers.DictField(required=False, allow_null=True,
+                                     help_text="The fork's metadata; absent: the parent's.")
 
 
 class MessageQuery(serializers.Serializer):

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput, PreconditionFailed, SessionAlreadyExists, SessionEnded
 from agentstate.subjects import PROCESS_STATE, subject_write_check
-from agentstate.validation import clean_identifier, clean_round_id
+from agentstate.validation import clean_identifier, clean_json, clean_round_id
 from sessions_app.models import Message, MessagePop, Round, Session
 from sessions_app.selectors import message_as_dict
 from sessions_app.services.live import lock_session
@@ -160,11 +160,12 @@ def session_fork(
     up_to_seq: int | None = None,
     up_to_round: int | None = None,
     expected_last_seq: int | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Session:
     """Copy the session's messages up to ``up_to_seq`` and rounds up to ``up_to_round`` (default:
-    all) into a new session of the same user that records its parent. A fixed number of
-    statements whatever the history's size; a blank id becomes a new UUID, an existing one is a
-    conflict."""
+    all) into a new session of the same user that records its parent; it keeps the parent's agent,
+    workspace and metadata (``metadata`` replaces the latter). A fixed number of statements
+    whatever the history's size; a blank id becomes a new UUID, an existing one is a conflict."""
     stripped = new_session_id.strip() if isinstance(new_session_id, str) else new_session_id
     new_id = clean_identifier(str(uuid.uuid4()) if stripped in (None, "") else stripped, field="new_session_id")
     if up_to_seq is not None:
@@ -173,6 +174,8 @@ def session_fork(
         up_to_round = clean_round_id(up_to_round, field="up_to_round")
     if expected_last_seq is not None:
         expected_last_seq = _clean_seq(expected_last_seq, field="expected_last_seq")
+    if metadata is not None:
+        metadata = clean_json(metadata, field="metadata", require_object=True)
     subject_write_check(tenant=session.tenant, user_id=session.user_id, category=PROCESS_STATE)
     source = lock_session(session)  # no append or edit lands halfway through the copy
     if expected_last_seq is not None:
@@ -183,7 +186,7 @@ def session_fork(
     fork = Session(
         tenant_id=source.tenant_id, user_id=source.user_id, session_id=new_id, app_name=source.app_name,
         framework=source.framework, agent_id=source.agent_id, workspace_id=source.workspace_id,
-        metadata=source.metadata, created_at=now, updated_at=now, last_seq=seq_limit,
+        metadata=source.metadata if metadata is None else metadata, created_at=now, updated_at=now, last_seq=seq_limit,
         parent=source, forked_from_session_id=source.session_id, forked_from_seq=seq_limit, forked_from_round=round_limit,
     )
     try:

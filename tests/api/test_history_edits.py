@@ -79,6 +79,8 @@ def test_fork_creates_the_session_with_its_origin_and_an_etag(api, session):
     assert [m["content"] for m in listed] == ["a", "b"]
     assert_error(api.post(S + "fork/", {"new_session_id": "branch"}, format="json"), 409, "session_exists")
     assert api.get(S).json()["forked_from"] is None
+    own = api.post(S + "fork/", {"new_session_id": "labelled", "metadata": {"branch": "b1"}}, format="json")
+    assert own.json()["metadata"] == {"branch": "b1"}
 
 
 @pytest.mark.parametrize("path, body, field", [
@@ -95,6 +97,7 @@ def test_fork_creates_the_session_with_its_origin_and_an_etag(api, session):
     ("fork/", {"new_session_id": "a/b"}, "new_session_id"),
     ("fork/", {"up_to_seq": -1}, "up_to_seq"),
     ("fork/", {"up_to_round": -1}, "up_to_round"),
+    ("fork/", {"metadata": ["not", "an", "object"]}, "metadata"),
 ])
 def test_bad_input_is_a_400_naming_the_field_and_changes_nothing(api, session, path, body, field):
     response = api.post(S + path, body, format="json")
