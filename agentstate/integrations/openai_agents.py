@@ -17,10 +17,12 @@ docs/CLIENT.md lists the mapping and its deviations. Imports no Django.
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
 import uuid
+import weakref
 from collections import deque
 from typing import Any
 
@@ -115,6 +117,19 @@ def _batches(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return batches
 
 
+class _Borrowed:
+    """``async with`` a shared client without closing it at the end."""
+
+    def __init__(self, client: AsyncAgentStateClient) -> None:
+        self.client = client
+
+    async def __aenter__(self) -> AsyncAgentStateClient:
+        return self.client
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        return None
+
+
 class AgentStateSession(SessionABC):
     """The Agents SDK's ``Session`` on agentstate, with ``AdvancedSQLiteSession``'s branches.
 
@@ -143,6 +158,9 @@ class AgentStateSession(SessionABC):
         self._base_url, self._api_key = base_url, api_key
         self._client_options = {"timeout": timeout, "retries": retries, "transport": transport}
         self._branch = MAIN
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAgentStateClient] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # --- the Session protocol --------------------------------------------------------------------
 
@@ -276,10 +294,20 @@ class AgentStateSession(SessionABC):
 
     # --- plumbing --------------------------------------------------------------------------------
 
-    def _api(self) -> AsyncAgentStateClient:
-        """A client for one operation: the SDK may call from different event loops (``run_sync``),
-        and an HTTP connection pool belongs to the loop that opened it."""
-        return AsyncAgentStateClient(self._base_url, self._api_key, **self._client_options)
+    def _api(self) -> _Borrowed:
+        """The client of the running event loop: the SDK may call from several loops (``run_sync``,
+        ``asyncio.run`` per turn), and an HTTP connection pool belongs to the loop that opened it."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = AsyncAgentStateClient(self._base_url, self._api_key, **self._client_options)
+        return _Borrowed(client)
+
+    async def aclose(self) -> None:
+        """Close the connections of the running event loop (the stored history stays)."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
 
     def _current(self) -> str:
         return branch_session_id(self.session_id, self._branch)
