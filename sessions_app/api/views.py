@@ -29,6 +29,8 @@ IF_MATCH = OpenApiParameter(
     description='The ETag you read (e.g. "3"): the write happens only if nobody changed it since (else 412).',
 )
 
+HISTORY_GENERATION = "X-History-Generation"
+
 ROUND_ID = OpenApiParameter("round_id", int, OpenApiParameter.PATH, description="0..2147483647")
 
 
@@ -132,7 +134,9 @@ class MessageListView(SessionScopedView):
         summary="Read the history",
         parameters=[s.MessageQuery],
         responses={200: s.MessageSerializer(many=True)},
-        description="Pages in seq order (follow `next`); `recent=N` returns the last N as one page.",
+        description="Pages in seq order (follow `next`); `recent=N` returns the last N as one page. "
+                    "`X-History-Generation` is the session's history generation: if it changes between pages, an "
+                    "edit removed messages and the history should be read again.",
     )
     def get(self, request, user_id, session_id):
         query = validated(s.MessageQuery, request.query_params)
@@ -140,9 +144,14 @@ class MessageListView(SessionScopedView):
         role = query.get("role")
         if "recent" in query:
             recent = selectors.message_recent(session=session, limit=query["recent"], role=role)
-            return Response({"next": None, "previous": None, "results": s.MessageSerializer(recent, many=True).data})
-        messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
-        return self.paginated(messages, serializer_class=s.MessageSerializer)
+            response = Response({"next": None, "previous": None, "results": s.MessageSerializer(recent, many=True).data})
+        else:
+            messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
+            response = self.paginated(messages, serializer_class=s.MessageSerializer)
+        # A reader following after_seq or cursors compares it page to page: a change means an edit
+        # (pop, rewind, clear) removed messages it may already hold.
+        response[HISTORY_GENERATION] = str(session.history_generation)
+        return response
 
     @extend_schema(
         summary="Append one message or a list, atomically",
@@ -174,6 +183,7 @@ class MessageListView(SessionScopedView):
 
 class MessagePopView(SessionScopedView):
     body_required = False
+
     @extend_schema(
         summary="Pop the newest message (atomic; null when the history is empty)",
         request=s.MessagePopInput,

@@ -109,3 +109,12 @@ def test_bad_input_is_a_400_naming_the_field_and_changes_nothing(api, session, p
 def test_edits_of_a_missing_session_are_404(api, tenant):
     for path in ("messages/pop/", "messages/clear/", "fork/"):
         assert_error(api.post("/api/v1/users/u1/sessions/missing/" + path), 404, "not_found")
+
+
+def test_history_pages_carry_the_generation_so_a_reader_sees_an_edit(api, session):
+    first = api.get(S + "messages/?page_size=2")
+    assert first["X-History-Generation"] == "0"
+    api.post(S + "messages/pop/")
+    following = api.get(first.json()["next"])
+    assert following["X-History-Generation"] == "1" and following.json()["results"] == []
+    assert api.get(S + "messages/?recent=5")["X-History-Generation"] == "1"
