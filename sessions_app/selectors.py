@@ -170,7 +170,9 @@ def transition_list(*, session: Session) -> QuerySet[AgentTransition]:
 
 # --- One data subject's process state (erasure preview, residue check, subject export) -----
 
-PROCESS_STATE_CATEGORIES = ("sessions", "messages", "rounds", "checkpoints", "transitions", "working_state")
+PROCESS_STATE_CATEGORIES = (
+    "sessions", "messages", "message_pops", "rounds", "checkpoints", "transitions", "working_state",
+)
 
 
 def _subject_sessions(*, tenant: Tenant, user_id: str) -> QuerySet[Session]:
@@ -187,6 +189,7 @@ def subject_process_state_counts(*, tenant: Tenant, user_id: str) -> dict[str, i
     return {
         "sessions": len(session_pks),
         "messages": Message.objects.filter(**in_sessions).count(),
+        "message_pops": MessagePop.objects.filter(**in_sessions).count(),
         "rounds": Round.objects.filter(**in_sessions).count(),
         "checkpoints": Checkpoint.objects.filter(**in_sessions).count(),
         "transitions": AgentTransition.objects.filter(**in_sessions).count(),

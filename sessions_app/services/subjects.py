@@ -5,7 +5,7 @@ from django.db import transaction
 
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
-from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from sessions_app.models import AgentTransition, Checkpoint, Message, MessagePop, Round, Session
 
 @transaction.atomic
 def subject_process_state_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
@@ -23,6 +23,7 @@ def subject_process_state_erase(*, tenant: Tenant, user_id: str) -> dict[str, in
     in_sessions = {"session_id__in": sessions.values("pk")}
     for category, model in (
         ("messages", Message),
+        ("message_pops", MessagePop),
         ("rounds", Round),
         ("checkpoints", Checkpoint),
         ("transitions", AgentTransition),

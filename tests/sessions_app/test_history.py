@@ -205,8 +205,9 @@ def test_erasure_and_export_cover_forks_and_kept_pops(tenant):
     exported = {s["session_id"]: s for s in selectors.subject_process_state_export(tenant=tenant, user_id="u1")}
     assert exported["f1"]["forked_from_session_id"] == "s1" and [m["content"] for m in exported["f1"]["messages"]] == ["a"]
     assert [m["content"] for m in exported["s1"]["popped_messages"]] == ["b"]
+    assert selectors.subject_process_state_counts(tenant=tenant, user_id="u1")["message_pops"] == 1
     counts = services.subject_process_state_erase(tenant=tenant, user_id="u1")
-    assert counts["sessions"] == 2 and counts["messages"] == 2
+    assert counts["sessions"] == 2 and counts["messages"] == 2 and counts["message_pops"] == 1
     assert not Session.objects.filter(pk__in=[session.pk, fork.pk]).exists()
     assert list(MessagePop.objects.values_list("session_id", flat=True)) == [other.pk]
     assert Session.objects.get(pk=other.pk).message_count == 0

@@ -45,7 +45,7 @@ def world(tenant, other_tenant):
     return tenant, other_tenant
 
 
-FULL = {"user_data": 2, "sessions": 2, "messages": 6, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2}
+FULL = {"user_data": 2, "sessions": 2, "messages": 6, "message_pops": 0, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2}
 
 
 def test_user_data_scope_erases_user_data_only_and_keeps_process_state(world, officer):
