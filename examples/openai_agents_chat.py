@@ -80,6 +80,7 @@ async def main(base_url: str, api_key: str, user_id: str = "ada", session_id: st
     await session.switch_to_branch("main")
     on_main = await session.get_items()
     branches = await session.list_branches()
+    await session.aclose()
     for info in branches:
         print(f"branch {info['branch_id']}: {info['message_count']} items, {info['user_turns']} user turns")
     return {"main": on_main, "branch": on_branch, "branches": branches}

@@ -55,11 +55,29 @@ def oa_key(transactional_db, tenant) -> str:
     return APIKey.objects.create_key(name="openai-agents-tests", tenant=tenant)[1]
 
 
+OPEN: list[AgentStateSession] = []
+
+
+def run(coro):
+    """``asyncio.run``, then close the connections the test's sessions opened in that loop (an
+    open keep-alive connection would keep a live-server thread and its database connection)."""
+    async def closing():
+        try:
+            return await coro
+        finally:
+            for session in OPEN:
+                await session.aclose()
+    return asyncio.run(closing())
+
+
 @pytest.fixture
 def oa_session(live_server, oa_key):
     def make(session_id: str = "chat-1", **kwargs) -> AgentStateSession:
-        return AgentStateSession(session_id, base_url=live_server.url, api_key=oa_key, user_id=USER, **kwargs)
-    return make
+        session = AgentStateSession(session_id, base_url=live_server.url, api_key=oa_key, user_id=USER, **kwargs)
+        OPEN.append(session)
+        return session
+    yield make
+    OPEN.clear()
 
 
 @function_tool
@@ -105,8 +123,8 @@ async def operations(session) -> list:
 
 
 def test_runner_driven_history_matches_sqlite_session_item_by_item(oa_session):
-    expected = asyncio.run(operations(SQLiteSession("chat-1")))
-    actual = asyncio.run(operations(oa_session()))
+    expected = run(operations(SQLiteSession("chat-1")))
+    actual = run(operations(oa_session()))
     assert len(actual) == len(expected)
     for step, (ours, theirs) in enumerate(zip(actual, expected)):
         assert ours == theirs, f"step {step}"
@@ -116,19 +134,19 @@ def test_runner_driven_history_matches_sqlite_session_item_by_item(oa_session):
 
 def test_a_missing_session_reads_empty_and_session_settings_limit_applies(oa_session):
     session = oa_session("fresh", session_settings={"limit": 2})
-    assert asyncio.run(session.get_items()) == [] and asyncio.run(session.pop_item()) is None
-    asyncio.run(session.clear_session())
-    asyncio.run(session.add_items([{"role": "user", "content": str(i)} for i in range(4)]))
-    assert asyncio.run(session.get_items()) == [{"role": "user", "content": "2"}, {"role": "user", "content": "3"}]
-    assert len(asyncio.run(session.get_items(limit=10))) == 4
+    assert run(session.get_items()) == [] and run(session.pop_item()) is None
+    run(session.clear_session())
+    run(session.add_items([{"role": "user", "content": str(i)} for i in range(4)]))
+    assert run(session.get_items()) == [{"role": "user", "content": "2"}, {"role": "user", "content": "3"}]
+    assert len(run(session.get_items(limit=10))) == 4
 
 
 def test_more_items_than_one_append_takes_are_stored_in_order(oa_session):
     session = oa_session("big")
     items = [{"role": "user", "content": f"m{i}"} for i in range(1203)]
-    asyncio.run(session.add_items(items))
-    assert asyncio.run(session.get_items()) == items
-    assert asyncio.run(session.get_items(limit=700)) == items[-700:]
+    run(session.add_items(items))
+    assert run(session.get_items()) == items
+    assert run(session.get_items(limit=700)) == items[-700:]
 
 
 class LosesFirstAnswer(httpx.AsyncHTTPTransport):
@@ -148,11 +166,11 @@ class LosesFirstAnswer(httpx.AsyncHTTPTransport):
 
 
 def test_a_retried_add_items_stores_nothing_twice(oa_session):
-    asyncio.run(oa_session("retry").add_items([{"role": "user", "content": "first"}]))
+    run(oa_session("retry").add_items([{"role": "user", "content": "first"}]))
     transport = LosesFirstAnswer()
-    asyncio.run(oa_session("retry", transport=transport).add_items([{"role": "user", "content": "once"}]))
+    run(oa_session("retry", transport=transport).add_items([{"role": "user", "content": "once"}]))
     assert transport.attempts == 2
-    assert asyncio.run(oa_session("retry").get_items()) == [
+    assert run(oa_session("retry").get_items()) == [
         {"role": "user", "content": "first"}, {"role": "user", "content": "once"}
     ]
 
@@ -160,12 +178,12 @@ def test_a_retried_add_items_stores_nothing_twice(oa_session):
 def test_concurrent_pops_each_get_a_different_item(postgres_only, oa_session):
     """PostgreSQL only: the live server's in-memory SQLite test database locks whole tables."""
     session = oa_session("race")
-    asyncio.run(session.add_items([{"role": "user", "content": str(i)} for i in range(6)]))
+    run(session.add_items([{"role": "user", "content": str(i)} for i in range(6)]))
 
     async def pops():
         return await asyncio.gather(*(oa_session("race").pop_item() for _ in range(8)))
 
-    popped = asyncio.run(pops())
+    popped = run(pops())
     contents = sorted(item["content"] for item in popped if item is not None)
     assert contents == [str(i) for i in range(6)] and popped.count(None) == 2
 
@@ -204,8 +222,8 @@ async def branch_operations(session) -> list:
 
 
 def test_branches_behave_as_advanced_sqlite_session(oa_session):
-    expected = asyncio.run(branch_operations(AdvancedSQLiteSession(session_id="chat-1", create_tables=True)))
-    actual = asyncio.run(branch_operations(oa_session()))
+    expected = run(branch_operations(AdvancedSQLiteSession(session_id="chat-1", create_tables=True)))
+    actual = run(branch_operations(oa_session()))
     for step, (ours, theirs) in enumerate(zip(actual, expected)):
         assert ours == theirs, f"step {step}"
     assert len(actual) == len(expected)
@@ -215,8 +233,8 @@ def test_a_branch_is_a_fork_of_the_user_in_agentstate(oa_session, tenant):
     from sessions_app.models import Session
 
     session = oa_session("chat/with slash")
-    asyncio.run(run_turns(session))
-    asyncio.run(session.create_branch_from_turn(3, "b"))
+    run(run_turns(session))
+    run(session.create_branch_from_turn(3, "b"))
     main = Session.objects.get(session_id=main_session_id("chat/with slash"))
     branch = Session.objects.get(session_id=branch_session_id("chat/with slash", "b"))
     assert main.session_id.startswith("oa-session-") and main.user_id == branch.user_id == USER
@@ -228,7 +246,7 @@ def test_a_branch_is_a_fork_of_the_user_in_agentstate(oa_session, tenant):
 
 def test_the_example_runs_three_turns_with_a_tool_call_then_a_branch(live_server, oa_key, capsys):
     example = runpy.run_path(str(ROOT / "examples" / "openai_agents_chat.py"))
-    result = asyncio.run(example["main"](live_server.url, oa_key))
+    result = run(example["main"](live_server.url, oa_key))
     out = capsys.readouterr().out
     assert "Snow in Oslo" in out and "[rome-instead]" in out and "Clear skies in Rome" in out
     main_users = [i["content"] for i in result["main"] if i.get("role") == "user"]
