@@ -1,6 +1,6 @@
-"""python -m benchmarks {scaling,http,erasure,admin,langgraph,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
+"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
 
-scaling, erasure, admin and langgraph run on SQLite by default and on PostgreSQL when DATABASE_URL is set
+scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by default and on PostgreSQL when DATABASE_URL is set
 (a dedicated <name>_bench database is created and dropped). http always starts a private
 PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunicorn and wrk.
 all runs each suite in its own process. Every suite prints a table and writes JSON to
@@ -16,7 +16,7 @@ import sys
 
 from benchmarks.bench_db import bench_database
 
-SUITES = ("scaling", "http", "erasure", "admin", "langgraph")
+SUITES = ("scaling", "http", "erasure", "admin", "langgraph", "edits")
 
 
 def _scaling(args) -> None:
@@ -35,6 +35,15 @@ def _erasure(args) -> None:
         result = erasure.run()
         erasure.print_table(result)
         print(f"results: {report.write_results('erasure', result)}")
+
+
+def _edits(args) -> None:
+    with bench_database(keep=args.keep_db):
+        from benchmarks import history_edits, report
+
+        result = history_edits.run()
+        history_edits.print_table(result)
+        print(f"results: {report.write_results('edits', result)}")
 
 
 def _admin(args) -> None:
@@ -97,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite == "all":
         passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)
-    {"scaling": _scaling, "http": _http, "erasure": _erasure, "admin": _admin, "langgraph": _langgraph}[args.suite](args)
+    {"scaling": _scaling, "http": _http, "erasure": _erasure, "admin": _admin, "langgraph": _langgraph, "edits": _edits}[args.suite](args)
     return 0
 
 

@@ -85,7 +85,8 @@ def history_fill(*, session: Session, messages: int = 0, rounds: int = 0) -> Ses
             params=[*owner, now, now],
         )
     Session.objects.filter(pk=session.pk).update(
-        last_seq=session.last_seq + messages, last_round_id=max(session.last_round_id, rounds)
+        last_seq=session.last_seq + messages, message_count=session.message_count + messages,
+        last_round_id=max(session.last_round_id, rounds),
     )
     session.refresh_from_db()
     return session
@@ -108,7 +109,7 @@ def messages_for_every_session(*, tenant: Tenant, per_session: int) -> int:
         join=f"CROSS JOIN {session_table} x WHERE x.tenant_id = %s",
     )
     sessions = Session.objects.filter(tenant=tenant)
-    sessions.update(last_seq=F("last_seq") + per_session)
+    sessions.update(last_seq=F("last_seq") + per_session, message_count=F("message_count") + per_session)
     return sessions.count() * per_session
 
 

@@ -23,7 +23,8 @@ LIST_PAGE = 10
 
 
 def _operations(*, tenant, user_id: str, size: int, rng: random.Random) -> dict[str, Callable[[], Any]]:
-    """Each operation as the API performs it: resolve the session by its identity, then act."""
+    """Each operation as the API performs it: resolve the session by its identity, then act. An
+    operation that removes data is a pair (timed operation, untimed restore)."""
     from sessions_app import selectors, services
 
     def session():
@@ -35,6 +36,12 @@ def _operations(*, tenant, user_id: str, size: int, rng: random.Random) -> dict[
             tenant=tenant, user_id=user_id, session_id=HISTORY_SESSION, round_id=rng.randint(1, size)
         ),
         "recent 50 messages": lambda: selectors.message_recent(session=session(), limit=50),
+        # The Agents SDK's get_items(limit=20) and pop_item: one read and one edit each.
+        "recent 20 messages": lambda: selectors.message_recent(session=session(), limit=20),
+        # Timed: the pop; untimed: putting a message back, so every size keeps its history.
+        "pop 1 message": (lambda: services.message_pop(session=session()), lambda: services.message_append(
+            session=session(), messages=[{"role": "assistant", "content": "Put back after a pop."}]
+        )),
         "append 1 message": lambda: services.message_append(
             session=session(), messages=[{"role": "user", "content": "What changed since yesterday?"}]
         ),
@@ -77,11 +84,14 @@ def run(*, sizes: tuple[int, ...] = SIZES, rounds: int = 10, batch: int = 30) ->
             order = sizes[round_no % len(sizes):] + sizes[: round_no % len(sizes)]
             for size in order:
                 op = ops_by_size[size][name]
+                op, restore = op if isinstance(op, tuple) else (op, None)
                 gc.collect()
                 for _ in range(batch):
                     started = time.perf_counter_ns()
                     op()
                     elapsed = time.perf_counter_ns() - started
+                    if restore is not None:
+                        restore()
                     if round_no:
                         samples[name][size].append(elapsed)
     results = []

@@ -40,6 +40,7 @@ from sessions_app.models import (
 
 LATEST_MESSAGES = 20
 LATEST_ROUNDS = 10
+LATEST_FORKS = 50
 
 
 def json_text(value: Any) -> str:
@@ -252,21 +253,42 @@ class SessionAdmin(ReadOnlyAdmin):
     ordering = ("-id",)
     fieldsets = (
         (None, {"fields": ("tenant", "user_id_shown", "session_id", "agent_id", "workspace_id", "message_count",
-                           "created_at", "updated_at", "ended_at", "version", "metadata_json")}),
+                           "last_seq", "history_generation", "created_at", "updated_at", "ended_at", "version",
+                           "metadata_json")}),
+        ("Forks", {"fields": ("forked_from", "forks")}),
         ("Latest messages", {"fields": ("latest_messages",)}),
         ("Rounds", {"fields": ("latest_rounds",)}),
         ("Checkpoints", {"fields": ("checkpoints",)}),
         ("Agent transitions", {"fields": ("transitions",)}),
         ("Working state", {"fields": ("working_state",)}),
     )
-    readonly_fields = ("user_id_shown", "message_count", "metadata_json", "latest_messages", "latest_rounds", "checkpoints",
-                       "transitions", "working_state")
+    readonly_fields = ("user_id_shown", "message_count", "last_seq", "history_generation", "forked_from", "forks",
+                       "metadata_json", "latest_messages", "latest_rounds", "checkpoints", "transitions", "working_state")
 
     user_id_shown = identifier_display("user_id", description="user id")
 
-    @admin.display(description="messages", ordering="last_seq")
+    @admin.display(description="messages", ordering="message_count")
     def message_count(self, obj: Session) -> int:
         return obj.message_count
+
+    @admin.display(description="forked from")
+    def forked_from(self, obj: Session):
+        if obj.forked_from_seq is None:
+            return "Not a fork."
+        point = f"up to message {obj.forked_from_seq}, round {obj.forked_from_round}"
+        if obj.parent_id is None:
+            return f"{obj.forked_from_session_id} (deleted), {point}"
+        url = reverse("admin:sessions_app_session_change", args=[obj.parent_id])
+        return format_html('<a href="{}">{}</a>, {}', url, obj.forked_from_session_id, point)
+
+    @admin.display(description="forks")
+    def forks(self, obj: Session):
+        forks = list(Session.objects.filter(parent=obj).order_by("id").values_list("pk", "session_id")[:LATEST_FORKS])
+        if not forks:
+            return "No forks."
+        return format_html_join(
+            ", ", '<a href="{}">{}</a>', ((reverse("admin:sessions_app_session_change", args=[pk]), sid) for pk, sid in forks)
+        )
 
     metadata_json = json_display("metadata")
 

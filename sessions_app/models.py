@@ -25,10 +25,23 @@ class Session(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     ended_at = models.DateTimeField(null=True, blank=True)
-    # Counters bumped under the session's row lock: gap-free message numbers and the largest
-    # round id (the next automatic round is last_round_id + 1).
+    # Counters bumped under the session's row lock: the last message number ever given (never
+    # reused, so an edit leaves a gap), the largest round id (the next automatic round is
+    # last_round_id + 1), how many messages are stored (every write keeps it true, so nobody
+    # counts rows), and the history generation every edit (pop, rewind, clear) advances.
     last_seq = models.BigIntegerField(default=0, editable=False)
     last_round_id = models.BigIntegerField(default=0, editable=False)
+    message_count = models.BigIntegerField(default=0, db_default=0, editable=False)
+    history_generation = models.BigIntegerField(default=0, db_default=0, editable=False)
+    # Where a fork came from: the parent session (same tenant and user), the last message seq and
+    # round id it copied. The parent's session id is kept as text too, so a fork still says where
+    # it came from after its parent is deleted.
+    parent = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="forks", db_index=False
+    )
+    forked_from_session_id = models.CharField(max_length=128, blank=True, default="", db_default="")
+    forked_from_seq = models.BigIntegerField(null=True, blank=True)
+    forked_from_round = models.BigIntegerField(null=True, blank=True)
     # Compare-and-set version behind the API's ETag / If-Match.
     version = models.PositiveIntegerField(default=1, editable=False)
 
@@ -52,6 +65,8 @@ class Session(models.Model):
             # the per-append counter update leaves these columns alone, so it stays a HOT update.
             models.Index(fields=["user_id"], name="session_user_id"),
             models.Index(fields=["session_id"], name="session_session_id"),
+            # Serves: a session's forks (the admin's links; SET NULL when a parent is deleted).
+            models.Index(fields=["parent"], name="session_parent", condition=models.Q(parent__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -63,9 +78,11 @@ class Session(models.Model):
         return self.ended_at is not None
 
     @property
-    def message_count(self) -> int:
-        """History is append-only, so the last sequence number is the count."""
-        return self.last_seq
+    def fork_origin(self) -> dict | None:
+        """Where a fork was copied from (the API's ``forked_from``); None for a session that is no fork."""
+        if self.forked_from_seq is None:
+            return None
+        return {"session_id": self.forked_from_session_id, "seq": self.forked_from_seq, "round": self.forked_from_round}
 
 
 class Message(models.Model):
@@ -101,6 +118,28 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"Message #{self.seq} of session #{self.session_id}"
+
+
+class MessagePop(models.Model):
+    """The answer to one pop, kept under the caller's idempotency key so a retried pop returns the
+    same message instead of popping another. It holds a copy of the popped message: it goes with
+    its session (delete, erasure) and is in the subject export."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+", db_index=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=128)
+    key = models.CharField(max_length=128)
+    message = models.JSONField(null=True, blank=True)  # the popped message as the API showed it; null: none
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # Serves: the retry lookup by (session, key).
+            models.UniqueConstraint(fields=["session", "key"], name="message_pop_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Pop {self.key} of session #{self.session_id}"
 
 
 class Round(models.Model):

@@ -21,6 +21,7 @@ from sessions_app.models import (
     LangGraphThread,
     LangGraphWrite,
     Message,
+    MessagePop,
     Round,
     Session,
     WorkingStateEntry,
@@ -183,7 +184,7 @@ def transition_list(*, session: Session) -> QuerySet[AgentTransition]:
 # --- One data subject's process state (erasure preview, residue check, subject export) -----
 
 PROCESS_STATE_CATEGORIES = (
-    "sessions", "messages", "rounds", "checkpoints", "transitions", "working_state",
+    "sessions", "messages", "message_pops", "rounds", "checkpoints", "transitions", "working_state",
     "langgraph_checkpoints", "langgraph_writes",
 )
 
@@ -206,6 +207,7 @@ def subject_process_state_counts(*, tenant: Tenant, user_id: str, existed_at: da
     return {
         "sessions": len(session_pks),
         "messages": Message.objects.filter(**in_sessions).count(),
+        "message_pops": MessagePop.objects.filter(**in_sessions).count(),
         "rounds": Round.objects.filter(**in_sessions).count(),
         "checkpoints": Checkpoint.objects.filter(**in_sessions).count(),
         "transitions": AgentTransition.objects.filter(**in_sessions).count(),
@@ -218,8 +220,8 @@ def subject_process_state_counts(*, tenant: Tenant, user_id: str, existed_at: da
 def subject_process_state_tables() -> list[str]:
     """The tables an erasure of process state deletes from (their statistics are refreshed after)."""
     models = (
-        Session, Message, Round, Checkpoint, AgentTransition, WorkingStateEntry, LangGraphThread, LangGraphCheckpoint,
-        LangGraphWrite,
+        Session, Message, MessagePop, Round, Checkpoint, AgentTransition, WorkingStateEntry, LangGraphThread,
+        LangGraphCheckpoint, LangGraphWrite,
     )
     return [model._meta.db_table for model in models]
 
@@ -236,23 +238,31 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+def message_as_dict(m: Message) -> dict[str, Any]:
+    """A message as JSON-ready data, the fields the API shows (export, a pop's kept answer)."""
+    return {
+        "seq": m.seq, "client_id": m.client_id, "role": m.role, "type": m.type, "status": m.status,
+        "name": m.name, "content": m.content, "metadata": m.metadata, "usage": m.usage,
+        "created_at": _iso(m.created_at),
+    }
+
+
 def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[str, Any]]:
-    """Every session of the subject with its messages, rounds, checkpoints, transitions and live
-    working state, as JSON-ready dicts (subject access, GDPR Art. 15/20). One query per category."""
+    """Every session of the subject (forks included) with its messages, the messages its pops keep,
+    rounds, checkpoints, transitions, LangGraph checkpoints and writes, and live working state, as
+    JSON-ready dicts (subject access, GDPR Art. 15/20). One query per category."""
     sessions = list(subject_sessions(tenant=tenant, user_id=user_id).order_by("created_at", "id"))
     in_sessions = {"session_id__in": [s.pk for s in sessions]}
     by_session: dict[int, dict[str, list]] = {
-        s.pk: {"messages": [], "rounds": [], "checkpoints": [], "transitions": []} for s in sessions
+        s.pk: {"messages": [], "popped_messages": [], "rounds": [], "checkpoints": [], "transitions": []}
+        for s in sessions
     }
     langgraph = _langgraph_export(in_sessions)
     for m in Message.objects.filter(**in_sessions).order_by("session_id", "seq"):
-        by_session[m.session_id]["messages"].append(
-            {
-                "seq": m.seq, "client_id": m.client_id, "role": m.role, "type": m.type, "status": m.status,
-                "name": m.name, "content": m.content, "metadata": m.metadata, "usage": m.usage,
-                "created_at": _iso(m.created_at),
-            }
-        )
+        by_session[m.session_id]["messages"].append(message_as_dict(m))
+    # A pop keeps a copy of what it removed for its retries (services/history.py): that is theirs too.
+    for p in MessagePop.objects.filter(**in_sessions, message__isnull=False).order_by("session_id", "id"):
+        by_session[p.session_id]["popped_messages"].append(p.message)
     for r in Round.objects.filter(**in_sessions).order_by("session_id", "round_id"):
         by_session[r.session_id]["rounds"].append(
             {"round_id": r.round_id, "state": r.state, "created_at": _iso(r.created_at), "updated_at": _iso(r.updated_at)}
@@ -270,7 +280,7 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[s
         )
     return [
         {
-            "session_id": s.session_id, "agent_id": s.agent_id, "workspace_id": s.workspace_id, "metadata": s.metadata,
+            "session_id": s.session_id, "forked_from_session_id": s.forked_from_session_id, "agent_id": s.agent_id, "workspace_id": s.workspace_id, "metadata": s.metadata,
             "created_at": _iso(s.created_at), "updated_at": _iso(s.updated_at), "ended_at": _iso(s.ended_at),
             **by_session[s.pk],
             "working_state": working_state_get(session=s),
@@ -328,7 +338,7 @@ def activity_summary(*, days: int = 30) -> dict[str, Any]:
     today_start = timezone.make_aware(datetime.combine(today, time.min))
     return {
         "sessions": Session.objects.count(),
-        "messages": Session.objects.aggregate(n=Sum("last_seq"))["n"] or 0,
+        "messages": Session.objects.aggregate(n=Sum("message_count"))["n"] or 0,
         "active_sessions_today": Session.objects.filter(ended_at__isnull=True, updated_at__gte=today_start).count(),
         "messages_per_day": [
             (day, counts.get(day, 0)) for day in (start_day + timedelta(days=i) for i in range(days))

@@ -19,6 +19,7 @@ from agentstate.client.errors import (
 )
 from agentstate.client.models import (
     Checkpoint,
+    HistoryEdit,
     MessageRecord,
     Page,
     Round,
@@ -44,6 +45,7 @@ __all__ = [
     "ServerError",
     "ValidationError",
     "Checkpoint",
+    "HistoryEdit",
     "MessageRecord",
     "Page",
     "Round",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
+import uuid
 from typing import Any, Iterator
 
 import httpx
@@ -18,6 +19,7 @@ from agentstate.client import calls
 from agentstate.client.calls import API, Call, as_json, as_model, as_nothing, as_page, if_match, query, session_url
 from agentstate.client.models import (
     Checkpoint,
+    HistoryEdit,
     MessageRecord,
     Page,
     Round,
@@ -59,6 +61,14 @@ def _appended(response: httpx.Response) -> list[MessageRecord]:
 
 def _recent_page(response: httpx.Response) -> list[MessageRecord]:
     return as_page(MessageRecord)(response).results
+
+
+class _Popped(pydantic.BaseModel):
+    message: MessageRecord | None
+
+
+def _popped(response: httpx.Response) -> MessageRecord | None:
+    return calls.validated(_Popped, calls.body(response)).message
 
 
 class Endpoints(abc.ABC):
@@ -171,6 +181,57 @@ class Endpoints(abc.ABC):
         """The last ``count`` messages (of ``role``, if given), in ``seq`` order."""
         return self._call(Call("GET", session_url(user_id, session_id, "messages"), _recent_page,
                                params=query(recent=count, role=role)))
+
+    def message_pop(
+        self, user_id: str, session_id: str, *, idempotency_key: str | None = None, expected_last_seq: int | None = None
+    ) -> MessageRecord | None:
+        """Remove and return the newest message (None when the history is empty).
+
+        Every pop carries an idempotency key (a new UUID unless given), so it is retried on
+        connection errors: the server answers a retry with the first answer and pops nothing twice.
+        ``expected_last_seq``: the newest seq you saw; if it is no longer the newest, PreconditionFailed."""
+        payload = _given(idempotency_key=idempotency_key or str(uuid.uuid4()), expected_last_seq=expected_last_seq)
+        return self._call(Call("POST", session_url(user_id, session_id, "messages", "pop"), _popped, json=payload,
+                               idempotent=True))
+
+    def message_rewind(
+        self,
+        user_id: str,
+        session_id: str,
+        after_seq: int,
+        *,
+        after_round: int | None = None,
+        expected_last_seq: int | None = None,
+    ) -> HistoryEdit:
+        """Remove every message after ``after_seq`` (and, with ``after_round``, every round after it).
+        Give ``expected_last_seq`` so a rewind never removes an append you did not see."""
+        payload = _given(after_seq=after_seq, after_round=after_round, expected_last_seq=expected_last_seq)
+        return self._call(Call("POST", session_url(user_id, session_id, "messages", "rewind"), as_model(HistoryEdit),
+                               json=payload))
+
+    def message_clear(self, user_id: str, session_id: str, *, expected_last_seq: int | None = None) -> HistoryEdit:
+        """Remove every message, keeping the session (its rounds, checkpoints and counters)."""
+        return self._call(Call("POST", session_url(user_id, session_id, "messages", "clear"), as_model(HistoryEdit),
+                               json=_given(expected_last_seq=expected_last_seq)))
+
+    def session_fork(
+        self,
+        user_id: str,
+        session_id: str,
+        new_session_id: str | None = None,
+        *,
+        up_to_seq: int | None = None,
+        up_to_round: int | None = None,
+        expected_last_seq: int | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> SessionRecord:
+        """Copy the session's messages up to ``up_to_seq`` and rounds up to ``up_to_round`` (default:
+        all) into a new session of the same user (blank ``new_session_id``: a UUID) with the parent's
+        agent, workspace and metadata (or ``metadata``); its ``forked_from`` names the parent. An
+        existing ``new_session_id`` raises Conflict."""
+        payload = _given(new_session_id=new_session_id, up_to_seq=up_to_seq, up_to_round=up_to_round,
+                         expected_last_seq=expected_last_seq, metadata=metadata)
+        return self._call(Call("POST", session_url(user_id, session_id, "fork"), as_model(SessionRecord), json=payload))
 
     # --- rounds ---------------------------------------------------------------------------------
     def round_save(

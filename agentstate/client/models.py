@@ -31,11 +31,15 @@ class SessionRecord(_Model):
     updated_at: datetime | None = None
     ended_at: datetime | None = None
     message_count: int | None = None
+    last_seq: int | None = None
+    history_generation: int | None = None
+    forked_from: dict[str, Any] | None = None  # {"session_id", "seq", "round"} of a fork's parent
     version: int | None = None
 
 
 class MessageRecord(_Model):
-    """One stored message: what was appended plus its gap-free ``seq`` within the session."""
+    """One stored message: what was appended plus its ``seq`` within the session (gap-free between
+    edits, never reused)."""
 
     seq: int
     client_id: str | None = None
@@ -47,6 +51,15 @@ class MessageRecord(_Model):
     metadata: dict[str, Any] | None = None
     usage: dict[str, Any] | None = None
     created_at: datetime | None = None
+
+
+class HistoryEdit(_Model):
+    """What a rewind or clear removed, and the session after it (``history_generation`` advanced
+    when anything was removed)."""
+
+    removed_messages: int
+    removed_rounds: int
+    session: SessionRecord
 
 
 class Round(_Model):

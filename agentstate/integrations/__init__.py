@@ -1,2 +1,3 @@
 """Framework backends on agentstate, client side: each module implements one agent framework's
-own persistence interface over the API (no Django), installed with that framework's extra."""
+session or checkpoint interface over the REST API, imports no Django and is installed with that
+framework's extra (docs/CLIENT.md)."""

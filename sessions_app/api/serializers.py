@@ -48,7 +48,16 @@ class SessionSerializer(Output):
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     ended_at = serializers.DateTimeField(allow_null=True)
-    message_count = serializers.IntegerField()
+    message_count = serializers.IntegerField(help_text="How many messages the history holds now.")
+    last_seq = serializers.IntegerField(help_text="The last seq ever given; never reused, so edits leave gaps.")
+    history_generation = serializers.IntegerField(
+        help_text="Advanced by every pop, rewind or clear that removed something: a reader following after_seq "
+                  "whose generation changed must read the history again."
+    )
+    forked_from = serializers.DictField(
+        allow_null=True, source="fork_origin",
+        help_text="For a fork: {session_id, seq, round} of the session and point it was copied from; else null.",
+    )
     version = serializers.IntegerField(help_text="Also sent as the ETag; send it back as If-Match.")
 
 
@@ -101,6 +110,51 @@ class MessageSerializer(Output):
 
 class MessageAppendedSerializer(Output):
     messages = MessageSerializer(many=True)
+
+
+def _expected_last_seq():
+    return serializers.IntegerField(
+        required=False, allow_null=True,
+        help_text="The newest seq you saw (0: an empty history): if the history's newest message is another one, "
+                  "nothing changes and the answer is 412.",
+    )
+
+
+class MessagePopInput(StrictInput):
+    idempotency_key = _optional_text("Makes a retried pop safe: the same key returns the same answer, pops nothing.")
+    expected_last_seq = _expected_last_seq()
+
+
+class MessagePoppedSerializer(Output):
+    message = MessageSerializer(allow_null=True, help_text="The message removed; null when the history was empty.")
+
+
+class MessageRewindInput(StrictInput):
+    after_seq = serializers.IntegerField(help_text="Every message with a larger seq is removed.")
+    after_round = serializers.IntegerField(required=False, allow_null=True,
+                                           help_text="Also remove every round with a larger round_id.")
+    expected_last_seq = _expected_last_seq()
+
+
+class MessageClearInput(StrictInput):
+    expected_last_seq = _expected_last_seq()
+
+
+class HistoryEditSerializer(Output):
+    removed_messages = serializers.IntegerField()
+    removed_rounds = serializers.IntegerField()
+    session = SessionSerializer()
+
+
+class SessionForkInput(StrictInput):
+    new_session_id = _optional_text("The fork's session id (same user); blank or absent: a new UUID.")
+    up_to_seq = serializers.IntegerField(required=False, allow_null=True,
+                                         help_text="Copy messages with seq up to this one; absent: all.")
+    up_to_round = serializers.IntegerField(required=False, allow_null=True,
+                                           help_text="Copy rounds with round_id up to this one; absent: all.")
+    expected_last_seq = _expected_last_seq()
+    metadata = serializers.DictField(required=False, allow_null=True,
+                                     help_text="The fork's metadata; absent: the parent's.")
 
 
 class MessageQuery(serializers.Serializer):

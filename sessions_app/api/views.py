@@ -29,6 +29,8 @@ IF_MATCH = OpenApiParameter(
     description='The ETag you read (e.g. "3"): the write happens only if nobody changed it since (else 412).',
 )
 
+HISTORY_GENERATION = "X-History-Generation"
+
 ROUND_ID = OpenApiParameter("round_id", int, OpenApiParameter.PATH, description="0..2147483647")
 
 
@@ -132,7 +134,9 @@ class MessageListView(SessionScopedView):
         summary="Read the history",
         parameters=[s.MessageQuery],
         responses={200: s.MessageSerializer(many=True)},
-        description="Pages in seq order (follow `next`); `recent=N` returns the last N as one page.",
+        description="Pages in seq order (follow `next`); `recent=N` returns the last N as one page. "
+                    "`X-History-Generation` is the session's history generation: if it changes between pages, an "
+                    "edit removed messages and the history should be read again.",
     )
     def get(self, request, user_id, session_id):
         query = validated(s.MessageQuery, request.query_params)
@@ -140,9 +144,14 @@ class MessageListView(SessionScopedView):
         role = query.get("role")
         if "recent" in query:
             recent = selectors.message_recent(session=session, limit=query["recent"], role=role)
-            return Response({"next": None, "previous": None, "results": s.MessageSerializer(recent, many=True).data})
-        messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
-        return self.paginated(messages, serializer_class=s.MessageSerializer)
+            response = Response({"next": None, "previous": None, "results": s.MessageSerializer(recent, many=True).data})
+        else:
+            messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
+            response = self.paginated(messages, serializer_class=s.MessageSerializer)
+        # A reader following after_seq or cursors compares it page to page: a change means an edit
+        # (pop, rewind, clear) removed messages it may already hold.
+        response[HISTORY_GENERATION] = str(session.history_generation)
+        return response
 
     @extend_schema(
         summary="Append one message or a list, atomically",
@@ -170,6 +179,61 @@ class MessageListView(SessionScopedView):
             s.MessageAppendedSerializer({"messages": result.messages}).data,
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
+
+
+class MessagePopView(SessionScopedView):
+    body_required = False
+
+    @extend_schema(
+        summary="Pop the newest message (atomic; null when the history is empty)",
+        request=s.MessagePopInput,
+        responses={200: s.MessagePoppedSerializer, **error_responses(409, 412)},
+        description="Concurrent pops each get a different message or null. With `idempotency_key`, a retry returns "
+                    "the first answer and pops nothing. The seq is never reused; `history_generation` advances.",
+    )
+    def post(self, request, user_id, session_id):
+        data = validated(s.MessagePopInput, request.data or {})
+        popped = services.message_pop(session=self.get_session(), **data)
+        return Response(s.MessagePoppedSerializer({"message": popped}).data)
+
+
+class MessageRewindView(SessionScopedView):
+    @extend_schema(
+        summary="Remove every message after a seq (and, with after_round, every round after it)",
+        request=s.MessageRewindInput,
+        responses={200: s.HistoryEditSerializer, **error_responses(409, 412)},
+    )
+    def post(self, request, user_id, session_id):
+        edit = services.message_rewind(session=self.get_session(), **validated(s.MessageRewindInput, request.data))
+        return Response(s.HistoryEditSerializer(edit).data)
+
+
+class MessageClearView(SessionScopedView):
+    body_required = False
+
+    @extend_schema(
+        summary="Remove every message, keeping the session",
+        request=s.MessageClearInput,
+        responses={200: s.HistoryEditSerializer, **error_responses(409, 412)},
+    )
+    def post(self, request, user_id, session_id):
+        edit = services.message_clear(session=self.get_session(), **validated(s.MessageClearInput, request.data or {}))
+        return Response(s.HistoryEditSerializer(edit).data)
+
+
+class SessionForkView(SessionScopedView):
+    body_required = False
+
+    @extend_schema(
+        summary="Copy the session up to a message and a round into a new session of the same user",
+        request=s.SessionForkInput,
+        responses={201: s.SessionSerializer, **error_responses(409, 412)},
+        description="One transaction, a fixed number of statements whatever the size. The fork records where it "
+                    "came from (`forked_from`); an ended session can be forked.",
+    )
+    def post(self, request, user_id, session_id):
+        fork = services.session_fork(session=self.get_session(), **validated(s.SessionForkInput, request.data or {}))
+        return etags.with_etag(Response(s.SessionSerializer(fork).data, status=status.HTTP_201_CREATED), fork.version)
 
 
 # --- Rounds -------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -107,6 +107,17 @@ class RunsInput(StrictInput):
     run_ids = serializers.ListField(child=_text(), allow_empty=True)
 
 
+class CheckpointKeyOut(serializers.Serializer):
+    """What a put stored, by the key LangGraph reads it back with."""
+
+    thread_id = serializers.CharField()
+    checkpoint_ns = serializers.CharField()
+    checkpoint_id = serializers.CharField()
+
+    class Meta:
+        fields = ("thread_id", "checkpoint_ns", "checkpoint_id")
+
+
 class CountOut(serializers.Serializer):
     count = serializers.IntegerField()
 
@@ -155,10 +166,11 @@ class CheckpointListView(TenantAPIView):
         return paginator.get_paginated_response([_tuple_data(t) for t in tuples])
 
     @extend_schema(summary="LangGraph: store a checkpoint (aput)", request=CheckpointPutInput,
-                   responses={201: OpenApiResponse(None, description="Stored."), **error_responses(409)})
+                   responses={201: CheckpointKeyOut, **error_responses(409)})
     def post(self, request):
-        services.checkpoint_put(tenant=request.tenant, **validated(CheckpointPutInput, request.data))
-        return Response(status=status.HTTP_201_CREATED)
+        data = validated(CheckpointPutInput, request.data)
+        services.checkpoint_put(tenant=request.tenant, **data)
+        return Response({name: data[name] for name in CheckpointKeyOut.Meta.fields}, status=status.HTTP_201_CREATED)
 
 
 class CheckpointDetailView(TenantAPIView):

@@ -1,7 +1,8 @@
-"""Writes to process state. Every rule of sessions, history, rounds, checkpoints, transitions and
+"""Writes to process state. Every rule of sessions, history (appends and edits), rounds, checkpoints, transitions and
 working state lives in exactly one function of this package, one module per entity; views, admin
 and commands call them through this package (``from sessions_app import services``)."""
 from sessions_app.services.checkpoints import checkpoint_create
+from sessions_app.services.history import HistoryEdit, message_clear, message_pop, message_rewind, session_fork
 from sessions_app.services.messages import MAX_MESSAGES_PER_APPEND, AppendResult, message_append
 from sessions_app.services.rounds import round_delete, round_save
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
@@ -17,13 +18,18 @@ from sessions_app.services.working_state import (
 __all__ = [
     "MAX_MESSAGES_PER_APPEND",
     "AppendResult",
+    "HistoryEdit",
     "checkpoint_create",
     "message_append",
+    "message_clear",
+    "message_pop",
+    "message_rewind",
     "round_delete",
     "round_save",
     "session_create",
     "session_delete",
     "session_end",
+    "session_fork",
     "session_update",
     "subject_process_state_erase",
     "transition_record",

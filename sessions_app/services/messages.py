@@ -1,8 +1,9 @@
 """Appends to a session's message history.
 
 Ordering rule: the per-session counter (message ``seq``) is reserved with one ``UPDATE session
-... RETURNING`` that also takes the session's row lock, so numbers are gap-free, never
-duplicated, and the append fails cleanly once the session has ended.
+... RETURNING`` that also takes the session's row lock (and keeps ``message_count`` true), so
+numbers are gap-free between edits (services/history.py), never reused, and the append fails
+cleanly once the session has ended.
 """
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) ->
     now = timezone.now()
     fields = [Message._meta.get_field(name) for name in _MESSAGE_COLUMNS]
     row = "(" + ", ".join(["%s"] * (len(fields) + 1)) + ")"
-    params: list[Any] = [len(fresh), now, session.pk, session.pk, session.tenant_id, session.user_id, len(fresh), now]
+    params: list[Any] = [len(fresh), len(fresh), now, session.pk, session.pk, session.tenant_id, session.user_id, len(fresh), now]
     for position, message in enumerate(fresh):
         params.append(position)
         params.extend(field.get_db_prep_save(message[field.name], connection) for field in fields)
@@ -100,7 +101,8 @@ def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) ->
     )
     quote = connection.ops.quote_name
     sql = (
-        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_seq = last_seq + %s, updated_at = %s "
+        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_seq = last_seq + %s, message_count = message_count + %s, "
+        f"updated_at = %s "
         f"WHERE id = %s AND ended_at IS NULL RETURNING last_seq) "
         f"INSERT INTO {quote(Message._meta.db_table)} (session_id, tenant_id, user_id, seq, created_at, {columns}) "
         f"SELECT %s, %s, %s, s.last_seq - %s + 1 + v.position, %s, {selected} "
@@ -133,7 +135,9 @@ def _message_append_locked(session: Session, cleaned: list[dict[str, Any]], clie
     fresh = [m for m in cleaned if m["client_id"] is None or m["client_id"] not in stored]
     created: list[Message] = []
     if fresh:
-        last_seq = update_live_session(session, "last_seq = last_seq + %s", [len(fresh)], "last_seq")
+        last_seq = update_live_session(
+            session, "last_seq = last_seq + %s, message_count = message_count + %s", [len(fresh)] * 2, "last_seq"
+        )
         first_seq = last_seq - len(fresh) + 1
         created = Message.objects.bulk_create(
             Message(session=session, tenant_id=session.tenant_id, user_id=session.user_id, seq=first_seq + i, **fields)

@@ -13,6 +13,7 @@ from sessions_app.models import (
     LangGraphCheckpoint,
     LangGraphWrite,
     Message,
+    MessagePop,
     Round,
     Session,
 )
@@ -35,6 +36,7 @@ def subject_process_state_erase(*, tenant: Tenant, user_id: str, existed_at: dat
     in_sessions = {"session_id__in": sessions.values("pk")}
     for category, model in (
         ("messages", Message),
+        ("message_pops", MessagePop),
         ("rounds", Round),
         ("checkpoints", Checkpoint),
         ("transitions", AgentTransition),

@@ -104,6 +104,26 @@ def test_session_detail_is_read_only_with_history_rounds_checkpoints_transitions
     assert client.get(reverse("admin:sessions_app_session_delete", args=[session.pk])).status_code == 403
 
 
+def test_a_fork_and_its_parent_link_to_each_other(client, officer, tenant):
+    from sessions_app import services as session_services
+
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=5)
+    parent = session_selectors.session_get(tenant=tenant, user_id="alice", session_id="s0")
+    session_services.message_pop(session=parent)
+    fork = session_services.session_fork(session=parent, new_session_id="branch-1", up_to_seq=3)
+    parent_url = reverse("admin:sessions_app_session_change", args=[parent.pk])
+    fork_url = reverse("admin:sessions_app_session_change", args=[fork.pk])
+
+    parent_page = client.get(parent_url).content.decode()
+    assert f'<a href="{fork_url}">branch-1</a>' in parent_page
+    fork_page = client.get(fork_url).content.decode()
+    assert f'<a href="{parent_url}">s0</a>, up to message 3, round' in fork_page
+    assert "Not a fork." in parent_page and "No forks." in fork_page
+    listed = client.get(reverse("admin:sessions_app_session_changelist"), {"q": "alice"}).context["cl"].result_list
+    assert sorted((s.session_id, s.message_count) for s in listed) == [("branch-1", 3), ("s0", 4)]
+
+
 def test_user_data_browse_by_tenant_user_and_key(client, officer, tenant, other_tenant):
     login(client, officer)
     subject_data_create(tenant=tenant, user_id="alice", sessions=0)
@@ -158,8 +178,8 @@ def test_officer_takes_a_request_from_receipt_to_executed_receipt(client, office
     preview = client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk]})
     assert preview.status_code == 200
     assert preview.context["previews"][0]["counts"] == {
-        "user_data": 2, "sessions": 2, "messages": 6, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2,
-        "langgraph_checkpoints": 0, "langgraph_writes": 0,
+        "user_data": 2, "sessions": 2, "messages": 6, "message_pops": 0, "rounds": 2, "checkpoints": 2, "transitions": 2,
+        "working_state": 2, "langgraph_checkpoints": 0, "langgraph_writes": 0,
     }
     assert "Yes, erase" in preview.content.decode()
     assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["messages"] == 6

@@ -24,6 +24,10 @@ CASES = [
     ("session-restore", "get", S + "restore/", None, NOT_FOUND),
     ("message-list", "get", S + "messages/", None, NOT_FOUND),
     ("message-list", "post", S + "messages/", {"content": "injected"}, NOT_FOUND),
+    ("message-pop", "post", S + "messages/pop/", {"idempotency_key": "k"}, NOT_FOUND),
+    ("message-rewind", "post", S + "messages/rewind/", {"after_seq": 0, "after_round": 0}, NOT_FOUND),
+    ("message-clear", "post", S + "messages/clear/", None, NOT_FOUND),
+    ("session-fork", "post", S + "fork/", {"new_session_id": "stolen"}, NOT_FOUND),
     ("round-list", "get", S + "rounds/", None, NOT_FOUND),
     ("round-list", "post", S + "rounds/", {"state": {"owned": True}, "round_id": 1}, OWN),
     ("round-latest", "get", S + "rounds/latest/", None, NOT_FOUND),
@@ -61,9 +65,9 @@ def victim(tenant):
 def snapshot(tenant):
     from sessions_app import selectors
 
-    session = Session.objects.get(tenant=tenant)
+    session = Session.objects.get(tenant=tenant)  # a fork would be a second session
     return {
-        "session": (session.metadata, session.ended_at, session.version, session.last_seq),
+        "session": (session.metadata, session.ended_at, session.version, session.last_seq, session.history_generation),
         "messages": list(Message.objects.filter(tenant=tenant).values_list("seq", "content")),
         "rounds": list(Round.objects.filter(tenant=tenant).values_list("round_id", "state", "version")),
         "checkpoints": Checkpoint.objects.filter(tenant=tenant).count(),

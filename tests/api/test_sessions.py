@@ -23,7 +23,9 @@ def test_create_returns_the_session_with_etag(api):
     body = response.json()
     assert body["session_id"] == "s1" and body["metadata"] == {"x": 1} and body["message_count"] == 0
     assert set(body) == {"user_id", "session_id", "agent_id", "workspace_id", "metadata", "created_at",
-                         "updated_at", "ended_at", "message_count", "version"}
+                         "updated_at", "ended_at", "message_count", "last_seq", "history_generation", "forked_from",
+                         "version"}
+    assert (body["last_seq"], body["history_generation"], body["forked_from"]) == (0, 0, None)
     assert response["ETag"] == f'"{body["version"]}"'
 
 

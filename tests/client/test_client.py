@@ -97,6 +97,28 @@ def test_messages_append_list_recent_and_idempotent_retry(client):
     assert [m.client_id for m in client.message_recent(USER, SID, 1, role="user")] == ["m3"]
 
 
+def test_history_edits_pop_rewind_clear_fork(client):
+    client.session_create(USER, SID)
+    client.message_append(USER, SID, [{"role": "user", "content": c} for c in "abcd"])
+    client.round_save(USER, SID, {"r": 1})
+    client.round_save(USER, SID, {"r": 2})
+    popped = client.message_pop(USER, SID)
+    assert (popped.seq, popped.content) == (4, "d")
+    with pytest.raises(PreconditionFailed):
+        client.message_rewind(USER, SID, 1, expected_last_seq=4)  # seq 4 is gone: history moved on
+    fork = client.session_fork(USER, SID, "branch", up_to_seq=2, up_to_round=1)
+    assert fork.forked_from == {"session_id": SID, "seq": 2, "round": 1} and fork.message_count == 2
+    edit = client.message_rewind(USER, SID, 1, after_round=1, expected_last_seq=3)
+    assert (edit.removed_messages, edit.removed_rounds) == (2, 1)
+    assert (edit.session.message_count, edit.session.last_seq, edit.session.history_generation) == (1, 4, 2)
+    assert client.message_clear(USER, SID).session.message_count == 0
+    assert client.message_pop(USER, SID) is None
+    assert [m.content for m in client.message_iter(USER, "branch")] == ["a", "b"]
+    client.session_end(USER, SID)
+    with pytest.raises(Conflict):
+        client.message_clear(USER, SID)
+
+
 def test_rounds(client):
     assert client.round_save(USER, SID, {"step": 1}).round_id == 1  # creates the session
     assert client.round_save(USER, SID, {"step": 2}).round_id == 2
@@ -234,15 +256,29 @@ def test_an_append_whose_answer_was_lost_is_retried_and_stored_once(live_server,
     assert [m.content for m in client.message_iter(USER, SID)] == ["once"]
 
 
+def test_a_pop_whose_answer_was_lost_is_retried_and_pops_once(live_server, agent_key, client):
+    client.session_create(USER, SID)
+    client.message_append(USER, SID, [{"content": "keep"}, {"content": "pop me"}])
+    transport = _LosesFirstAnswer()
+    with AgentStateClient(live_server.url, agent_key, transport=transport) as flaky:
+        popped = flaky.message_pop(USER, SID)
+    assert transport.attempts == 2 and popped.content == "pop me"
+    assert [m.content for m in client.message_iter(USER, SID)] == ["keep"]
+
+
 @pytest.mark.asyncio
 async def test_async_client(live_server, agent_key):
     async with AsyncAgentStateClient(live_server.url, agent_key) as client:
         await client.session_create(USER, SID)
         await client.message_append(USER, SID, [{"client_id": f"m{i}", "content": str(i)} for i in range(3)])
         assert [m.seq async for m in client.message_iter(USER, SID, page_size=2)] == [1, 2, 3]
+        assert (await client.message_pop(USER, SID, idempotency_key="k")).seq == 3
+        assert (await client.session_fork(USER, SID, "f", up_to_seq=1)).message_count == 1
+        assert (await client.message_rewind(USER, SID, 1)).removed_messages == 1
+        assert (await client.message_clear(USER, SID)).session.history_generation == 3
         assert (await client.round_save(USER, SID, {"x": 1})).round_id == 1
         assert (await client.round_latest(USER, SID)).state == {"x": 1}
-        assert [s.session_id async for s in client.session_iter(user_id=USER)] == [SID]
+        assert [s.session_id async for s in client.session_iter(user_id=USER)] == [SID, "f"]
         with pytest.raises(NotFound):
             await client.session_get(USER, "missing")
         assert (await client.health())["status"] == "ok"

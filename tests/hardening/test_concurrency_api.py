@@ -165,3 +165,63 @@ def test_erasure_racing_writes_for_the_same_user_leaves_nothing_in_scope(postgre
     left = subjects_preview(subjects=[(tenant, "u1")], scope="everything")
     assert not any(left.values()), f"data of the erased subject survived: {left}"
     assert Session.objects.filter(user_id="bystander").count() == 1  # nobody else was touched
+
+
+def test_concurrent_pops_each_get_a_different_message_or_none(postgres_only, tenant, agent_key):
+    session = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    services.message_append(session=session, messages=[{"content": f"m{i}"} for i in range(1, 21)])
+
+    def pop(t: int) -> list:
+        api = client_for(agent_key)
+        answers = [api.post(S + "messages/pop/", {"idempotency_key": f"t{t}-{n}"}, format="json") for n in range(3)]
+        assert all(a.status_code == 200 for a in answers), [a.content for a in answers]
+        return [None if a.json()["message"] is None else a.json()["message"]["seq"] for a in answers]
+
+    results, errors = _in_threads(10, pop)
+    no_errors(errors)
+    popped = [seq for per_thread in results for seq in per_thread if seq is not None]
+    assert sorted(popped) == list(range(1, 21))  # every message once, none twice
+    assert sum(seq is None for per_thread in results for seq in per_thread) == 10
+    for per_thread in results:  # each thread saw the history shrink from the end
+        seqs = [seq for seq in per_thread if seq is not None]
+        assert seqs == sorted(seqs, reverse=True)
+    stored = Session.objects.get(pk=session.pk)
+    assert (Message.objects.count(), stored.message_count, stored.last_seq, stored.history_generation) == (0, 0, 20, 20)
+
+
+def test_a_rewind_racing_appends_never_removes_an_append_its_caller_did_not_see(postgres_only, tenant, agent_key):
+    session = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    services.message_append(session=session, messages=[{"content": "seed"}] * 5)
+    appenders, appends, rewinders, rewinds = 6, 15, 2, 10
+
+    def work(t: int) -> list:
+        api = client_for(agent_key)
+        done = []
+        if t < appenders:
+            for n in range(appends):
+                answer = api.post(S + "messages/", {"content": f"{t}-{n}"}, format="json")
+                assert answer.status_code == 201, answer.content
+                done.append(("append", answer.json()["messages"][0]["seq"]))
+            return done
+        for _ in range(rewinds):
+            recent = api.get(S + "messages/?recent=1").json()["results"]
+            seen = recent[0]["seq"] if recent else 0
+            body = {"after_seq": max(0, seen - 3), "expected_last_seq": seen}
+            answer = api.post(S + "messages/rewind/", body, format="json")
+            assert answer.status_code in (200, 412), answer.content
+            if answer.status_code == 200:
+                done.append(("rewind", body["after_seq"], seen))
+        return done
+
+    results, errors = _in_threads(appenders + rewinders, work)
+    no_errors(errors)
+    events = [event for per_thread in results for event in per_thread]
+    appended = [event[1] for event in events if event[0] == "append"]
+    rewound = [event[1:] for event in events if event[0] == "rewind"]
+    assert rewound, "no rewind went through: the race was not exercised"
+    stored = set(Message.objects.values_list("seq", flat=True))
+    assert len(set(appended)) == len(appended)  # no seq given twice
+    for seq in set(appended) - stored:  # a removed append was seen by the rewind that removed it
+        assert any(after < seq <= seen for after, seen in rewound), seq
+    after = Session.objects.get(pk=session.pk)
+    assert after.message_count == len(stored) and after.last_seq == 5 + appenders * appends

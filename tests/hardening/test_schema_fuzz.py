@@ -129,6 +129,12 @@ def call(case, key: str):
     case.call_and_validate(checks=CHECKS)
 
 
+def test_the_fuzzed_schema_has_the_history_edits():
+    paths = set(RAW_SCHEMA["paths"])
+    session = "/api/v1/users/{user_id}/sessions/{session_id}/"
+    assert {session + p for p in ("messages/pop/", "messages/rewind/", "messages/clear/", "fork/")} <= paths
+
+
 @pytest.mark.django_db
 @schema.parametrize()
 @FUZZ
@@ -148,7 +154,10 @@ def test_any_input_on_an_existing_session_gets_a_documented_answer(case, agent_k
 
 
 def ensure_session(tenant) -> None:
-    if Session.objects.filter(tenant=tenant, user_id="u1", session_id="s1").exists():
+    existing = Session.objects.filter(tenant=tenant, user_id="u1", session_id="s1").first()
+    if existing is not None:
+        if existing.message_count == 0 and existing.ended_at is None:  # popped, rewound or cleared: refill
+            services.message_append(session=existing, messages=[{"content": "again"}, {"content": "and again"}])
         return
     session = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
     services.message_append(session=session, messages=[{"content": "hi"}])

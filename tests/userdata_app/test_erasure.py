@@ -47,8 +47,8 @@ def world(tenant, other_tenant):
 
 
 FULL = {
-    "user_data": 2, "sessions": 2, "messages": 6, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2,
-    "langgraph_checkpoints": 0, "langgraph_writes": 0,
+    "user_data": 2, "sessions": 2, "messages": 6, "message_pops": 0, "rounds": 2, "checkpoints": 2, "transitions": 2,
+    "working_state": 2, "langgraph_checkpoints": 0, "langgraph_writes": 0,
 }
 
 

@@ -1,0 +1,355 @@
+"""OpenAI Agents SDK sessions on agentstate: ``AgentStateSession`` implements the SDK's ``Session``
+protocol (and the branches of its ``AdvancedSQLiteSession``) over the REST API.
+
+    session = AgentStateSession("chat-1", base_url=URL, api_key=KEY, user_id="alice")
+    await Runner.run(agent, "Hello", session=session)
+
+Every item is stored whole (its JSON text is the message's ``content``; its role, type and name are
+kept in columns for staff, search and erasure) and comes back exactly as ``json.loads`` of what
+``SQLiteSession`` stores. Each item sent gets a client id, so a retried ``add_items`` stores
+nothing twice; a pop carries an idempotency key, so a retried pop pops once. Concurrency is the
+server's: a pop is one request and one transaction.
+
+Branches: the SDK keeps one session id with a current-branch pointer; agentstate forks. Branch
+``main`` is the agentstate session named by the SDK's session id, every other branch is a fork of
+the branch it came from (same user and workspace, ``metadata.openai_agents.branch`` its name).
+docs/CLIENT.md lists the mapping and its deviations. Imports no Django.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+import uuid
+import weakref
+from collections import deque
+from typing import Any
+
+import httpx
+from agents.memory.session import SessionABC
+from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+
+from agentstate.client.clients import AsyncAgentStateClient
+from agentstate.client.errors import Conflict, NotFound
+from agentstate.client.models import MessageRecord, SessionRecord
+
+MAIN = "main"
+FRAMEWORK_KEY = "openai_agents"  # the metadata key naming the SDK session and the branch
+IDENTIFIER_MAX = 128
+MAX_ITEMS_PER_APPEND = 500
+MAX_BYTES_PER_APPEND = 4 * 1024 * 1024  # under the server's default 5 MiB body limit
+RECENT_MAX = 500
+
+
+def _valid_identifier(value: str) -> bool:
+    """The server's identifier rule: 1-128 characters, no control characters, no '/', UTF-8."""
+    if not 0 < len(value) <= IDENTIFIER_MAX or "/" in value:
+        return False
+    if any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in value):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _hashed(kind: str, *parts: str) -> str:
+    digest = hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()
+    return f"oa-{kind}-{digest}"
+
+
+def main_session_id(session_id: str) -> str:
+    """The agentstate session of branch ``main``: the SDK's id itself when the server takes it as an
+    identifier, else a stable hash of it (the SDK accepts any string)."""
+    return session_id if _valid_identifier(session_id) else _hashed("session", session_id)
+
+
+def branch_session_id(session_id: str, branch_id: str) -> str:
+    """The agentstate session of a branch other than ``main``: a stable hash of both names, so no
+    branch can collide with a session id a caller picked."""
+    return main_session_id(session_id) if branch_id == MAIN else _hashed("branch", session_id, branch_id)
+
+
+def _label(value: Any, max_length: int) -> str:
+    """A column the server indexes (role, type, name): kept when it is a valid label, else blank
+    (the item itself, in ``content``, always keeps it)."""
+    return value if isinstance(value, str) and len(value) <= max_length and _valid_identifier(value) else ""
+
+
+def _encoded(item: Any) -> str:
+    """The item's JSON text; NUL and lone surrogates, which the server refuses raw, are escaped."""
+    text = json.dumps(item, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(item, ensure_ascii=True)
+    return text
+
+
+def _message(item: Any) -> dict[str, Any]:
+    fields = item if isinstance(item, dict) else {}
+    return {
+        "client_id": f"oa-{uuid.uuid4()}",
+        "role": _label(fields.get("role"), 32),
+        "type": _label(fields.get("type"), 32) or "message",
+        "name": _label(fields.get("name"), IDENTIFIER_MAX),
+        "content": _encoded(item),
+    }
+
+
+def _item(record: MessageRecord) -> Any:
+    return json.loads(record.content)
+
+
+def _batches(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Appends the server takes: at most 500 messages and about 4 MiB each."""
+    batches: list[list[dict[str, Any]]] = []
+    size = MAX_BYTES_PER_APPEND
+    for message in messages:
+        length = len(message["content"].encode("utf-8", "surrogatepass")) + 200
+        if not batches or len(batches[-1]) >= MAX_ITEMS_PER_APPEND or size + length > MAX_BYTES_PER_APPEND:
+            batches.append([])
+            size = 0
+        batches[-1].append(message)
+        size += length
+    return batches
+
+
+class _Borrowed:
+    """``async with`` a shared client without closing it at the end."""
+
+    def __init__(self, client: AsyncAgentStateClient) -> None:
+        self.client = client
+
+    async def __aenter__(self) -> AsyncAgentStateClient:
+        return self.client
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        return None
+
+
+class AgentStateSession(SessionABC):
+    """The Agents SDK's ``Session`` on agentstate, with ``AdvancedSQLiteSession``'s branches.
+
+    ``session_id`` is the SDK's; ``user_id`` owns the conversation (erasure and export find it by
+    that). The session is created on the first ``add_items``; reading one that does not exist
+    yet gives no items, as the SDK's stores do.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        base_url: str,
+        api_key: str,
+        user_id: str,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        timeout: float = 10.0,
+        retries: int = 2,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.session_settings = (
+            SessionSettings() if session_settings is None else coerce_session_settings(session_settings)
+        )
+        self.user_id = user_id
+        self._base_url, self._api_key = base_url, api_key
+        self._client_options = {"timeout": timeout, "retries": retries, "transport": transport}
+        self._branch = MAIN
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAgentStateClient] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # --- the Session protocol --------------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The latest ``limit`` items (all when None or negative, as SQLiteSession), oldest first."""
+        limit = resolve_session_limit(limit, self.session_settings)
+        if limit == 0:
+            return []
+        async with self._api() as api:
+            try:
+                if limit is not None and 0 < limit <= RECENT_MAX:
+                    return [_item(r) for r in await api.message_recent(self.user_id, self._current(), limit)]
+                keep: deque[MessageRecord] = deque(maxlen=limit if limit and limit > 0 else None)
+                async for record in api.message_iter(self.user_id, self._current(), page_size=RECENT_MAX):
+                    keep.append(record)
+                return [_item(r) for r in keep]
+            except NotFound:
+                return []
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Store the items in order; each batch is atomic and safe to retry (client ids)."""
+        if not items:
+            return
+        messages = [_message(item) for item in items]
+        async with self._api() as api:
+            for batch in _batches(messages):
+                try:
+                    await api.message_append(self.user_id, self._current(), batch)
+                except NotFound:
+                    await self._create(api)
+                    await api.message_append(self.user_id, self._current(), batch)
+
+    async def pop_item(self) -> Any | None:
+        """Remove and return the newest item of the current branch; None when it has none."""
+        async with self._api() as api:
+            try:
+                popped = await api.message_pop(self.user_id, self._current())
+            except NotFound:
+                return None
+        return None if popped is None else _item(popped)
+
+    async def clear_session(self) -> None:
+        """Remove every item of every branch (as AdvancedSQLiteSession does) and go back to ``main``;
+        branch names stay taken."""
+        async with self._api() as api:
+            for record in await self._family(api):
+                if record.ended_at is None and record.message_count:
+                    await api.message_clear(self.user_id, record.session_id)
+        self._branch = MAIN
+
+    # --- branches (AdvancedSQLiteSession) --------------------------------------------------------
+
+    async def create_branch_from_turn(self, turn_number: int, branch_name: str | None = None) -> str:
+        """Fork the current branch just before its ``turn_number``-th user message into a new branch,
+        and switch to it. ValueError when that turn has no user message or the name was used."""
+        if branch_name is not None and not branch_name.strip():
+            raise ValueError("Branch name cannot be empty")
+        async with self._api() as api:
+            turn_seq = await self._user_turn_seq(api, turn_number)
+            if turn_seq is None:
+                raise ValueError(f"Turn {turn_number} does not contain a user message in branch '{self._branch}'")
+            name = branch_name
+            suffix = 1
+            while True:
+                candidate = name or f"branch_from_turn_{turn_number}_{int(time.time())}" + (
+                    f"_{suffix}" if suffix > 1 else "")
+                try:
+                    await api.session_fork(
+                        self.user_id, self._current(), branch_session_id(self.session_id, candidate),
+                        up_to_seq=turn_seq - 1, metadata=self._metadata(candidate),
+                    )
+                    break
+                except Conflict:
+                    if name is not None:
+                        raise ValueError(f"Branch ID '{name}' has already been used. Choose a new branch ID.") from None
+                    suffix += 1
+        self._branch = candidate
+        return candidate
+
+    async def switch_to_branch(self, branch_id: str) -> None:
+        """Make ``branch_id`` current; ValueError when it holds no items (as in the SDK)."""
+        async with self._api() as api:
+            if not await self._branch_exists(api, branch_id):
+                raise ValueError(f"Branch '{branch_id}' does not exist")
+        self._branch = branch_id
+
+    async def delete_branch(self, branch_id: str, force: bool = False) -> None:
+        """Remove a branch's items; its name stays taken (the agentstate session is cleared and
+        ended, not deleted). ``main`` cannot go; the current branch only with ``force``."""
+        if not branch_id or not branch_id.strip():
+            raise ValueError("Branch ID cannot be empty")
+        if branch_id == MAIN:
+            raise ValueError("Cannot delete the 'main' branch")
+        if branch_id == self._branch:
+            if not force:
+                raise ValueError(
+                    f"Cannot delete current branch '{branch_id}'. Use force=True or switch branches first"
+                )
+            async with self._api() as api:
+                if not await self._branch_exists(api, branch_id):
+                    raise ValueError(f"Branch '{branch_id}' does not exist")
+            await self.switch_to_branch(MAIN)
+        async with self._api() as api:
+            if not await self._branch_exists(api, branch_id):
+                raise ValueError(f"Branch '{branch_id}' does not exist")
+            sid = branch_session_id(self.session_id, branch_id)
+            await api.message_clear(self.user_id, sid)
+            await api.session_end(self.user_id, sid)
+
+    async def list_branches(self) -> list[dict[str, Any]]:
+        """Branches that hold items, oldest first: ``branch_id``, ``message_count``, ``user_turns``,
+        ``is_current``, ``created_at`` (ISO 8601)."""
+        async with self._api() as api:
+            branches = []
+            for record in await self._family(api):
+                if record.ended_at is not None or not record.message_count:
+                    continue
+                name = record.metadata[FRAMEWORK_KEY].get("branch", MAIN)
+                user_turns = 0
+                async for _ in api.message_iter(self.user_id, record.session_id, role="user", page_size=RECENT_MAX):
+                    user_turns += 1
+                branches.append({
+                    "branch_id": name, "message_count": record.message_count, "user_turns": user_turns,
+                    "is_current": name == self._branch, "created_at": record.created_at.isoformat(),
+                })
+        return branches
+
+    @property
+    def current_branch_id(self) -> str:
+        return self._branch
+
+    # --- plumbing --------------------------------------------------------------------------------
+
+    def _api(self) -> _Borrowed:
+        """The client of the running event loop: the SDK may call from several loops (``run_sync``,
+        ``asyncio.run`` per turn), and an HTTP connection pool belongs to the loop that opened it."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = AsyncAgentStateClient(self._base_url, self._api_key, **self._client_options)
+        return _Borrowed(client)
+
+    async def aclose(self) -> None:
+        """Close the connections of the running event loop (the stored history stays)."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
+
+    def _current(self) -> str:
+        return branch_session_id(self.session_id, self._branch)
+
+    def _metadata(self, branch: str) -> dict[str, Any]:
+        return {FRAMEWORK_KEY: {"session_id": self.session_id, "branch": branch}}
+
+    async def _create(self, api: AsyncAgentStateClient) -> None:
+        """Create branch ``main`` (a branch other than main exists from its creation); a concurrent
+        create is fine."""
+        try:
+            await api.session_create(self.user_id, self._current(), workspace_id=main_session_id(self.session_id),
+                                     metadata=self._metadata(self._branch))
+        except Conflict:
+            pass
+
+    async def _family(self, api: AsyncAgentStateClient) -> list[SessionRecord]:
+        """The agentstate sessions of this SDK session's branches (they share its workspace id)."""
+        family = []
+        async for record in api.session_iter(user_id=self.user_id, workspace_id=main_session_id(self.session_id)):
+            marker = (record.metadata or {}).get(FRAMEWORK_KEY)
+            if isinstance(marker, dict) and marker.get("session_id") == self.session_id:
+                family.append(record)
+        return family
+
+    async def _branch_exists(self, api: AsyncAgentStateClient, branch_id: str) -> bool:
+        try:
+            record = await api.session_get(self.user_id, branch_session_id(self.session_id, branch_id))
+        except NotFound:
+            return False
+        return record.ended_at is None and bool(record.message_count)
+
+    async def _user_turn_seq(self, api: AsyncAgentStateClient, turn_number: int) -> int | None:
+        """The seq of the current branch's ``turn_number``-th user message (turns count from 1)."""
+        if turn_number < 1:
+            return None
+        seen = 0
+        try:
+            async for record in api.message_iter(self.user_id, self._current(), role="user", page_size=RECENT_MAX):
+                seen += 1
+                if seen == turn_number:
+                    return record.seq
+        except NotFound:
+            return None
+        return None

@@ -1,0 +1,202 @@
+"""Edits of a session's message history: pop the last message, rewind, clear, and fork.
+
+Rules (DESIGN.md, Message): each edit is one transaction under the session's row lock, so edits
+and appends of one session run one at a time; ``seq`` numbers are never reused (an edit leaves a
+gap, the counter ``last_seq`` never goes back) and every edit that removes something advances
+``history_generation``, so an incremental reader can tell its copy is stale. An edit can name the
+newest ``seq`` its caller saw (``expected_last_seq``): if the history's newest message is another
+one, nothing changes (``PreconditionFailed``). Ended sessions refuse edits; fork only reads its
+source, so an ended session can be forked.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Max, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from agentstate.exceptions import InvalidInput, PreconditionFailed, SessionAlreadyExists, SessionEnded
+from agentstate.subjects import PROCESS_STATE, subject_write_check
+from agentstate.validation import clean_identifier, clean_json, clean_round_id
+from sessions_app.models import Message, MessagePop, Round, Session
+from sessions_app.selectors import message_as_dict
+from sessions_app.services.live import lock_session
+
+SEQ_MAX = 2**63 - 1
+ENDED = "The session has ended; its history cannot be edited."
+
+
+@dataclass(frozen=True)
+class HistoryEdit:
+    session: Session  # as it is after the edit (counters, generation)
+    removed_messages: int
+    removed_rounds: int
+
+
+def _clean_seq(value: Any, *, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= SEQ_MAX:
+        raise InvalidInput.for_field(field, f"must be an integer from 0 to {SEQ_MAX}.")
+    return value
+
+
+def _newest_seq(session: Session) -> int:
+    """The ``seq`` of the newest stored message, 0 for an empty history (the (session, seq) index)."""
+    return Message.objects.filter(session=session).order_by("-seq").values_list("seq", flat=True).first() or 0
+
+
+def _check_last_seen(newest: int, expected_last_seq: int | None) -> None:
+    if expected_last_seq is not None and newest != expected_last_seq:
+        raise PreconditionFailed(
+            f"The history has moved on: its newest message is seq {newest}, not {expected_last_seq}; nothing changed.",
+            fields={"expected_last_seq": [f"The newest message is seq {newest}."]},
+        )
+
+
+def _lock_live(session: Session) -> Session:
+    locked = lock_session(session)
+    if locked.ended_at is not None:
+        raise SessionEnded(ENDED)
+    return locked
+
+
+def _record_edit(session: Session, *, removed_messages: int, removed_rounds: int) -> None:
+    """Keep the counters true after an edit (one UPDATE); an edit that removed nothing changed nothing."""
+    if not removed_messages and not removed_rounds:
+        return
+    changes: dict[str, Any] = {
+        "message_count": F("message_count") - removed_messages,
+        "history_generation": F("history_generation") + 1,
+        "updated_at": timezone.now(),
+    }
+    if removed_rounds:  # the next automatic round stays max(remaining) + 1
+        top = Round.objects.filter(session_id=session.pk).order_by("-round_id").values("round_id")[:1]
+        changes["last_round_id"] = Coalesce(Subquery(top), 0)
+    Session.objects.filter(pk=session.pk).update(**changes)
+
+
+@transaction.atomic
+def message_pop(
+    *, session: Session, idempotency_key: str | None = None, expected_last_seq: int | None = None
+) -> dict[str, Any] | None:
+    """Remove and return the newest message (as the API shows it), or None for an empty history.
+
+    Pops of one session are serialised by its row lock, so concurrent pops each get a different
+    message or None. With ``idempotency_key``, the answer is kept: a retry with the same key
+    returns it again and pops nothing."""
+    key = None if idempotency_key is None else clean_identifier(idempotency_key, field="idempotency_key")
+    if expected_last_seq is not None:
+        expected_last_seq = _clean_seq(expected_last_seq, field="expected_last_seq")
+    locked = lock_session(session)
+    if key is not None:
+        answered = MessagePop.objects.filter(session=session, key=key).only("message").first()
+        if answered is not None:
+            return answered.message
+    if locked.ended_at is not None:
+        raise SessionEnded(ENDED)
+    newest = Message.objects.filter(session=session).order_by("-seq").first()
+    _check_last_seen(0 if newest is None else newest.seq, expected_last_seq)
+    popped = None
+    if newest is not None:
+        popped = message_as_dict(newest)
+        Message.objects.filter(pk=newest.pk).delete()
+        _record_edit(session, removed_messages=1, removed_rounds=0)
+    if key is not None:
+        MessagePop.objects.create(session=session, tenant_id=session.tenant_id, user_id=session.user_id, key=key, message=popped)
+    return popped
+
+
+@transaction.atomic
+def message_rewind(
+    *, session: Session, after_seq: int, after_round: int | None = None, expected_last_seq: int | None = None
+) -> HistoryEdit:
+    """Remove every message after ``after_seq`` and, with ``after_round``, every round after it."""
+    after_seq = _clean_seq(after_seq, field="after_seq")
+    if after_round is not None:
+        after_round = clean_round_id(after_round, field="after_round")
+    if expected_last_seq is not None:
+        expected_last_seq = _clean_seq(expected_last_seq, field="expected_last_seq")
+    _lock_live(session)
+    if expected_last_seq is not None:
+        _check_last_seen(_newest_seq(session), expected_last_seq)
+    removed_messages = Message.objects.filter(session=session, seq__gt=after_seq).delete()[0]
+    removed_rounds = 0
+    if after_round is not None:
+        removed_rounds = Round.objects.filter(session=session, round_id__gt=after_round).delete()[0]
+    _record_edit(session, removed_messages=removed_messages, removed_rounds=removed_rounds)
+    session.refresh_from_db()
+    return HistoryEdit(session=session, removed_messages=removed_messages, removed_rounds=removed_rounds)
+
+
+def message_clear(*, session: Session, expected_last_seq: int | None = None) -> HistoryEdit:
+    """Remove every message, keeping the session (its rounds, checkpoints and counters stay)."""
+    return message_rewind(session=session, after_seq=0, expected_last_seq=expected_last_seq)
+
+
+def _copy_rows(model, *, source: Session, target: Session, key: str, up_to: int) -> int:
+    """``INSERT ... SELECT`` every row of ``source`` with ``key <= up_to`` into ``target``: one
+    statement whatever the number of rows."""
+    columns = [f.column for f in model._meta.concrete_fields if f.name not in ("id", "session")]
+    quote = connection.ops.quote_name
+    names = ", ".join(quote(c) for c in columns)
+    table = quote(model._meta.db_table)
+    sql = (
+        f"INSERT INTO {table} (session_id, {names}) SELECT %s, {names} FROM {table} "
+        f"WHERE session_id = %s AND {quote(key)} <= %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [target.pk, source.pk, up_to])
+        return cursor.rowcount
+
+
+@transaction.atomic
+def session_fork(
+    *,
+    session: Session,
+    new_session_id: str | None = None,
+    up_to_seq: int | None = None,
+    up_to_round: int | None = None,
+    expected_last_seq: int | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Session:
+    """Copy the session's messages up to ``up_to_seq`` and rounds up to ``up_to_round`` (default:
+    all) into a new session of the same user that records its parent; it keeps the parent's agent,
+    workspace and metadata (``metadata`` replaces the latter). A fixed number of statements
+    whatever the history's size; a blank id becomes a new UUID, an existing one is a conflict."""
+    stripped = new_session_id.strip() if isinstance(new_session_id, str) else new_session_id
+    new_id = clean_identifier(str(uuid.uuid4()) if stripped in (None, "") else stripped, field="new_session_id")
+    if up_to_seq is not None:
+        up_to_seq = _clean_seq(up_to_seq, field="up_to_seq")
+    if up_to_round is not None:
+        up_to_round = clean_round_id(up_to_round, field="up_to_round")
+    if expected_last_seq is not None:
+        expected_last_seq = _clean_seq(expected_last_seq, field="expected_last_seq")
+    if metadata is not None:
+        metadata = clean_json(metadata, field="metadata", require_object=True)
+    subject_write_check(tenant=session.tenant, user_id=session.user_id, category=PROCESS_STATE)
+    source = lock_session(session)  # no append or edit lands halfway through the copy
+    if expected_last_seq is not None:
+        _check_last_seen(_newest_seq(source), expected_last_seq)
+    seq_limit = source.last_seq if up_to_seq is None else min(up_to_seq, source.last_seq)
+    round_limit = source.last_round_id if up_to_round is None else min(up_to_round, source.last_round_id)
+    now = timezone.now()
+    fork = Session(
+        tenant_id=source.tenant_id, user_id=source.user_id, session_id=new_id, app_name=source.app_name,
+        framework=source.framework, agent_id=source.agent_id, workspace_id=source.workspace_id,
+        metadata=source.metadata if metadata is None else metadata, created_at=now, updated_at=now, last_seq=seq_limit,
+        parent=source, forked_from_session_id=source.session_id, forked_from_seq=seq_limit, forked_from_round=round_limit,
+    )
+    try:
+        with transaction.atomic():
+            fork.save(force_insert=True)
+    except IntegrityError:
+        raise SessionAlreadyExists(f"Session {new_id!r} already exists for this user.") from None
+    fork.message_count = _copy_rows(Message, source=source, target=fork, key="seq", up_to=seq_limit)
+    rounds = _copy_rows(Round, source=source, target=fork, key="round_id", up_to=round_limit)
+    if rounds:
+        fork.last_round_id = Round.objects.filter(session=fork).aggregate(top=Max("round_id"))["top"]
+    Session.objects.filter(pk=fork.pk).update(message_count=fork.message_count, last_round_id=fork.last_round_id)
+    return fork
