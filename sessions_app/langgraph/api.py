@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -50,6 +50,12 @@ class WritesPutInput(ThreadWriteInput):
     task_path = _text(required=False, default="")
     replace = serializers.BooleanField(default=False, help_text="Overwrite on retry (LangGraph's special channels).")
     writes = serializers.JSONField(help_text='[{"idx": int, "channel": str, "value": {type, data, rendered}}]')
+
+
+class StoredOut(serializers.Serializer):
+    thread_id = serializers.CharField()
+    checkpoint_ns = serializers.CharField()
+    checkpoint_id = serializers.CharField()
 
 
 class CheckpointQuery(serializers.Serializer):
@@ -155,10 +161,12 @@ class CheckpointListView(TenantAPIView):
         return paginator.get_paginated_response([_tuple_data(t) for t in tuples])
 
     @extend_schema(summary="LangGraph: store a checkpoint (aput)", request=CheckpointPutInput,
-                   responses={201: OpenApiResponse(None, description="Stored."), **error_responses(409)})
+                   responses={201: StoredOut, **error_responses(409)})
     def post(self, request):
-        services.checkpoint_put(tenant=request.tenant, **validated(CheckpointPutInput, request.data))
-        return Response(status=status.HTTP_201_CREATED)
+        data = validated(CheckpointPutInput, request.data)
+        services.checkpoint_put(tenant=request.tenant, **data)
+        stored = {name: data[name] for name in ("thread_id", "checkpoint_ns", "checkpoint_id")}
+        return Response(stored, status=status.HTTP_201_CREATED)
 
 
 class CheckpointDetailView(TenantAPIView):
