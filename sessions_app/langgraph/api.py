@@ -52,6 +52,12 @@ class WritesPutInput(ThreadWriteInput):
     writes = serializers.JSONField(help_text='[{"idx": int, "channel": str, "value": {type, data, rendered}}]')
 
 
+class StoredOut(serializers.Serializer):
+    thread_id = serializers.CharField()
+    checkpoint_ns = serializers.CharField()
+    checkpoint_id = serializers.CharField()
+
+
 class CheckpointQuery(serializers.Serializer):
     thread_id = _text()
     checkpoint_ns = _text(required=False, default="")
@@ -107,17 +113,6 @@ class RunsInput(StrictInput):
     run_ids = serializers.ListField(child=_text(), allow_empty=True)
 
 
-class CheckpointKeyOut(serializers.Serializer):
-    """What a put stored, by the key LangGraph reads it back with."""
-
-    thread_id = serializers.CharField()
-    checkpoint_ns = serializers.CharField()
-    checkpoint_id = serializers.CharField()
-
-    class Meta:
-        fields = ("thread_id", "checkpoint_ns", "checkpoint_id")
-
-
 class CountOut(serializers.Serializer):
     count = serializers.IntegerField()
 
@@ -166,11 +161,12 @@ class CheckpointListView(TenantAPIView):
         return paginator.get_paginated_response([_tuple_data(t) for t in tuples])
 
     @extend_schema(summary="LangGraph: store a checkpoint (aput)", request=CheckpointPutInput,
-                   responses={201: CheckpointKeyOut, **error_responses(409)})
+                   responses={201: StoredOut, **error_responses(409)})
     def post(self, request):
         data = validated(CheckpointPutInput, request.data)
         services.checkpoint_put(tenant=request.tenant, **data)
-        return Response({name: data[name] for name in CheckpointKeyOut.Meta.fields}, status=status.HTTP_201_CREATED)
+        stored = {name: data[name] for name in ("thread_id", "checkpoint_ns", "checkpoint_id")}
+        return Response(stored, status=status.HTTP_201_CREATED)
 
 
 class CheckpointDetailView(TenantAPIView):

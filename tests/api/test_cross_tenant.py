@@ -8,6 +8,7 @@ from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Ses
 from userdata_app import services as userdata_services
 from userdata_app.api import urls as userdata_urls
 from userdata_app.models import UserDatum
+from tests.api.routes import api_routes
 
 pytestmark = pytest.mark.django_db
 S = "/api/v1/users/u1/sessions/s1/"
@@ -77,21 +78,10 @@ def snapshot(tenant):
     }
 
 
-def url_patterns(patterns):
-    """Every route, those of included modules too."""
-    from django.urls import URLResolver
-
-    for pattern in patterns:
-        if isinstance(pattern, URLResolver):
-            yield from url_patterns(pattern.url_patterns)
-        else:
-            yield pattern
-
-
 def test_the_table_covers_every_endpoint_and_method():
     routes = set()
     for module in (session_urls, userdata_urls):
-        for pattern in url_patterns(module.urlpatterns):
+        for _, pattern in api_routes(module.urlpatterns):
             if pattern.name.startswith("langgraph-"):  # tests/integrations/test_langgraph_tenancy.py
                 continue
             view = pattern.callback.view_class

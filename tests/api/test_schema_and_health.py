@@ -5,9 +5,8 @@ import re
 import pytest
 from django.core.cache import cache
 from django.test import override_settings
-from django.urls import URLPattern, URLResolver
-
 from sessions_app.api import urls as session_urls
+from tests.api.routes import api_routes
 from userdata_app.api import urls as userdata_urls
 
 pytestmark = pytest.mark.django_db
@@ -24,17 +23,9 @@ def schema(django_db_blocker):
 def test_every_api_route_and_method_is_in_the_schema(schema):
     from django.contrib.admindocs.views import simplify_regex
 
-    def routes(patterns, prefix=""):
-        for pattern in patterns:
-            if isinstance(pattern, URLResolver):  # an include, e.g. langgraph/
-                yield from routes(pattern.url_patterns, prefix + simplify_regex(pattern.pattern.regex.pattern).lstrip("/"))
-            else:
-                assert isinstance(pattern, URLPattern)
-                yield prefix + simplify_regex(pattern.pattern.regex.pattern).lstrip("/"), pattern
-
     for module in (session_urls, userdata_urls):
-        for route, pattern in routes(module.urlpatterns):
-            path = "/api/v1/" + route
+        for regex, pattern in api_routes(module.urlpatterns):
+            path = "/api/v1/" + simplify_regex(regex).lstrip("/")
             path = re.sub(r"<(\w+)>", r"{\1}", path)
             view = pattern.callback.view_class
             methods = {m for m in view.http_method_names if m not in ("head", "options") and hasattr(view, m)}

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from agentstate.tenancy.services import api_key_create
 from sessions_app.langgraph import services, urls
 from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
-from tests.api.test_cross_tenant import url_patterns
+from tests.api.routes import api_routes
 
 pytestmark = pytest.mark.django_db
 L = "/api/v1/langgraph/"
@@ -56,7 +56,7 @@ def snapshot(tenant):
 
 def test_the_table_covers_every_langgraph_endpoint_and_method():
     routes = {
-        (p.name, m) for p in url_patterns(urls.urlpatterns) for m in p.callback.view_class.http_method_names
+        (p.name, m) for _, p in api_routes(urls.urlpatterns) for m in p.callback.view_class.http_method_names
         if m not in ("head", "options") and hasattr(p.callback.view_class, m)
     }
     assert routes == {(name, method) for name, method, *_ in CASES}
