@@ -48,7 +48,7 @@ def id_forms(user_id: str) -> list[bytes]:
 def markers_of(person: int) -> dict[str, str]:
     """A value no one else stores, for every kind of value stored about a person."""
     token = uuid.uuid4().hex[:10]
-    kinds = ("metadata", "message", "name", "round", "working", "reason", "transition", "email", "preference", "graph", "write")
+    kinds = ("metadata", "message", "name", "round", "working", "reason", "transition", "email", "preference", "graph", "write", "popped")
     return {kind: f"{kind}-{person}-{token}" for kind in kinds}
 
 
@@ -60,7 +60,7 @@ def _graph_value(note: str) -> dict:
 def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> None:
     """Through the API: two sessions, each with messages, a round, working state, a checkpoint
     (promoted from the working state) and a transition; a LangGraph thread with a checkpoint and a
-    pending write; and two keys of user data."""
+    pending write; a popped message; and two keys of user data."""
     user = quote(user_id, safe="")
     graph = {"thread_id": f"thread-{marks['graph']}", "user_id": user_id, "default_user_id": "nobody", "checkpoint_ns": "",
              "checkpoint_id": "c1"}
@@ -77,6 +77,9 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
         calls = [
             ("post", "/api/v1/sessions/", {"user_id": user_id, "session_id": f"s{n}", "metadata": {"note": marks["metadata"]}}),
             ("post", f"{base}/messages/", {"messages": [{"role": "user", "content": marks["message"], "name": marks["name"]}]}),
+            # A pop keeps a copy of what it removed (for its retries): that copy is about them too.
+            ("post", f"{base}/messages/", {"messages": [{"role": "assistant", "content": marks["popped"]}]}),
+            ("post", f"{base}/messages/pop/", {"idempotency_key": f"pop-{n}"}),
             ("post", f"{base}/rounds/", {"state": {"note": marks["round"]}}),
             ("patch", f"{base}/working-state/", {"task": marks["working"]}),
             ("post", f"{base}/checkpoints/", {"label": "done"}),
@@ -99,7 +102,7 @@ def holdings(tenant, user_id) -> dict[str, int]:
 
 
 FULL = {
-    "user_data": 2, "sessions": 3, "messages": 2, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2,
+    "user_data": 2, "sessions": 3, "messages": 2, "message_pops": 2, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2,
     "langgraph_checkpoints": 1, "langgraph_writes": 1,
 }
 
