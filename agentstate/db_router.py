@@ -28,7 +28,7 @@ from contextvars import ContextVar
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
 _request: ContextVar = ContextVar("agentstate_db_request", default=None)
 _replica: ContextVar[str | None] = ContextVar("agentstate_db_replica", default=None)
@@ -75,7 +75,8 @@ class ReplicaRouter:
 
 def replica_reads(func):
     """Run ``func`` with its reads on a healthy replica when the rule above allows; if the replica
-    fails during the call, mark it down and run ``func`` again on the primary. Only for reads:
+    fails during the call (any database error), mark it down and run ``func`` again on the primary,
+    where a real bug fails again and is reported. Only for reads:
     ``func`` must change nothing. A ``TemplateResponse`` it returns must already be rendered."""
 
     @functools.wraps(func)
@@ -86,7 +87,7 @@ def replica_reads(func):
         token = _replica.set(alias)
         try:
             return func(*args, **kwargs)
-        except (OperationalError, InterfaceError):
+        except DatabaseError:  # down, cancelled by a replay conflict, or behind on a migration
             _mark(alias, healthy=False)
             _close(alias)
         finally:
