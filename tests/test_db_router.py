@@ -6,6 +6,10 @@ lagging streaming replica). Tests commit, because a second connection never sees
 rolled-back transaction.
 """
 import copy
+import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -20,6 +24,7 @@ from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 from sessions_app import services
 from sessions_app.models import Session
+from tests.test_settings import ENV_PREFIXES, ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 REPLICA = "replica_test"
@@ -219,3 +224,31 @@ def test_no_prepared_statements_for_a_transaction_pooler(postgres_only):
     """PgBouncer 1.18 in transaction mode cannot keep a server-side prepared statement."""
     connection.ensure_connection()
     assert connection.connection.prepare_threshold is None
+
+
+def _settings_of(**env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIXES)}
+    script = (
+        "import json, agentstate.settings as s; print(json.dumps({'replicas': s.DATABASE_REPLICAS, "
+        "'databases': s.DATABASES}, default=str))"
+    )
+    return subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60)
+
+
+def test_replica_urls_become_aliases_mirrored_in_tests_and_pooling_turns_server_side_cursors_off():
+    result = _settings_of(
+        DATABASE_URL="postgres://app@primary:6432/agentstate", DATABASE_TRANSACTION_POOLING="true",
+        DATABASE_REPLICA_URLS="postgres://app@replica-a:5432/agentstate, postgres://app@replica-b:5432/agentstate",
+    )
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["replicas"] == ["replica1", "replica2"]
+    second = found["databases"]["replica2"]
+    assert second["HOST"] == "replica-b" and second["TEST"]["MIRROR"] == "default"
+    assert second["OPTIONS"]["connect_timeout"] == 2
+    assert all(found["databases"][a]["DISABLE_SERVER_SIDE_CURSORS"] for a in ("default", "replica1", "replica2"))
+
+
+def test_a_read_your_writes_window_shorter_than_lag_plus_check_is_refused():
+    result = _settings_of(AGENTSTATE_READ_YOUR_WRITES_SECONDS="2", AGENTSTATE_REPLICA_MAX_LAG_SECONDS="2")
+    assert result.returncode != 0 and "AGENTSTATE_READ_YOUR_WRITES_SECONDS must exceed" in result.stderr
