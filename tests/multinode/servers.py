@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -52,26 +51,9 @@ def session_ids(answer: httpx.Response) -> list[str]:
 
 def in_threads(count: int, work: Callable[[int], object]) -> list:
     """``work(i)`` in ``count`` threads released together; raises the first error."""
-    from django.db import connection
+    from tests.sessions_app.test_concurrency import _in_threads
 
-    barrier = threading.Barrier(count)
-    results: list = [None] * count
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            results[i] = work(i)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    results, errors = _in_threads(count, work)
     if errors:
         raise errors[0]
     return results

@@ -8,6 +8,7 @@ from collections import Counter
 from django.conf import settings
 
 from sessions_app import services
+from tests.hardening.test_concurrency_api import WRITES_BY_SUBJECT
 from tests.multinode.servers import APPS, SESSIONS, client, in_threads, key_new, needs_servers, tenant_new
 
 pytestmark = needs_servers
@@ -71,16 +72,6 @@ def test_concurrent_if_match_writes_through_both_servers_let_exactly_one_win():
     assert after.headers["ETag"] == f'"{int(etag.strip(chr(34))) + 1}"'
     winner = [status for status, _ in results].index(200)
     assert after.json()["metadata"] == {"writer": str(winner)}
-
-
-WRITES_BY_SUBJECT = [
-    ("put", "/api/v1/users/u1/data/email/", {"value": "again@example.com"}),
-    ("put", "/api/v1/users/u1/data/k{n}/", {"value": "{n}"}),
-    ("post", "/api/v1/sessions/", {"user_id": "u1", "session_id": "new-{n}"}),
-    ("post", "/api/v1/users/u1/sessions/s0/messages/", {"content": "{n}"}),
-    ("post", "/api/v1/users/u1/sessions/auto-{n}/rounds/", {"state": {"n": "{n}"}}),
-    ("patch", "/api/v1/users/u1/sessions/s0/working-state/", {"k{n}": "{n}"}),
-]
 
 
 def test_erasure_racing_writes_through_both_servers_leaves_nothing_in_scope():
