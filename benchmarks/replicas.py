@@ -15,6 +15,7 @@ PgBouncer (from /proc), which says where the work went.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 from typing import Any
@@ -42,16 +43,32 @@ def _prepare() -> tuple[str, str, str]:
     return reader, writer, "/api/v1/users/agent/sessions/s1/"
 
 
+def _load(*, url: str, env: dict[str, str], seconds: float) -> dict[str, Any]:
+    return _wrk(url=url, env={**os.environ, **env, "BENCH_DELAY_MS": "0"}, connections=CONNECTIONS, seconds=seconds)
+
+
+def _measure(*, url: str, env: dict[str, str], seconds: float, pids: dict[str, int]) -> dict[str, Any]:
+    """One closed-loop point: requests/s, latency, and CPU per request of each process group."""
+    before = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+    result = _load(url=url, env=env, seconds=seconds)
+    requests = max(result["requests"], 1)
+    return {
+        "rps": round(result["requests"] / (result["duration_us"] / 1e6), 1),
+        "p50_ms": result["latency_us"]["p50"] / 1000, "p99_ms": result["latency_us"]["p99"] / 1000,
+        "errors": sum(result["errors"].values()),
+        "cpu_ms_per_request": {
+            name: round((_cpu_seconds(pid) - before[name]) * 1000 / requests, 3) for name, pid in pids.items()
+        },
+    }
+
+
 def run(
     *, primary_url: str, admin_url: str, primary_pid: int, replica: Server, bouncer: Server, redis_url: str,
     quick: bool = False, workers: int = 3, threads: int = 1,
 ) -> dict[str, Any]:
-    from django.db import connection
-
     seconds = 4 if quick else 10
     repeats = 1 if quick else 3
     reader, writer, session_path = _prepare()
-    dbname = connection.settings_dict["NAME"]
     replica_url = with_port(primary_url, replica.port)
     replica_wait(primary_url=admin_url, replica_url=replica_url)
     report.RESULTS_DIR.mkdir(exist_ok=True)
@@ -66,36 +83,30 @@ def run(
         "replica": {**base, "DATABASE_URL": primary_url, "DATABASE_REPLICA_URLS": replica_url},
         "pgbouncer": {**base, "DATABASE_URL": with_port(primary_url, bouncer.port), "DATABASE_TRANSACTION_POOLING": "true"},
     }
-    print(f"replicas: primary {primary_url.rsplit('@', 1)[-1]}, replica :{replica.port}, pgbouncer :{bouncer.port} ({dbname})")
+    print(f"replicas: primary {primary_url.rsplit('@', 1)[-1]}, replica :{replica.port}, pgbouncer :{bouncer.port}")
+    wrk_env = {
+        "list": {"BENCH_MODE": "get", "BENCH_KEY": reader, "BENCH_PATHS": "/api/v1/sessions/?user_id=agent&page_size=20"},
+        "append": {"BENCH_MODE": "append", "BENCH_KEY": writer, "BENCH_PATHS": session_path},
+    }
+    pids = {"primary": primary_pid, "replica": replica.pid, "pgbouncer": bouncer.pid}
     points: list[dict[str, Any]] = []
-    servers = {}
-    with gunicorn(app="agentstate.wsgi:application", env=envs["primary"], workers=workers, threads=threads, log=log) as servers["primary"], \
-         gunicorn(app="agentstate.wsgi:application", env=envs["replica"], workers=workers, threads=threads, log=log) as servers["replica"], \
-         gunicorn(app="agentstate.wsgi:application", env=envs["pgbouncer"], workers=workers, threads=threads, log=log) as servers["pgbouncer"]:
-        wrk_env = {
-            "list": {"BENCH_MODE": "get", "BENCH_KEY": reader, "BENCH_PATHS": "/api/v1/sessions/?user_id=agent&page_size=20"},
-            "append": {"BENCH_MODE": "append", "BENCH_KEY": writer, "BENCH_PATHS": session_path},
+    with contextlib.ExitStack() as stack:
+        servers = {
+            name: stack.enter_context(
+                gunicorn(app="agentstate.wsgi:application", env=env, workers=workers, threads=threads, log=log)
+            )
+            for name, env in envs.items()
         }
         for deployment in DEPLOYMENTS:  # warm every worker's connections and caches
             for workload in WORKLOADS:
-                _wrk(url=servers[deployment][0], env={**os.environ, **wrk_env[workload], "BENCH_DELAY_MS": "0"}, connections=CONNECTIONS, seconds=2)
+                _load(url=servers[deployment][0], env=wrk_env[workload], seconds=2)
         for repeat in range(repeats):
             for workload in WORKLOADS:
                 for deployment in DEPLOYMENTS:
                     url, app_pid = servers[deployment]
                     print(f"replicas: {workload} on {deployment} ({repeat + 1}/{repeats}), {CONNECTIONS} connections, {seconds} s")
-                    pids = {"app": app_pid, "primary": primary_pid, "replica": replica.pid, "pgbouncer": bouncer.pid}
-                    before = {name: _cpu_seconds(pid) for name, pid in pids.items()}
-                    result = _wrk(url=url, env={**os.environ, **wrk_env[workload], "BENCH_DELAY_MS": "0"}, connections=CONNECTIONS, seconds=seconds)
-                    cpu = {name: _cpu_seconds(pid) - before[name] for name, pid in pids.items()}
-                    requests = max(result["requests"], 1)
-                    points.append({
-                        "deployment": deployment, "workload": workload, "repeat": repeat,
-                        "rps": round(result["requests"] / (result["duration_us"] / 1e6), 1),
-                        "p50_ms": result["latency_us"]["p50"] / 1000, "p99_ms": result["latency_us"]["p99"] / 1000,
-                        "errors": sum(result["errors"].values()),
-                        "cpu_ms_per_request": {name: round(s * 1000 / requests, 3) for name, s in cpu.items()},
-                    })
+                    point = _measure(url=url, env=wrk_env[workload], seconds=seconds, pids={"app": app_pid, **pids})
+                    points.append({"deployment": deployment, "workload": workload, "repeat": repeat, **point})
     summary = {}
     for workload in WORKLOADS:
         for deployment in DEPLOYMENTS:

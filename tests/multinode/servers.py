@@ -62,9 +62,11 @@ def in_threads(count: int, work: Callable[[int], object]) -> list:
 # --- The replica ---------------------------------------------------------------------------
 
 
-def sql(url: str, statement: str, params=()) -> tuple:
+def sql(url: str, statement: str, params=()) -> tuple | None:
+    """Run one statement in its own connection; its first row, if it returns rows."""
     with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
-        return conn.execute(statement, params).fetchone()
+        cursor = conn.execute(statement, params)
+        return cursor.fetchone() if cursor.description else None
 
 
 def replica_wait_replayed(timeout: float = 10) -> None:

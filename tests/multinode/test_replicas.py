@@ -8,8 +8,8 @@ from django.conf import settings
 
 from sessions_app import services
 from tests.multinode.servers import (
-    REPLICA, SESSIONS, client, key_new, needs_servers, replica_start, replica_stop, replica_wait_replayed, session_ids,
-    sql, tenant_new,
+    PRIMARY, REPLICA, SESSIONS, client, key_new, needs_servers, replica_start, replica_stop, replica_wait_replayed,
+    session_ids, sql, tenant_new,
 )
 
 pytestmark = needs_servers
@@ -92,3 +92,13 @@ def test_a_replica_that_is_down_is_skipped_without_an_error():
         assert time.monotonic() - started < 5
     finally:
         replica_start()
+
+
+def test_the_lag_check_needs_no_monitoring_privilege():
+    """The app's database role is usually not a superuser: the check must still see the receiver."""
+    from agentstate.db_router import _LAG_SQL
+
+    sql(PRIMARY, "DO $$ BEGIN CREATE ROLE agentstate_app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    replica_wait_replayed()
+    (lag,) = sql(REPLICA.replace("postgres@", "agentstate_app@"), _LAG_SQL)
+    assert 0 <= lag <= settings.REPLICA_MAX_LAG_SECONDS
