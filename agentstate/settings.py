@@ -116,6 +116,54 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Scale-out: read replicas and a transaction-pooling PgBouncer (docs/SCALING.md) ---------
+# DATABASE_REPLICA_URLS: streaming replicas of DATABASE_URL, comma-separated; each becomes an alias
+# "replica1", "replica2", ... that agentstate.db_router sends lag-tolerant reads to. In tests each
+# is a mirror of the primary's test database (no test database is created on a replica).
+DATABASE_REPLICAS: list[str] = []
+for _number, _url in enumerate(env_list("DATABASE_REPLICA_URLS", ""), start=1):
+    _replica = dj_database_url.parse(
+        _url,
+        conn_max_age=DATABASES["default"]["CONN_MAX_AGE"],
+        conn_health_checks=DATABASES["default"]["CONN_HEALTH_CHECKS"],
+    )
+    if _replica["ENGINE"] != DATABASES["default"]["ENGINE"]:
+        raise ImproperlyConfigured("DATABASE_REPLICA_URLS must name databases of the same kind as DATABASE_URL.")
+    if _replica["ENGINE"] == "django.db.backends.postgresql":
+        # A replica that does not answer is skipped after this many seconds, not waited for.
+        _replica.setdefault("OPTIONS", {})["connect_timeout"] = 2
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES[f"replica{_number}"] = _replica
+    DATABASE_REPLICAS.append(f"replica{_number}")
+DATABASE_ROUTERS = ["agentstate.db_router.ReplicaRouter"]
+# Marks callers that wrote; it needs request.user, so it goes right after authentication.
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+    "agentstate.db_router.ReadYourWritesMiddleware",
+)
+# Apps whose rows are never read from a replica, even inside replica_reads: user data and the
+# erasure workflow (its preview, receipts, exports), and the cache table (read-your-writes markers).
+DATABASE_PRIMARY_ONLY_APPS = ["userdata_app", "django_cache"]
+# A replica further behind than this (seconds of replay lag) is skipped; each process checks a
+# replica at most once per REPLICA_CHECK_SECONDS; a caller that wrote reads from the primary for
+# READ_YOUR_WRITES_SECONDS, which must exceed the other two together (agentstate.db_router).
+REPLICA_MAX_LAG_SECONDS = float(os.environ.get("AGENTSTATE_REPLICA_MAX_LAG_SECONDS", "2"))
+REPLICA_CHECK_SECONDS = float(os.environ.get("AGENTSTATE_REPLICA_CHECK_SECONDS", "1"))
+READ_YOUR_WRITES_SECONDS = int(os.environ.get("AGENTSTATE_READ_YOUR_WRITES_SECONDS", "5"))
+if READ_YOUR_WRITES_SECONDS <= REPLICA_MAX_LAG_SECONDS + REPLICA_CHECK_SECONDS:
+    raise ImproperlyConfigured(
+        "AGENTSTATE_READ_YOUR_WRITES_SECONDS must exceed AGENTSTATE_REPLICA_MAX_LAG_SECONDS + "
+        "AGENTSTATE_REPLICA_CHECK_SECONDS, or a caller could miss its own write on a replica."
+    )
+# DATABASE_TRANSACTION_POOLING=true when the URLs lead to PgBouncer in transaction mode: no
+# server-side cursors (outside a transaction Django declares them WITH HOLD, which outlives the
+# pooled server connection). Prepared statements are already off: Django 5.2 sets psycopg's
+# prepare_threshold to None unless OPTIONS ask for it.
+if env_bool("DATABASE_TRANSACTION_POOLING", False):
+    for _alias in DATABASES:
+        DATABASES[_alias]["DISABLE_SERVER_SIDE_CURSORS"] = True
+# --- end of scale-out -----------------------------------------------------------------------
+
 # --- Cache and working state ----------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:

@@ -1,8 +1,9 @@
-"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
+"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
 
 scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by default and on PostgreSQL when DATABASE_URL is set
 (a dedicated <name>_bench database is created and dropped). http always starts a private
 PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunicorn and wrk.
+replicas adds a streaming replica, PgBouncer and Redis beside such a server (docs/SCALING.md).
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there.
 """
@@ -16,7 +17,7 @@ import sys
 
 from benchmarks.bench_db import bench_database
 
-SUITES = ("scaling", "http", "erasure", "admin", "langgraph", "edits")
+SUITES = ("scaling", "http", "erasure", "admin", "langgraph", "edits", "replicas")
 
 
 def _scaling(args) -> None:
@@ -79,6 +80,23 @@ def _http(args) -> None:
             print(f"results: {report.write_results('http', result)}")
 
 
+def _replicas(args) -> None:
+    from benchmarks.pg_cluster import postgres_cluster
+    from benchmarks.topology import pgbouncer, redis_server, streaming_replica
+
+    with postgres_cluster() as cluster, streaming_replica(cluster) as replica, pgbouncer(cluster) as bouncer, redis_server() as redis_url:
+        os.environ["DATABASE_URL"] = cluster.url
+        with bench_database(keep=False) as url:
+            from benchmarks import replicas, report
+
+            result = replicas.run(
+                primary_url=url, admin_url=cluster.admin_url, primary_pid=cluster.postmaster_pid, replica=replica,
+                bouncer=bouncer, redis_url=redis_url, quick=args.quick, workers=args.workers, threads=args.threads,
+            )
+            replicas.print_table(result)
+            print(f"results: {report.write_results('replicas', result)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
@@ -93,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="fewer samples, shorter points (a smoke run, not for reporting)")
     parser.add_argument("--keep-db", action="store_true", help="scaling: leave the benchmark database in place")
-    parser.add_argument("--workers", type=int, default=3, help="http: gunicorn workers (default 3)")
-    parser.add_argument("--threads", type=int, default=1, help="http: gthread threads per worker (default 1; 0 = sync workers)")
+    parser.add_argument("--workers", type=int, default=3, help="http, replicas: gunicorn workers (default 3)")
+    parser.add_argument("--threads", type=int, default=1, help="http, replicas: gthread threads per worker (default 1; 0 = sync workers)")
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
     args, _ = parser.parse_known_args(argv)
     # A terminated run still stops its servers and drops its database (the finally blocks run).
@@ -106,7 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite == "all":
         passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)
-    {"scaling": _scaling, "http": _http, "erasure": _erasure, "admin": _admin, "langgraph": _langgraph, "edits": _edits}[args.suite](args)
+    {
+        "scaling": _scaling, "http": _http, "erasure": _erasure, "admin": _admin, "langgraph": _langgraph, "edits": _edits,
+        "replicas": _replicas,
+    }[args.suite](args)
     return 0
 
 

@@ -1,5 +1,5 @@
 -- wrk script of the HTTP benchmark (benchmarks/http_load.py sets the environment):
---   BENCH_MODE      mixed | append | baseline | hello
+--   BENCH_MODE      mixed | append | baseline | hello | get (GET each path with the key)
 --   BENCH_KEY       the API key (not sent in baseline mode)
 --   BENCH_PATHS     comma-separated session paths (".../sessions/<id>/" or "/append/<pk>/"), or "/hello/"
 --   BENCH_DELAY_MS  mean pause between a connection's requests (exponential, 0 = none): paces
@@ -37,7 +37,7 @@ function request()
   elseif op == "round" then return wrk.format("POST", path .. "rounds/", headers, round_body)
   elseif op == "latest" then return wrk.format("GET", path .. "rounds/latest/", headers)
   elseif op == "recent" then return wrk.format("GET", path .. "messages/?recent=20", headers)
-  elseif op == "hello" then return wrk.format("GET", path, headers)
+  elseif op == "hello" or op == "get" then return wrk.format("GET", path, headers)
   else return wrk.format("POST", path, headers, append_body) end
 end
 

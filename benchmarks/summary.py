@@ -78,14 +78,29 @@ def _http(vendor: str, runs: list[dict]) -> None:
             print(f"  {name} p99 at half peak {_spread(p99, '{:.1f}')} ms")
 
 
+def _replicas(vendor: str, runs: list[dict]) -> None:
+    print(f"replicas, {len(runs)} runs: median req/s [min-max]; primary CPU ms per request")
+    rows = []
+    for key in runs[0]["summary"]:
+        rps = [run["summary"][key]["rps"] for run in runs]
+        primary_ms = [run["summary"][key]["cpu_ms_per_request"]["primary"] for run in runs]
+        rows.append([key, _spread(rps, "{:.0f}"), _spread(primary_ms)])
+    print(table(["workload/deployment", "req/s", "primary CPU ms/req"], rows))
+    for name in runs[0]["ratios"]:
+        print(f"  {name} {_spread([run['ratios'][name] for run in runs], '{:.2f}')}")
+
+
 def main(results_dir: Path = RESULTS_DIR) -> int:
     """Print every kept suite's summary; 1 (and say so) when no run is kept yet."""
-    show = {"scaling": _scaling, "erasure": _erasure, "admin": _admin, "http": _http}
+    show = {"scaling": _scaling, "erasure": _erasure, "admin": _admin, "http": _http, "replicas": _replicas}
     runs_by_suite = _runs(results_dir)
     if not runs_by_suite:
         print(f"No benchmark results in {results_dir}: run a suite first (python -m benchmarks --help).", file=sys.stderr)
         return 1
     for (suite, vendor), runs in sorted(runs_by_suite.items()):
+        if suite not in show:
+            print(f"{suite} on {vendor}: {len(runs)} runs kept (no summary table for this suite; see its JSON files)")
+            continue
         show[suite](vendor, runs)
         print()
     return 0

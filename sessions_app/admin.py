@@ -23,6 +23,7 @@ from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
+from agentstate.db_router import replica_reads
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import IDENTIFIER_MAX_LENGTH, clean_identifier, identifier_visible
 from sessions_app import selectors
@@ -212,6 +213,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER  # facet counts are a COUNT per filter choice
     list_per_page = 50
+
+    @replica_reads  # a changelist tolerates lag (docs/SCALING.md): rendered here so its rows are read there
+    def changelist_view(self, request, extra_context=None):
+        response = super().changelist_view(request, extra_context)
+        return response.render() if hasattr(response, "render") else response
 
     def get_search_results(self, request, queryset, search_term):
         """Rows where one of ``search_fields`` (each an indexed ``<column>__exact``) equals the

@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.utils import ConnectionHandler
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV_PREFIXES = ("DJANGO_", "DATABASE_URL", "REDIS_URL", "AGENTSTATE_")
+ENV_PREFIXES = ("DJANGO_", "DATABASE_", "REDIS_URL", "AGENTSTATE_")
 
 
 def _settings(**env: str) -> dict:

@@ -18,6 +18,7 @@ from agentstate.api.pagination import InsertionPagination, RoundPagination, SeqP
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
 from agentstate.api.views import TenantAPIView
+from agentstate.db_router import replica_reads
 from agentstate.exceptions import NotFound, PreconditionFailed
 from sessions_app import selectors, services
 from sessions_app.api import serializers as s
@@ -64,6 +65,7 @@ class SessionListView(TenantAPIView, generics.GenericAPIView):
         return selectors.session_list(tenant=self.request.tenant)
 
     @extend_schema(summary="List sessions (without messages)", responses={200: s.SessionSerializer(many=True)})
+    @replica_reads  # a listing tolerates lag (docs/SCALING.md)
     def get(self, request):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response(s.SessionSerializer(page, many=True).data)
@@ -269,6 +271,7 @@ class RoundListView(RoundWriteMixin, SessionScopedView):
     pagination_class = RoundPagination
 
     @extend_schema(summary="List rounds (without their state)", responses={200: s.RoundSummarySerializer(many=True)})
+    @replica_reads  # a listing tolerates lag (docs/SCALING.md)
     def get(self, request, user_id, session_id):
         return self.paginated(
             selectors.round_list(session=self.get_session()),

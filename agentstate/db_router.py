@@ -1,0 +1,196 @@
+"""Which database a query goes to: the primary, or a streaming replica for reads that tolerate lag.
+
+The rule (docs/SCALING.md, "Which reads go to a replica"):
+
+- Everything goes to the primary unless the code runs inside ``replica_reads`` (the session and
+  round listings of the API, the admin's changelists of process state, the dashboard's figures).
+  Writes, reads inside a transaction, authentication, the erasure workflow and exports never do.
+- Even there the primary serves the read when the request is not a safe method (GET, HEAD,
+  OPTIONS), when the caller wrote in the last ``READ_YOUR_WRITES_SECONDS`` (an API key or a staff
+  user: marked in the shared cache after every unsafe request, so every app process sees it), when
+  the model's app is in ``DATABASE_PRIMARY_ONLY_APPS``, or when no replica is healthy.
+- A replica is healthy when it answers and replays within ``REPLICA_MAX_LAG_SECONDS``; each
+  process checks a replica at most once per ``REPLICA_CHECK_SECONDS`` and keeps the verdict.
+  One that is down, stalled or too far behind is skipped, and a call that fails on a replica is
+  run again on the primary: the caller never sees the replica's failure.
+
+Why this bounds staleness for the caller's own writes: a replica whose lag was at most
+``MAX_LAG`` when checked (at most ``CHECK`` seconds ago) has replayed every commit older than
+``MAX_LAG + CHECK`` seconds, so settings require ``READ_YOUR_WRITES_SECONDS`` to exceed that sum.
+"""
+from __future__ import annotations
+
+import functools
+import random
+import threading
+import time
+from contextvars import ContextVar
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+
+_request: ContextVar = ContextVar("agentstate_db_request", default=None)
+_replica: ContextVar[str | None] = ContextVar("agentstate_db_replica", default=None)
+_verdicts: dict[str, tuple[float, bool]] = {}  # alias -> (valid until, healthy), per process
+_verdicts_lock = threading.Lock()
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+WROTE_KEY = "agentstate:wrote:{}"
+
+# Seconds of replay lag, 0 when caught up with what it received (or not a standby at all, as a
+# test mirror). A standby without a running WAL receiver is stale however small this looks (the
+# view's row, unlike its details, is visible to any role: the app needs no monitoring privilege).
+_LAG_SQL = """
+SELECT CASE
+  WHEN NOT pg_is_in_recovery() THEN 0
+  WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver) THEN 'Infinity'
+  WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+  ELSE COALESCE(EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()), 'Infinity')
+END
+"""
+
+
+class ReplicaRouter:
+    """Reads go to the replica ``replica_reads`` chose, if any; everything else to the primary."""
+
+    def db_for_read(self, model, **hints):
+        alias = _replica.get()
+        if (
+            alias is None
+            or model._meta.app_label in settings.DATABASE_PRIMARY_ONLY_APPS
+            or connections[DEFAULT_DB_ALIAS].in_atomic_block
+        ):
+            return DEFAULT_DB_ALIAS
+        return alias
+
+    def db_for_write(self, model, **hints):
+        return DEFAULT_DB_ALIAS
+
+    def allow_relation(self, obj1, obj2, **hints):
+        # A replica holds the primary's rows: an object read there may be related to one read here.
+        return True
+
+    def allow_migrate(self, db, app_label, **hints):
+        return db == DEFAULT_DB_ALIAS
+
+
+def replica_reads(func):
+    """Run ``func`` with its reads on a healthy replica when the rule above allows; if the replica
+    fails during the call (any database error), mark it down and run ``func`` again on the primary,
+    where a real bug fails again and is reported. Only for reads: ``func`` must change nothing. A
+    ``TemplateResponse`` it returns must already be rendered."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        alias = replica_for_read()
+        if alias is None:
+            return func(*args, **kwargs)
+        token = _replica.set(alias)
+        try:
+            return func(*args, **kwargs)
+        except DatabaseError:  # down, cancelled by a replay conflict, or behind on a migration
+            _mark(alias, healthy=False)
+            _close(alias)
+        finally:
+            _replica.reset(token)
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def replica_for_read() -> str | None:
+    """The replica the current reads may use, or None for the primary."""
+    replicas = settings.DATABASE_REPLICAS
+    if not replicas or connections[DEFAULT_DB_ALIAS].in_atomic_block:
+        return None
+    request = _request.get()
+    if request is not None and request.method not in SAFE_METHODS:
+        return None
+    healthy = [alias for alias in replicas if replica_is_healthy(alias)]
+    if not healthy or _caller_wrote_recently(request):
+        return None
+    return random.choice(healthy)
+
+
+def replica_is_healthy(alias: str) -> bool:
+    """Whether ``alias`` answers within the lag limit: checked at most once per
+    ``REPLICA_CHECK_SECONDS`` in this process, any failure meaning no."""
+    now = time.monotonic()
+    verdict = _verdicts.get(alias)
+    if verdict is not None and verdict[0] > now:
+        return verdict[1]
+    try:
+        healthy = replica_lag_seconds(alias) <= settings.REPLICA_MAX_LAG_SECONDS
+    except Exception:  # down, refusing, or forbidden: any failure means "do not read here"
+        healthy = False
+        _close(alias)
+    _mark(alias, healthy=healthy)
+    return healthy
+
+
+def replica_lag_seconds(alias: str) -> float:
+    """How far ``alias`` is behind, in seconds (one query on that replica)."""
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            cursor.execute("SELECT 0")
+        else:
+            cursor.execute(_LAG_SQL)
+        return float(cursor.fetchone()[0])
+
+
+def replica_verdicts_clear() -> None:
+    """Forget every replica's verdict (tests, and after an operator changes replicas)."""
+    with _verdicts_lock:
+        _verdicts.clear()
+
+
+def _mark(alias: str, *, healthy: bool) -> None:
+    with _verdicts_lock:
+        _verdicts[alias] = (time.monotonic() + settings.REPLICA_CHECK_SECONDS, healthy)
+
+
+def _close(alias: str) -> None:
+    try:
+        connections[alias].close()
+    except Exception:  # a broken connection may fail to close; it is dropped either way
+        pass
+
+
+def _caller(request) -> str | None:
+    """Who the request acts for: its API key (by the key's public prefix) or its staff user."""
+    if request is None:
+        return None
+    api_key = getattr(request, "auth", None)
+    if getattr(api_key, "prefix", None):
+        return f"key:{api_key.prefix}"
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return f"user:{user.pk}"
+    return None
+
+
+def _caller_wrote_recently(request) -> bool:
+    caller = _caller(request)
+    return caller is not None and cache.get(WROTE_KEY.format(caller)) is not None
+
+
+class ReadYourWritesMiddleware:
+    """Makes the request visible to the router, and after an unsafe request (which may have
+    written) marks its caller in the shared cache so its reads stay on the primary for
+    ``READ_YOUR_WRITES_SECONDS``. Costs nothing without replicas. Goes after authentication."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        token = _request.set(request)
+        try:
+            response = self.get_response(request)
+        finally:
+            _request.reset(token)
+        if settings.DATABASE_REPLICAS and request.method not in SAFE_METHODS:
+            caller = _caller(request)
+            if caller is not None:
+                cache.set(WROTE_KEY.format(caller), 1, settings.READ_YOUR_WRITES_SECONDS)
+        return response

@@ -1,0 +1,102 @@
+"""The servers .ci/multinode starts, as the multi-node tests reach them: the proxy and each app
+server over HTTP, the primary and the replica directly. Tests skip unless that script set them up."""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+PROXY = os.environ.get("AGENTSTATE_MULTINODE_PROXY", "")
+APPS = [url for url in os.environ.get("AGENTSTATE_MULTINODE_APPS", "").split(",") if url]
+PRIMARY = os.environ.get("AGENTSTATE_MULTINODE_PRIMARY", "")
+REPLICA_DATA = os.environ.get("AGENTSTATE_MULTINODE_REPLICA_DATA", "")
+REPLICA_PORT = os.environ.get("AGENTSTATE_MULTINODE_REPLICA_PORT", "")
+REPLICA = PRIMARY.rsplit(":", 1)[0] + f":{REPLICA_PORT}/agentstate" if PRIMARY else ""
+
+needs_servers = pytest.mark.skipif(
+    not (PROXY and len(APPS) == 2 and PRIMARY and REPLICA_DATA),
+    reason="multi-node tests run against the servers .ci/multinode starts (AGENTSTATE_MULTINODE_* unset)",
+)
+SESSIONS = "/api/v1/sessions/"
+
+
+def tenant_new():
+    """A tenant of its own for each test: the data is committed and outlives the test."""
+    from agentstate.tenancy.services import tenant_get_or_create
+
+    return tenant_get_or_create(slug=f"mn-{uuid.uuid4().hex[:12]}")
+
+
+def key_new(tenant, scope: str = "agent") -> str:
+    from agentstate.tenancy.services import api_key_create
+
+    return api_key_create(tenant=tenant, name=scope, scope=scope)[1]
+
+
+def client(key: str, base: str = PROXY) -> httpx.Client:
+    return httpx.Client(base_url=base, headers={"Authorization": f"Api-Key {key}"}, timeout=30)
+
+
+def session_ids(answer: httpx.Response) -> list[str]:
+    assert answer.status_code == 200, answer.text
+    return [s["session_id"] for s in answer.json()["results"]]
+
+
+def in_threads(count: int, work: Callable[[int], object]) -> list:
+    """``work(i)`` in ``count`` threads released together; raises the first error."""
+    from tests.sessions_app.test_concurrency import _in_threads
+
+    results, errors = _in_threads(count, work)
+    if errors:
+        raise errors[0]
+    return results
+
+
+# --- The replica ---------------------------------------------------------------------------
+
+
+def sql(url: str, statement: str, params=()) -> tuple | None:
+    """Run one statement in its own connection; its first row, if it returns rows."""
+    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+        cursor = conn.execute(statement, params)
+        return cursor.fetchone() if cursor.description else None
+
+
+def replica_wait_replayed(timeout: float = 10) -> None:
+    """Until the replica has replayed everything the primary committed so far."""
+    (lsn,) = sql(PRIMARY, "SELECT pg_current_wal_lsn()")
+    deadline = time.monotonic() + timeout
+    while not sql(REPLICA, "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (str(lsn),))[0]:
+        assert time.monotonic() < deadline, "the replica did not catch up"
+        time.sleep(0.05)
+
+
+def _pg_ctl(*args: str) -> None:
+    pg_bin = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))[-1]
+    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    subprocess.run([*as_postgres, str(pg_bin / "pg_ctl"), "-D", REPLICA_DATA, *args], check=True, stdout=subprocess.DEVNULL)
+
+
+def replica_stop() -> None:
+    _pg_ctl("-m", "fast", "-w", "stop")
+
+
+def replica_start() -> None:
+    """Start it as .ci/multinode did and wait until it streams again."""
+    options = (
+        f"-c listen_addresses=127.0.0.1 -p {REPLICA_PORT} -c unix_socket_directories={Path(REPLICA_DATA).parent} "
+        "-c fsync=off -c max_connections=200 -c timezone=UTC"
+    )
+    _pg_ctl("-l", f"{REPLICA_DATA}/server.log", "-w", "-t", "60", "-o", options, "start")
+    deadline = time.monotonic() + 30
+    while not sql(REPLICA, "SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'")[0]:
+        assert time.monotonic() < deadline, "the replica did not stream again"
+        time.sleep(0.1)
+    replica_wait_replayed()

@@ -1,0 +1,254 @@
+"""Which database serves what (agentstate.db_router, docs/SCALING.md).
+
+The replica here is a second connection to the test database, as Django's test mirror makes it:
+it proves where each query goes, not replication (tests/multinode does that against a real,
+lagging streaming replica). Tests commit, because a second connection never sees a test's
+rolled-back transaction.
+"""
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection, connections, transaction
+from django.db.utils import load_backend
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from agentstate import db_router
+from agentstate.tenancy import selectors as tenancy_selectors
+from agentstate.tenancy.services import api_key_create, tenant_get_or_create
+from sessions_app import services
+from sessions_app.models import Session
+from tests.test_settings import ENV_PREFIXES, ROOT
+
+pytestmark = pytest.mark.django_db(transaction=True)
+REPLICA = "replica_test"
+DEAD = "replica_dead"
+
+
+def _alias(name: str, **changes) -> str:
+    """A connection under ``name`` to the test database (with ``changes``), made at run time as
+    Django makes dynamic connections: outside settings.DATABASES, so no test database is built."""
+    settings_dict = {**copy.deepcopy(connections["default"].settings_dict), **changes}
+    connections[name] = load_backend(settings_dict["ENGINE"]).DatabaseWrapper(settings_dict, name)
+    return name
+
+
+@pytest.fixture
+def replica(settings):
+    """One healthy replica alias (a mirror of the test database) configured for the router."""
+    _alias(REPLICA)
+    settings.DATABASE_REPLICAS = [REPLICA]
+    db_router.replica_verdicts_clear()
+    tenancy_selectors.api_key_cache_clear()
+    yield REPLICA
+    db_router.replica_verdicts_clear()
+    for name in (REPLICA, DEAD):
+        if hasattr(connections._connections, name):
+            connections[name].close()
+            del connections[name]
+
+
+@pytest.fixture
+def dead_replica(replica, settings):
+    """A replica alias nothing answers on (a closed port, or a file in a missing directory)."""
+    if connection.vendor == "postgresql":
+        _alias(DEAD, PORT="1", OPTIONS={"connect_timeout": 2})
+    else:
+        _alias(DEAD, NAME="/nonexistent-directory/replica.sqlite3", OPTIONS={})
+    settings.DATABASE_REPLICAS = [DEAD]
+    return DEAD
+
+
+def client_for(tenant, scope="agent") -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {api_key_create(tenant=tenant, name=scope, scope=scope)[1]}")
+    return client
+
+
+def where(call, *aliases):
+    """Run ``call`` and return its result with the SQL each alias ran."""
+    contexts = [CaptureQueriesContext(connections[a]) for a in aliases]
+    for c in contexts:
+        c.__enter__()
+    try:
+        result = call()
+    finally:
+        for c in contexts:
+            c.__exit__(None, None, None)
+    return result, *([q["sql"] for q in c.captured_queries] for c in contexts)
+
+
+def mentions(queries, table: str) -> bool:
+    return any(table in sql for sql in queries)
+
+
+SESSIONS = "/api/v1/sessions/"
+SESSION_TABLE = Session._meta.db_table
+
+
+def test_a_session_listing_reads_the_replica_and_the_create_writes_the_primary(replica):
+    tenant = tenant_get_or_create(slug="acme")
+    writer, reader = client_for(tenant), client_for(tenant)
+
+    created, on_primary, on_replica = where(
+        lambda: writer.post(SESSIONS, {"user_id": "u1", "session_id": "s1"}, format="json"), "default", REPLICA
+    )
+    assert created.status_code == 201
+    assert not mentions(on_replica, SESSION_TABLE) and any("INSERT" in q and SESSION_TABLE in q for q in on_primary)
+
+    listed, on_primary, on_replica = where(lambda: reader.get(SESSIONS), "default", REPLICA)
+    assert [s["session_id"] for s in listed.json()["results"]] == ["s1"]
+    assert mentions(on_replica, SESSION_TABLE) and not mentions(on_primary, SESSION_TABLE)
+    # The key itself was verified on the primary: a key created a moment ago may not be on a replica.
+    assert not mentions(on_replica, "tenancy_apikey")
+
+
+def test_a_round_listing_reads_the_replica(replica):
+    tenant = tenant_get_or_create(slug="acme")
+    services.round_save(tenant=tenant, user_id="u1", session_id="s1", state={"step": 1})
+    listed, on_primary, on_replica = where(
+        lambda: client_for(tenant).get("/api/v1/users/u1/sessions/s1/rounds/"), "default", REPLICA
+    )
+    assert [r["round_id"] for r in listed.json()["results"]] == [1]
+    assert mentions(on_replica, "sessions_app_round") and not mentions(on_primary, "sessions_app_round")
+
+
+def test_a_caller_that_wrote_lists_from_the_primary_until_its_window_ends(replica, settings):
+    settings.READ_YOUR_WRITES_SECONDS = 1
+    tenant = tenant_get_or_create(slug="acme")
+    writer = client_for(tenant)
+    assert writer.post(SESSIONS, {"user_id": "u1", "session_id": "s1"}, format="json").status_code == 201
+
+    listed, on_primary, on_replica = where(lambda: writer.get(SESSIONS), "default", REPLICA)
+    assert listed.json()["results"][0]["session_id"] == "s1"
+    assert mentions(on_primary, SESSION_TABLE) and not mentions(on_replica, SESSION_TABLE)
+
+    time.sleep(1.2)
+    _, on_primary, on_replica = where(lambda: writer.get(SESSIONS), "default", REPLICA)
+    assert mentions(on_replica, SESSION_TABLE) and not mentions(on_primary, SESSION_TABLE)
+
+
+def test_a_failed_write_also_keeps_its_caller_on_the_primary(replica):
+    """The marker follows the method, not the outcome: a 409 is usually followed by a re-read."""
+    tenant = tenant_get_or_create(slug="acme")
+    services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    caller = client_for(tenant)
+    assert caller.post(SESSIONS, {"user_id": "u1", "session_id": "s1"}, format="json").status_code == 409
+    _, on_replica = where(lambda: caller.get(SESSIONS), REPLICA)
+    assert not mentions(on_replica, SESSION_TABLE)
+
+
+def test_exports_and_the_erasure_preview_never_read_the_replica(replica, client):
+    from tests.userdata_app.erasure_factories import verified_request
+
+    tenant = tenant_get_or_create(slug="acme")
+    services.session_create(tenant=tenant, user_id="alice", session_id="s1")
+    exported, on_replica = where(
+        lambda: client_for(tenant, "compliance").get("/api/v1/compliance/users/alice/export/"), REPLICA
+    )
+    assert exported.status_code == 200 and len(exported.json()["subjects"][0]["sessions"]) == 1
+    assert on_replica == []
+
+    request = verified_request(subjects=[(tenant, "alice")], scope="everything")
+    client.force_login(get_user_model().objects.create_superuser("officer", "o@example.com", "pw-for-tests-only"))
+    for page in (f"{request.pk}/change/", f"{request.pk}/execute/", f"{request.pk}/export/", ""):
+        shown, on_replica = where(lambda: client.get(f"/admin/userdata_app/erasurerequest/{page}"), REPLICA)
+        assert shown.status_code == 200 and on_replica == [], page
+
+
+def test_reads_inside_a_transaction_stay_on_the_primary(replica):
+    tenant = tenant_get_or_create(slug="acme")
+    services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    read = db_router.replica_reads(lambda: list(Session.objects.values_list("session_id", flat=True)))
+    with transaction.atomic():
+        (inside, on_replica) = where(read, REPLICA)
+    assert inside == ["s1"] and on_replica == []
+    outside, on_replica = where(read, REPLICA)
+    assert outside == ["s1"] and mentions(on_replica, SESSION_TABLE)
+
+
+def test_a_replica_that_is_down_is_skipped_without_an_error(dead_replica):
+    tenant = tenant_get_or_create(slug="acme")
+    services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    started = time.monotonic()
+    listed = client_for(tenant).get(SESSIONS)
+    assert listed.status_code == 200 and listed.json()["results"][0]["session_id"] == "s1"
+    assert db_router.replica_is_healthy(dead_replica) is False  # the verdict is kept, not re-checked
+    assert time.monotonic() - started < 5
+
+
+def test_a_replica_that_fails_during_the_call_is_retried_on_the_primary(dead_replica):
+    tenant = tenant_get_or_create(slug="acme")
+    services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    db_router._mark(dead_replica, healthy=True)  # it answered the last check, then went down
+    listed = client_for(tenant).get(SESSIONS)
+    assert listed.status_code == 200 and listed.json()["results"][0]["session_id"] == "s1"
+    assert db_router.replica_is_healthy(dead_replica) is False
+
+
+def test_a_replica_too_far_behind_is_skipped(replica, settings):
+    settings.REPLICA_MAX_LAG_SECONDS = -1  # any lag, even none, is too much
+    tenant = tenant_get_or_create(slug="acme")
+    services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    listed, on_replica = where(lambda: client_for(tenant).get(SESSIONS), REPLICA)
+    assert listed.json()["results"][0]["session_id"] == "s1"
+    assert not mentions(on_replica, SESSION_TABLE)  # only the lag check ran there
+
+
+def test_the_admin_changelist_reads_the_replica_and_its_actions_do_not(replica, client):
+    tenant = tenant_get_or_create(slug="acme")
+    services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    staff = get_user_model().objects.create_superuser("root", "root@example.com", "pw-for-tests-only")
+    client.force_login(staff)
+    url = "/admin/sessions_app/session/"
+    page, on_replica = where(lambda: client.get(url), REPLICA)
+    assert page.status_code == 200 and b"s1" in page.content
+    assert mentions(on_replica, SESSION_TABLE)
+    posted, on_replica = where(lambda: client.post(url, {"action": "", "index": 0}), REPLICA)
+    assert posted.status_code in (200, 302) and on_replica == []
+
+
+def test_without_replicas_everything_reads_the_primary(settings):
+    settings.DATABASE_REPLICAS = []
+    assert db_router.replica_for_read() is None
+
+
+@pytest.mark.django_db
+def test_no_prepared_statements_for_a_transaction_pooler(postgres_only):
+    """PgBouncer 1.18 in transaction mode cannot keep a server-side prepared statement."""
+    connection.ensure_connection()
+    assert connection.connection.prepare_threshold is None
+
+
+def _settings_of(**env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIXES)}
+    script = (
+        "import json, agentstate.settings as s; print(json.dumps({'replicas': s.DATABASE_REPLICAS, "
+        "'databases': s.DATABASES}, default=str))"
+    )
+    return subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60)
+
+
+def test_replica_urls_become_aliases_mirrored_in_tests_and_pooling_turns_server_side_cursors_off():
+    result = _settings_of(
+        DATABASE_URL="postgres://app@primary:6432/agentstate", DATABASE_TRANSACTION_POOLING="true",
+        DATABASE_REPLICA_URLS="postgres://app@replica-a:5432/agentstate, postgres://app@replica-b:5432/agentstate",
+    )
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["replicas"] == ["replica1", "replica2"]
+    second = found["databases"]["replica2"]
+    assert second["HOST"] == "replica-b" and second["TEST"]["MIRROR"] == "default"
+    assert second["OPTIONS"]["connect_timeout"] == 2
+    assert all(found["databases"][a]["DISABLE_SERVER_SIDE_CURSORS"] for a in ("default", "replica1", "replica2"))
+
+
+def test_a_read_your_writes_window_shorter_than_lag_plus_check_is_refused():
+    result = _settings_of(AGENTSTATE_READ_YOUR_WRITES_SECONDS="2", AGENTSTATE_REPLICA_MAX_LAG_SECONDS="2")
+    assert result.returncode != 0 and "AGENTSTATE_READ_YOUR_WRITES_SECONDS must exceed" in result.stderr
