@@ -28,7 +28,6 @@ _SAFE_EXTRA = ("method", "route", "status", "duration_ms", "tenant", "status_cod
 
 # Loggers whose messages quote the request: path, request line, Host header.
 _REQUEST_QUOTING = ("django.request", "django.server", "django.security")
-_METHOD = re.compile(r"[A-Z]{1,16}")
 
 
 def route_of(request) -> str | None:
@@ -86,19 +85,27 @@ def _message(record: logging.LogRecord) -> str:
         what = record.name.rpartition(".")[2]
         return f"{what}: request refused" + (f" ({status})" if status else "")
     if record.name == "django.server":
-        # The development server logs '"%s" %s %s' (request line, status, size), or
-        # 'code %d, message %s' quoting a request it could not parse.
+        # What reaches here is what the app never answered (DevServerRepeatFilter drops the rest):
+        # 'code %d, message %s' quoting a request the server could not parse, or a dropped connection.
         first = record.args[0] if isinstance(record.args, tuple) and record.args else ""
         if isinstance(first, int):
             return f"Unparsable request ({first})"
-        method = str(first).partition(" ")[0]
-        return f"{method if _METHOD.fullmatch(method) else '-'} {status or '-'}"
+        return str(record.msg).partition("%")[0].strip() or "Development server error"
     route = route_of(getattr(record, "request", None))
     try:
         phrase = HTTPStatus(status).phrase
     except ValueError:
         phrase = "Request failed"
     return f"{phrase}: {route}" if route else phrase
+
+
+class DevServerRepeatFilter(logging.Filter):
+    """runserver (and so quickstart) logs every request line it answered, and the request log
+    (agentstate.middleware) already has one line per request: in development each request was
+    logged twice. Only what the app never saw stays (an unparsable request, a dropped connection)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != '"%s" %s %s'
 
 
 class ServerErrorFilter(logging.Filter):

@@ -284,7 +284,10 @@ LOG_LEVEL = os.environ.get("DJANGO_LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_context": {"()": "agentstate.logging.RequestContextFilter"}},
+    "filters": {
+        "request_context": {"()": "agentstate.logging.RequestContextFilter"},
+        "dev_server_repeat": {"()": "agentstate.logging.DevServerRepeatFilter"},
+    },
     "formatters": {"json": {"()": "agentstate.logging.JsonFormatter"}},
     "handlers": {
         "console": {
@@ -296,7 +299,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
-        "django.server": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "django.server": {
+            "handlers": ["console"], "level": LOG_LEVEL, "propagate": False, "filters": ["dev_server_repeat"],
+        },
         "agentstate": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
     },
 }
