@@ -18,6 +18,7 @@ urlpatterns = [
     path("api/v1/", include("sessions_app.api.urls")),
     path("api/v1/", include("userdata_app.api.urls")),
     path("api/v1/compliance/", include("userdata_app.api.compliance")),
+    path("api/v1/adk/", include("agentstate.site.adk.urls")),
 ]
 
 handler400 = "agentstate.api.errors.handler400"

@@ -1,0 +1,1 @@
+"""Agent frameworks' own storage interfaces, served by agentstate (client side: no Django)."""
