@@ -37,7 +37,7 @@ from agentstate.client.calls import NOTHING_SENT, segment
 from agentstate.client.clients import USER_AGENT
 from agentstate.client.errors import AgentStateError, NetworkError, error_from_response
 
-__all__ = ["AgentStateSessionService", "identifier_decode", "identifier_encode"]
+__all__ = ["AgentStateSessionService", "identifier_decode", "identifier_encode", "register"]
 
 API_KEY_ENV = "AGENTSTATE_API_KEY"
 SCHEMES = {"agentstate": "http", "agentstates": "https"}
@@ -237,8 +237,9 @@ def _session(document: dict[str, Any], *, events: list[Event]) -> Session:
     return session
 
 
-def _register() -> None:
-    """Makes ``--session_service_uri agentstate://…`` (and ``agentstates://``) build this service."""
+def register() -> None:
+    """Makes ``--session_service_uri agentstate://…`` (and ``agentstates://``) build this service:
+    done on import; call it again from an agents directory's ``services.py``."""
     from google.adk.cli.service_registry import get_service_registry
 
     registry = get_service_registry()
@@ -246,4 +247,4 @@ def _register() -> None:
         registry.register_session_service(scheme, lambda uri, **kwargs: AgentStateSessionService(uri=uri, **kwargs))
 
 
-_register()
+register()

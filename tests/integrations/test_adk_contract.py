@@ -9,6 +9,7 @@ import time
 
 import httpx
 import pytest
+import pytest_asyncio
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events.event import Event
@@ -28,9 +29,11 @@ def adk_key(transactional_db, tenant) -> str:
     return _new_key(tenant)
 
 
-@pytest.fixture
-def adk_service(live_server, adk_key) -> AgentStateSessionService:
-    return AgentStateSessionService(live_server.url, adk_key)
+@pytest_asyncio.fixture
+async def adk_service(live_server, adk_key):
+    service = AgentStateSessionService(live_server.url, adk_key)
+    yield service
+    await service.close()  # the live server's threads hold a database connection per open connection
 
 
 def _event(author: str = "user", text: str = "hi", *, timestamp: float | None = None, **kwargs) -> Event:
@@ -187,6 +190,7 @@ async def test_a_writer_holding_a_stale_session_is_refused(adk_service, live_ser
         await adk_service.append_event(session, _event(text="third"))
     fresh = await adk_service.get_session(app_name=APP, user_id="u1", session_id="s1")
     await adk_service.append_event(fresh, _event(text="fourth"))
+    await other_writer.close()
     assert [e.content.parts[0].text for e in fresh.events] == ["first", "fourth"]
 
 
@@ -213,5 +217,7 @@ async def test_built_from_a_uri_with_the_key_from_the_environment(live_server, a
     service = get_service_registry().create_session_service(uri, agents_dir="/tmp")
     assert isinstance(service, AgentStateSessionService)
     created = await service.create_session(app_name=APP, user_id="u1")
-    assert (await AgentStateSessionService(live_server.url, adk_key).get_session(
-        app_name=APP, user_id="u1", session_id=created.id)).id == created.id
+    reader = AgentStateSessionService(live_server.url, adk_key)
+    assert (await reader.get_session(app_name=APP, user_id="u1", session_id=created.id)).id == created.id
+    await service.close()
+    await reader.close()
