@@ -2,6 +2,7 @@
 fetched through it), so nothing outside the tenant is reachable; each query is index-served."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from typing import Any
@@ -14,7 +15,7 @@ from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 from sessions_app import working_state
-from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from sessions_app.models import AdkEvent, AgentTransition, Checkpoint, Message, Round, Session
 
 DEFAULT_SESSION_ID = "default"
 MAX_RECENT = 500  # most recent messages one read returns (the API's page-size bound)
@@ -170,7 +171,9 @@ def transition_list(*, session: Session) -> QuerySet[AgentTransition]:
 
 # --- One data subject's process state (erasure preview, residue check, subject export) -----
 
-PROCESS_STATE_CATEGORIES = ("sessions", "messages", "rounds", "checkpoints", "transitions", "working_state")
+PROCESS_STATE_CATEGORIES = (
+    "sessions", "messages", "rounds", "checkpoints", "transitions", "working_state", "adk_events",
+)
 
 
 def _subject_sessions(*, tenant: Tenant, user_id: str) -> QuerySet[Session]:
@@ -191,6 +194,7 @@ def subject_process_state_counts(*, tenant: Tenant, user_id: str) -> dict[str, i
         "checkpoints": Checkpoint.objects.filter(**in_sessions).count(),
         "transitions": AgentTransition.objects.filter(**in_sessions).count(),
         "working_state": working_state.get_store().count_many(session_pks),
+        "adk_events": AdkEvent.objects.filter(**in_sessions).count(),
     }
 
 
@@ -198,7 +202,10 @@ def subject_admin_objects(*, tenant: Tenant, user_id: str) -> list[QuerySet]:
     """The subject's rows of each model the admin shows, so erasure can scrub the admin log."""
     sessions = _subject_sessions(tenant=tenant, user_id=user_id)
     in_sessions = {"session_id__in": sessions.values("pk")}
-    return [sessions, *(model.objects.filter(**in_sessions) for model in (Message, Round, Checkpoint, AgentTransition))]
+    return [
+        sessions,
+        *(model.objects.filter(**in_sessions) for model in (Message, Round, Checkpoint, AgentTransition, AdkEvent)),
+    ]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -211,7 +218,7 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[s
     sessions = list(_subject_sessions(tenant=tenant, user_id=user_id).order_by("created_at", "id"))
     in_sessions = {"session_id__in": [s.pk for s in sessions]}
     by_session: dict[int, dict[str, list]] = {
-        s.pk: {"messages": [], "rounds": [], "checkpoints": [], "transitions": []} for s in sessions
+        s.pk: {"messages": [], "rounds": [], "checkpoints": [], "transitions": [], "adk_events": []} for s in sessions
     }
     for m in Message.objects.filter(**in_sessions).order_by("session_id", "seq"):
         by_session[m.session_id]["messages"].append(
@@ -236,9 +243,14 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[s
                 "created_at": _iso(t.created_at),
             }
         )
+    for e in AdkEvent.objects.filter(**in_sessions).order_by("session_id", "seq"):
+        # The event as stored: its user: delta is user data, exported with it (adk_user_state).
+        by_session[e.session_id]["adk_events"].append({"seq": e.seq, "event": json.loads(e.data)})
     return [
         {
-            "session_id": s.session_id, "agent_id": s.agent_id, "workspace_id": s.workspace_id, "metadata": s.metadata,
+            "session_id": s.session_id, "app_name": s.app_name, "framework": s.framework,
+            "durable_state": json.loads(s.durable_state) if s.durable_state else None,
+            "agent_id": s.agent_id, "workspace_id": s.workspace_id, "metadata": s.metadata,
             "created_at": _iso(s.created_at), "updated_at": _iso(s.updated_at), "ended_at": _iso(s.ended_at),
             **by_session[s.pk],
             "working_state": working_state_get(session=s),

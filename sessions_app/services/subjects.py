@@ -5,12 +5,12 @@ from django.db import transaction
 
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
-from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from sessions_app.models import AdkEvent, AgentTransition, Checkpoint, Message, Round, Session
 
 @transaction.atomic
 def subject_process_state_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
-    """Delete every session of the subject with its messages, rounds, checkpoints, transitions and
-    working state; returns counts per category. Called by userdata_app.erasure inside its
+    """Delete every session of the subject (ADK's too) with its messages, rounds, checkpoints,
+    transitions, ADK events and working state (ADK's app state is about no person and stays); returns counts per category. Called by userdata_app.erasure inside its
     transaction.
 
     The subject's session rows are locked first, so an append or round save that is running
@@ -26,6 +26,7 @@ def subject_process_state_erase(*, tenant: Tenant, user_id: str) -> dict[str, in
         ("rounds", Round),
         ("checkpoints", Checkpoint),
         ("transitions", AgentTransition),
+        ("adk_events", AdkEvent),
     ):
         counts[category] = model.objects.filter(**in_sessions).delete()[0]
     counts["sessions"] = sessions.delete()[1].get(Session._meta.label, 0)

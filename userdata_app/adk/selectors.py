@@ -56,3 +56,9 @@ def subject_adk_user_state_export(*, tenant: Tenant, user_id: str) -> list[dict[
         }
         for app_name in sorted(set(apps) | set(deltas))
     ]
+
+
+def subject_adk_user_ids_iter():
+    """Every distinct ``(tenant slug, user_id)`` with ADK user state or event deltas."""
+    for model in (AdkUserState, AdkEventUserDelta):
+        yield from model.objects.values_list("tenant__slug", "user_id").distinct().order_by().iterator()

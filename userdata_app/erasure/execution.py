@@ -24,13 +24,15 @@ from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
 from userdata_app import selectors as userdata_selectors
 from userdata_app import services as userdata_services
+from userdata_app.adk import selectors as adk_selectors
+from userdata_app.adk import services as adk_services
 from userdata_app.erasure.lifecycle import actor_name, step_allowed, transition
 from userdata_app.erasure.registry import grace_until, subject_hash
 from userdata_app.models import ErasedSubject, ErasureReceipt, ErasureRequest, ErasureSubject
 
 Status = ErasureRequest.Status
 Scope = ErasureRequest.Scope
-USER_DATA_CATEGORIES = ("user_data",)
+USER_DATA_CATEGORIES = ("user_data", "adk_user_state")
 CATEGORIES = USER_DATA_CATEGORIES + session_selectors.PROCESS_STATE_CATEGORIES
 ERASED_REPR = "[erased]"
 
@@ -46,7 +48,10 @@ def categories_in_scope(scope: str) -> tuple[str, ...]:
 
 
 def subject_counts(*, tenant: Tenant, user_id: str, scope: str) -> dict[str, int]:
-    counts = {"user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id)}
+    counts = {
+        "user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id),
+        "adk_user_state": adk_selectors.subject_adk_user_state_count(tenant=tenant, user_id=user_id),
+    }
     if scope == Scope.EVERYTHING:
         counts.update(session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id))
     return counts
@@ -81,7 +86,11 @@ def _scrub_admin_log(objects: QuerySet) -> None:
 
 def erase_subject(*, tenant: Tenant, user_id: str, scope: str) -> dict[str, int]:
     _scrub_admin_log(userdata_selectors.user_datum_list(tenant=tenant, user_id=user_id))
-    counts = {"user_data": userdata_services.subject_user_data_erase(tenant=tenant, user_id=user_id)}
+    _scrub_admin_log(adk_selectors.subject_adk_user_state(tenant=tenant, user_id=user_id))
+    counts = {
+        "user_data": userdata_services.subject_user_data_erase(tenant=tenant, user_id=user_id),
+        "adk_user_state": adk_services.subject_adk_user_state_erase(tenant=tenant, user_id=user_id),
+    }
     if scope == Scope.EVERYTHING:
         for objects in session_selectors.subject_admin_objects(tenant=tenant, user_id=user_id):
             _scrub_admin_log(objects)
