@@ -199,6 +199,10 @@ class AdkUserState(models.Model):
             # Serves: one user's state in one app; a subject's rows (erasure, export).
             models.UniqueConstraint(fields=["tenant", "user_id", "app_name"], name="adk_user_state_unique"),
         ]
+        indexes = [
+            # Serves: the admin's exact search by user id across tenants.
+            models.Index(fields=["user_id"], name="adk_user_state_user_id"),
+        ]
 
     def __str__(self) -> str:
         return f"ADK user state #{self.pk} ({self.app_name})"
