@@ -18,12 +18,12 @@ class FiniteFloatField(serializers.FloatField):
         return value
 
 
-class SessionCreateInput(StrictInput):
+class AdkSessionCreateInput(StrictInput):
     session_id = StringField(required=False, allow_null=True, allow_blank=True, max_length=128)
     state = StringField(required=False, default="{}", help_text="The initial state as JSON text (an object).")
 
 
-class EventAppendInput(StrictInput):
+class AdkEventAppendInput(StrictInput):
     event = StringField(help_text="The event as ADK dumps it (model_dump_json, field names), JSON text.")
     expected_version = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=2**31 - 1,
@@ -33,18 +33,18 @@ class EventAppendInput(StrictInput):
     last_event_id = StringField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False)
 
 
-class GetSessionQuery(serializers.Serializer):
+class AdkGetSessionQuery(serializers.Serializer):
     num_recent_events = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
     after_timestamp = FiniteFloatField(required=False)
 
 
-class SessionListQuery(serializers.Serializer):
+class AdkSessionListQuery(serializers.Serializer):
     user_id = StringField(required=False, trim_whitespace=False)
     cursor = StringField(required=False, trim_whitespace=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=500)
 
 
-class EventPageQuery(serializers.Serializer):
+class AdkEventPageQuery(serializers.Serializer):
     cursor = StringField(trim_whitespace=False)
 
 
@@ -59,20 +59,20 @@ class AdkSessionOutput(serializers.Serializer):
     events_next = serializers.CharField(allow_null=True, help_text="Cursor of the next page of events, if any.")
 
 
-class EventPageOutput(serializers.Serializer):
+class AdkEventPageOutput(serializers.Serializer):
     events = serializers.ListField(child=serializers.DictField())
     next = serializers.CharField(allow_null=True)
 
 
-class EventAppendedOutput(serializers.Serializer):
+class AdkEventAppendedOutput(serializers.Serializer):
     version = serializers.IntegerField()
     last_update_time = serializers.FloatField()
 
 
-class SessionListOutput(serializers.Serializer):
+class AdkSessionListOutput(serializers.Serializer):
     sessions = AdkSessionOutput(many=True, help_text="Without events.")
     next = serializers.CharField(allow_null=True)
 
 
-class StateOutput(serializers.Serializer):
+class AdkStateOutput(serializers.Serializer):
     state = serializers.DictField()

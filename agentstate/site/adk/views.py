@@ -87,10 +87,10 @@ def _cursor(cursor: selectors.EventCursor | None) -> str | None:
 class SessionListView(AdkView):
     @extend_schema(
         summary="ADK: an app's sessions (one user's or all), oldest update first, without events",
-        parameters=[s.SessionListQuery], responses={200: s.SessionListOutput},
+        parameters=[s.AdkSessionListQuery], responses={200: s.AdkSessionListOutput},
     )
     def get(self, request, app_name):
-        query = validated(s.SessionListQuery, request.query_params)
+        query = validated(s.AdkSessionListQuery, request.query_params)
         page = selectors.adk_session_list(tenant=request.tenant, app_name=app_name, **query)
         app_state = selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name)
         user_states = user_selectors.adk_user_states(
@@ -107,10 +107,10 @@ class SessionListView(AdkView):
 class SessionCreateView(AdkView):
     @extend_schema(
         summary="ADK: create a session (initial state split into session, app: and user: state)",
-        request=s.SessionCreateInput, responses={201: s.AdkSessionOutput, **error_responses(409)},
+        request=s.AdkSessionCreateInput, responses={201: s.AdkSessionOutput, **error_responses(409)},
     )
     def post(self, request, app_name, user_id):
-        data = validated(s.SessionCreateInput, request.data)
+        data = validated(s.AdkSessionCreateInput, request.data)
         state = parse_object(data["state"], field="state")
         with transaction.atomic():
             created = services.adk_session_create(
@@ -132,10 +132,10 @@ class SessionCreateView(AdkView):
 class SessionDetailView(AdkView):
     @extend_schema(
         summary="ADK: get a session with its events (GetSessionConfig's window, first page)",
-        parameters=[s.GetSessionQuery], responses={200: s.AdkSessionOutput},
+        parameters=[s.AdkGetSessionQuery], responses={200: s.AdkSessionOutput},
     )
     def get(self, request, app_name, user_id, session_id):
-        query = validated(s.GetSessionQuery, request.query_params)
+        query = validated(s.AdkGetSessionQuery, request.query_params)
         session = self.get_session()
         window = selectors.adk_event_window(session=session, **query)
         page = (
@@ -158,10 +158,10 @@ class SessionDetailView(AdkView):
 class EventListView(AdkView):
     @extend_schema(
         summary="ADK: the next page of a session read's events",
-        parameters=[s.EventPageQuery], responses={200: s.EventPageOutput},
+        parameters=[s.AdkEventPageQuery], responses={200: s.AdkEventPageOutput},
     )
     def get(self, request, app_name, user_id, session_id):
-        cursor = selectors.EventCursor.decode(validated(s.EventPageQuery, request.query_params)["cursor"])
+        cursor = selectors.EventCursor.decode(validated(s.AdkEventPageQuery, request.query_params)["cursor"])
         session = self.get_session()
         page = selectors.adk_event_page(session=session, cursor=cursor, page_size=selectors.EVENT_PAGE_SIZE)
         head = json.dumps({"next": _cursor(page.next)}, separators=(",", ":"))
@@ -169,10 +169,10 @@ class EventListView(AdkView):
 
     @extend_schema(
         summary="ADK: append an event with its state delta (one transaction)",
-        request=s.EventAppendInput, responses={201: s.EventAppendedOutput, **error_responses(409)},
+        request=s.AdkEventAppendInput, responses={201: s.AdkEventAppendedOutput, **error_responses(409)},
     )
     def post(self, request, app_name, user_id, session_id):
-        data = validated(s.EventAppendInput, request.data)
+        data = validated(s.AdkEventAppendInput, request.data)
         event = parse_object(data["event"], field="event")
         with transaction.atomic():
             appended = services.adk_event_append(
@@ -191,13 +191,13 @@ class EventListView(AdkView):
 
 
 class UserStateView(AdkView):
-    @extend_schema(summary="ADK: a user's user: state in the app (keys without the prefix)", responses={200: s.StateOutput})
+    @extend_schema(summary="ADK: a user's user: state in the app (keys without the prefix)", responses={200: s.AdkStateOutput})
     def get(self, request, app_name, user_id):
         return Response({"state": user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id)})
 
 
 class AppStateView(AdkView):
-    @extend_schema(summary="ADK: the app's app: state (keys without the prefix)", responses={200: s.StateOutput})
+    @extend_schema(summary="ADK: the app's app: state (keys without the prefix)", responses={200: s.AdkStateOutput})
     def get(self, request, app_name):
         return Response({"state": selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name)})
 
