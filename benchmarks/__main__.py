@@ -1,8 +1,9 @@
-"""python -m benchmarks {scaling,http,erasure,admin,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
+"""python -m benchmarks {scaling,http,erasure,admin,adk,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
 
 scaling, erasure and admin run on SQLite by default and on PostgreSQL when DATABASE_URL is set
 (a dedicated <name>_bench database is created and dropped). http always starts a private
 PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunicorn and wrk.
+adk compares AgentStateSessionService (through gunicorn) with ADK's own session services.
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there.
 """
@@ -16,7 +17,7 @@ import sys
 
 from benchmarks.bench_db import bench_database
 
-SUITES = ("scaling", "http", "erasure", "admin")
+SUITES = ("scaling", "http", "erasure", "admin", "adk")
 
 
 def _scaling(args) -> None:
@@ -44,6 +45,15 @@ def _admin(args) -> None:
         result = admin_scale.run(renders=5 if args.quick else 15)
         admin_scale.print_table(result)
         print(f"results: {report.write_results('admin', result)}")
+
+
+def _adk(args) -> None:
+    with bench_database(keep=args.keep_db):
+        from benchmarks import adk, report
+
+        result = adk.run(turns=3 if args.quick else 10)
+        adk.print_table(result)
+        print(f"results: {report.write_results('adk', result)}")
 
 
 def _http(args) -> None:
@@ -80,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite == "all":
         passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)
-    {"scaling": _scaling, "http": _http, "erasure": _erasure, "admin": _admin}[args.suite](args)
+    {"scaling": _scaling, "http": _http, "erasure": _erasure, "admin": _admin, "adk": _adk}[args.suite](args)
     return 0
 
 
