@@ -78,7 +78,10 @@ def adk_event_page(*, session: Session, cursor: EventCursor, page_size: int) -> 
     """One page of events from ``cursor`` on, oldest first (timestamp, then append order)."""
     events = AdkEvent.objects.filter(session=session, seq__lte=cursor.last_seq)
     if cursor.timestamp != float("-inf"):
-        events = events.filter(Q(timestamp__gt=cursor.timestamp) | Q(timestamp=cursor.timestamp, seq__gte=cursor.seq))
+        # The plain range is what the index scan starts from; the OR only settles ties.
+        events = events.filter(timestamp__gte=cursor.timestamp).filter(
+            Q(timestamp__gt=cursor.timestamp) | Q(timestamp=cursor.timestamp, seq__gte=cursor.seq)
+        )
     rows = list(events.order_by("timestamp", "seq").values_list("seq", "timestamp", "data")[: page_size + 1])
     following = None
     if len(rows) > page_size:

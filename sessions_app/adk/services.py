@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput, NotFound, SessionAlreadyExists
@@ -61,7 +60,7 @@ def adk_session_create(
     except IntegrityError:
         raise SessionAlreadyExists(f"Session with id {session_id!r} already exists.") from None
     if parts["app"]:
-        _app_state_update(tenant=tenant, app_name=app_name, delta=parts["app"])
+        _app_state_update(tenant_id=tenant.pk, app_name=app_name, delta=parts["app"])
     return AdkSessionCreated(session=session, user_delta=parts["user"])
 
 
@@ -72,10 +71,13 @@ class AdkEventAppended:
     user_delta: dict[str, Any]  # the user: keys of the event's delta, for the caller to store
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
 def adk_event_append(
     *,
-    session: Session,
+    tenant: Tenant,
+    app_name: str,
+    user_id: str,
+    session_id: str,
     event: dict[str, Any],
     expected_version: int | None = None,
     last_update_time: float | None = None,
@@ -86,7 +88,11 @@ def adk_event_append(
     Stale writers are refused as ADK's database service refuses them: by the version the writer
     last read (``expected_version``), or, for a session object that never carried one, when the
     stored session moved past ``last_update_time`` to an event other than ``last_event_id``."""
-    locked = Session.objects.select_for_update().filter(pk=session.pk).first()
+    locked = (
+        Session.objects.select_for_update()
+        .filter(tenant=tenant, user_id=user_id, session_id=session_id, app_name=app_name, framework=FRAMEWORK)
+        .first()
+    )
     if locked is None:
         raise NotFound("Session not found.")
     _check_not_stale(locked, expected_version, last_update_time, last_event_id)
@@ -96,19 +102,19 @@ def adk_event_append(
         event["actions"]["state_delta"] = {key: value for key, value in delta.items() if not key.startswith(USER_PREFIX)}
     session_state = json_object(locked.durable_state)
     session_state.update(parts["session"])
-    seq = locked.last_seq + 1
-    Session.objects.filter(pk=locked.pk).update(
-        durable_state=json_text(session_state), last_update_time=timestamp, last_seq=seq,
-        updated_at=timezone.now(), version=F("version") + 1,
-    )
+    # Under the row lock the stored values are the locked ones: set them on the object too.
+    locked.durable_state, locked.last_update_time, locked.updated_at = json_text(session_state), timestamp, timezone.now()
+    locked.last_seq += 1
+    locked.version += 1
+    locked.save(update_fields=["durable_state", "last_update_time", "updated_at", "last_seq", "version"])
+    seq = locked.last_seq
     if parts["app"]:
-        _app_state_update(tenant=locked.tenant, app_name=locked.app_name, delta=parts["app"])
+        _app_state_update(tenant_id=locked.tenant_id, app_name=locked.app_name, delta=parts["app"])
     stored = AdkEvent.objects.create(
         session=locked, tenant_id=locked.tenant_id, user_id=locked.user_id, seq=seq, event_id=event["id"],
         invocation_id=_text(event.get("invocation_id")), author=_text(event.get("author")), timestamp=timestamp,
         text=_preview(event), data=json_text(event),
     )
-    locked.refresh_from_db()
     return AdkEventAppended(session=locked, event=stored, user_delta=parts["user"])
 
 
@@ -159,15 +165,16 @@ def _preview(event: dict[str, Any]) -> str:
     return "\n".join(texts)[:TEXT_PREVIEW_LENGTH]
 
 
-def _app_state_update(*, tenant: Tenant, app_name: str, delta: dict[str, Any]) -> None:
+def _app_state_update(*, tenant_id: int, app_name: str, delta: dict[str, Any]) -> None:
     """dict.update() of the app's state under its row lock (created on first use)."""
-    row = AdkAppState.objects.select_for_update().filter(tenant=tenant, app_name=app_name).first()
+    rows = AdkAppState.objects.select_for_update().filter(tenant_id=tenant_id, app_name=app_name)
+    row = rows.first()
     if row is None:
         try:
             with transaction.atomic():
-                row = AdkAppState.objects.create(tenant=tenant, app_name=app_name, state="{}")
+                row = AdkAppState.objects.create(tenant_id=tenant_id, app_name=app_name, state="{}")
         except IntegrityError:  # created meanwhile by another writer
-            row = AdkAppState.objects.select_for_update().get(tenant=tenant, app_name=app_name)
+            row = rows.get()
     state = json_object(row.state)
     state.update(delta)
     AdkAppState.objects.filter(pk=row.pk).update(state=json_text(state), updated_at=timezone.now())

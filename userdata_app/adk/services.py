@@ -12,7 +12,7 @@ from sessions_app.adk.state import json_object, json_text
 from userdata_app.models import AdkEventUserDelta, AdkUserState
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
 def adk_user_state_update(
     *, tenant: Tenant, app_name: str, user_id: str, delta: dict[str, Any],
     session_pk: int | None = None, event_seq: int | None = None,

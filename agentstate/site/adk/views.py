@@ -176,7 +176,7 @@ class EventListView(AdkView):
         event = parse_object(data["event"], field="event")
         with transaction.atomic():
             appended = services.adk_event_append(
-                session=self.get_session(), event=event, expected_version=data.get("expected_version"),
+                tenant=request.tenant, app_name=app_name, user_id=user_id, session_id=session_id, event=event, expected_version=data.get("expected_version"),
                 last_update_time=data.get("last_update_time"), last_event_id=data.get("last_event_id"),
             )
             if appended.user_delta:
