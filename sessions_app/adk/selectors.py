@@ -3,6 +3,9 @@ pages, an app's state. Every query is index-served and bounded by a page size, w
 of the session or the app."""
 from __future__ import annotations
 
+import base64
+import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +13,7 @@ from django.db.models import Q
 
 from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_identifier
 from sessions_app.adk.services import FRAMEWORK
 from sessions_app.adk.state import json_object
 from sessions_app.models import AdkAppState, AdkEvent, Session
@@ -38,15 +42,14 @@ class EventCursor:
     last_seq: int
 
     def encode(self) -> str:
-        return f"{self.timestamp!r}:{self.seq}:{self.last_seq}"
+        return _cursor_encode([self.timestamp if math.isfinite(self.timestamp) else None, self.seq, self.last_seq])
 
     @classmethod
     def decode(cls, value: str) -> EventCursor:
-        try:
-            timestamp, seq, last_seq = value.split(":")
-            return cls(float(timestamp), int(seq), int(last_seq))
-        except ValueError:
-            raise InvalidInput.for_field("cursor", "is not a cursor this server gave.") from None
+        timestamp, seq, last_seq = _cursor_decode(value, (float, type(None)), int, int)
+        if not all(0 <= n <= _BIGINT_MAX for n in (seq, last_seq)):
+            raise _BAD_CURSOR
+        return cls(float("-inf") if timestamp is None else timestamp, seq, last_seq)
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,12 @@ def adk_session_list(
     sessions = Session.objects.filter(tenant=tenant, app_name=app_name, framework=FRAMEWORK)
     if user_id is not None:
         sessions = sessions.filter(user_id=user_id)
+    if user_id is not None:
+        user_id = clean_identifier(user_id, field="user_id")
     if cursor is not None:
-        updated, after_user, after_session = _session_cursor_decode(cursor)
+        updated, after_user, after_session = _cursor_decode(cursor, float, str, str)
+        for identifier in (after_user, after_session):
+            _check_cursor_identifier(identifier)
         sessions = sessions.filter(
             Q(last_update_time__gt=updated)
             | Q(last_update_time=updated, user_id__gt=after_user)
@@ -121,16 +128,39 @@ def adk_session_list(
     if len(rows) > page_size:
         rows.pop()
         last = rows[-1]
-        following = "\x1f".join((repr(last.last_update_time), last.user_id, last.session_id))
+        following = _cursor_encode([last.last_update_time, last.user_id, last.session_id])
     return SessionPage(sessions=rows, next=following)
 
 
-def _session_cursor_decode(cursor: str) -> tuple[float, str, str]:
+_BAD_CURSOR = InvalidInput.for_field("cursor", "is not a cursor this server gave.")
+_BIGINT_MAX = 2**63 - 1
+
+
+def _cursor_encode(values: list[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(values, separators=(",", ":")).encode()).decode()
+
+
+def _cursor_decode(cursor: str, *types: type | tuple[type, ...]) -> list[Any]:
+    """A cursor's values, each of the expected type (a cursor is read back, never trusted)."""
     try:
-        updated, user_id, session_id = cursor.split("\x1f")
-        return float(updated), user_id, session_id
-    except ValueError:
-        raise InvalidInput.for_field("cursor", "is not a cursor this server gave.") from None
+        values = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, UnicodeError):
+        raise _BAD_CURSOR from None
+    if not isinstance(values, list) or len(values) != len(types):
+        raise _BAD_CURSOR
+    for value, expected in zip(values, types):
+        if isinstance(value, bool) or not isinstance(value, expected):
+            raise _BAD_CURSOR
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _BAD_CURSOR
+    return [float(v) if t is float else v for v, t in zip(values, types)]
+
+
+def _check_cursor_identifier(value: str) -> None:
+    try:
+        clean_identifier(value, field="cursor")
+    except InvalidInput:
+        raise _BAD_CURSOR from None
 
 
 def adk_app_state_get(*, tenant: Tenant, app_name: str) -> dict[str, Any]:

@@ -111,7 +111,7 @@ def adk_event_append(
     if parts["app"]:
         _app_state_update(tenant_id=locked.tenant_id, app_name=locked.app_name, delta=parts["app"])
     stored = AdkEvent.objects.create(
-        session=locked, tenant_id=locked.tenant_id, user_id=locked.user_id, seq=seq, event_id=event["id"],
+        session=locked, tenant_id=locked.tenant_id, user_id=locked.user_id, seq=seq, event_id=_text(event["id"]),
         invocation_id=_text(event.get("invocation_id")), author=_text(event.get("author")), timestamp=timestamp,
         text=_preview(event), data=json_text(event),
     )
@@ -130,7 +130,7 @@ def _check_not_stale(locked: Session, expected_version: int | None, last_update_
     if last_update_time is None or locked.last_update_time is None or locked.last_update_time <= last_update_time:
         return
     latest = AdkEvent.objects.filter(session=locked).order_by("-timestamp", "-seq").values_list("event_id", flat=True).first()
-    if latest != last_event_id:
+    if latest != (None if last_event_id is None else _text(last_event_id)):
         raise StaleSession(
             "The last_update_time provided in the session object is earlier than the update_time in "
             "storage. Please check if it is a stale session."
@@ -154,7 +154,11 @@ def _event_fields(event: Any) -> tuple[float, dict[str, Any]]:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+    """A column copy of an event field. The event itself is stored whole as JSON text; a column
+    cannot hold NUL or a lone surrogate (PostgreSQL refuses both), so they are replaced here."""
+    if not isinstance(value, str):
+        return ""
+    return value.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
 
 
 def _preview(event: dict[str, Any]) -> str:
@@ -162,7 +166,7 @@ def _preview(event: dict[str, Any]) -> str:
     content = event.get("content")
     parts = content.get("parts") if isinstance(content, dict) else None
     texts = [part["text"] for part in parts or [] if isinstance(part, dict) and isinstance(part.get("text"), str)]
-    return "\n".join(texts)[:TEXT_PREVIEW_LENGTH]
+    return _text("\n".join(texts)[:TEXT_PREVIEW_LENGTH])
 
 
 def _app_state_update(*, tenant_id: int, app_name: str, delta: dict[str, Any]) -> None:

@@ -221,3 +221,13 @@ async def test_built_from_a_uri_with_the_key_from_the_environment(live_server, a
     assert (await reader.get_session(app_name=APP, user_id="u1", session_id=created.id)).id == created.id
     await service.close()
     await reader.close()
+
+
+async def test_event_fields_with_nul_characters_round_trip(adk_service):
+    """PostgreSQL refuses NUL in text and jsonb; ADK's SQLite store keeps it, so agentstate does."""
+    session = await adk_service.create_session(app_name=APP, user_id="u1")
+    odd = _event(author="a\x00b", text="nul \x00 here")
+    odd.id = "id\x00"
+    await adk_service.append_event(session, odd)
+    got = await adk_service.get_session(app_name=APP, user_id="u1", session_id=session.id)
+    assert got.events == [odd]

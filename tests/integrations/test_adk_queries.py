@@ -77,3 +77,13 @@ def test_the_window_is_read_backwards_on_the_index(adk_api, postgres_only):
             cursor.execute(f"EXPLAIN {sql}")
             plan = "\n".join(row[0] for row in cursor.fetchall())
         assert "adk_event_order" in plan and "Sort" not in plan, plan
+
+
+def test_cursors_and_ids_that_the_server_did_not_give_are_a_400(adk_api):
+    _session(adk_api, "u", 3)
+    for url in (f"/api/v1/adk/apps/{APP}/users/u/sessions/s/events/?cursor=W10=",
+                f"/api/v1/adk/apps/{APP}/users/u/sessions/s/events/?cursor=nope",
+                f"/api/v1/adk/apps/{APP}/sessions/?cursor=WzEuMCwiYVx1MDAwMCIsImIiXQ==",  # [1.0, "a\u0000", "b"]
+                f"/api/v1/adk/apps/{APP}/sessions/?user_id=a%00b"):
+        response = adk_api.get(url)
+        assert response.status_code == 400 and response.json()["error"]["fields"], (url, response.content)
