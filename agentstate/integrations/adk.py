@@ -31,6 +31,7 @@ from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
 from google.adk.sessions.session import Session
+from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from agentstate.client.calls import NOTHING_SENT, segment
@@ -158,18 +159,20 @@ class AgentStateSessionService(BaseSessionService):
             params["after_timestamp"] = repr(config.after_timestamp)
         url = self._url(app_name, user_id, session_id)
         try:
-            document = (await self._request("GET", url, params=params)).json()
+            # Parsed and validated in one pass from the bytes, as ADK's own stores read events.
+            document = _SessionDocument.model_validate_json((await self._request("GET", url, params=params)).content)
         except AgentStateError as exc:
             if exc.status_code == 404:
                 return None
             raise
-        events = document["events"]
-        following = document["events_next"]
+        following = document.events_next
         while following:
-            page = (await self._request("GET", url + "events/", params={"cursor": following})).json()
-            events.extend(page["events"])
-            following = page["next"]
-        return _session(document, events=[Event.model_validate(event) for event in events])
+            page = _EventPage.model_validate_json(
+                (await self._request("GET", url + "events/", params={"cursor": following})).content
+            )
+            document.events.extend(page.events)
+            following = page.next
+        return _session(document.model_dump(exclude={"events", "events_next"}), events=document.events)
 
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         params: dict[str, Any] = {"page_size": self.list_page_size}
@@ -217,6 +220,22 @@ class AgentStateSessionService(BaseSessionService):
         session.last_update_time = result["last_update_time"]
         session._storage_update_marker = f"{_MARKER_PREFIX}{result['version']}"
         return self._commit_event_to_session(session, event)
+
+
+class _SessionDocument(BaseModel):
+    id: str
+    app_name: str
+    user_id: str
+    state: dict[str, Any]
+    last_update_time: float
+    version: int
+    events: list[Event]
+    events_next: Optional[str] = None
+
+
+class _EventPage(BaseModel):
+    events: list[Event]
+    next: Optional[str] = None
 
 
 def _state_text(state: dict[str, Any]) -> str:
