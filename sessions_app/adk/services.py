@@ -1,4 +1,5 @@
-"""Writes of ADK sessions: create, append an event (with its session and app state deltas), delete.
+"""Writes of ADK sessions: create, and append an event with its session and app state deltas
+(a delete is sessions_app's ``session_delete``, as for any session).
 
 ADK's semantics win here (DESIGN.md, "Framework backends"): a writer holding a session older than
 the stored one gets ``StaleSession``, as ADK's database and SQLite services raise
