@@ -2,6 +2,8 @@
 an index of Session (see its Meta) or, for the unindexed ones, bounded by ``user_id``."""
 from __future__ import annotations
 
+from datetime import timezone as dt_timezone
+
 import django_filters
 from rest_framework.exceptions import ValidationError
 
@@ -10,6 +12,7 @@ from sessions_app.models import Session
 
 # No index serves these across a whole tenant; within one user's sessions the scan is small.
 NEEDS_USER_ID = ("ended", "updated_after", "updated_before")
+DATETIMES = {"created_after", "created_before", "updated_after", "updated_before"}
 
 
 class SessionFilter(django_filters.FilterSet):
@@ -30,6 +33,12 @@ class SessionFilter(django_filters.FilterSet):
         """Ignores ``queryset`` beyond its tenant: ``selectors.session_list`` is the one place the
         filters are applied."""
         given = {name: value for name, value in self.form.cleaned_data.items() if value not in (None, "")}
+        for name in DATETIMES.intersection(given):
+            # In UTC: PostgreSQL refuses offsets past 15:59 (ISO 8601 allows up to 23:59).
+            try:
+                given[name] = given[name].astimezone(dt_timezone.utc)
+            except OverflowError:
+                raise ValidationError({name: ["Out of range."]}) from None
         if "user_id" not in given:
             unserved = [name for name in NEEDS_USER_ID if name in given]
             if unserved:
