@@ -92,6 +92,9 @@ def test_adk_web_app_uses_agentstate_from_services_yaml(live_server, adk_runner_
         "services:\n  - scheme: agentstate\n    type: session\n"
         "    class: agentstate.integrations.adk.AgentStateSessionService\n"
     )
+    built = []  # the services ADK builds, closed at the end (a live-server thread per open connection)
+    init = AgentStateSessionService.__init__
+    monkeypatch.setattr(AgentStateSessionService, "__init__", lambda self, *a, **k: (init(self, *a, **k), built.append(self))[0])
     app = get_fast_api_app(
         agents_dir=str(tmp_path), session_service_uri=live_server.url.replace("http://", "agentstate://"), web=False,
     )
@@ -100,6 +103,9 @@ def test_adk_web_app_uses_agentstate_from_services_yaml(live_server, adk_runner_
         assert created.status_code == 200, created.text
         session_id = created.json()["id"]
         assert web.get(f"/apps/weather_app/users/u7/sessions/{session_id}").json()["state"] == {"user:plan": "pro"}
+        assert built and all(isinstance(service, AgentStateSessionService) for service in built)
+        for service in built:
+            web.portal.call(service.close)
     with httpx.Client(base_url=live_server.url, headers={"X-Api-Key": adk_runner_key}) as http:
         stored = http.get(f"/api/v1/adk/apps/weather_app/users/u7/sessions/{session_id}/")
         assert stored.status_code == 200 and stored.json()["state"] == {"user:plan": "pro"}
