@@ -1,9 +1,10 @@
-"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
+"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
 
 scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by default and on PostgreSQL when DATABASE_URL is set
 (a dedicated <name>_bench database is created and dropped). http always starts a private
 PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunicorn and wrk.
 replicas adds a streaming replica, PgBouncer and Redis beside such a server (docs/SCALING.md).
+adk compares AgentStateSessionService (through gunicorn) with ADK's own session services.
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there.
 """
@@ -17,7 +18,7 @@ import sys
 
 from benchmarks.bench_db import bench_database
 
-SUITES = ("scaling", "http", "erasure", "admin", "langgraph", "edits", "replicas")
+SUITES = ("scaling", "http", "erasure", "admin", "langgraph", "edits", "replicas", "adk")
 
 
 def _scaling(args) -> None:
@@ -63,6 +64,15 @@ def _langgraph(args) -> None:
         result = langgraph_saver.run(rounds=2, batch=10) if args.quick else langgraph_saver.run()
         langgraph_saver.print_table(result)
         print(f"results: {report.write_results('langgraph', result)}")
+
+
+def _adk(args) -> None:
+    with bench_database(keep=args.keep_db):
+        from benchmarks import adk, report
+
+        result = adk.run(turns=3 if args.quick else 10)
+        adk.print_table(result)
+        print(f"results: {report.write_results('adk', result)}")
 
 
 def _http(args) -> None:
@@ -126,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)
     {
         "scaling": _scaling, "http": _http, "erasure": _erasure, "admin": _admin, "langgraph": _langgraph, "edits": _edits,
-        "replicas": _replicas,
+        "replicas": _replicas, "adk": _adk,
     }[args.suite](args)
     return 0
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from typing import Any
 
 from django.contrib import admin, messages
@@ -29,6 +31,8 @@ from agentstate.validation import IDENTIFIER_MAX_LENGTH, clean_identifier, ident
 from sessions_app import selectors
 from sessions_app.langgraph import selectors as langgraph_selectors
 from sessions_app.models import (
+    AdkAppState,
+    AdkEvent,
     AgentTransition,
     Checkpoint,
     LangGraphCheckpoint,
@@ -269,7 +273,18 @@ class SessionAdmin(ReadOnlyAdmin):
         ("Working state", {"fields": ("working_state",)}),
     )
     readonly_fields = ("user_id_shown", "message_count", "last_seq", "history_generation", "forked_from", "forks",
-                       "metadata_json", "latest_messages", "latest_rounds", "checkpoints", "transitions", "working_state")
+                       "metadata_json", "latest_messages", "latest_rounds", "checkpoints", "transitions", "working_state",
+                       "app_name", "framework", "adk_events")
+
+    def get_fieldsets(self, request, obj=None):
+        """A Google ADK session shows its events and state as ADK has them, not REST messages."""
+        if obj is None or obj.framework != "adk":
+            return self.fieldsets
+        return (
+            (None, {"fields": ("tenant", "app_name", "framework", "user_id_shown", "session_id", "created_at",
+                               "updated_at", "version")}),
+            ("ADK events and state", {"fields": ("adk_events",)}),
+        )
 
     user_id_shown = identifier_display("user_id", description="user id")
 
@@ -331,6 +346,13 @@ class SessionAdmin(ReadOnlyAdmin):
     @admin.display(description="")
     def working_state(self, obj: Session):
         return pretty_json(selectors.working_state_get(session=obj))
+
+    @admin.display(description="")
+    def adk_events(self, obj: Session):
+        # The page's template tag (project level) merges in the user: state, which is user data.
+        return render_to_string("admin/sessions_app/session/adk.html", {
+            "session": obj, "all_url": history_url(AdkEvent, obj),
+        })
 
 
 class SessionChildAdmin(ReadOnlyAdmin):
@@ -480,3 +502,44 @@ class LangGraphWriteAdmin(SessionChildAdmin):
     @admin.display(description="value")
     def value_display(self, obj: LangGraphWrite):
         return stored_value(obj.value_type, obj.value, obj.rendered)
+# --- Google ADK -----------------------------------------------------------------------------
+
+
+@admin.register(AdkEvent)
+class AdkEventAdmin(SessionChildAdmin):
+    list_display = ("seq", "session_link", "author", "text_preview", "event_time")
+    list_display_links = ("seq",)
+    ordering = ("session_id", "seq")  # the (session, seq) unique index
+    list_per_page = 100
+    fields = ("session_link", "seq", "event_id", "invocation_id", "author", "event_time", "text", "event_json")
+    readonly_fields = ("session_link", "event_time", "event_json")
+
+    @admin.display(description="text")
+    def text_preview(self, obj: AdkEvent) -> str:
+        text = " ".join(obj.text.split())
+        return text if len(text) <= 120 else text[:119] + "…"
+
+    @admin.display(description="time", ordering="timestamp")
+    def event_time(self, obj: AdkEvent):
+        return datetime.fromtimestamp(obj.timestamp, tz=dt_timezone.utc)
+
+    @admin.display(description="event (its user: delta is user data, shown on the session page)")
+    def event_json(self, obj: AdkEvent):
+        return pretty_json(json.loads(obj.data))
+
+
+@admin.register(AdkAppState)
+class AdkAppStateAdmin(ReadOnlyAdmin):
+    """ADK's app: state, one row per tenant and app."""
+
+    list_display = ("app_name", "tenant", "updated_at")
+    list_select_related = ("tenant",)
+    list_filter = ("tenant",)
+    search_fields = ("app_name__exact",)
+    ordering = ("tenant", "app_name")
+    fields = ("tenant", "app_name", "updated_at", "state_json")
+    readonly_fields = ("state_json",)
+
+    @admin.display(description="state")
+    def state_json(self, obj: AdkAppState):
+        return pretty_json(json.loads(obj.state))

@@ -44,6 +44,10 @@ class Session(models.Model):
     forked_from_round = models.BigIntegerField(null=True, blank=True)
     # Compare-and-set version behind the API's ETag / If-Match.
     version = models.PositiveIntegerField(default=1, editable=False)
+    # A framework's durable session state as JSON text (Google ADK's keys without a prefix), and
+    # the framework's own last-update time (ADK: the last event's timestamp, seconds).
+    durable_state = models.TextField(blank=True, default="", db_default="")
+    last_update_time = models.FloatField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -67,6 +71,10 @@ class Session(models.Model):
             models.Index(fields=["session_id"], name="session_session_id"),
             # Serves: a session's forks (the admin's links; SET NULL when a parent is deleted).
             models.Index(fields=["parent"], name="session_parent", condition=models.Q(parent__isnull=False)),
+            # Serves: ADK's list_sessions of one app, oldest update first, paged by keyset.
+            models.Index(
+                fields=["tenant", "app_name", "last_update_time", "user_id", "session_id"], name="session_app_updated"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -322,3 +330,56 @@ class LangGraphWrite(models.Model):
 
     def __str__(self) -> str:
         return f"LangGraph write #{self.pk}"
+
+
+# --- Google ADK (sessions_app.adk) -------------------------------------------------------------
+
+
+class AdkEvent(models.Model):
+    """One ADK event of a session, stored whole as the JSON text ADK wrote (so it reads back
+    unchanged), with the columns staff, search and erasure need. Its ``user:`` state delta is not
+    here: that is user-attributed data (userdata_app), tied to ``(session, seq)``."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="adk_events", db_index=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    user_id = models.CharField(max_length=128)
+    seq = models.BigIntegerField()  # append order, from the session's counter
+    event_id = models.TextField()
+    invocation_id = models.TextField(blank=True, default="")
+    author = models.TextField(blank=True, default="")
+    timestamp = models.FloatField()
+    text = models.TextField(blank=True, default="")  # a preview of the content's text parts
+    data = models.TextField()  # the event as JSON text, without its user: state delta
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # Serves: an event by its append number (the user: delta's link), append order.
+            models.UniqueConstraint(fields=["session", "seq"], name="adk_event_unique_seq"),
+        ]
+        indexes = [
+            # Serves: events oldest first, num_recent_events (backwards) and after_timestamp.
+            models.Index(fields=["session", "timestamp", "seq"], name="adk_event_order"),
+        ]
+
+    def __str__(self) -> str:
+        return f"ADK event #{self.seq} of session #{self.session_id}"
+
+
+class AdkAppState(models.Model):
+    """ADK's ``app:`` state: shared by every user of one app in one tenant, about no person."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    app_name = models.CharField(max_length=128)
+    state = models.TextField(default="{}")  # JSON text, keys without the prefix
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "ADK app state"
+        constraints = [
+            # Serves: one app's state (read with every session, locked by each write).
+            models.UniqueConstraint(fields=["tenant", "app_name"], name="adk_app_state_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"App state of {self.app_name}"

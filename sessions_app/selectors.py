@@ -2,6 +2,7 @@
 fetched through it), so nothing outside the tenant is reachable; each query is index-served."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from typing import Any
@@ -15,6 +16,7 @@ from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 from sessions_app import working_state
 from sessions_app.models import (
+    AdkEvent,
     AgentTransition,
     Checkpoint,
     LangGraphCheckpoint,
@@ -185,7 +187,7 @@ def transition_list(*, session: Session) -> QuerySet[AgentTransition]:
 
 PROCESS_STATE_CATEGORIES = (
     "sessions", "messages", "message_pops", "rounds", "checkpoints", "transitions", "working_state",
-    "langgraph_checkpoints", "langgraph_writes",
+    "langgraph_checkpoints", "langgraph_writes", "adk_events",
 )
 
 
@@ -214,6 +216,7 @@ def subject_process_state_counts(*, tenant: Tenant, user_id: str, existed_at: da
         "working_state": working_state.get_store().count_many(session_pks),
         "langgraph_checkpoints": LangGraphCheckpoint.objects.filter(**in_sessions).count(),
         "langgraph_writes": LangGraphWrite.objects.filter(**in_sessions).count(),
+        "adk_events": AdkEvent.objects.filter(**in_sessions).count(),
     }
 
 
@@ -221,7 +224,7 @@ def subject_process_state_tables() -> list[str]:
     """The tables an erasure of process state deletes from (their statistics are refreshed after)."""
     models = (
         Session, Message, MessagePop, Round, Checkpoint, AgentTransition, WorkingStateEntry, LangGraphThread,
-        LangGraphCheckpoint, LangGraphWrite,
+        LangGraphCheckpoint, LangGraphWrite, AdkEvent,
     )
     return [model._meta.db_table for model in models]
 
@@ -230,7 +233,7 @@ def subject_admin_objects(*, tenant: Tenant, user_id: str, existed_at: datetime 
     """The subject's rows of each model the admin shows, so erasure can scrub the admin log."""
     sessions = subject_sessions(tenant=tenant, user_id=user_id, existed_at=existed_at)
     in_sessions = {"session_id__in": sessions.values("pk")}
-    models = (Message, Round, Checkpoint, AgentTransition, LangGraphCheckpoint, LangGraphWrite)
+    models = (Message, Round, Checkpoint, AgentTransition, LangGraphCheckpoint, LangGraphWrite, AdkEvent)
     return [sessions, *(model.objects.filter(**in_sessions) for model in models)]
 
 
@@ -249,12 +252,12 @@ def message_as_dict(m: Message) -> dict[str, Any]:
 
 def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[str, Any]]:
     """Every session of the subject (forks included) with its messages, the messages its pops keep,
-    rounds, checkpoints, transitions, LangGraph checkpoints and writes, and live working state, as
+    rounds, checkpoints, transitions, LangGraph checkpoints and writes, ADK events, and live working state, as
     JSON-ready dicts (subject access, GDPR Art. 15/20). One query per category."""
     sessions = list(subject_sessions(tenant=tenant, user_id=user_id).order_by("created_at", "id"))
     in_sessions = {"session_id__in": [s.pk for s in sessions]}
     by_session: dict[int, dict[str, list]] = {
-        s.pk: {"messages": [], "popped_messages": [], "rounds": [], "checkpoints": [], "transitions": []}
+        s.pk: {"messages": [], "popped_messages": [], "rounds": [], "checkpoints": [], "transitions": [], "adk_events": []}
         for s in sessions
     }
     langgraph = _langgraph_export(in_sessions)
@@ -278,9 +281,15 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[s
                 "created_at": _iso(t.created_at),
             }
         )
+    for e in AdkEvent.objects.filter(**in_sessions).order_by("session_id", "seq"):
+        # The event as stored: its user: delta is user data, exported with it (adk_user_state).
+        by_session[e.session_id]["adk_events"].append({"seq": e.seq, "event": json.loads(e.data)})
     return [
         {
-            "session_id": s.session_id, "forked_from_session_id": s.forked_from_session_id, "agent_id": s.agent_id, "workspace_id": s.workspace_id, "metadata": s.metadata,
+            "session_id": s.session_id, "app_name": s.app_name, "framework": s.framework,
+            "forked_from_session_id": s.forked_from_session_id,
+            "durable_state": json.loads(s.durable_state) if s.durable_state else None,
+            "agent_id": s.agent_id, "workspace_id": s.workspace_id, "metadata": s.metadata,
             "created_at": _iso(s.created_at), "updated_at": _iso(s.updated_at), "ended_at": _iso(s.ended_at),
             **by_session[s.pk],
             "working_state": working_state_get(session=s),

@@ -27,7 +27,7 @@ from agentstate.exceptions import DomainError, InvalidInput
 from agentstate.validation import clean_identifier
 from sessions_app.admin import ReadOnlyAdmin, UserIdFilter, identifier_display, identifier_html, json_display
 from userdata_app import erasure
-from userdata_app.models import ErasedSubject, ErasureRequest, ErasureSubject, UserDatum
+from userdata_app.models import AdkUserState, ErasedSubject, ErasureRequest, ErasureSubject, UserDatum
 from userdata_app.selectors import subject_export
 
 Status = ErasureRequest.Status
@@ -48,6 +48,23 @@ class UserDatumAdmin(ReadOnlyAdmin):
     user_id_shown = identifier_display("user_id", description="user id")
 
     value_json = json_display("value")
+
+
+@admin.register(AdkUserState)
+class AdkUserStateAdmin(ReadOnlyAdmin):
+    """Google ADK's user: state, one row per tenant, user and app (user data: erased with it)."""
+
+    list_display = ("app_name", "user_id", "tenant", "updated_at")
+    list_select_related = ("tenant",)
+    list_filter = ("tenant",)
+    search_fields = ("user_id__exact",)
+    ordering = ("-id",)
+    fields = ("tenant", "app_name", "user_id", "updated_at", "state_json")
+    readonly_fields = ("state_json",)
+
+    @admin.display(description="state")
+    def state_json(self, obj: AdkUserState):
+        return format_html('<pre class="json">{}</pre>', json.dumps(json.loads(obj.state), indent=2, ensure_ascii=False))
 
 
 @admin.register(ErasedSubject)

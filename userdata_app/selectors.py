@@ -9,6 +9,7 @@ from django.utils import timezone
 from agentstate.exceptions import NotFound
 from agentstate.tenancy.models import Tenant
 from sessions_app.selectors import subject_process_state_export
+from userdata_app.adk.selectors import subject_adk_user_ids_iter, subject_adk_user_state_export
 from userdata_app.models import ErasureRequest, UserDatum
 
 
@@ -43,8 +44,10 @@ def subject_user_data_export(*, tenant: Tenant, user_id: str) -> list[dict]:
 
 
 def subject_ids_iter():
-    """Every distinct ``(tenant slug, user_id)`` holding user data (reapply after restore)."""
-    return UserDatum.objects.values_list("tenant__slug", "user_id").distinct().order_by().iterator()
+    """Every distinct ``(tenant slug, user_id)`` holding user data, ADK's user: state included
+    (reapply after restore)."""
+    yield from UserDatum.objects.values_list("tenant__slug", "user_id").distinct().order_by().iterator()
+    yield from subject_adk_user_ids_iter()
 
 
 def subject_export(*, subjects: list[tuple[Tenant, str]]) -> dict:
@@ -58,6 +61,7 @@ def subject_export(*, subjects: list[tuple[Tenant, str]]) -> dict:
                 "tenant": tenant.slug,
                 "user_id": user_id,
                 "user_data": subject_user_data_export(tenant=tenant, user_id=user_id),
+                "adk_user_state": subject_adk_user_state_export(tenant=tenant, user_id=user_id),
                 "sessions": subject_process_state_export(tenant=tenant, user_id=user_id),
             }
             for tenant, user_id in subjects

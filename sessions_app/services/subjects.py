@@ -8,6 +8,7 @@ from django.db import transaction
 from agentstate.tenancy.models import Tenant
 from sessions_app import selectors, working_state
 from sessions_app.models import (
+    AdkEvent,
     AgentTransition,
     Checkpoint,
     LangGraphCheckpoint,
@@ -23,7 +24,8 @@ from sessions_app.services.live import working_state_clear_on_commit
 def subject_process_state_erase(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> dict[str, int]:
     """Delete every session of the subject (with ``existed_at``, those created at or before then:
     ``selectors.subject_sessions``) with its messages, rounds, checkpoints, transitions and working
-    state (once the transaction commits); returns counts per category. Called by
+    state (once the transaction commits); ADK's app state is about no person and stays. Returns
+    counts per category. Called by
     userdata_app.erasure inside its transaction.
 
     The subject's session rows are locked first, so an append or round save that is running
@@ -42,6 +44,7 @@ def subject_process_state_erase(*, tenant: Tenant, user_id: str, existed_at: dat
         ("transitions", AgentTransition),
         ("langgraph_checkpoints", LangGraphCheckpoint),
         ("langgraph_writes", LangGraphWrite),
+        ("adk_events", AdkEvent),
     ):
         counts[category] = model.objects.filter(**in_sessions).delete()[0]
     counts["sessions"] = sessions.delete()[1].get(Session._meta.label, 0)

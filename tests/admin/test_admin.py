@@ -179,7 +179,7 @@ def test_officer_takes_a_request_from_receipt_to_executed_receipt(client, office
     assert preview.status_code == 200
     assert preview.context["previews"][0]["counts"] == {
         "user_data": 2, "sessions": 2, "messages": 6, "message_pops": 0, "rounds": 2, "checkpoints": 2, "transitions": 2,
-        "working_state": 2, "langgraph_checkpoints": 0, "langgraph_writes": 0,
+        "working_state": 2, "langgraph_checkpoints": 0, "langgraph_writes": 0, "adk_user_state": 0, "adk_events": 0,
     }
     assert "Yes, erase" in preview.content.decode()
     assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["messages"] == 6

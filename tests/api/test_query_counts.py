@@ -11,9 +11,9 @@ from userdata_app.models import UserDatum
 
 pytestmark = pytest.mark.django_db
 # The largest is a session's delete: one DELETE per table that hangs off sessions (messages, kept
-# pops, rounds, checkpoints, transitions, working state, the LangGraph checkpointer's thread,
-# checkpoints and writes) and one UPDATE that unlinks its forks, whatever the rows.
-MAX_QUERIES = 16
+# pops, rounds, checkpoints, transitions, working state, ADK events, the LangGraph checkpointer's
+# thread, checkpoints and writes) and one UPDATE that unlinks its forks, whatever the rows.
+MAX_QUERIES = 17
 
 
 def populate(tenant, name: str, n: int) -> None:

@@ -193,3 +193,10 @@ def test_page_size_defaults_to_100_and_goes_up_to_500(api, tenant):
     assert len(api.get("/api/v1/sessions/?page_size=500").json()["results"]) == 500
     for bad in ("501", "0", "-1", "junk", "9" * 5000):
         assert_error(api.get(f"/api/v1/sessions/?page_size={bad}"), 400, "invalid", field="page_size")
+
+
+def test_a_date_filter_with_an_offset_postgresql_refuses_is_read_in_utc(api):
+    """ISO 8601 allows offsets up to 23:59, PostgreSQL up to 15:59 (found by the schema fuzz)."""
+    response = api.get("/api/v1/sessions/", {"created_after": "0503-02-16T13:13:33+23:21", "created_before": "2587-09-17T08:17:57-08:07"})
+    assert response.status_code == 200
+    assert api.get("/api/v1/sessions/", {"created_after": "0001-01-01T00:00:00+23:00"}).status_code == 400

@@ -19,6 +19,7 @@ from userdata_app import erasure
 from userdata_app import selectors as userdata_selectors
 from userdata_app import services as userdata_services
 from sessions_app.models import Message, Session
+from userdata_app.adk import selectors as adk_selectors
 from userdata_app.models import ErasedSubject, ErasureEvent, ErasureReceipt, ErasureRequest, ErasureSubject, UserDatum
 from tests.userdata_app.erasure_factories import subject_data_create, subject_data_restored, verified_request
 
@@ -29,6 +30,7 @@ Status = ErasureRequest.Status
 def holdings(tenant, user_id):
     return {
         "user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id),
+        "adk_user_state": adk_selectors.subject_adk_user_state_count(tenant=tenant, user_id=user_id),
         **session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id),
     }
 
@@ -49,17 +51,19 @@ def world(tenant, other_tenant):
 FULL = {
     "user_data": 2, "sessions": 2, "messages": 6, "message_pops": 0, "rounds": 2, "checkpoints": 2, "transitions": 2,
     "working_state": 2, "langgraph_checkpoints": 0, "langgraph_writes": 0,
+    "adk_user_state": 0, "adk_events": 0,  # ADK's categories: tests/integrations/test_adk_subjects.py
 }
+USER_DATA_ONLY = {"user_data": 2, "adk_user_state": 0}
 
 
 def test_user_data_scope_erases_user_data_only_and_keeps_process_state(world, officer):
     acme, globex = world
     request = verified_request(subjects=[(acme, "alice")], scope=Scope.USER_DATA, actor=officer)
-    assert erasure.erasure_preview(request=request) == {"user_data": 2}
+    assert erasure.erasure_preview(request=request) == USER_DATA_ONLY
 
     receipt = erasure.erasure_execute(request=request, actor=officer)
 
-    assert receipt.counts == {"user_data": 2}
+    assert receipt.counts == USER_DATA_ONLY
     assert holdings(acme, "alice") == {**FULL, "user_data": 0}  # process state untouched (the seeds' rule)
     assert holdings(acme, "bob") == FULL
     assert holdings(globex, "alice") == FULL

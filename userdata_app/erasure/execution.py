@@ -28,6 +28,8 @@ from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
 from userdata_app import selectors as userdata_selectors
 from userdata_app import services as userdata_services
+from userdata_app.adk import selectors as adk_selectors
+from userdata_app.adk import services as adk_services
 from userdata_app.erasure.lifecycle import actor_name, step_allowed, transition
 from userdata_app.erasure.registry import grace_until, subject_hash
 from userdata_app.erasure.storage import erasure_storage_after_commit
@@ -35,7 +37,7 @@ from userdata_app.models import ErasedSubject, ErasureReceipt, ErasureRequest, E
 
 Status = ErasureRequest.Status
 Scope = ErasureRequest.Scope
-USER_DATA_CATEGORIES = ("user_data",)
+USER_DATA_CATEGORIES = ("user_data", "adk_user_state")
 CATEGORIES = USER_DATA_CATEGORIES + session_selectors.PROCESS_STATE_CATEGORIES
 ERASED_REPR = "[erased]"
 
@@ -56,7 +58,10 @@ def subject_counts(
 ) -> dict[str, int]:
     """Rows per category in ``scope``; the ``*_existed_at`` limit a category to what existed then."""
     counts = {
-        "user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at)
+        "user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at),
+        "adk_user_state": adk_selectors.subject_adk_user_state_count(
+            tenant=tenant, user_id=user_id, existed_at=user_data_existed_at
+        ),
     }
     if scope == Scope.EVERYTHING:
         counts.update(
@@ -99,8 +104,12 @@ def erase_subject(
     """Erase the subject's data in ``scope`` (the ``*_existed_at`` limit a category to what existed
     then: re-applying after a restore) and scrub the admin log about it; counts per category."""
     _scrub_admin_log(userdata_selectors.subject_user_data(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at))
+    _scrub_admin_log(adk_selectors.subject_adk_user_state(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at))
     counts = {
-        "user_data": userdata_services.subject_user_data_erase(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at)
+        "user_data": userdata_services.subject_user_data_erase(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at),
+        "adk_user_state": adk_services.subject_adk_user_state_erase(
+            tenant=tenant, user_id=user_id, existed_at=user_data_existed_at
+        ),
     }
     if scope == Scope.EVERYTHING:
         for objects in session_selectors.subject_admin_objects(tenant=tenant, user_id=user_id, existed_at=process_state_existed_at):

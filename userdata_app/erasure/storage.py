@@ -15,7 +15,7 @@ from django.contrib.admin.models import LogEntry
 
 from agentstate.subjects import statistics_refresh, wal_truncate
 from sessions_app import selectors as session_selectors
-from userdata_app.models import ErasureRequest, ErasureSubject, UserDatum
+from userdata_app.models import AdkEventUserDelta, AdkUserState, ErasureRequest, ErasureSubject, UserDatum
 
 Scope = ErasureRequest.Scope
 WAL_PENDING = (
@@ -26,7 +26,9 @@ WAL_PENDING = (
 
 def _tables(scope: str) -> list[str]:
     """The tables an erasure of ``scope`` deletes from or overwrites."""
-    tables = [UserDatum._meta.db_table, ErasureSubject._meta.db_table, LogEntry._meta.db_table]
+    tables = [
+        model._meta.db_table for model in (UserDatum, AdkUserState, AdkEventUserDelta, ErasureSubject, LogEntry)
+    ]
     if scope == Scope.EVERYTHING:
         tables += session_selectors.subject_process_state_tables()
     return tables

@@ -1,0 +1,203 @@
+"""ADK's session service over HTTP (agentstate.integrations.adk is its client).
+
+Each write is one request and one transaction: the session and app parts through
+sessions_app.adk, the ``user:`` part through userdata_app.adk. Reads merge the three states and put
+each event's ``user:`` delta back, so an event reads back as ADK wrote it until the user's data is
+erased. Events are sent as the stored JSON text, never re-encoded, in pages of
+``EVENT_PAGE_SIZE``.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import transaction
+from django.http import HttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from agentstate.api.schema import error_responses
+from agentstate.api.serializers import validated
+from agentstate.api.views import TenantAPIView
+from agentstate.site.adk import serializers as s
+from agentstate.validation import clean_identifier
+from sessions_app import services as session_services
+from sessions_app.adk import selectors, services
+from sessions_app.adk.state import USER_PREFIX, json_object, json_text, parse_object, state_merge
+from sessions_app.models import Session
+from userdata_app.adk import selectors as user_selectors
+from userdata_app.adk import services as user_services
+
+
+class AdkView(TenantAPIView):
+    """A view under ``adk/apps/{app_name}/``."""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        self.kwargs["app_name"] = clean_identifier(self.kwargs["app_name"], field="app_name")
+
+    def get_session(self) -> Session:
+        return selectors.adk_session_get(
+            tenant=self.request.tenant, app_name=self.kwargs["app_name"], user_id=self.kwargs["user_id"],
+            session_id=self.kwargs["session_id"],
+        )
+
+
+def _session_document(session: Session, *, app_state: dict[str, Any], user_state: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": session.session_id,
+        "app_name": session.app_name,
+        "user_id": session.user_id,
+        "state": state_merge(app=app_state, user=user_state, session=json_object(session.durable_state)),
+        "last_update_time": session.last_update_time,
+        "version": session.version,
+    }
+
+
+def _events_json(session: Session, page: selectors.EventPage) -> str:
+    """The page's events as a JSON array of the stored texts, each with its user: delta put back."""
+    if not page.events:
+        return "[]"
+    deltas = user_selectors.adk_event_user_deltas(
+        session_pk=session.pk, first_seq=page.events[0][0], last_seq=page.events[-1][0]
+    )
+    texts = []
+    for seq, text in page.events:
+        if seq in deltas:
+            event = json.loads(text)
+            event.setdefault("actions", {}).setdefault("state_delta", {}).update(
+                {USER_PREFIX + key: value for key, value in deltas[seq].items()}
+            )
+            text = json_text(event)
+        texts.append(text)
+    return "[" + ",".join(texts) + "]"
+
+
+def _json_response(document: dict[str, Any], *, events: str, status_code: int = 200) -> HttpResponse:
+    """``document`` with the already-encoded ``events`` array spliced in (no re-encoding)."""
+    head = json.dumps(document, separators=(",", ":"))
+    return HttpResponse(f'{head[:-1]},"events":{events}}}', status=status_code, content_type="application/json")
+
+
+def _cursor(cursor: selectors.EventCursor | None) -> str | None:
+    return None if cursor is None else cursor.encode()
+
+
+class SessionListView(AdkView):
+    @extend_schema(
+        summary="ADK: an app's sessions (one user's or all), oldest update first, without events",
+        parameters=[s.AdkSessionListQuery], responses={200: s.AdkSessionListOutput},
+    )
+    def get(self, request, app_name):
+        query = validated(s.AdkSessionListQuery, request.query_params)
+        page = selectors.adk_session_list(tenant=request.tenant, app_name=app_name, **query)
+        app_state = selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name)
+        user_states = user_selectors.adk_user_states(
+            tenant=request.tenant, app_name=app_name, user_ids=[session.user_id for session in page.sessions]
+        )
+        sessions = [
+            {**_session_document(session, app_state=app_state, user_state=user_states.get(session.user_id, {})),
+             "events": [], "events_next": None}
+            for session in page.sessions
+        ]
+        return Response({"sessions": sessions, "next": page.next})
+
+
+class SessionCreateView(AdkView):
+    @extend_schema(
+        summary="ADK: create a session (initial state split into session, app: and user: state)",
+        request=s.AdkSessionCreateInput, responses={201: s.AdkSessionOutput, **error_responses(409)},
+    )
+    def post(self, request, app_name, user_id):
+        data = validated(s.AdkSessionCreateInput, request.data)
+        state = parse_object(data["state"], field="state")
+        with transaction.atomic():
+            created = services.adk_session_create(
+                tenant=request.tenant, app_name=app_name, user_id=user_id,
+                session_id=data.get("session_id") or None, state=state,
+            )
+            if created.user_delta:
+                user_services.adk_user_state_update(
+                    tenant=request.tenant, app_name=app_name, user_id=user_id, delta=created.user_delta
+                )
+        document = _session_document(
+            created.session,
+            app_state=selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name),
+            user_state=user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id),
+        )
+        return _json_response({**document, "events_next": None}, events="[]", status_code=status.HTTP_201_CREATED)
+
+
+class SessionDetailView(AdkView):
+    @extend_schema(
+        summary="ADK: get a session with its events (GetSessionConfig's window, first page)",
+        parameters=[s.AdkGetSessionQuery], responses={200: s.AdkSessionOutput},
+    )
+    def get(self, request, app_name, user_id, session_id):
+        query = validated(s.AdkGetSessionQuery, request.query_params)
+        session = self.get_session()
+        window = selectors.adk_event_window(session=session, **query)
+        page = (
+            selectors.adk_event_page(session=session, cursor=window, page_size=selectors.EVENT_PAGE_SIZE)
+            if window is not None else selectors.EventPage(events=[], next=None)
+        )
+        document = _session_document(
+            session,
+            app_state=selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name),
+            user_state=user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id),
+        )
+        return _json_response({**document, "events_next": _cursor(page.next)}, events=_events_json(session, page))
+
+    @extend_schema(summary="ADK: delete a session and its events (user: state stays)", responses={204: None})
+    def delete(self, request, app_name, user_id, session_id):
+        session_services.session_delete(session=self.get_session())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class EventListView(AdkView):
+    @extend_schema(
+        summary="ADK: the next page of a session read's events",
+        parameters=[s.AdkEventPageQuery], responses={200: s.AdkEventPageOutput},
+    )
+    def get(self, request, app_name, user_id, session_id):
+        cursor = selectors.EventCursor.decode(validated(s.AdkEventPageQuery, request.query_params)["cursor"])
+        session = self.get_session()
+        page = selectors.adk_event_page(session=session, cursor=cursor, page_size=selectors.EVENT_PAGE_SIZE)
+        head = json.dumps({"next": _cursor(page.next)}, separators=(",", ":"))
+        return HttpResponse(f'{head[:-1]},"events":{_events_json(session, page)}}}', content_type="application/json")
+
+    @extend_schema(
+        summary="ADK: append an event with its state delta (one transaction)",
+        request=s.AdkEventAppendInput, responses={201: s.AdkEventAppendedOutput, **error_responses(409)},
+    )
+    def post(self, request, app_name, user_id, session_id):
+        data = validated(s.AdkEventAppendInput, request.data)
+        event = parse_object(data["event"], field="event")
+        with transaction.atomic():
+            appended = services.adk_event_append(
+                tenant=request.tenant, app_name=app_name, user_id=user_id, session_id=session_id, event=event, expected_version=data.get("expected_version"),
+                last_update_time=data.get("last_update_time"), last_event_id=data.get("last_event_id"),
+            )
+            if appended.user_delta:
+                user_services.adk_user_state_update(
+                    tenant=request.tenant, app_name=app_name, user_id=user_id, delta=appended.user_delta,
+                    session_pk=appended.session.pk, event_seq=appended.event.seq,
+                )
+        session = appended.session
+        return Response(
+            {"version": session.version, "last_update_time": session.last_update_time}, status=status.HTTP_201_CREATED
+        )
+
+
+class UserStateView(AdkView):
+    @extend_schema(summary="ADK: a user's user: state in the app (keys without the prefix)", responses={200: s.AdkStateOutput})
+    def get(self, request, app_name, user_id):
+        return Response({"state": user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id)})
+
+
+class AppStateView(AdkView):
+    @extend_schema(summary="ADK: the app's app: state (keys without the prefix)", responses={200: s.AdkStateOutput})
+    def get(self, request, app_name):
+        return Response({"state": selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name)})
+

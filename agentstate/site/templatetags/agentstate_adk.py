@@ -1,0 +1,59 @@
+"""A Google ADK session as staff read it on its admin page: its latest events in order (author,
+text, function calls and results, state deltas with their user: part put back) and the merged
+state. Project level: the user: state is user data (userdata_app), the rest process state."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from django import template
+
+from sessions_app.adk import selectors
+from sessions_app.adk.state import USER_PREFIX, json_object, state_merge
+from sessions_app.models import Session
+from userdata_app.adk import selectors as user_selectors
+
+register = template.Library()
+
+LATEST_EVENTS = 50
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _event_row(seq: int, event: dict[str, Any], user_delta: dict[str, Any] | None) -> dict[str, Any]:
+    parts = ((event.get("content") or {}).get("parts")) or []
+    delta = dict((event.get("actions") or {}).get("state_delta") or {})
+    delta.update({USER_PREFIX + key: value for key, value in (user_delta or {}).items()})
+    return {
+        "seq": seq,
+        "author": event.get("author", ""),
+        "time": datetime.fromtimestamp(event["timestamp"], tz=timezone.utc),
+        "text": "\n".join(p["text"] for p in parts if isinstance(p.get("text"), str)),
+        "calls": [f"{p['function_call'].get('name')}({_json(p['function_call'].get('args') or {})})"
+                  for p in parts if p.get("function_call")],
+        "results": [f"{p['function_response'].get('name')} → {_json(p['function_response'].get('response'))}"
+                    for p in parts if p.get("function_response")],
+        "delta": _json(delta) if delta else "",
+    }
+
+
+@register.inclusion_tag("admin/sessions_app/session/adk_events.html")
+def adk_session(session: Session, all_url: str) -> dict[str, Any]:
+    window = selectors.adk_event_window(session=session, num_recent_events=LATEST_EVENTS)
+    page = selectors.adk_event_page(session=session, cursor=window, page_size=LATEST_EVENTS) if window else None
+    events = page.events if page else []
+    deltas = (
+        user_selectors.adk_event_user_deltas(session_pk=session.pk, first_seq=events[0][0], last_seq=events[-1][0])
+        if events else {}
+    )
+    app_state = selectors.adk_app_state_get(tenant=session.tenant, app_name=session.app_name)
+    user_state = user_selectors.adk_user_state_get(tenant=session.tenant, app_name=session.app_name, user_id=session.user_id)
+    return {
+        "events": [_event_row(seq, json.loads(text), deltas.get(seq)) for seq, text in events],
+        "total": session.last_seq,
+        "all_url": all_url,
+        "state": _json(state_merge(app=app_state, user=user_state, session=json_object(session.durable_state))),
+    }

@@ -1,0 +1,169 @@
+"""Reads of ADK sessions: one session, a window of its events in pages, an app's sessions in
+pages, an app's state. Every query is index-served and bounded by a page size, whatever the size
+of the session or the app."""
+from __future__ import annotations
+
+import base64
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q
+
+from agentstate.exceptions import InvalidInput, NotFound
+from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_identifier
+from sessions_app.adk.services import FRAMEWORK
+from sessions_app.adk.state import json_object
+from sessions_app.models import AdkAppState, AdkEvent, Session
+from sessions_app.selectors import session_get
+
+EVENT_PAGE_SIZE = 1000
+SESSION_PAGE_SIZE = 100
+MAX_SESSION_PAGE_SIZE = 500
+
+
+def adk_session_get(*, tenant: Tenant, app_name: str, user_id: str, session_id: str) -> Session:
+    """One ADK session by ``(app_name, user_id, session_id)``; anything else is not found."""
+    session = session_get(tenant=tenant, user_id=user_id, session_id=session_id, app_name=app_name)
+    if session.framework != FRAMEWORK:
+        raise NotFound("Session not found.")
+    return session
+
+
+@dataclass(frozen=True)
+class EventCursor:
+    """Where the next page of a read starts (timestamp, seq) and the last event the read covers,
+    so events appended during a paged read do not join it."""
+
+    timestamp: float
+    seq: int
+    last_seq: int
+
+    def encode(self) -> str:
+        return _cursor_encode([self.timestamp if math.isfinite(self.timestamp) else None, self.seq, self.last_seq])
+
+    @classmethod
+    def decode(cls, value: str) -> EventCursor:
+        timestamp, seq, last_seq = _cursor_decode(value, (float, type(None)), int, int)
+        if not all(0 <= n <= _BIGINT_MAX for n in (seq, last_seq)):
+            raise _BAD_CURSOR
+        return cls(float("-inf") if timestamp is None else timestamp, seq, last_seq)
+
+
+@dataclass(frozen=True)
+class EventPage:
+    events: list[tuple[int, str]]  # (seq, JSON text), oldest first
+    next: EventCursor | None
+
+
+def adk_event_window(
+    *, session: Session, num_recent_events: int | None = None, after_timestamp: float | None = None
+) -> EventCursor | None:
+    """Where ADK's ``GetSessionConfig`` window starts: events with timestamp >= ``after_timestamp``,
+    the most recent ``num_recent_events`` of them (ties in timestamp broken by append order). None
+    when the window is empty. One backwards index scan of at most ``num_recent_events`` rows."""
+    if num_recent_events == 0:
+        return None
+    events = AdkEvent.objects.filter(session=session)
+    if after_timestamp is not None:
+        events = events.filter(timestamp__gte=after_timestamp)
+    if num_recent_events is None:
+        start = (after_timestamp, 0) if after_timestamp is not None else (float("-inf"), 0)
+    else:
+        found = list(events.order_by("-timestamp", "-seq").values_list("timestamp", "seq")[num_recent_events - 1:num_recent_events])
+        start = found[0] if found else ((after_timestamp, 0) if after_timestamp is not None else (float("-inf"), 0))
+    return EventCursor(timestamp=start[0], seq=start[1], last_seq=session.last_seq)
+
+
+def adk_event_page(*, session: Session, cursor: EventCursor, page_size: int) -> EventPage:
+    """One page of events from ``cursor`` on, oldest first (timestamp, then append order)."""
+    events = AdkEvent.objects.filter(session=session, seq__lte=cursor.last_seq)
+    if cursor.timestamp != float("-inf"):
+        # The plain range is what the index scan starts from; the OR only settles ties.
+        events = events.filter(timestamp__gte=cursor.timestamp).filter(
+            Q(timestamp__gt=cursor.timestamp) | Q(timestamp=cursor.timestamp, seq__gte=cursor.seq)
+        )
+    rows = list(events.order_by("timestamp", "seq").values_list("seq", "timestamp", "data")[: page_size + 1])
+    following = None
+    if len(rows) > page_size:
+        seq, timestamp, _ = rows.pop()
+        following = EventCursor(timestamp=timestamp, seq=seq, last_seq=cursor.last_seq)
+    return EventPage(events=[(seq, data) for seq, _, data in rows], next=following)
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    sessions: list[Session]
+    next: str | None  # the cursor of the next page
+
+
+def adk_session_list(
+    *, tenant: Tenant, app_name: str, user_id: str | None = None, cursor: str | None = None,
+    page_size: int = SESSION_PAGE_SIZE,
+) -> SessionPage:
+    """An app's sessions (one user's, or every user's) as ADK orders them: last update oldest
+    first, then user id and session id; without events. Keyset pages on that order."""
+    if not 1 <= page_size <= MAX_SESSION_PAGE_SIZE:
+        raise InvalidInput.for_field("page_size", f"must be an integer from 1 to {MAX_SESSION_PAGE_SIZE}.")
+    sessions = Session.objects.filter(tenant=tenant, app_name=app_name, framework=FRAMEWORK)
+    if user_id is not None:
+        sessions = sessions.filter(user_id=user_id)
+    if user_id is not None:
+        user_id = clean_identifier(user_id, field="user_id")
+    if cursor is not None:
+        updated, after_user, after_session = _cursor_decode(cursor, float, str, str)
+        for identifier in (after_user, after_session):
+            _check_cursor_identifier(identifier)
+        sessions = sessions.filter(
+            Q(last_update_time__gt=updated)
+            | Q(last_update_time=updated, user_id__gt=after_user)
+            | Q(last_update_time=updated, user_id=after_user, session_id__gt=after_session)
+        )
+    rows = list(
+        sessions.order_by("last_update_time", "user_id", "session_id").defer("metadata")[: page_size + 1]
+    )
+    following = None
+    if len(rows) > page_size:
+        rows.pop()
+        last = rows[-1]
+        following = _cursor_encode([last.last_update_time, last.user_id, last.session_id])
+    return SessionPage(sessions=rows, next=following)
+
+
+_BAD_CURSOR = InvalidInput.for_field("cursor", "is not a cursor this server gave.")
+_BIGINT_MAX = 2**63 - 1
+
+
+def _cursor_encode(values: list[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(values, separators=(",", ":")).encode()).decode()
+
+
+def _cursor_decode(cursor: str, *types: type | tuple[type, ...]) -> list[Any]:
+    """A cursor's values, each of the expected type (a cursor is read back, never trusted)."""
+    try:
+        values = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, UnicodeError):
+        raise _BAD_CURSOR from None
+    if not isinstance(values, list) or len(values) != len(types):
+        raise _BAD_CURSOR
+    for value, expected in zip(values, types):
+        if isinstance(value, bool) or not isinstance(value, expected):
+            raise _BAD_CURSOR
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _BAD_CURSOR
+    return [float(v) if t is float else v for v, t in zip(values, types)]
+
+
+def _check_cursor_identifier(value: str) -> None:
+    try:
+        clean_identifier(value, field="cursor")
+    except InvalidInput:
+        raise _BAD_CURSOR from None
+
+
+def adk_app_state_get(*, tenant: Tenant, app_name: str) -> dict[str, Any]:
+    """The app's ``app:`` state (keys without the prefix); empty when none was ever set."""
+    row = AdkAppState.objects.filter(tenant=tenant, app_name=app_name).values_list("state", flat=True).first()
+    return json_object(row or "")

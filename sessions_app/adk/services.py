@@ -1,0 +1,186 @@
+"""Writes of ADK sessions: create, and append an event with its session and app state deltas
+(a delete is sessions_app's ``session_delete``, as for any session).
+
+ADK's semantics win here (DESIGN.md, "Framework backends"): a writer holding a session older than
+the stored one gets ``StaleSession``, as ADK's database and SQLite services raise
+``StaleSessionError``. The ``user:`` parts are returned to the caller (agentstate.site.adk), which
+stores them as user data in the same transaction.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from agentstate.exceptions import Conflict, InvalidInput, NotFound, SessionAlreadyExists
+from agentstate.subjects import PROCESS_STATE, subject_write_check
+from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_identifier
+from sessions_app.adk.state import USER_PREFIX, json_object, json_text, state_split
+from sessions_app.models import AdkAppState, AdkEvent, Session
+
+FRAMEWORK = "adk"
+TEXT_PREVIEW_LENGTH = 500
+
+
+class StaleSession(Conflict):
+    """The writer's session is older than the stored one: reload it, then append."""
+
+    code = "stale_session"
+
+
+@dataclass(frozen=True)
+class AdkSessionCreated:
+    session: Session
+    user_delta: dict[str, Any]  # the user: keys of the initial state, for the caller to store
+
+
+@transaction.atomic
+def adk_session_create(
+    *, tenant: Tenant, app_name: str, user_id: str, session_id: str | None, state: dict[str, Any]
+) -> AdkSessionCreated:
+    """A new ADK session; a missing id becomes a UUID, an existing one is a conflict. The initial
+    state's ``app:`` keys update the app's state, its session keys become the session's."""
+    app_name = clean_identifier(app_name, field="app_name")
+    user_id = clean_identifier(user_id, field="user_id")
+    session_id = str(uuid.uuid4()) if session_id is None else clean_identifier(session_id, field="session_id")
+    subject_write_check(tenant=tenant, user_id=user_id, category=PROCESS_STATE)
+    parts = state_split(state)
+    now = timezone.now()
+    session = Session(
+        tenant=tenant, user_id=user_id, session_id=session_id, app_name=app_name, framework=FRAMEWORK,
+        durable_state=json_text(parts["session"]), last_update_time=time.time(), created_at=now, updated_at=now,
+    )
+    try:
+        with transaction.atomic():
+            session.save(force_insert=True)
+    except IntegrityError:
+        raise SessionAlreadyExists(f"Session with id {session_id!r} already exists.") from None
+    if parts["app"]:
+        _app_state_update(tenant_id=tenant.pk, app_name=app_name, delta=parts["app"])
+    return AdkSessionCreated(session=session, user_delta=parts["user"])
+
+
+@dataclass(frozen=True)
+class AdkEventAppended:
+    session: Session
+    event: AdkEvent
+    user_delta: dict[str, Any]  # the user: keys of the event's delta, for the caller to store
+
+
+@transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
+def adk_event_append(
+    *,
+    tenant: Tenant,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    event: dict[str, Any],
+    expected_version: int | None = None,
+    last_update_time: float | None = None,
+    last_event_id: str | None = None,
+) -> AdkEventAppended:
+    """Store one event with its session and app state deltas, under the session's row lock.
+
+    Stale writers are refused as ADK's database service refuses them: by the version the writer
+    last read (``expected_version``), or, for a session object that never carried one, when the
+    stored session moved past ``last_update_time`` to an event other than ``last_event_id``."""
+    locked = (
+        Session.objects.select_for_update()
+        .filter(tenant=tenant, user_id=user_id, session_id=session_id, app_name=app_name, framework=FRAMEWORK)
+        .first()
+    )
+    if locked is None:
+        raise NotFound("Session not found.")
+    _check_not_stale(locked, expected_version, last_update_time, last_event_id)
+    timestamp, delta = _event_fields(event)
+    parts = state_split(delta)
+    if parts["user"]:  # user: values are user data: the stored event never holds them
+        event["actions"]["state_delta"] = {key: value for key, value in delta.items() if not key.startswith(USER_PREFIX)}
+    session_state = json_object(locked.durable_state)
+    session_state.update(parts["session"])
+    # Under the row lock the stored values are the locked ones: set them on the object too.
+    locked.durable_state, locked.last_update_time, locked.updated_at = json_text(session_state), timestamp, timezone.now()
+    locked.last_seq += 1
+    locked.version += 1
+    locked.save(update_fields=["durable_state", "last_update_time", "updated_at", "last_seq", "version"])
+    seq = locked.last_seq
+    if parts["app"]:
+        _app_state_update(tenant_id=locked.tenant_id, app_name=locked.app_name, delta=parts["app"])
+    stored = AdkEvent.objects.create(
+        session=locked, tenant_id=locked.tenant_id, user_id=locked.user_id, seq=seq, event_id=_text(event["id"]),
+        invocation_id=_text(event.get("invocation_id")), author=_text(event.get("author")), timestamp=timestamp,
+        text=_preview(event), data=json_text(event),
+    )
+    return AdkEventAppended(session=locked, event=stored, user_delta=parts["user"])
+
+
+def _check_not_stale(locked: Session, expected_version: int | None, last_update_time: float | None,
+                     last_event_id: str | None) -> None:
+    if expected_version is not None:
+        if expected_version != locked.version:
+            raise StaleSession(
+                "The session has been modified in storage since it was loaded. "
+                "Please reload the session before appending more events."
+            )
+        return
+    if last_update_time is None or locked.last_update_time is None or locked.last_update_time <= last_update_time:
+        return
+    latest = AdkEvent.objects.filter(session=locked).order_by("-timestamp", "-seq").values_list("event_id", flat=True).first()
+    if latest != (None if last_event_id is None else _text(last_event_id)):
+        raise StaleSession(
+            "The last_update_time provided in the session object is earlier than the update_time in "
+            "storage. Please check if it is a stale session."
+        )
+
+
+def _event_fields(event: Any) -> tuple[float, dict[str, Any]]:
+    """The timestamp and state delta of an event ADK dumped (field names, not aliases)."""
+    if not isinstance(event, dict) or not isinstance(event.get("id"), str) or not event["id"]:
+        raise InvalidInput.for_field("event", "must be an ADK event with an id.")
+    timestamp = event.get("timestamp")
+    if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)):
+        raise InvalidInput.for_field("event.timestamp", "must be a number (seconds).")
+    actions = event.setdefault("actions", {})
+    if not isinstance(actions, dict):
+        raise InvalidInput.for_field("event.actions", "must be an object.")
+    delta = actions.get("state_delta") or {}
+    if not isinstance(delta, dict):
+        raise InvalidInput.for_field("event.actions.state_delta", "must be an object.")
+    return float(timestamp), delta
+
+
+def _text(value: Any) -> str:
+    """A column copy of an event field. The event itself is stored whole as JSON text; a column
+    cannot hold NUL or a lone surrogate (PostgreSQL refuses both), so they are replaced here."""
+    if not isinstance(value, str):
+        return ""
+    return value.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+
+
+def _preview(event: dict[str, Any]) -> str:
+    """The content's text parts, for the admin and search (the whole event stays in ``data``)."""
+    content = event.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    texts = [part["text"] for part in parts or [] if isinstance(part, dict) and isinstance(part.get("text"), str)]
+    return _text("\n".join(texts)[:TEXT_PREVIEW_LENGTH])
+
+
+def _app_state_update(*, tenant_id: int, app_name: str, delta: dict[str, Any]) -> None:
+    """dict.update() of the app's state under its row lock (created on first use)."""
+    rows = AdkAppState.objects.select_for_update().filter(tenant_id=tenant_id, app_name=app_name)
+    row = rows.first()
+    if row is None:
+        try:
+            with transaction.atomic():
+                row = AdkAppState.objects.create(tenant_id=tenant_id, app_name=app_name, state="{}")
+        except IntegrityError:  # created meanwhile by another writer
+            row = rows.get()
+    state = json_object(row.state)
+    state.update(delta)
+    AdkAppState.objects.filter(pk=row.pk).update(state=json_text(state), updated_at=timezone.now())
+

@@ -1,0 +1,89 @@
+"""ADK reads and writes cost the same at any session size: a fixed number of queries, and on
+PostgreSQL GetSessionConfig's window is read backwards on the (session, timestamp, seq) index,
+never by sorting or loading all events."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from agentstate.tenancy.models import APIKey
+from benchmarks import data
+from sessions_app.adk import selectors
+from sessions_app.models import AdkEvent, Session
+
+pytestmark = pytest.mark.django_db
+APP = "bench_app"
+
+
+@pytest.fixture
+def adk_api(tenant) -> Client:
+    _, key = APIKey.objects.create_key(name="adk-queries", tenant=tenant, scope="agent")
+    return Client(headers={"X-Api-Key": key})
+
+
+def _session(api: Client, user_id: str, events: int) -> Session:
+    api.post(f"/api/v1/adk/apps/{APP}/users/{user_id}/sessions/", {"session_id": "s"}, content_type="application/json")
+    session = Session.objects.get(app_name=APP, user_id=user_id)
+    AdkEvent.objects.bulk_create(
+        AdkEvent(session=session, tenant_id=session.tenant_id, user_id=user_id, seq=i + 1, event_id=f"e{i}",
+                 author="user", timestamp=1000.0 + i, data=json.dumps({"id": f"e{i}", "timestamp": 1000.0 + i}))
+        for i in range(events)
+    )
+    Session.objects.filter(pk=session.pk).update(last_seq=events, last_update_time=1000.0 + events)
+    session.refresh_from_db()
+    return session
+
+
+def _count(api: Client, method: str, url: str, body: dict | None = None) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        if body is None:
+            response = getattr(api, method)(url)
+        else:
+            response = getattr(api, method)(url, body, content_type="application/json")
+    assert response.status_code < 400, response.content
+    return len(queries)
+
+
+def test_query_counts_do_not_grow_with_the_session(adk_api):
+    _session(adk_api, "small", 10)
+    _session(adk_api, "big", 3000)
+    adk_api.get(f"/api/v1/adk/apps/{APP}/sessions/")  # warms the key cache
+    for method, path, body in [
+        ("get", "users/{u}/sessions/s/", None),
+        ("get", "users/{u}/sessions/s/?num_recent_events=5&after_timestamp=1001", None),
+        ("post", "users/{u}/sessions/s/events/", {"event": json.dumps(
+            {"id": "new", "timestamp": 9999.0, "actions": {"state_delta": {"k": 1, "app:a": 1, "user:u": 1}}})}),
+        ("get", "sessions/?user_id={u}", None),
+        ("get", "users/{u}/state/", None),
+    ]:
+        for u in ("small", "big"):  # the first write of a user's or an app's state creates its row
+            _count(adk_api, method, f"/api/v1/adk/apps/{APP}/" + path.format(u=u), body)
+        counts = {u: _count(adk_api, method, f"/api/v1/adk/apps/{APP}/" + path.format(u=u), body) for u in ("small", "big")}
+        assert counts["small"] == counts["big"] <= 12, (method, path, counts)
+
+
+def test_the_window_is_read_backwards_on_the_index(adk_api, postgres_only):
+    session = _session(adk_api, "big", 3000)
+    data.analyze()
+    with CaptureQueriesContext(connection) as captured:
+        window = selectors.adk_event_window(session=session, num_recent_events=50, after_timestamp=1500.0)
+        selectors.adk_event_page(session=session, cursor=window, page_size=100)
+    for sql in [q["sql"] for q in captured.captured_queries]:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN {sql}")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "adk_event_order" in plan and "Sort" not in plan, plan
+
+
+def test_cursors_and_ids_that_the_server_did_not_give_are_a_400(adk_api):
+    _session(adk_api, "u", 3)
+    for url in (f"/api/v1/adk/apps/{APP}/users/u/sessions/s/events/?cursor=W10=",
+                f"/api/v1/adk/apps/{APP}/users/u/sessions/s/events/?cursor=nope",
+                f"/api/v1/adk/apps/{APP}/sessions/?cursor=WzEuMCwiYVx1MDAwMCIsImIiXQ==",  # [1.0, "a\u0000", "b"]
+                f"/api/v1/adk/apps/{APP}/sessions/?user_id=a%00b"):
+        response = adk_api.get(url)
+        assert response.status_code == 400 and response.json()["error"]["fields"], (url, response.content)

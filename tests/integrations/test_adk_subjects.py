@@ -1,0 +1,80 @@
+"""ADK data of one person under erasure and subject export: scope "everything" removes their ADK
+sessions, events and user: state (app state stays, it is about no one); scope "user data" removes
+the user: state only, and the events then read back without their user: delta."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from agentstate.tenancy.models import APIKey
+from sessions_app.models import AdkAppState, AdkEvent, Session
+from userdata_app.erasure import erasure_execute
+from userdata_app.models import AdkEventUserDelta, AdkUserState, ErasureRequest, ErasureSubject
+from userdata_app.selectors import subject_export
+
+APP = "weather_app"
+
+
+@pytest.fixture
+def adk_api(db, tenant) -> Client:
+    _, key = APIKey.objects.create_key(name="adk-subjects", tenant=tenant, scope="agent")
+    return Client(headers={"X-Api-Key": key})
+
+
+def _event(seq: int, delta: dict) -> str:
+    return json.dumps({"id": f"e{seq}", "author": "user", "timestamp": 1000.0 + seq,
+                       "content": {"parts": [{"text": f"hi {seq}"}]}, "actions": {"state_delta": delta}})
+
+
+def _session_with_events(api: Client, user_id: str) -> None:
+    base = f"/api/v1/adk/apps/{APP}/users/{user_id}/sessions/"
+    assert api.post(base, {"session_id": "s1", "state": json.dumps({"user:plan": "pro"})}, content_type="application/json").status_code == 201
+    for seq, delta in enumerate([{"user:city": "Paris", "app:units": "metric", "k": 1}, {"k": 2}], start=1):
+        response = api.post(base + "s1/events/", {"event": _event(seq, delta)}, content_type="application/json")
+        assert response.status_code == 201, response.content
+
+
+def _erase(tenant, user_id: str, scope: str) -> dict:
+    request = ErasureRequest.objects.create(scope=scope, due_on="2099-01-01")
+    ErasureSubject.objects.create(request=request, tenant=tenant, user_id=user_id)
+    ErasureRequest.objects.filter(pk=request.pk).update(status=ErasureRequest.Status.VERIFIED)
+    return erasure_execute(request=request).counts
+
+
+@pytest.fixture
+def hmac_keys(settings):
+    settings.ERASURE_HMAC_KEYS = {"k1": "secret"}
+    settings.ERASURE_HMAC_KEY_ID = "k1"
+
+
+def test_erasure_of_everything_removes_adk_sessions_events_and_user_state_of_that_user_only(adk_api, tenant, hmac_keys):
+    _session_with_events(adk_api, "ada")
+    _session_with_events(adk_api, "bob")
+    export = subject_export(subjects=[(tenant, "ada")])["subjects"][0]
+    assert export["adk_user_state"][0]["state"] == {"plan": "pro", "city": "Paris"}
+    assert [d["delta"] for d in export["adk_user_state"][0]["event_deltas"]] == [{"city": "Paris"}]
+    assert [e["event"]["id"] for e in export["sessions"][0]["adk_events"]] == ["e1", "e2"]
+
+    counts = _erase(tenant, "ada", ErasureRequest.Scope.EVERYTHING)
+    assert (counts["adk_events"], counts["adk_user_state"], counts["sessions"]) == (2, 2, 1)
+    assert not Session.objects.filter(user_id="ada").exists()
+    assert not AdkEvent.objects.filter(user_id="ada").exists()
+    assert not AdkUserState.objects.filter(user_id="ada").exists() and not AdkEventUserDelta.objects.filter(user_id="ada").exists()
+    assert AdkEvent.objects.filter(user_id="bob").count() == 2 and AdkUserState.objects.filter(user_id="bob").exists()
+    assert json.loads(AdkAppState.objects.get(app_name=APP).state) == {"units": "metric"}  # stays
+
+
+def test_erasure_of_user_data_keeps_the_events_without_their_user_delta(adk_api, tenant, hmac_keys):
+    _session_with_events(adk_api, "ada")
+    url = f"/api/v1/adk/apps/{APP}/users/ada/sessions/s1/"
+    before = adk_api.get(url).json()
+    assert before["events"][0]["actions"]["state_delta"] == {"user:city": "Paris", "app:units": "metric", "k": 1}
+    assert before["state"] == {"k": 2, "app:units": "metric", "user:plan": "pro", "user:city": "Paris"}
+
+    assert _erase(tenant, "ada", ErasureRequest.Scope.USER_DATA)["adk_user_state"] == 2
+    after = adk_api.get(url).json()
+    assert after["events"][0]["actions"]["state_delta"] == {"app:units": "metric", "k": 1}
+    assert after["state"] == {"k": 2, "app:units": "metric"}
+    assert [e["id"] for e in after["events"]] == ["e1", "e2"]

@@ -1,0 +1,73 @@
+"""Reads of ADK's ``user:`` state, always within one tenant."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+
+from agentstate.tenancy.models import Tenant
+from sessions_app.adk.state import json_object
+from userdata_app.models import AdkEventUserDelta, AdkUserState
+
+
+def adk_user_state_get(*, tenant: Tenant, app_name: str, user_id: str) -> dict[str, Any]:
+    """The user's state in the app (keys without the prefix); empty when none was ever set."""
+    return adk_user_states(tenant=tenant, app_name=app_name, user_ids=[user_id]).get(user_id, {})
+
+
+def adk_user_states(*, tenant: Tenant, app_name: str, user_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Several users' states in the app, one query (a page of sessions of many users)."""
+    rows = AdkUserState.objects.filter(tenant=tenant, app_name=app_name, user_id__in=set(user_ids))
+    return {user_id: json_object(state) for user_id, state in rows.values_list("user_id", "state")}
+
+
+def adk_event_user_deltas(*, session_pk: int, first_seq: int, last_seq: int) -> dict[int, dict[str, Any]]:
+    """The user: deltas of a session's events ``first_seq..last_seq`` by event number."""
+    rows = AdkEventUserDelta.objects.filter(session_pk=session_pk, event_seq__gte=first_seq, event_seq__lte=last_seq)
+    return {seq: json_object(delta) for seq, delta in rows.values_list("event_seq", "delta")}
+
+
+def subject_adk_user_state(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> QuerySet[AdkUserState]:
+    """The subject's ``user:`` state per app; with ``existed_at``, only what was written at or
+    before then (re-applying an erasure after a restore keeps newer state)."""
+    rows = AdkUserState.objects.filter(tenant=tenant, user_id=user_id)
+    return (rows if existed_at is None else rows.filter(updated_at__lte=existed_at)).order_by("app_name")
+
+
+def subject_adk_event_deltas(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> QuerySet[AdkEventUserDelta]:
+    rows = AdkEventUserDelta.objects.filter(tenant=tenant, user_id=user_id)
+    return rows if existed_at is None else rows.filter(created_at__lte=existed_at)
+
+
+def subject_adk_user_state_count(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> int:
+    return (
+        subject_adk_user_state(tenant=tenant, user_id=user_id, existed_at=existed_at).count()
+        + subject_adk_event_deltas(tenant=tenant, user_id=user_id, existed_at=existed_at).count()
+    )
+
+
+def subject_adk_user_state_export(*, tenant: Tenant, user_id: str) -> list[dict[str, Any]]:
+    """Per app: the user's state and each event's part of it (session by its primary key)."""
+    deltas: dict[str, list[dict[str, Any]]] = {}
+    for d in AdkEventUserDelta.objects.filter(tenant=tenant, user_id=user_id).order_by("app_name", "session_pk", "event_seq"):
+        deltas.setdefault(d.app_name, []).append(
+            {"session_pk": d.session_pk, "event_seq": d.event_seq, "delta": json_object(d.delta),
+             "created_at": d.created_at.isoformat()}
+        )
+    apps = {row.app_name: row for row in subject_adk_user_state(tenant=tenant, user_id=user_id)}
+    return [
+        {
+            "app_name": app_name,
+            "state": json_object(apps[app_name].state) if app_name in apps else {},
+            "updated_at": apps[app_name].updated_at.isoformat() if app_name in apps else None,
+            "event_deltas": deltas.get(app_name, []),
+        }
+        for app_name in sorted(set(apps) | set(deltas))
+    ]
+
+
+def subject_adk_user_ids_iter():
+    """Every distinct ``(tenant slug, user_id)`` with ADK user state or event deltas."""
+    for model in (AdkUserState, AdkEventUserDelta):
+        yield from model.objects.values_list("tenant__slug", "user_id").distinct().order_by().iterator()
