@@ -27,6 +27,7 @@ from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 from sessions_app import selectors as session_selectors
 from sessions_app.models import Session
 from userdata_app import selectors as userdata_selectors
+from userdata_app.adk import selectors as adk_selectors
 from userdata_app.models import ErasureRequest
 from tests.userdata_app.erasure_factories import compliance_group
 from tests.userdata_app.test_erasure_after_commit import pg_stats_text
@@ -48,7 +49,7 @@ def id_forms(user_id: str) -> list[bytes]:
 def markers_of(person: int) -> dict[str, str]:
     """A value no one else stores, for every kind of value stored about a person."""
     token = uuid.uuid4().hex[:10]
-    kinds = ("metadata", "message", "name", "round", "working", "reason", "transition", "email", "preference", "graph", "write", "popped")
+    kinds = ("metadata", "message", "name", "round", "working", "reason", "transition", "email", "preference", "graph", "write", "popped", "adk_text", "adk_state", "adk_user")
     return {kind: f"{kind}-{person}-{token}" for kind in kinds}
 
 
@@ -60,7 +61,8 @@ def _graph_value(note: str) -> dict:
 def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> None:
     """Through the API: two sessions, each with messages, a round, working state, a checkpoint
     (promoted from the working state) and a transition; a LangGraph thread with a checkpoint and a
-    pending write; a popped message; and two keys of user data."""
+    pending write; a popped message; an ADK session with an event (and its user: state); and two
+    keys of user data."""
     user = quote(user_id, safe="")
     graph = {"thread_id": f"thread-{marks['graph']}", "user_id": user_id, "default_user_id": "nobody", "checkpoint_ns": "",
              "checkpoint_id": "c1"}
@@ -72,6 +74,16 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
     ):
         response = api.post(url, body, format="json")
         assert response.status_code in (200, 201, 204), (url, response.content)
+    # A Google ADK session with one event whose user: delta is user data, the rest process state.
+    adk = f"/api/v1/adk/apps/travel/users/{user}/sessions/"
+    event = {
+        "id": "e1", "invocation_id": "i1", "author": "user", "timestamp": 1_700_000_000.0,
+        "content": {"role": "user", "parts": [{"text": marks["adk_text"]}]},
+        "actions": {"state_delta": {"note": marks["adk_state"], "user:home": marks["adk_user"]}},
+    }
+    for url, body in ((adk, {"session_id": "adk-1"}), (adk + "adk-1/events/", {"event": json.dumps(event)})):
+        response = api.post(url, body, format="json")
+        assert response.status_code in (200, 201), (url, response.content)
     for n in (1, 2):
         base = f"/api/v1/users/{user}/sessions/s{n}"
         calls = [
@@ -97,13 +109,14 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
 def holdings(tenant, user_id) -> dict[str, int]:
     return {
         "user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id),
+        "adk_user_state": adk_selectors.subject_adk_user_state_count(tenant=tenant, user_id=user_id),
         **session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id),
     }
 
 
 FULL = {
-    "user_data": 2, "sessions": 3, "messages": 2, "message_pops": 2, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2,
-    "langgraph_checkpoints": 1, "langgraph_writes": 1,
+    "user_data": 2, "sessions": 4, "messages": 2, "message_pops": 2, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2,
+    "langgraph_checkpoints": 1, "langgraph_writes": 1, "adk_events": 1, "adk_user_state": 2,
 }
 
 
