@@ -247,3 +247,33 @@ def test_the_command_can_sweep_one_tenant_and_refuses_an_unknown_one(tenant, oth
     assert RetentionRun.objects.get().tenant_slug == "acme"
     with pytest.raises(CommandError, match="nope"):
         call_command("apply_retention", "--tenant", "nope", stdout=io.StringIO())
+
+
+
+def _statements_per_batch(tenant, rule: dict, *, messages: int, rounds: int) -> set[int]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    services.retention_policy_save(tenant=tenant, **rule)
+    for i in range(6):
+        session = session_with(tenant, f"s{messages}-{i}", messages=messages)
+        for round_id in range(1, rounds + 1):
+            services.round_save(tenant=tenant, user_id="u1", session_id=session.session_id, state={}, round_id=round_id)
+    old = timezone.now() - 5 * DAY
+    Message.objects.update(created_at=old)
+    Session.objects.update(updated_at=old, ended_at=old if "delete_ended_after_days" in rule else None)
+    marks = []
+    with CaptureQueriesContext(connection) as queries:
+        services.retention_apply(batch_size=2, on_batch=lambda *a: marks.append(len(queries)))
+    Session.objects.all().delete()
+    return {b - a for a, b in zip(marks, marks[1:])}  # between two commits: exactly one batch
+
+
+@pytest.mark.parametrize("rule", [
+    {"delete_ended_after_days": 1}, {"end_idle_after_days": 1}, {"keep_latest_rounds": 1}, {"drop_messages_after_days": 1},
+])
+def test_a_batch_sends_the_same_statements_whatever_the_data(tenant, rule):
+    small = _statements_per_batch(tenant, rule, messages=1, rounds=2)
+    large = _statements_per_batch(tenant, rule, messages=60, rounds=30)
+
+    assert len(small) == 1 and small == large
