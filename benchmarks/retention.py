@@ -67,7 +67,7 @@ def run(*, sessions: int) -> dict[str, Any]:
     time.sleep(1.0)  # agents running before the sweep starts
     marks: list[int] = []  # statements sent when each batch committed
     with report.StatementLog() as log:
-        def batch_done(slug: str, category: str, removed: int) -> None:
+        def batch_done(batch) -> None:
             marks.append(len(log))
 
         sweeping.set()

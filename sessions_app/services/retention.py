@@ -71,6 +71,18 @@ def retention_policy_save(*, tenant: Tenant, **values: Any) -> RetentionPolicy:
     return policy
 
 
+@dataclass(frozen=True)
+class RetentionBatch:
+    """What one committed batch did, for a progress display: ``sessions`` of ``total`` sessions the
+    rule looks at (``total`` is None unless the caller asked for totals)."""
+
+    tenant_slug: str
+    category: str
+    removed: int
+    sessions: int
+    total: int | None
+
+
 @dataclass
 class _Sweep:
     tenant: Tenant
@@ -78,7 +90,8 @@ class _Sweep:
     now: Any
     dry_run: bool
     batch_size: int
-    on_batch: Callable[[str, str, int], None]
+    on_batch: Callable[[RetentionBatch], None]
+    with_totals: bool
     counts: dict[str, int] = field(default_factory=dict)
 
     def _locked_batch(self, sessions, after: int) -> list[int]:
@@ -92,6 +105,7 @@ class _Sweep:
     def _run(self, category: str, sessions, act: Callable[[list[int]], int]) -> None:
         after = 0
         self.counts.setdefault(category, 0)
+        total = sessions.filter(tenant=self.tenant).count() if self.with_totals else None
         while True:
             with transaction.atomic():
                 pks = self._locked_batch(sessions, after)
@@ -100,7 +114,7 @@ class _Sweep:
                 removed = act(pks)
             self.counts[category] += removed
             after = pks[-1]
-            self.on_batch(self.tenant.slug, category, removed)
+            self.on_batch(RetentionBatch(self.tenant.slug, category, removed, len(pks), total))
 
     def _delete_ended(self, pks: list[int]) -> int:
         if self.dry_run:
@@ -179,11 +193,12 @@ def retention_apply(
     tenant: Tenant | None = None,
     dry_run: bool = False,
     batch_size: int = DEFAULT_BATCH_SIZE,
-    on_batch: Callable[[str, str, int], None] = lambda slug, category, removed: None,
+    on_batch: Callable[[RetentionBatch], None] = lambda batch: None,
+    with_totals: bool = False,
 ) -> RetentionRun:
     """Apply the policy of ``tenant`` (default: every tenant with one) and record the run.
-    ``on_batch(tenant_slug, category, removed)`` is called after each committed batch; a dry run
-    counts what would go and changes nothing but the run's record."""
+    ``on_batch`` is called after each committed batch (``with_totals``: one count per rule first,
+    for a progress bar); a dry run counts what would go and changes nothing but the run's record."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidInput.for_field("batch_size", "must be a whole number of at least 1.")
     started, clock = timezone.now(), time.monotonic()
@@ -192,7 +207,10 @@ def retention_apply(
         policies = policies.filter(tenant=tenant)
     counts: dict[str, dict[str, int]] = {}
     for policy in policies:
-        sweep = _Sweep(tenant=policy.tenant, policy=policy, now=started, dry_run=dry_run, batch_size=batch_size, on_batch=on_batch)
+        sweep = _Sweep(
+            tenant=policy.tenant, policy=policy, now=started, dry_run=dry_run, batch_size=batch_size,
+            on_batch=on_batch, with_totals=with_totals,
+        )
         sweep.run()
         counts[policy.tenant.slug] = sweep.counts
     return RetentionRun.objects.create(

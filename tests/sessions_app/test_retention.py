@@ -182,7 +182,7 @@ def test_an_interrupted_sweep_leaves_whole_batches_and_the_next_run_finishes(ten
     class Interrupted(Exception):
         pass
 
-    def stop_after_first_batch(slug, category, removed):
+    def stop_after_first_batch(batch):
         raise Interrupted
 
     with pytest.raises(Interrupted):
@@ -264,7 +264,7 @@ def _statements_per_batch(tenant, rule: dict, *, messages: int, rounds: int) -> 
     Session.objects.update(updated_at=old, ended_at=old if "delete_ended_after_days" in rule else None)
     marks = []
     with CaptureQueriesContext(connection) as queries:
-        services.retention_apply(batch_size=2, on_batch=lambda *a: marks.append(len(queries)))
+        services.retention_apply(batch_size=2, on_batch=lambda batch: marks.append(len(queries)))
     Session.objects.all().delete()
     return {b - a for a, b in zip(marks, marks[1:])}  # between two commits: exactly one batch
 
@@ -277,3 +277,22 @@ def test_a_batch_sends_the_same_statements_whatever_the_data(tenant, rule):
     large = _statements_per_batch(tenant, rule, messages=60, rounds=30)
 
     assert len(small) == 1 and small == large
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_command_draws_a_progress_bar_to_the_total(tenant):
+    services.retention_policy_save(tenant=tenant, delete_ended_after_days=1)
+    for i in range(4):
+        session_with(tenant, f"s{i}", ended_days_ago=2)
+    out = Terminal()
+
+    call_command("apply_retention", "--batch-size", "3", stdout=out)
+
+    text = out.getvalue()
+    assert "\racme ended_sessions_deleted [######################........] 3/4 sessions" in text
+    assert "\racme ended_sessions_deleted [##############################] 4/4 sessions\n" in text
+    assert "batch 1:" not in text  # plain lines are for logs

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from agentstate.exceptions import InvalidInput
 from agentstate.tenancy.models import Tenant
 from sessions_app import services
-from sessions_app.services.retention import CATEGORIES
+from sessions_app.services.retention import CATEGORIES, RetentionBatch
 
 
 class Command(BaseCommand):
@@ -29,7 +29,7 @@ class Command(BaseCommand):
         try:
             run = services.retention_apply(
                 tenant=tenant, dry_run=dry, batch_size=options["batch_size"],
-                on_batch=progress.batch if progress else (lambda *a: None),
+                on_batch=progress.batch if progress else (lambda batch: None), with_totals=bool(progress and progress.tty),
             )
         except InvalidInput as exc:
             raise CommandError(str(exc)) from None
@@ -48,20 +48,34 @@ class Command(BaseCommand):
 
 
 class _Progress:
-    """A one-line bar redrawn in place on a terminal; one plain line per batch otherwise (logs)."""
+    """On a terminal, a bar per tenant and rule redrawn in place (sessions looked at of the rule's
+    total); otherwise one plain line per batch, for logs."""
+
+    WIDTH = 30
 
     def __init__(self, out, *, tty: bool) -> None:
-        self.out, self.tty, self.batches, self.rows = out, tty, 0, 0
+        self.out, self.tty, self.batches, self.current, self.seen = out, tty, 0, None, 0
 
-    def batch(self, slug: str, category: str, removed: int) -> None:
+    def batch(self, batch: RetentionBatch) -> None:
         self.batches += 1
-        self.rows += removed
+        if (batch.tenant_slug, batch.category) != self.current:
+            if self.current is not None and self.tty:
+                self.out.write("")  # keep the finished bar, start the next on its own line
+            self.current, self.seen = (batch.tenant_slug, batch.category), 0
+        self.seen += batch.sessions
         if self.tty:
-            bar = "#" * (self.batches % 30)
-            self.out.write(f"\r[{bar:<30}] {slug} {category}: batch {self.batches}, {self.rows} rows", ending="")
+            total = max(batch.total or 0, self.seen)
+            filled = round(self.WIDTH * self.seen / total) if total else self.WIDTH
+            self.out.write(
+                f"\r{batch.tenant_slug} {batch.category} [{'#' * filled}{'.' * (self.WIDTH - filled)}] "
+                f"{self.seen}/{total} sessions", ending="",
+            )
             self.out.flush()
         else:
-            self.out.write(f"batch {self.batches}: {slug} {category} {removed} rows (total {self.rows})")
+            self.out.write(
+                f"batch {self.batches}: {batch.tenant_slug} {batch.category} {batch.removed} rows "
+                f"({self.seen} sessions looked at)"
+            )
 
     def done(self) -> None:
         if self.tty and self.batches:
