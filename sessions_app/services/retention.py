@@ -102,7 +102,7 @@ class _Sweep:
             rows = rows.select_for_update(skip_locked=True)
         return list(rows.values_list("pk", flat=True)[: self.batch_size])
 
-    def _run(self, category: str, sessions, act: Callable[[list[int]], int]) -> None:
+    def _run(self, category: str, sessions, act: Callable[[list[int], Any], int]) -> None:
         after = 0
         self.counts.setdefault(category, 0)
         total = sessions.filter(tenant=self.tenant).count() if self.with_totals else None
@@ -111,23 +111,23 @@ class _Sweep:
                 pks = self._locked_batch(sessions, after)
                 if not pks:
                     return
-                removed = act(pks)
+                removed = act(pks, sessions.filter(pk__in=pks))  # the condition again, under the lock
             self.counts[category] += removed
             after = pks[-1]
             self.on_batch(RetentionBatch(self.tenant.slug, category, removed, len(pks), total))
 
-    def _delete_ended(self, pks: list[int]) -> int:
+    def _delete_ended(self, pks: list[int], matching) -> int:
         if self.dry_run:
             return len(pks)
         working_state_clear_on_commit(pks)
-        deleted = Session.objects.filter(pk__in=pks).delete()[1]
+        deleted = matching.delete()[1]
         return deleted.get(Session._meta.label, 0)
 
-    def _end_idle(self, pks: list[int]) -> int:
+    def _end_idle(self, pks: list[int], matching) -> int:
         if self.dry_run:
             return len(pks)
         working_state_clear_on_commit(pks)
-        return Session.objects.filter(pk__in=pks, ended_at__isnull=True).update(
+        return matching.update(
             ended_at=self.now, updated_at=self.now, version=F("version") + 1
         )
 
@@ -138,13 +138,13 @@ class _Sweep:
         )
         return list(ranked.filter(rank__gt=keep).values_list("pk", flat=True))
 
-    def _prune_rounds(self, pks: list[int]) -> int:
+    def _prune_rounds(self, pks: list[int], matching) -> int:
         doomed = self._doomed_latest(Round, pks, ["session_id"], "round_id", self.policy.keep_latest_rounds)
         if self.dry_run or not doomed:
             return len(doomed)
         return Round.objects.filter(pk__in=doomed).delete()[0]
 
-    def _prune_checkpoints(self, pks: list[int]) -> int:
+    def _prune_checkpoints(self, pks: list[int], matching) -> int:
         """LangGraph's keep-latest per namespace, with K kept: the writes of kept checkpoints stay,
         orphaned writes go, so every thread's latest state can still be rebuilt."""
         doomed = self._doomed_latest(
@@ -156,7 +156,7 @@ class _Sweep:
         orphan_writes_delete(pks)
         return deleted
 
-    def _drop_messages(self, pks: list[int]) -> int:
+    def _drop_messages(self, pks: list[int], matching) -> int:
         """Drop old messages and keep each session's counters true: message_count goes down by what
         went, history_generation advances as after an edit. Three statements whatever the batch."""
         old = Message.objects.filter(session_id__in=pks, created_at__lt=self.now - timedelta(days=self.policy.drop_messages_after_days))
