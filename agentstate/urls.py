@@ -18,6 +18,7 @@ urlpatterns = [
     path("api/auth/", include("rest_framework.urls")),  # log in / out links of the browsable API (staff)
     path("api/v1/", include("sessions_app.api.urls")),
     path("api/v1/", include("userdata_app.api.urls")),
+    path("api/v1/compliance/", include("sessions_app.api.compliance")),
     path("api/v1/compliance/", include("userdata_app.api.compliance")),
     path("api/v1/adk/", include("agentstate.site.adk.urls")),
     re_path(r"^api/", api_not_found),  # last: JSON 404s under /api/ whatever DEBUG says

@@ -1,6 +1,7 @@
-"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
+"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
 
-scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by default and on PostgreSQL when DATABASE_URL is set
+scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by default and on PostgreSQL when DATABASE_URL is set;
+retention (a sweep of 10,000 ended sessions, 1,000,000 messages, while agents append; --sessions N for another scale) needs PostgreSQL
 (a dedicated <name>_bench database is created and dropped). http always starts a private
 PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunicorn and wrk.
 replicas adds a streaming replica, PgBouncer and Redis beside such a server (docs/SCALING.md).
@@ -18,7 +19,7 @@ import sys
 
 from benchmarks.bench_db import bench_database
 
-SUITES = ("scaling", "http", "erasure", "admin", "langgraph", "edits", "replicas", "adk")
+SUITES = ("scaling", "http", "erasure", "admin", "langgraph", "edits", "replicas", "adk", "retention")
 
 
 def _scaling(args) -> None:
@@ -75,6 +76,17 @@ def _adk(args) -> None:
         print(f"results: {report.write_results('adk', result)}")
 
 
+def _retention(args) -> None:
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        raise SystemExit("retention: set DATABASE_URL to a PostgreSQL server (the concurrent appends need row locks)")
+    with bench_database(keep=args.keep_db):
+        from benchmarks import report, retention
+
+        result = retention.run(sessions=args.sessions or (1_000 if args.quick else 10_000))
+        retention.print_table(result)
+        print(f"results: {report.write_results('retention', result)}")
+
+
 def _http(args) -> None:
     from benchmarks.pg_cluster import postgres_cluster
 
@@ -123,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-db", action="store_true", help="scaling: leave the benchmark database in place")
     parser.add_argument("--workers", type=int, default=3, help="http, replicas: gunicorn workers (default 3)")
     parser.add_argument("--threads", type=int, default=1, help="http, replicas: gthread threads per worker (default 1; 0 = sync workers)")
+
+
+    parser.add_argument("--workers", type=int, default=3, help="http: gunicorn workers (default 3)")
+    parser.add_argument("--threads", type=int, default=1, help="http: gthread threads per worker (default 1; 0 = sync workers)")
+    parser.add_argument("--sessions", type=int, default=0, help="retention: ended sessions of 100 messages each (default 10,000)")
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
     args, _ = parser.parse_known_args(argv)
     # A terminated run still stops its servers and drops its database (the finally blocks run).
@@ -136,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)
     {
         "scaling": _scaling, "http": _http, "erasure": _erasure, "admin": _admin, "langgraph": _langgraph, "edits": _edits,
-        "replicas": _replicas, "adk": _adk,
+        "replicas": _replicas, "adk": _adk, "retention": _retention,
     }[args.suite](args)
     return 0
 

@@ -90,9 +90,22 @@ def _replicas(vendor: str, runs: list[dict]) -> None:
         print(f"  {name} {_spread([run['ratios'][name] for run in runs], '{:.2f}')}")
 
 
+def _retention(vendor: str, runs: list[dict]) -> None:
+    for sessions in sorted({run["sessions"] for run in runs}):
+        group = [run for run in runs if run["sessions"] == sessions]
+        rate = _spread([run["sweep"]["rows_per_second"] for run in group], "{:.0f}")
+        p99 = _spread([run["appends"]["p99_ms"] for run in group if run["appends"]["p99_ms"] is not None], "{:.1f}")
+        errors = sum(run["appends"]["errors"] for run in group)
+        print(f"retention on {vendor}, {len(group)} runs at {sessions:,} sessions: {rate} rows/s, append p99 {p99} ms, "
+              f"{errors} errors")
+
+
 def main(results_dir: Path = RESULTS_DIR) -> int:
     """Print every kept suite's summary; 1 (and say so) when no run is kept yet."""
-    show = {"scaling": _scaling, "erasure": _erasure, "admin": _admin, "http": _http, "replicas": _replicas}
+    show = {
+        "scaling": _scaling, "erasure": _erasure, "admin": _admin, "http": _http, "replicas": _replicas,
+        "retention": _retention,
+    }
     runs_by_suite = _runs(results_dir)
     if not runs_by_suite:
         print(f"No benchmark results in {results_dir}: run a suite first (python -m benchmarks --help).", file=sys.stderr)

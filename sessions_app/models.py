@@ -383,3 +383,66 @@ class AdkAppState(models.Model):
 
     def __str__(self) -> str:
         return f"App state of {self.app_name}"
+
+
+# --- Retention -------------------------------------------------------------------------------
+
+
+class RetentionPolicy(models.Model):
+    """How long a tenant's process state lives; ``apply_retention`` enforces it. Every rule is
+    optional (null: keep everything, as without a policy). Saved through ``retention_policy_save``,
+    which validates; retention is housekeeping, not erasure (no receipt, no registry entry)."""
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    delete_ended_after_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Delete ended sessions this many days after they ended."
+    )
+    end_idle_after_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="End live sessions nobody wrote to for this many days."
+    )
+    keep_latest_rounds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Keep only this many rounds (the largest round ids) per session."
+    )
+    keep_latest_checkpoints = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="Keep only this many LangGraph checkpoints (the newest) per thread namespace, with their writes.",
+    )
+    drop_messages_after_days = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="Drop messages older than this many days from sessions that live on (off when empty).",
+    )
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    RULES = (
+        "delete_ended_after_days", "end_idle_after_days", "keep_latest_rounds", "keep_latest_checkpoints",
+        "drop_messages_after_days",
+    )
+
+    class Meta:
+        verbose_name_plural = "retention policies"
+
+    def __str__(self) -> str:
+        return f"Retention policy of tenant #{self.tenant_id}"
+
+
+class RetentionRun(models.Model):
+    """One run of ``apply_retention``: what it removed (or, dry, would remove) per tenant and category."""
+
+    started_at = models.DateTimeField(default=timezone.now)
+    duration_seconds = models.FloatField(default=0)
+    dry_run = models.BooleanField(default=False)
+    tenant_slug = models.CharField(max_length=64, blank=True, default="")  # "" means every tenant
+    counts = models.JSONField(default=dict, blank=True)  # {tenant slug: {category: rows}}
+
+    class Meta:
+        indexes = [
+            # Serves: the dashboard's last runs.
+            models.Index(fields=["-started_at"], name="retention_run_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Retention run #{self.pk}"
+
+    @property
+    def total(self) -> int:
+        return sum(n for per_tenant in self.counts.values() for n in per_tenant.values())

@@ -24,6 +24,8 @@ from sessions_app.models import (
     LangGraphWrite,
     Message,
     MessagePop,
+    RetentionPolicy,
+    RetentionRun,
     Round,
     Session,
     WorkingStateEntry,
@@ -353,3 +355,16 @@ def activity_summary(*, days: int = 30) -> dict[str, Any]:
             (day, counts.get(day, 0)) for day in (start_day + timedelta(days=i) for i in range(days))
         ],
     }
+
+
+def retention_policy_as_dict(*, tenant: Tenant) -> dict[str, Any]:
+    """The tenant's retention rules as the API shows them: null means keep everything (no policy, or
+    that rule empty)."""
+    policy = RetentionPolicy.objects.filter(tenant=tenant).first()
+    rules = {name: getattr(policy, name) if policy else None for name in RetentionPolicy.RULES}
+    return {"configured": policy is not None, **rules, "updated_at": policy.updated_at if policy else None}
+
+
+def retention_runs_recent(*, limit: int) -> list[RetentionRun]:
+    """The last runs of ``apply_retention``, newest first (the admin dashboard)."""
+    return list(RetentionRun.objects.order_by("-started_at")[:limit])

@@ -308,7 +308,7 @@ def _threads_find(*, tenant: Tenant, thread_ids: Any) -> list[int]:
     return list(LangGraphThread.objects.filter(tenant=tenant, thread_key__in=keys).values_list("pk", flat=True))
 
 
-def _orphan_writes_delete(session_pks) -> int:
+def orphan_writes_delete(session_pks) -> int:
     """Writes whose checkpoint is gone."""
     has_checkpoint = LangGraphCheckpoint.objects.filter(
         session_id=OuterRef("session_id"), checkpoint_ns=OuterRef("checkpoint_ns"), checkpoint_id=OuterRef("checkpoint_id")
@@ -334,7 +334,7 @@ def threads_prune(*, tenant: Tenant, thread_ids: Any, strategy: Any) -> int:
         ).order_by("-checkpoint_id").values("checkpoint_id")[:1]
         doomed = doomed.exclude(checkpoint_id=Subquery(latest))
     deleted = doomed.delete()[0]
-    _orphan_writes_delete(session_pks)
+    orphan_writes_delete(session_pks)
     return deleted
 
 
@@ -352,5 +352,5 @@ def runs_delete(*, tenant: Tenant, run_ids: Any) -> int:
         return 0
     list(Session.objects.select_for_update().filter(pk__in=session_pks).order_by("pk").values_list("pk", flat=True))
     deleted = doomed.delete()[0]
-    _orphan_writes_delete(session_pks)
+    orphan_writes_delete(session_pks)
     return deleted

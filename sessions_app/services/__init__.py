@@ -4,6 +4,7 @@ and commands call them through this package (``from sessions_app import services
 from sessions_app.services.checkpoints import checkpoint_create
 from sessions_app.services.history import HistoryEdit, message_clear, message_pop, message_rewind, session_fork
 from sessions_app.services.messages import MAX_MESSAGES_PER_APPEND, AppendResult, message_append
+from sessions_app.services.retention import retention_apply, retention_policy_clean, retention_policy_save
 from sessions_app.services.rounds import round_delete, round_save
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
 from sessions_app.services.subjects import subject_process_state_erase
@@ -24,6 +25,9 @@ __all__ = [
     "message_clear",
     "message_pop",
     "message_rewind",
+    "retention_apply",
+    "retention_policy_clean",
+    "retention_policy_save",
     "round_delete",
     "round_save",
     "session_create",

@@ -11,8 +11,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from agentstate.db_router import replica_reads
-
-from sessions_app.selectors import activity_summary
+from sessions_app.selectors import activity_summary, retention_runs_recent
 from userdata_app.selectors import erasure_request_summary
 
 register = template.Library()
@@ -23,6 +22,7 @@ BAR_WIDTH = 18
 BAR_GAP = 4
 ACTIVITY_CACHE_KEY = "agentstate:admin-dashboard-activity"
 ACTIVITY_CACHE_SECONDS = 300
+RETENTION_RUNS = 5  # the last apply_retention runs shown (one indexed query, never cached)
 
 
 @replica_reads  # figures up to 5 minutes old anyway: a replica's lag changes nothing
@@ -52,4 +52,5 @@ def agentstate_dashboard():
         "bar_width": BAR_WIDTH,
         "days": CHART_DAYS,
         "refresh_minutes": ACTIVITY_CACHE_SECONDS // 60,
+        "retention_runs": retention_runs_recent(limit=RETENTION_RUNS),
     }

@@ -1,0 +1,219 @@
+"""Retention: a tenant's policy (how long process state lives) and the sweep that enforces it.
+
+Rules: no policy, or an empty rule, keeps everything. The sweep works in bounded batches, each its
+own short transaction with a constant number of statements, keyset-paged by session id. A batch
+locks its sessions with ``FOR UPDATE SKIP LOCKED`` and re-checks its condition under the lock: a
+session an agent is writing to is skipped (the next run takes it), never deleted or ended from
+under the write. A run interrupted between batches leaves every committed batch whole and the
+next run finishes the rest. Retention is housekeeping, not erasure: it writes no receipt and no
+erased-subject entry.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Callable
+
+from django.db import transaction
+from django.db.models import Case, Count, F, IntegerField, Value, When, Window
+from django.db.models.functions import RowNumber
+from django.utils import timezone
+
+from agentstate.exceptions import InvalidInput
+from agentstate.tenancy.models import Tenant
+from sessions_app.langgraph.services import FRAMEWORK as LANGGRAPH, orphan_writes_delete
+from sessions_app.models import LangGraphCheckpoint, Message, RetentionPolicy, RetentionRun, Round, Session
+from sessions_app.services.live import working_state_clear_on_commit
+
+POLICY_FIELDS = RetentionPolicy.RULES
+MAX_DAYS = 36500
+MAX_KEEP = 2**31 - 1
+DEFAULT_BATCH_SIZE = 200  # sessions per batch
+
+# The categories a run reports, in the order the sweep applies them.
+ENDED_SESSIONS = "ended_sessions_deleted"
+IDLE_SESSIONS = "idle_sessions_ended"
+ROUNDS = "rounds_deleted"
+CHECKPOINTS = "checkpoints_deleted"
+MESSAGES = "messages_dropped"
+CATEGORIES = (ENDED_SESSIONS, IDLE_SESSIONS, ROUNDS, CHECKPOINTS, MESSAGES)
+
+
+def _clean_rule(name: str, value: Any) -> int | None:
+    if value in (None, ""):
+        return None
+    limit, what = (MAX_DAYS, "days") if name.endswith("_days") else (MAX_KEEP, "items")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        raise InvalidInput.for_field(name, f"must be a whole number of {what} from 1 to {limit}, or empty (keep everything).")
+    return value
+
+
+def retention_policy_clean(**values: Any) -> dict[str, int | None]:
+    """Validate the rules of a policy; every bad field is named at once. Unknown names are refused."""
+    unknown = sorted(set(values) - set(POLICY_FIELDS))
+    errors: dict[str, list[str]] = {name: ["is not a retention rule."] for name in unknown}
+    cleaned: dict[str, int | None] = {}
+    for name in POLICY_FIELDS:
+        try:
+            cleaned[name] = _clean_rule(name, values.get(name))
+        except InvalidInput as exc:
+            errors.update(exc.fields)
+    if errors:
+        raise InvalidInput("Invalid retention policy: " + "; ".join(f"{k} {v[0]}" for k, v in errors.items()), fields=errors)
+    return cleaned
+
+
+def retention_policy_save(*, tenant: Tenant, **values: Any) -> RetentionPolicy:
+    """Create or replace the tenant's policy (rules not given become empty: keep everything)."""
+    cleaned = retention_policy_clean(**values)
+    policy, _ = RetentionPolicy.objects.update_or_create(tenant=tenant, defaults={**cleaned, "updated_at": timezone.now()})
+    return policy
+
+
+@dataclass(frozen=True)
+class RetentionBatch:
+    """What one committed batch did, for a progress display: ``sessions`` of ``total`` sessions the
+    rule looks at (``total`` is None unless the caller asked for totals)."""
+
+    tenant_slug: str
+    category: str
+    removed: int
+    sessions: int
+    total: int | None
+
+
+@dataclass
+class _Sweep:
+    tenant: Tenant
+    policy: RetentionPolicy
+    now: Any
+    dry_run: bool
+    batch_size: int
+    on_batch: Callable[[RetentionBatch], None]
+    with_totals: bool
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def _locked_batch(self, sessions, after: int) -> list[int]:
+        """The next batch of matching sessions by id, locked; sessions locked by a writer are skipped.
+        A dry run takes no lock."""
+        rows = sessions.filter(tenant=self.tenant, pk__gt=after).order_by("pk")
+        if not self.dry_run:
+            rows = rows.select_for_update(skip_locked=True)
+        return list(rows.values_list("pk", flat=True)[: self.batch_size])
+
+    def _run(self, category: str, sessions, act: Callable[[list[int], Any], int]) -> None:
+        after = 0
+        self.counts.setdefault(category, 0)
+        total = sessions.filter(tenant=self.tenant).count() if self.with_totals else None
+        while True:
+            with transaction.atomic():
+                pks = self._locked_batch(sessions, after)
+                if not pks:
+                    return
+                removed = act(pks, sessions.filter(pk__in=pks))  # the condition again, under the lock
+            self.counts[category] += removed
+            after = pks[-1]
+            self.on_batch(RetentionBatch(self.tenant.slug, category, removed, len(pks), total))
+
+    def _delete_ended(self, pks: list[int], matching) -> int:
+        if self.dry_run:
+            return len(pks)
+        working_state_clear_on_commit(pks)
+        deleted = matching.delete()[1]
+        return deleted.get(Session._meta.label, 0)
+
+    def _end_idle(self, pks: list[int], matching) -> int:
+        if self.dry_run:
+            return len(pks)
+        working_state_clear_on_commit(pks)
+        return matching.update(
+            ended_at=self.now, updated_at=self.now, version=F("version") + 1
+        )
+
+    def _doomed_latest(self, model, pks: list[int], partition: list[str], order: str, keep: int) -> list[int]:
+        """Row ids past the ``keep`` newest per partition, among these sessions (one statement)."""
+        ranked = model.objects.filter(session_id__in=pks).annotate(
+            rank=Window(RowNumber(), partition_by=[F(p) for p in partition], order_by=F(order).desc())
+        )
+        return list(ranked.filter(rank__gt=keep).values_list("pk", flat=True))
+
+    def _prune_rounds(self, pks: list[int], matching) -> int:
+        doomed = self._doomed_latest(Round, pks, ["session_id"], "round_id", self.policy.keep_latest_rounds)
+        if self.dry_run or not doomed:
+            return len(doomed)
+        return Round.objects.filter(pk__in=doomed).delete()[0]
+
+    def _prune_checkpoints(self, pks: list[int], matching) -> int:
+        """LangGraph's keep-latest per namespace, with K kept: the writes of kept checkpoints stay,
+        orphaned writes go, so every thread's latest state can still be rebuilt."""
+        doomed = self._doomed_latest(
+            LangGraphCheckpoint, pks, ["session_id", "checkpoint_ns"], "checkpoint_id", self.policy.keep_latest_checkpoints
+        )
+        if self.dry_run or not doomed:
+            return len(doomed)
+        deleted = LangGraphCheckpoint.objects.filter(pk__in=doomed).delete()[0]
+        orphan_writes_delete(pks)
+        return deleted
+
+    def _drop_messages(self, pks: list[int], matching) -> int:
+        """Drop old messages and keep each session's counters true: message_count goes down by what
+        went, history_generation advances as after an edit. Three statements whatever the batch."""
+        old = Message.objects.filter(session_id__in=pks, created_at__lt=self.now - timedelta(days=self.policy.drop_messages_after_days))
+        per_session = dict(old.values("session_id").annotate(n=Count("pk")).values_list("session_id", "n").order_by())
+        if self.dry_run or not per_session:
+            return sum(per_session.values())
+        removed = old.delete()[0]
+        Session.objects.filter(pk__in=list(per_session)).update(
+            message_count=F("message_count") - Case(
+                *(When(pk=pk, then=Value(n)) for pk, n in per_session.items()), default=Value(0), output_field=IntegerField()
+            ),
+            history_generation=F("history_generation") + 1,
+        )
+        return removed
+
+    def run(self) -> None:
+        policy, now = self.policy, self.now
+        if policy.delete_ended_after_days:
+            cutoff = now - timedelta(days=policy.delete_ended_after_days)
+            self._run(ENDED_SESSIONS, Session.objects.filter(ended_at__lt=cutoff), self._delete_ended)
+        if policy.end_idle_after_days:
+            cutoff = now - timedelta(days=policy.end_idle_after_days)
+            self._run(IDLE_SESSIONS, Session.objects.filter(ended_at__isnull=True, updated_at__lt=cutoff), self._end_idle)
+        if policy.keep_latest_rounds:
+            self._run(ROUNDS, Session.objects.filter(last_round_id__gt=0), self._prune_rounds)
+        if policy.keep_latest_checkpoints:
+            self._run(CHECKPOINTS, Session.objects.filter(framework=LANGGRAPH), self._prune_checkpoints)
+        if policy.drop_messages_after_days:
+            self._run(MESSAGES, Session.objects.filter(message_count__gt=0), self._drop_messages)
+
+
+def retention_apply(
+    *,
+    tenant: Tenant | None = None,
+    dry_run: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    on_batch: Callable[[RetentionBatch], None] = lambda batch: None,
+    with_totals: bool = False,
+) -> RetentionRun:
+    """Apply the policy of ``tenant`` (default: every tenant with one) and record the run.
+    ``on_batch`` is called after each committed batch (``with_totals``: one count per rule first,
+    for a progress bar); a dry run counts what would go and changes nothing but the run's record."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidInput.for_field("batch_size", "must be a whole number of at least 1.")
+    started, clock = timezone.now(), time.monotonic()
+    policies = RetentionPolicy.objects.select_related("tenant").order_by("tenant__slug")
+    if tenant is not None:
+        policies = policies.filter(tenant=tenant)
+    counts: dict[str, dict[str, int]] = {}
+    for policy in policies:
+        sweep = _Sweep(
+            tenant=policy.tenant, policy=policy, now=started, dry_run=dry_run, batch_size=batch_size,
+            on_batch=on_batch, with_totals=with_totals,
+        )
+        sweep.run()
+        counts[policy.tenant.slug] = sweep.counts
+    return RetentionRun.objects.create(
+        started_at=started, duration_seconds=time.monotonic() - clock, dry_run=dry_run,
+        tenant_slug=tenant.slug if tenant is not None else "", counts=counts,
+    )
