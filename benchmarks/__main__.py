@@ -135,10 +135,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-db", action="store_true", help="scaling: leave the benchmark database in place")
     parser.add_argument("--workers", type=int, default=3, help="http, replicas: gunicorn workers (default 3)")
     parser.add_argument("--threads", type=int, default=1, help="http, replicas: gthread threads per worker (default 1; 0 = sync workers)")
-
-
-    parser.add_argument("--workers", type=int, default=3, help="http: gunicorn workers (default 3)")
-    parser.add_argument("--threads", type=int, default=1, help="http: gthread threads per worker (default 1; 0 = sync workers)")
     parser.add_argument("--sessions", type=int, default=0, help="retention: ended sessions of 100 messages each (default 10,000)")
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
     args, _ = parser.parse_known_args(argv)
