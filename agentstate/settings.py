@@ -171,6 +171,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["agentstate.formats"]  # ISO dates and times on every page
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

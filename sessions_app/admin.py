@@ -22,6 +22,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
 
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import IDENTIFIER_MAX_LENGTH, clean_identifier, identifier_visible
@@ -227,8 +228,65 @@ def history_url(model, session: Session) -> str:
     return reverse(f"admin:sessions_app_{model._meta.model_name}_changelist") + f"?session__id__exact={session.pk}"
 
 
+# Changelists listing one user's rows, filtered by ``tenant__id__exact`` and ``user_id``, as
+# (label, URL name): the session page links a user id to each. userdata_app's admin adds its user
+# data (this app does not know it).
+USER_CHANGELISTS: list[tuple[str, str]] = [("sessions", "admin:sessions_app_session_changelist")]
+
+
+def user_url(url_name: str, *, tenant_pk: int, user_id: str) -> str:
+    return reverse(url_name) + "?" + urlencode({"tenant__id__exact": tenant_pk, "user_id": user_id})
+
+
+def user_links(*, tenant_pk: int, user_id: str):
+    """Links to everything the admin lists about one user (``USER_CHANGELISTS``)."""
+    return format_html_join(" · ", '<a href="{}">{}</a>', (
+        (user_url(url_name, tenant_pk=tenant_pk, user_id=user_id), label) for label, url_name in USER_CHANGELISTS
+    ))
+
+
+def session_label_text(session: Session) -> str:
+    """``tenant / user / session`` as staff tell sessions apart (a page title). Not ``__str__``:
+    the admin log keeps that, and a user id is personal data."""
+    app = f" (app {identifier_visible(session.app_name)})" if session.app_name else ""
+    return f"{session.tenant.slug} / {identifier_visible(session.user_id)} / {identifier_visible(session.session_id)}{app}"
+
+
+def session_label(session: Session):
+    """``session_label_text`` linked: the tenant to its sessions, the user id to that user's
+    sessions, the session id to the session's page. Needs ``session.tenant`` loaded (select it)."""
+    sessions = "admin:sessions_app_session_changelist"
+    return format_html(
+        '<span class="session-label"><a href="{}">{}</a> / <a href="{}">{}</a> / <a href="{}">{}</a>{}</span>',
+        reverse(sessions) + "?" + urlencode({"tenant__id__exact": session.tenant_id}), session.tenant.slug,
+        user_url(sessions, tenant_pk=session.tenant_id, user_id=session.user_id), identifier_html(session.user_id, length=False),
+        reverse("admin:sessions_app_session_change", args=[session.pk]), identifier_html(session.session_id, length=False),
+        format_html(" (app {})", identifier_html(session.app_name, length=False)) if session.app_name else "",
+    )
+
+
+class SessionLabelTitle:
+    """Change pages whose title names the session as ``tenant / user / session`` (linked, through
+    templates/admin/sessions_app/change_form.html) instead of ``__str__``'s database number."""
+
+    def object_title(self, obj) -> str:
+        return str(obj)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, object_id)
+        if obj is not None:
+            session = obj if isinstance(obj, Session) else obj.session
+            title = self.object_title(obj)
+            extra_context = {
+                "subtitle": f"{title} · {session_label_text(session)}" if title else session_label_text(session),
+                "subtitle_html": format_html("{} · {}", title, session_label(session)) if title else session_label(session),
+                **(extra_context or {}),
+            }
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
 @admin.register(Session)
-class SessionAdmin(ReadOnlyAdmin):
+class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
     list_display = (
         "session_id", "user_id_shown", "tenant", "agent_id", "workspace_id", "message_count", "created_at", "updated_at", "ended_at",
     )
@@ -241,7 +299,7 @@ class SessionAdmin(ReadOnlyAdmin):
                         "To find one user's session, search the session id and filter by user id.")
     ordering = ("-id",)
     fieldsets = (
-        (None, {"fields": ("tenant", "user_id_shown", "session_id", "agent_id", "workspace_id", "message_count",
+        (None, {"fields": ("tenant", "user_id_linked", "session_id", "agent_id", "workspace_id", "message_count",
                            "created_at", "updated_at", "ended_at", "version", "metadata_json")}),
         ("Latest messages", {"fields": ("latest_messages",)}),
         ("Rounds", {"fields": ("latest_rounds",)}),
@@ -249,10 +307,18 @@ class SessionAdmin(ReadOnlyAdmin):
         ("Agent transitions", {"fields": ("transitions",)}),
         ("Working state", {"fields": ("working_state",)}),
     )
-    readonly_fields = ("user_id_shown", "message_count", "metadata_json", "latest_messages", "latest_rounds", "checkpoints",
+    readonly_fields = ("user_id_linked", "message_count", "metadata_json", "latest_messages", "latest_rounds", "checkpoints",
                        "transitions", "working_state")
 
     user_id_shown = identifier_display("user_id", description="user id")
+
+    def object_title(self, obj: Session) -> str:
+        return ""  # the session itself: its label is the title
+
+    @admin.display(description="user id")
+    def user_id_linked(self, obj: Session):
+        """The user id, spelled out, with links to everything else the admin holds about that user."""
+        return format_html("{} — {}", identifier_html(obj.user_id), user_links(tenant_pk=obj.tenant_id, user_id=obj.user_id))
 
     @admin.display(description="messages", ordering="last_seq")
     def message_count(self, obj: Session) -> int:
@@ -295,16 +361,19 @@ class SessionAdmin(ReadOnlyAdmin):
         return pretty_json(selectors.working_state_get(session=obj))
 
 
-class SessionChildAdmin(ReadOnlyAdmin):
-    """Children of a session, reached from the session page (``?session__id__exact=<pk>``)."""
+class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
+    """Children of a session, reached from the session page (``?session__id__exact=<pk>``); each
+    row names its session as ``tenant / user / session``, joined in the page's one query."""
 
     list_display_links = None
     search_fields = ()
 
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj):
-        url = reverse("admin:sessions_app_session_change", args=[obj.session_id])
-        return format_html('<a href="{}">Session #{}</a>', url, obj.session_id)
+        return session_label(obj.session)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("session__tenant")  # the list's one query, the page's
 
 
 @admin.register(Message)
@@ -323,6 +392,9 @@ class MessageAdmin(SessionChildAdmin):
         text = " ".join(content_text(obj.content).split())
         return text if len(text) <= 120 else text[:119] + "…"
 
+    def object_title(self, obj: Message) -> str:
+        return f"Message {obj.seq}"
+
     content_json = json_display("content")
 
     metadata_json = json_display("metadata")
@@ -337,6 +409,9 @@ class RoundAdmin(SessionChildAdmin):
     ordering = ("session_id", "round_id")
     fields = ("session_link", "round_id", "version", "created_at", "updated_at", "state_json")
     readonly_fields = ("session_link", "state_json")
+
+    def object_title(self, obj: Round) -> str:
+        return f"Round {obj.round_id}"
 
     state_json = json_display("state")
 

@@ -25,7 +25,14 @@ from django.utils.html import format_html, format_html_join
 
 from agentstate.exceptions import DomainError, InvalidInput
 from agentstate.validation import clean_identifier
-from sessions_app.admin import ReadOnlyAdmin, UserIdFilter, identifier_display, identifier_html, json_display
+from sessions_app.admin import (
+    USER_CHANGELISTS,
+    ReadOnlyAdmin,
+    UserIdFilter,
+    identifier_display,
+    identifier_html,
+    json_display,
+)
 from userdata_app import erasure
 from userdata_app.models import ErasedSubject, ErasureRequest, ErasureSubject, UserDatum
 from userdata_app.selectors import subject_export
@@ -48,6 +55,9 @@ class UserDatumAdmin(ReadOnlyAdmin):
     user_id_shown = identifier_display("user_id", description="user id")
 
     value_json = json_display("value")
+
+
+USER_CHANGELISTS.append(("user data", "admin:userdata_app_userdatum_changelist"))  # linked from a session's user id
 
 
 @admin.register(ErasedSubject)
