@@ -27,6 +27,7 @@ from django.utils.http import urlencode
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import IDENTIFIER_MAX_LENGTH, clean_identifier, identifier_visible
 from sessions_app import selectors
+from agentstate.tenancy.models import Tenant
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 
 LATEST_MESSAGES = 20
@@ -129,12 +130,76 @@ class InputFilter(admin.SimpleListFilter):
             return queryset
         if not identifier_is_valid(request, value, field=self.parameter_name, max_length=self.max_length):
             return queryset.none()
+        return self.filter(queryset, value)
+
+    def filter(self, queryset, value: str):
         return queryset.filter(**{self.parameter_name: value})
 
 
 class UserIdFilter(InputFilter):
     title = "user id"
     parameter_name = "user_id"
+
+
+def sessions_where(**lookups):
+    """The pks of the sessions matching ``lookups``, as a subquery. A child row (message, round,
+    ...) is found by user, session id or tenant through its session: the session table's indexes
+    serve the lookup and the child's (session, ...) index the rest, so no child table needs an
+    index of its own on those columns (every append would pay for it)."""
+    return Session.objects.filter(**lookups).values("pk")
+
+
+class SessionUserIdFilter(UserIdFilter):
+    """A child row's user id, through its session (the session_user_id index)."""
+
+    def filter(self, queryset, value: str):
+        return queryset.filter(session__in=sessions_where(user_id=value))
+
+
+class SessionIdFilter(InputFilter):
+    """A child row's session id (the API's, not the database number), through its session (the
+    session_session_id index)."""
+
+    title = "session id"
+    parameter_name = "session_id"
+
+    def filter(self, queryset, value: str):
+        return queryset.filter(session__in=sessions_where(session_id=value))
+
+
+class SessionTenantFilter(admin.SimpleListFilter):
+    """A child row's tenant, through its session (the session_tenant_created index); the same
+    parameter as the session list's tenant filter."""
+
+    title = "tenant"
+    parameter_name = "tenant__id__exact"
+
+    def lookups(self, request, model_admin):
+        return [(str(pk), slug) for pk, slug in Tenant.objects.order_by("slug").values_list("pk", "slug")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if not value:
+            return queryset
+        if not value.isdigit():
+            return queryset.none()
+        return queryset.filter(session__in=sessions_where(tenant_id=int(value)))
+
+
+class NarrowedDateFilter(admin.DateFieldListFilter):
+    """A date filter on a child table, applied once the list is narrowed to a user or a session.
+    Child tables have no index on time (every append would pay for one); within one user's or
+    one session's rows the (session, ...) indexes bound the scan, across the whole table nothing
+    would. Without that narrowing the filter is left off, and the page says why."""
+
+    narrowing = ("user_id", "session_id", "session__id__exact")
+
+    def queryset(self, request, queryset):
+        if self.used_parameters and not any(request.GET.get(name) for name in self.narrowing):
+            messages.warning(request, f"The {self.title} filter applies once a user id or a session id is chosen: "
+                                      "without one it would read the whole table.")
+            return queryset
+        return super().queryset(request, queryset)
 
 
 class AgentFilter(InputFilter):
@@ -148,9 +213,20 @@ class WorkspaceFilter(InputFilter):
 
 
 class RoleFilter(InputFilter):
+    """Roles as choices (any other role still filters by its URL value). Within a session the
+    (session, role, seq) index serves it; across sessions the page walks (session, seq) in order
+    and stops at the page size, which common roles fill quickly."""
+
     title = "role"
     parameter_name = "role"
     max_length = 32
+    template = "admin/filter.html"
+    roles = ("user", "assistant", "system", "tool")
+
+    def lookups(self, request, model_admin):
+        return [(role, role) for role in self.roles]
+
+    choices = admin.SimpleListFilter.choices  # links, not InputFilter's text box
 
 
 class EndedFilter(admin.SimpleListFilter):
@@ -212,7 +288,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
             return queryset, False
         if not identifier_is_valid(request, search_term, field="search"):
             return queryset.none(), False
-        return queryset.filter(Q.create([(field, search_term) for field in search_fields], connector=Q.OR)), False
+        return self.search(queryset, search_term, search_fields), False
+
+    def search(self, queryset, term: str, search_fields):
+        return queryset.filter(Q.create([(field, term) for field in search_fields], connector=Q.OR))
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -366,11 +445,20 @@ class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
     row names its session as ``tenant / user / session``, joined in the page's one query."""
 
     list_display_links = None
-    search_fields = ()
+    # Exact user id or session id, matched on the session (get_search_results): the session
+    # table's user_id and session_id indexes serve it.
+    search_fields = ("session__user_id__exact", "session__session_id__exact")
+    search_help_text = ("Exact user id or session id of the session: case, spaces and invisible characters count. "
+                        "Narrow with the filters (tenant, user id, session id).")
+    list_filter = (SessionTenantFilter, SessionUserIdFilter, SessionIdFilter)
 
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj):
         return session_label(obj.session)
+
+    def search(self, queryset, term: str, search_fields):
+        """Through the session, like the filters: the session table's indexes find it."""
+        return queryset.filter(session__in=Session.objects.filter(Q(user_id=term) | Q(session_id=term)).values("pk"))
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("session__tenant")  # the list's one query, the page's
@@ -380,7 +468,7 @@ class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
 class MessageAdmin(SessionChildAdmin):
     list_display = ("seq", "session_link", "role", "name", "type", "content_preview", "created_at")
     list_display_links = ("seq",)
-    list_filter = (RoleFilter,)
+    list_filter = (*SessionChildAdmin.list_filter, RoleFilter, ("created_at", NarrowedDateFilter))
     ordering = ("session_id", "seq")  # the (session, seq) unique index
     list_per_page = 100
     fields = ("session_link", "seq", "client_id", "role", "name", "type", "status", "content_json", "metadata_json",
@@ -406,6 +494,7 @@ class MessageAdmin(SessionChildAdmin):
 class RoundAdmin(SessionChildAdmin):
     list_display = ("round_id", "session_link", "version", "created_at", "updated_at")
     list_display_links = ("round_id",)
+    list_filter = (*SessionChildAdmin.list_filter, ("updated_at", NarrowedDateFilter))
     ordering = ("session_id", "round_id")
     fields = ("session_link", "round_id", "version", "created_at", "updated_at", "state_json")
     readonly_fields = ("session_link", "state_json")
@@ -420,6 +509,7 @@ class RoundAdmin(SessionChildAdmin):
 class CheckpointAdmin(SessionChildAdmin):
     list_display = ("id", "session_link", "label", "created_at")
     list_display_links = ("id",)
+    list_filter = (*SessionChildAdmin.list_filter, ("created_at", NarrowedDateFilter))
     ordering = ("session_id", "id")
     fields = ("session_link", "label", "created_at", "state_json")
     readonly_fields = ("session_link", "state_json")
@@ -431,6 +521,7 @@ class CheckpointAdmin(SessionChildAdmin):
 class AgentTransitionAdmin(SessionChildAdmin):
     list_display = ("id", "session_link", "from_agent", "to_agent", "reason", "created_at")
     list_display_links = ("id",)
+    list_filter = (*SessionChildAdmin.list_filter, ("created_at", NarrowedDateFilter))
     ordering = ("session_id", "id")
     fields = ("session_link", "from_agent", "to_agent", "reason", "metadata_json", "created_at")
     readonly_fields = ("session_link", "metadata_json")

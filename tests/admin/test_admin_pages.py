@@ -96,3 +96,117 @@ def test_erasure_request_dates_use_the_same_format(client, officer, tenant):
     shown = text(page_of(client, reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])))
     assert not re.search(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\.? \d{1,2}, \d{4}", shown)
     assert re.search(f"Due: ?{request.due_on:%Y-%m-%d}", shown)
+
+
+# --- Item 2: every changelist has the searches and filters staff need --------------------------
+
+MESSAGES = reverse("admin:sessions_app_message_changelist")
+
+
+@pytest.fixture
+def two_tenants(tenant, other_tenant):
+    subject_data_create(tenant=tenant, user_id="alice", sessions=2, messages=3)
+    subject_data_create(tenant=tenant, user_id="bob", sessions=1, messages=2)
+    subject_data_create(tenant=other_tenant, user_id="alice", sessions=1, messages=4)
+    return tenant, other_tenant
+
+
+def rows(client, url, **params):
+    response = client.get(url, params)
+    assert response.status_code == 200
+    return response.context["cl"].result_list
+
+
+def owners(found) -> list[tuple[str, str, str]]:
+    return sorted({(r.session.tenant.slug, r.session.user_id, r.session.session_id) for r in found})
+
+
+def test_messages_filter_by_tenant_user_session_id_role_and_search(client, officer, two_tenants):
+    tenant, other = two_tenants
+    login(client, officer)
+    assert len(rows(client, MESSAGES, tenant__id__exact=other.pk)) == 4
+    assert owners(rows(client, MESSAGES, tenant__id__exact=tenant.pk, user_id="alice")) == [
+        ("acme", "alice", "s0"), ("acme", "alice", "s1")]
+    assert owners(rows(client, MESSAGES, user_id="alice", session_id="s1")) == [("acme", "alice", "s1")]
+    assert len(rows(client, MESSAGES, session_id="s0")) == 3 + 2 + 4
+    assert owners(rows(client, MESSAGES, q="bob")) == [("acme", "bob", "s0")]  # a user id or a session id, exactly
+    assert len(rows(client, MESSAGES, q="s1")) == 3
+    assert len(rows(client, MESSAGES, q="Bob")) == 0
+
+    page = page_of(client, MESSAGES)
+    for role in ("user", "assistant", "system", "tool"):
+        assert f'href="?role={role}"' in page  # roles as choices, not a free-text box
+    assert len(rows(client, MESSAGES, role="user", user_id="bob")) == 2
+    assert len(rows(client, MESSAGES, role="assistant")) == 0
+
+
+def test_rounds_checkpoints_and_transitions_filter_and_search_too(client, officer, two_tenants):
+    tenant, other = two_tenants
+    login(client, officer)
+    for name in ("round", "checkpoint", "agenttransition"):
+        url = reverse(f"admin:sessions_app_{name}_changelist")
+        assert len(rows(client, url)) == 4
+        assert owners(rows(client, url, tenant__id__exact=other.pk)) == [("globex", "alice", "s0")]
+        assert owners(rows(client, url, user_id="bob")) == [("acme", "bob", "s0")]
+        assert len(rows(client, url, session_id="s1")) == 1
+        assert owners(rows(client, url, q="alice", tenant__id__exact=tenant.pk)) == [("acme", "alice", "s0"), ("acme", "alice", "s1")]
+
+
+def test_a_child_date_filter_needs_a_user_or_a_session_and_says_so(client, officer, two_tenants):
+    login(client, officer)
+    today = {"created_at__gte": "2000-01-01 00:00+00:00", "created_at__lt": "2000-01-02 00:00+00:00"}
+    assert len(rows(client, MESSAGES, user_id="alice", **today)) == 0  # applied: nothing that old
+    response = client.get(MESSAGES, today)  # across the whole table: left off, with the reason
+    assert response.context["cl"].result_count == 3 + 3 + 2 + 4
+    assert "applies once a user id or a session id is chosen" in text(response.content.decode())
+
+
+def test_sessions_filter_by_created_date_agent_and_workspace(client, officer, two_tenants):
+    login(client, officer)
+    sessions = reverse("admin:sessions_app_session_changelist")
+    assert len(rows(client, sessions, created_at__gte="2000-01-01 00:00+00:00", agent_id="planner")) == 4
+    assert len(rows(client, sessions, created_at__gte="2999-01-01 00:00+00:00")) == 0
+    assert len(rows(client, sessions, workspace_id="nowhere")) == 0
+
+
+# --- Item 5: the dashboard's cards lead where they say; "View site" leads somewhere ------------
+
+
+def test_dashboard_cards_link_to_what_they_count(client, officer, tenant, fresh_dashboard):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=2, messages=3)
+    Session.objects.filter(session_id="s1").update(updated_at=timezone.now() - timedelta(days=3))  # live, idle
+    page = page_of(client, reverse("admin:index"))
+    cards = dict((label, href) for href, label in re.findall(
+        r'<a class="agentstate-card[^"]*" href="([^"]+)"><span class="n">\d+</span><span>([^<]+)</span>', page))
+    assert set(cards) == {"sessions", "messages", "active sessions today", "open erasure requests", "overdue erasure requests"}
+
+    active = client.get(html.unescape(cards["active sessions today"]))
+    assert [s.session_id for s in active.context["cl"].result_list] == ["s0"]  # the idle live session is not listed
+    assert re.search(r'<span class="n">1</span><span>active sessions today', page)
+    messages = client.get(html.unescape(cards["messages"]))
+    assert messages.context["cl"].model is Message and messages.context["cl"].result_count == 6
+
+
+def test_the_charts_last_day_label_ends_inside_the_chart(client, officer, tenant, fresh_dashboard):
+    login(client, officer)
+    page = page_of(client, reverse("admin:index"))
+    width = int(re.search(r'viewBox="0 -4 (\d+) ', page).group(1))
+    labels = re.findall(r'<text x="(\d+)" y="\d+" text-anchor="(\w+)" class="tick">', page)
+    x, anchor = labels[-1]
+    assert anchor == "end" and int(x) <= width
+    assert all(a == "start" for _, a in labels[:-1])
+
+
+def test_view_site_leads_to_a_page_pointing_to_the_admin_and_the_api_docs(client, officer):
+    login(client, officer)
+    assert 'href="/">View site</a>' in page_of(client, reverse("admin:index"))
+    client.logout()
+    home = client.get("/")
+    assert home.status_code == 200
+    page = home.content.decode()
+    assert f'href="{reverse("admin:index")}"' in page and f'href="{reverse("docs")}"' in page
