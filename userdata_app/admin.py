@@ -192,6 +192,9 @@ class RejectForm(forms.Form):
     )
 
 
+# The Compliance group's permissions as staff read them (ErasureRequest.Meta.permissions).
+PERMISSION_LABELS = {codename: f"“{name}”" for codename, name in ErasureRequest._meta.permissions}
+
 # step -> (button label, form, service call); which status allows which step is erasure.STEPS.
 LIFECYCLE_STEPS = {
     "verify": ("Mark verified", None, lambda obj, data, actor: erasure.erasure_request_verify(request=obj, actor=actor)),
@@ -310,6 +313,10 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False  # requests and receipts are the audit trail
 
+    def has_review_erasure_permission(self, request) -> bool:
+        """Verify, extend, hold, release and reject: the Compliance group's decisions."""
+        return request.user.has_perm("userdata_app.review_erasure")
+
     def has_execute_erasure_permission(self, request) -> bool:
         return request.user.has_perm("userdata_app.execute_erasure")
 
@@ -350,10 +357,27 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         obj = self.get_object(request, object_id)
         extra_context = extra_context or {}
         if obj is not None:
+            steps = self.lifecycle_steps(obj) if self.has_change_permission(request, obj) else []
+            executable = erasure.step_allowed(obj, "execute")
+            exportable = obj.status != Status.EXECUTED
+            may_review = self.has_review_erasure_permission(request)
+            may_execute = self.has_execute_erasure_permission(request)
+            may_export = self.has_export_subject_data_permission(request)
             extra_context.update(
-                lifecycle_steps=self.lifecycle_steps(obj) if self.has_change_permission(request, obj) else [],
-                can_execute=erasure.step_allowed(obj, "execute") and self.has_execute_erasure_permission(request),
-                can_export=obj.status != Status.EXECUTED and self.has_export_subject_data_permission(request),
+                lifecycle_steps=steps if may_review else [],
+                can_execute=executable and may_execute,
+                can_export=exportable and may_export,
+                # Why a button staff might expect is missing: the step the status allows, and
+                # the permission their account lacks.
+                missing_permissions=[
+                    (what, PERMISSION_LABELS[codename])
+                    for what, codename, shown in (
+                        (", ".join(label.lower() for _, label in steps), "review_erasure", bool(steps) and not may_review),
+                        ("execute erasure", "execute_erasure", executable and not may_execute),
+                        ("export subject data", "export_subject_data", exportable and not may_export),
+                    )
+                    if shown
+                ],
             )
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -366,6 +390,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
 
     def lifecycle_view(self, request, object_id, step):
         obj = self.request_or_404(request, object_id)
+        if not self.has_review_erasure_permission(request):
+            raise PermissionDenied(f"{PERMISSION_LABELS['review_erasure']} is the Compliance group's permission.")
         if step not in LIFECYCLE_STEPS or not self.has_change_permission(request, obj):
             raise PermissionDenied
         label, form_class, apply = LIFECYCLE_STEPS[step]

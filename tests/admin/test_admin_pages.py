@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
-from tests.admin.test_admin import login, staff
+from tests.admin.test_admin import browser_staff, login, staff  # noqa: F401 (a fixture)
 from tests.userdata_app.erasure_factories import subject_data_create
 
 pytestmark = pytest.mark.django_db
@@ -210,3 +210,43 @@ def test_view_site_leads_to_a_page_pointing_to_the_admin_and_the_api_docs(client
     assert home.status_code == 200
     page = home.content.decode()
     assert f'href="{reverse("admin:index")}"' in page and f'href="{reverse("docs")}"' in page
+
+
+# --- Item 9: only the Compliance group decides on a request ------------------------------------
+
+
+def test_staff_without_the_compliance_group_cannot_verify_hold_reject_or_extend(client, browser_staff, tenant):
+    from userdata_app import erasure
+    from userdata_app.models import ErasureRequest
+
+    login(client, browser_staff)  # may view, add and change requests, nothing more
+    request = erasure.erasure_request_create(subjects=[(tenant, "alice")])
+    page = page_of(client, reverse("admin:userdata_app_erasurerequest_change", args=[request.pk]))
+    for step in ("verify", "extend", "hold", "reject"):
+        assert reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, step]) not in page  # no button
+    shown = text(page)
+    assert "Mark verified, extend deadline, put on legal hold, reject needs the permission " \
+           "“Can verify, extend, hold, release and reject erasure requests”" in shown
+    assert "Export subject data needs the permission “Can export everything held about a subject”" in shown
+    assert "Compliance group" in shown
+
+    for step, data in (("verify", {}), ("hold", {"reason": "x"}), ("extend", {"months": "1", "reason": "x"}),
+                       ("reject", {"reason": "x", "subject_informed_on": "2026-01-01"})):
+        response = client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, step]), data)
+        assert response.status_code == 403 and "Compliance group" in text(response.content.decode())
+    request.refresh_from_db()
+    assert request.status == ErasureRequest.Status.RECEIVED and not request.is_extended
+
+
+@pytest.mark.parametrize("who", ["officer", "superuser"])
+def test_the_compliance_group_and_superusers_may_decide(client, officer, admin_user, tenant, who):
+    from userdata_app import erasure
+    from userdata_app.models import ErasureRequest
+
+    login(client, officer if who == "officer" else admin_user)
+    request = erasure.erasure_request_create(subjects=[(tenant, "alice")])
+    page = page_of(client, reverse("admin:userdata_app_erasurerequest_change", args=[request.pk]))
+    assert "Mark verified" in page and "erasure-missing-permissions" not in page
+    assert client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "verify"])).status_code == 302
+    request.refresh_from_db()
+    assert request.status == ErasureRequest.Status.VERIFIED
