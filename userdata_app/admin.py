@@ -165,7 +165,12 @@ class OpenFilter(admin.SimpleListFilter):
 
 def count_rows(counts: dict[str, int]):
     """Table rows "category | rows" for a preview or a receipt."""
-    return format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", ((c.replace("_", " "), n) for c, n in counts.items()))
+    return format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", ((erasure.CATEGORY_LABELS.get(c, c), n) for c, n in counts.items()))
+
+
+def status_label(status: str) -> str:
+    """A status as the badges and the history show it ("On hold", not "on_hold")."""
+    return Status(status).label if status else "—"
 
 
 def status_badge(obj: ErasureRequest):
@@ -259,10 +264,13 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             ((s["tenant"], s["key_id"], s["hmac_sha256"]) for s in receipt.subjects),
         )
         return format_html(
+            '<p class="receipt-tools"><a class="button" href="{}" download>Download receipt (JSON)</a> '
+            '<button type="button" class="button" onclick="window.print()">Print receipt</button></p>'
             '<p>Executed {} by <strong>{}</strong>, scope <strong>{}</strong>.</p>'
             '<div class="erasure-receipt"><table class="erasure-counts"><thead><tr><th>erased</th><th>rows</th></tr></thead><tbody>{}</tbody></table>'
             '<table class="erasure-hashes"><caption>Subject hashes (HMAC-SHA256 of ["tenant","user id"]; no user id is kept)</caption>'
             "<thead><tr><th>tenant</th><th>key id</th><th>hmac_sha256</th></tr></thead><tbody>{}</tbody></table></div>",
+            reverse("admin:userdata_app_erasurerequest_receipt", args=[obj.pk]),
             receipt.executed_at.strftime("%Y-%m-%d %H:%M:%S UTC"), receipt.executed_by_name, receipt.get_scope_display(),
             count_rows(receipt.counts), hashes,
         )
@@ -271,7 +279,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     def events_display(self, obj: ErasureRequest):
         rows = format_html_join(
             "", "<tr><td class='nowrap'>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((e.at.strftime("%Y-%m-%d %H:%M:%S"), e.actor_name, f"{e.from_status or '—'} → {e.to_status}", e.note)
+            ((e.at.strftime("%Y-%m-%d %H:%M:%S"), e.actor_name, f"{status_label(e.from_status)} → {status_label(e.to_status)}", e.note)
              for e in obj.events.order_by("at", "id")),
         )
         return format_html('<table class="agentstate-table"><thead><tr><th>when</th><th>who</th><th>step</th><th>note</th></tr></thead><tbody>{}</tbody></table>', rows)
@@ -347,6 +355,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             path("<path:object_id>/lifecycle/<slug:step>/", self.admin_site.admin_view(self.lifecycle_view), name="userdata_app_erasurerequest_lifecycle"),
             path("<path:object_id>/execute/", self.admin_site.admin_view(self.execute_view), name="userdata_app_erasurerequest_execute"),
             path("<path:object_id>/export/", self.admin_site.admin_view(self.export_view), name="userdata_app_erasurerequest_export"),
+            path("<path:object_id>/receipt/", self.admin_site.admin_view(self.receipt_view), name="userdata_app_erasurerequest_receipt"),
             *super().get_urls(),
         ]
 
@@ -437,8 +446,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
                 else:
                     self.log_change(request, obj, "Executed erasure; receipt kept")
             for receipt in receipts:
-                counts = ", ".join(f"{n} {c.replace('_', ' ')}" for c, n in receipt.counts.items())
-                self.message_user(request, f"{receipt.request}: erased ({counts}). The receipt is below.", messages.SUCCESS)
+                self.message_user(request, f"{receipt.request}: erased ({erasure.counts_text(receipt.counts)}). The receipt is below.",
+                                  messages.SUCCESS)
             if len(executable) == 1:
                 return HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[executable[0].pk]))
             return None
@@ -459,6 +468,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             "subtitle": None,
             "opts": self.opts,
             "previews": previews,
+            "single": executable[0] if len(executable) == 1 else None,  # the breadcrumb leads back to it
             "skipped": skipped,
             "queryset": executable,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
@@ -473,6 +483,18 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         obj = self.request_or_404(request, object_id)
         response = self.execute_erasure(request, ErasureRequest.objects.filter(pk=obj.pk))
         return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
+
+    def receipt_view(self, request, object_id):
+        """The receipt as a JSON file to keep (what the receipt section shows; no subject id)."""
+        obj = self.request_or_404(request, object_id)
+        if not self.has_view_permission(request, obj):
+            raise PermissionDenied
+        if obj.status != Status.EXECUTED:
+            raise Http404("This request has no receipt: it was not executed.")
+        document = erasure.receipt_document(receipt=obj.receipt)
+        response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="erasure-receipt-request-{obj.pk}.json"'
+        return response
 
     # --- Subject access export ----------------------------------------------------------------
 

@@ -250,3 +250,47 @@ def test_the_compliance_group_and_superusers_may_decide(client, officer, admin_u
     assert client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "verify"])).status_code == 302
     request.refresh_from_db()
     assert request.status == ErasureRequest.Status.VERIFIED
+
+
+# --- Item 8: the execute page, the receipt and the history speak one language ------------------
+
+
+def test_execute_breadcrumb_receipt_download_and_one_vocabulary(client, officer, tenant):
+    import json
+
+    from tests.userdata_app.erasure_factories import verified_request
+
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=2)
+    request = verified_request(subjects=[(tenant, "alice")], scope="everything")
+    change = reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])
+
+    confirmation = page_of(client, reverse("admin:userdata_app_erasurerequest_execute", args=[request.pk]))
+    crumbs = confirmation[confirmation.index('<div class="breadcrumbs">'):]
+    crumbs = crumbs[:crumbs.index("</div>")]
+    assert f'<a href="{change}">Erasure request #{request.pk}</a>' in crumbs and text(crumbs).endswith("› Execute erasure")
+    assert "user data" in text(confirmation) and "working state" in text(confirmation) and "user_data" not in confirmation
+
+    done = client.post(reverse("admin:userdata_app_erasurerequest_changelist"),
+                       {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"}, follow=True)
+    shown = text(done.content.decode())
+    assert "2 user data, 1 sessions, 2 messages" in shown  # the success message
+    history = shown[shown.index("History"):]
+    assert "Verified → Executed" in history and "2 user data" in history and "1 working state" in history
+    assert "user_data" not in shown and "working_state" not in shown
+
+    download = reverse("admin:userdata_app_erasurerequest_receipt", args=[request.pk])
+    assert f'href="{download}"' in done.content.decode() and "window.print()" in done.content.decode()
+    receipt = client.get(download)
+    assert receipt["Content-Type"] == "application/json" and "attachment" in receipt["Content-Disposition"]
+    document = json.loads(receipt.content)
+    assert document["request"] == request.pk and document["counts"]["messages"] == 2
+    assert "alice" not in receipt.content.decode()
+
+
+def test_a_request_not_executed_has_no_receipt_to_download(client, officer, tenant):
+    from userdata_app import erasure
+
+    login(client, officer)
+    request = erasure.erasure_request_create(subjects=[(tenant, "alice")])
+    assert client.get(reverse("admin:userdata_app_erasurerequest_receipt", args=[request.pk])).status_code == 404

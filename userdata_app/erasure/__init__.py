@@ -2,8 +2,10 @@
 its ``execution`` (preview, one transaction, receipt), the erased-subject ``registry`` and
 ``reapply`` after a restore. Callers use this package (``from userdata_app import erasure``)."""
 from userdata_app.erasure.execution import (
+    CATEGORY_LABELS,
     ERASED_REPR,
     ErasureFailed,
+    counts_text,
     erasure_execute,
     erasure_preview,
     receipt_document,
@@ -25,11 +27,13 @@ from userdata_app.erasure.lifecycle import (
 from userdata_app.erasure.reapply import erased_subjects_export, erased_subjects_import, erasures_reapply
 
 __all__ = [
+    "CATEGORY_LABELS",
     "ERASED_REPR",
     "OPEN_STATUSES",
     "STEPS",
     "ErasureFailed",
     "add_months",
+    "counts_text",
     "erased_subjects_export",
     "erased_subjects_import",
     "erasure_execute",
