@@ -210,7 +210,7 @@ def test_staff_without_the_permission_can_browse_but_not_execute_or_export(clien
     assert changelist.context["action_form"] is None  # neither the execute nor the export action is offered
     page = client.get(reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])).content.decode()
     assert reverse("admin:userdata_app_erasurerequest_execute", args=[request.pk]) not in page  # no button
-    assert "<strong>Execute erasure</strong> needs the permission" in page  # and the reason why
+    assert "<strong>Execute erasure</strong>: needs the permission" in page  # and the reason why
 
     client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"})
     assert client.get(reverse("admin:userdata_app_erasurerequest_execute", args=[request.pk])).status_code == 403

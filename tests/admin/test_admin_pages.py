@@ -64,6 +64,8 @@ def test_the_session_page_title_names_tenant_user_and_session(client, officer, t
     title = title[:title.index("</h2>")]
     assert text(title) == "acme / alice / s0" and all(link in title for link in label_links(session))
     assert "<title>acme / alice / s0 |" in page
+    crumbs = page[page.index('<div class="breadcrumbs">'):]
+    assert text(crumbs[:crumbs.index("</div>")]).endswith("› acme / alice / s0")
     assert "alice" not in str(session)  # __str__ (kept by the admin log) stays free of the user id
 
 
@@ -225,9 +227,9 @@ def test_staff_without_the_compliance_group_cannot_verify_hold_reject_or_extend(
     for step in ("verify", "extend", "hold", "reject"):
         assert reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, step]) not in page  # no button
     shown = text(page)
-    assert "Mark verified, extend deadline, put on legal hold, reject needs the permission " \
+    assert "Mark verified, extend deadline, put on legal hold, reject: needs the permission " \
            "“Can verify, extend, hold, release and reject erasure requests”" in shown
-    assert "Export subject data needs the permission “Can export everything held about a subject”" in shown
+    assert "Export subject data: needs the permission “Can export everything held about a subject”" in shown
     assert "Compliance group" in shown
 
     for step, data in (("verify", {}), ("hold", {"reason": "x"}), ("extend", {"months": "1", "reason": "x"}),
@@ -246,7 +248,7 @@ def test_the_compliance_group_and_superusers_may_decide(client, officer, admin_u
     login(client, officer if who == "officer" else admin_user)
     request = erasure.erasure_request_create(subjects=[(tenant, "alice")])
     page = page_of(client, reverse("admin:userdata_app_erasurerequest_change", args=[request.pk]))
-    assert "Mark verified" in page and "erasure-missing-permissions" not in page
+    assert "Mark verified" in page and 'class="erasure-missing-permissions' not in page
     assert client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "verify"])).status_code == 302
     request.refresh_from_db()
     assert request.status == ErasureRequest.Status.VERIFIED

@@ -47,3 +47,4 @@ def test_demo_sessions_have_believable_timelines():
             assert all(times[0] <= t <= session.updated_at for t in model.objects.filter(session=session).values_list("created_at", flat=True))
     assert len({s.created_at.date() for s in sessions}) > 3  # spread over the month
     assert any(s.ended_at for s in sessions) and any(s.ended_at is None for s in sessions)
+    assert any(s.ended_at is None and s.updated_at > loaded - timedelta(hours=2) for s in sessions)  # still going

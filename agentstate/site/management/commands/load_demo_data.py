@@ -5,7 +5,8 @@ rounds, checkpoints, transitions, working state, user data and two erasure reque
 Everything is written through the services (so it obeys their rules), then each session's times
 are set to a believable timeline: a conversation of replies seconds apart and questions minutes
 apart, with rounds, the checkpoint and the hand-off at their moment in it, ``updated_at`` its last
-activity and ``ended_at`` shortly after, all in the past. The services would stamp the load time."""
+activity and ``ended_at`` shortly after, all in the past; some live sessions were active minutes
+ago, so "active sessions today" has something to show. The services would stamp the load time."""
 import random
 from datetime import timedelta
 
@@ -104,8 +105,10 @@ class Command(BaseCommand):
         messages = list(Message.objects.filter(session=session).order_by("seq").only("pk", "seq", "role"))
         gaps = [timedelta(seconds=rng.randint(20, 600) if m.role == "user" else rng.randint(2, 40)) for m in messages]
         length = sum(gaps, timedelta())
-        # Started some day in the last 30; a conversation that would end in the future starts earlier.
-        started = min(now - timedelta(days=rng.randint(0, 29), hours=rng.randint(0, 12)), now - length - timedelta(minutes=5))
+        if not ended and rng.random() < 0.4:  # still going: its last message minutes ago
+            started = now - length - timedelta(minutes=rng.randint(1, 60))
+        else:  # some day in the last 30; a conversation that would end in the future starts earlier
+            started = min(now - timedelta(days=rng.randint(0, 29), hours=rng.randint(0, 12)), now - length - timedelta(minutes=5))
         at = started
         for message, gap in zip(messages, gaps):
             at += gap
