@@ -351,17 +351,20 @@ class SessionLabelTitle:
     def object_title(self, obj) -> str:
         return str(obj)
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        obj = self.get_object(request, object_id)
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related(
+            "tenant" if self.model is Session else "session__tenant"  # the label's, in the page's one query
+        )
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         if obj is not None:
             session = obj if isinstance(obj, Session) else obj.session
             title = self.object_title(obj)
-            extra_context = {
-                "subtitle": f"{title} · {session_label_text(session)}" if title else session_label_text(session),
-                "subtitle_html": format_html("{} · {}", title, session_label(session)) if title else session_label(session),
-                **(extra_context or {}),
-            }
-        return super().change_view(request, object_id, form_url, extra_context)
+            context.update(
+                subtitle=f"{title} · {session_label_text(session)}" if title else session_label_text(session),
+                subtitle_html=format_html("{} · {}", title, session_label(session)) if title else session_label(session),
+            )
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 @admin.register(Session)
@@ -460,8 +463,6 @@ class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
         """Through the session, like the filters: the session table's indexes find it."""
         return queryset.filter(session__in=Session.objects.filter(Q(user_id=term) | Q(session_id=term)).values("pk"))
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related("session__tenant")  # the list's one query, the page's
 
 
 @admin.register(Message)
