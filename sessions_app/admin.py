@@ -25,9 +25,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
 from agentstate.exceptions import InvalidInput
+from agentstate.tenancy.models import Tenant
 from agentstate.validation import IDENTIFIER_MAX_LENGTH, clean_identifier, identifier_visible
 from sessions_app import selectors
-from agentstate.tenancy.models import Tenant
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 
 LATEST_MESSAGES = 20
@@ -448,8 +448,8 @@ class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
     row names its session as ``tenant / user / session``, joined in the page's one query."""
 
     list_display_links = None
-    # Exact user id or session id, matched on the session (get_search_results): the session
-    # table's user_id and session_id indexes serve it.
+    # Exact user id or session id, matched on the session (``search``): the session table's
+    # user_id and session_id indexes serve it.
     search_fields = ("session__user_id__exact", "session__session_id__exact")
     search_help_text = ("Exact user id or session id of the session: case, spaces and invisible characters count. "
                         "Narrow with the filters (tenant, user id, session id).")
@@ -462,7 +462,6 @@ class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
     def search(self, queryset, term: str, search_fields):
         """Through the session, like the filters: the session table's indexes find it."""
         return queryset.filter(session__in=Session.objects.filter(Q(user_id=term) | Q(session_id=term)).values("pk"))
-
 
 
 @admin.register(Message)
