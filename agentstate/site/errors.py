@@ -4,7 +4,7 @@ way back), Django's plain pages elsewhere."""
 from django.contrib import admin
 from django.shortcuts import render
 from django.urls import reverse
-from django.views import defaults
+from django.views import csrf, defaults
 
 from agentstate.api import errors as api_errors
 
@@ -58,3 +58,11 @@ def handler500(request):
     if _is_api(request):
         return api_errors.handler500(request)
     return defaults.server_error(request)
+
+
+def csrf_failure(request, reason=""):
+    """settings.CSRF_FAILURE_VIEW: a write with a session cookie but no CSRF token (a URL under
+    /api/ that no API view serves) answers in the API's shape, not Django's HTML page."""
+    if _is_api(request):
+        return api_errors.handler403(request)
+    return csrf.csrf_failure(request, reason)
