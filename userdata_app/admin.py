@@ -491,10 +491,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             raise PermissionDenied
         if obj.status != Status.EXECUTED:
             raise Http404("This request has no receipt: it was not executed.")
-        document = erasure.receipt_document(receipt=obj.receipt)
-        response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False), content_type="application/json")
-        response["Content-Disposition"] = f'attachment; filename="erasure-receipt-request-{obj.pk}.json"'
-        return response
+        return json_attachment(erasure.receipt_document(receipt=obj.receipt), filename=f"erasure-receipt-request-{obj.pk}.json")
 
     # --- Subject access export ----------------------------------------------------------------
 
@@ -506,7 +503,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             self.message_user(request, "No subject ids left to export (executed requests keep only hashes).", messages.WARNING)
             return None
         ids = "-".join(str(pk) for pk in sorted(queryset.values_list("pk", flat=True)))
-        return subject_export_response(subject_export(subjects=pairs), filename=f"subject-export-request-{ids}.json")
+        return json_attachment(subject_export(subjects=pairs), filename=f"subject-export-request-{ids}.json")
 
     def export_view(self, request, object_id):
         if not self.has_export_subject_data_permission(request):
@@ -516,7 +513,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
 
 
-def subject_export_response(document: dict, *, filename: str) -> HttpResponse:
+def json_attachment(document: dict, *, filename: str) -> HttpResponse:
+    """A JSON document staff download and keep (a subject export, a receipt)."""
     response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
