@@ -218,7 +218,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# A refused CSRF check answers by path too (agentstate.site.errors): JSON under /api/.
+CSRF_FAILURE_VIEW = "agentstate.site.errors.csrf_failure"
+
 LANGUAGE_CODE = "en-us"
+FORMAT_MODULE_PATH = ["agentstate.formats"]  # ISO dates and times on every page
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

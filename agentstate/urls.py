@@ -1,7 +1,8 @@
-"""Top-level URL configuration: the admin, the REST API (v1), its schema and docs, the health check.
+"""Top-level URL configuration: a home page, the admin, the REST API (v1), its schema and docs, the health check.
 
-Errors Django answers itself (an unknown URL, a body too big before DRF reads it, a crash) come in
-the API's JSON error shape too (agentstate.api.errors).
+Errors Django answers itself (an unknown URL, a refused page, a body too big before DRF reads it, a
+crash) are chosen by path (agentstate.site.errors): the API's JSON error shape under /api/, the
+admin's own pages in the admin.
 """
 from django.contrib import admin
 from django.urls import include, path, re_path
@@ -9,8 +10,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from agentstate.api.errors import api_not_found
 from agentstate.site.health import HealthView
+from agentstate.site.home import HomeView
 
 urlpatterns = [
+    path("", HomeView.as_view(), name="home"),  # where the admin's "View site" leads
     path("admin/", admin.site.urls),
     re_path(r"^healthz/?$", HealthView.as_view(), name="healthz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -24,7 +27,7 @@ urlpatterns = [
     re_path(r"^api/", api_not_found),  # last: JSON 404s under /api/ whatever DEBUG says
 ]
 
-handler400 = "agentstate.api.errors.handler400"
-handler403 = "agentstate.api.errors.handler403"
-handler404 = "agentstate.api.errors.handler404"
-handler500 = "agentstate.api.errors.handler500"
+handler400 = "agentstate.site.errors.handler400"
+handler403 = "agentstate.site.errors.handler403"
+handler404 = "agentstate.site.errors.handler404"
+handler500 = "agentstate.site.errors.handler500"

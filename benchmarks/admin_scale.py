@@ -19,7 +19,7 @@ MESSAGES_SMALL, MESSAGES_LARGE = 1_000, 1_000_000
 DASHBOARD_UNCACHED = "dashboard, figures recomputed"
 
 
-def _pages(session_pk: int, user_id: str) -> dict[str, str]:
+def _pages(session_pk: int, user_id: str, tenant_pk: int) -> dict[str, str]:
     return {
         "sessions": "/admin/sessions_app/session/",
         "sessions: live, page 2": "/admin/sessions_app/session/?ended=no&p=2",
@@ -30,6 +30,10 @@ def _pages(session_pk: int, user_id: str) -> dict[str, str]:
         "messages: role=user, page 3": "/admin/sessions_app/message/?role=user&p=3",
         "messages: page 10": "/admin/sessions_app/message/?p=10",
         "messages of one session": f"/admin/sessions_app/message/?session__id__exact={session_pk}",
+        "messages: a user's, role=user": f"/admin/sessions_app/message/?user_id={user_id}&role=user",
+        "messages: search a session id": "/admin/sessions_app/message/?q=s1",
+        "messages: one tenant, page 2": f"/admin/sessions_app/message/?tenant__id__exact={tenant_pk}&p=2",
+        "rounds: a user's": f"/admin/sessions_app/round/?user_id={user_id}",
         "dashboard (admin home)": "/admin/",
         DASHBOARD_UNCACHED: "/admin/",
     }
@@ -81,7 +85,7 @@ def run(*, renders: int = 15) -> dict[str, Any]:
     admin = get_user_model().objects.create_superuser("bench-admin", "bench@example.invalid", "unused-password-0")
     client = Client()
     client.force_login(admin)
-    pages = _pages(session.pk, session.user_id)
+    pages = _pages(session.pk, session.user_id, tenant.pk)
     print(f"admin: {SESSIONS:,} sessions, {MESSAGES_SMALL:,} messages")
     small = _measure(client, pages, renders)
     started = time.perf_counter()

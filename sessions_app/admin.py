@@ -25,9 +25,11 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
 
 from agentstate.db_router import replica_reads
 from agentstate.exceptions import InvalidInput
+from agentstate.tenancy.models import Tenant
 from agentstate.validation import IDENTIFIER_MAX_LENGTH, clean_identifier, identifier_visible
 from sessions_app import selectors, services
 from sessions_app.langgraph import selectors as langgraph_selectors
@@ -147,12 +149,76 @@ class InputFilter(admin.SimpleListFilter):
             return queryset
         if not identifier_is_valid(request, value, field=self.parameter_name, max_length=self.max_length):
             return queryset.none()
+        return self.filter(queryset, value)
+
+    def filter(self, queryset, value: str):
         return queryset.filter(**{self.parameter_name: value})
 
 
 class UserIdFilter(InputFilter):
     title = "user id"
     parameter_name = "user_id"
+
+
+def sessions_where(**lookups):
+    """The pks of the sessions matching ``lookups``, as a subquery. A child row (message, round,
+    ...) is found by user, session id or tenant through its session: the session table's indexes
+    serve the lookup and the child's (session, ...) index the rest, so no child table needs an
+    index of its own on those columns (every append would pay for it)."""
+    return Session.objects.filter(**lookups).values("pk")
+
+
+class SessionUserIdFilter(UserIdFilter):
+    """A child row's user id, through its session (the session_user_id index)."""
+
+    def filter(self, queryset, value: str):
+        return queryset.filter(session__in=sessions_where(user_id=value))
+
+
+class SessionIdFilter(InputFilter):
+    """A child row's session id (the API's, not the database number), through its session (the
+    session_session_id index)."""
+
+    title = "session id"
+    parameter_name = "session_id"
+
+    def filter(self, queryset, value: str):
+        return queryset.filter(session__in=sessions_where(session_id=value))
+
+
+class SessionTenantFilter(admin.SimpleListFilter):
+    """A child row's tenant, through its session (the session_tenant_created index); the same
+    parameter as the session list's tenant filter."""
+
+    title = "tenant"
+    parameter_name = "tenant__id__exact"
+
+    def lookups(self, request, model_admin):
+        return [(str(pk), slug) for pk, slug in Tenant.objects.order_by("slug").values_list("pk", "slug")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if not value:
+            return queryset
+        if not value.isdigit():
+            return queryset.none()
+        return queryset.filter(session__in=sessions_where(tenant_id=int(value)))
+
+
+class NarrowedDateFilter(admin.DateFieldListFilter):
+    """A date filter on a child table, applied once the list is narrowed to a user or a session.
+    Child tables have no index on time (every append would pay for one); within one user's or
+    one session's rows the (session, ...) indexes bound the scan, across the whole table nothing
+    would. Without that narrowing the filter is left off, and the page says why."""
+
+    narrowing = ("user_id", "session_id", "session__id__exact")
+
+    def queryset(self, request, queryset):
+        if self.used_parameters and not any(request.GET.get(name) for name in self.narrowing):
+            messages.warning(request, f"The {self.title} filter applies once a user id or a session id is chosen: "
+                                      "without one it would read the whole table.")
+            return queryset
+        return super().queryset(request, queryset)
 
 
 class AgentFilter(InputFilter):
@@ -166,9 +232,20 @@ class WorkspaceFilter(InputFilter):
 
 
 class RoleFilter(InputFilter):
+    """Roles as choices (any other role still filters by its URL value). Within a session the
+    (session, role, seq) index serves it; across sessions the page walks (session, seq) in order
+    and stops at the page size, which common roles fill quickly."""
+
     title = "role"
     parameter_name = "role"
     max_length = 32
+    template = "admin/filter.html"
+    roles = ("user", "assistant", "system", "tool")
+
+    def lookups(self, request, model_admin):
+        return [(role, role) for role in self.roles]
+
+    choices = admin.SimpleListFilter.choices  # links, not InputFilter's text box
 
 
 class EndedFilter(admin.SimpleListFilter):
@@ -235,7 +312,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
             return queryset, False
         if not identifier_is_valid(request, search_term, field="search"):
             return queryset.none(), False
-        return queryset.filter(Q.create([(field, search_term) for field in search_fields], connector=Q.OR)), False
+        return self.search(queryset, search_term, search_fields), False
+
+    def search(self, queryset, term: str, search_fields):
+        return queryset.filter(Q.create([(field, term) for field in search_fields], connector=Q.OR))
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -251,8 +331,68 @@ def history_url(model, session: Session) -> str:
     return reverse(f"admin:sessions_app_{model._meta.model_name}_changelist") + f"?session__id__exact={session.pk}"
 
 
+# Changelists listing one user's rows, filtered by ``tenant__id__exact`` and ``user_id``, as
+# (label, URL name): the session page links a user id to each. userdata_app's admin adds its user
+# data (this app does not know it).
+USER_CHANGELISTS: list[tuple[str, str]] = [("sessions", "admin:sessions_app_session_changelist")]
+
+
+def user_url(url_name: str, *, tenant_pk: int, user_id: str) -> str:
+    return reverse(url_name) + "?" + urlencode({"tenant__id__exact": tenant_pk, "user_id": user_id})
+
+
+def user_links(*, tenant_pk: int, user_id: str):
+    """Links to everything the admin lists about one user (``USER_CHANGELISTS``)."""
+    return format_html_join(" · ", '<a href="{}">{}</a>', (
+        (user_url(url_name, tenant_pk=tenant_pk, user_id=user_id), label) for label, url_name in USER_CHANGELISTS
+    ))
+
+
+def session_label_text(session: Session) -> str:
+    """``tenant / user / session`` as staff tell sessions apart (a page title). Not ``__str__``:
+    the admin log keeps that, and a user id is personal data."""
+    app = f" (app {identifier_visible(session.app_name)})" if session.app_name else ""
+    return f"{session.tenant.slug} / {identifier_visible(session.user_id)} / {identifier_visible(session.session_id)}{app}"
+
+
+def session_label(session: Session):
+    """``session_label_text`` linked: the tenant to its sessions, the user id to that user's
+    sessions, the session id to the session's page. Needs ``session.tenant`` loaded (select it)."""
+    sessions = "admin:sessions_app_session_changelist"
+    return format_html(
+        '<span class="session-label"><a href="{}">{}</a> / <a href="{}">{}</a> / <a href="{}">{}</a>{}</span>',
+        reverse(sessions) + "?" + urlencode({"tenant__id__exact": session.tenant_id}), session.tenant.slug,
+        user_url(sessions, tenant_pk=session.tenant_id, user_id=session.user_id), identifier_html(session.user_id, length=False),
+        reverse("admin:sessions_app_session_change", args=[session.pk]), identifier_html(session.session_id, length=False),
+        format_html(" (app {})", identifier_html(session.app_name, length=False)) if session.app_name else "",
+    )
+
+
+class SessionLabelTitle:
+    """Change pages whose title names the session as ``tenant / user / session`` (linked, through
+    templates/admin/sessions_app/change_form.html) instead of ``__str__``'s database number."""
+
+    def object_title(self, obj) -> str:
+        return str(obj)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related(
+            "tenant" if self.model is Session else "session__tenant"  # the label's, in the page's one query
+        )
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            session = obj if isinstance(obj, Session) else obj.session
+            title = self.object_title(obj)
+            context.update(
+                subtitle=f"{title} · {session_label_text(session)}" if title else session_label_text(session),
+                subtitle_html=format_html("{} · {}", title, session_label(session)) if title else session_label(session),
+            )
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+
 @admin.register(Session)
-class SessionAdmin(ReadOnlyAdmin):
+class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
     list_display = (
         "session_id", "user_id_shown", "tenant", "agent_id", "workspace_id", "message_count", "created_at", "updated_at", "ended_at",
     )
@@ -265,7 +405,7 @@ class SessionAdmin(ReadOnlyAdmin):
                         "To find one user's session, search the session id and filter by user id.")
     ordering = ("-id",)
     fieldsets = (
-        (None, {"fields": ("tenant", "user_id_shown", "session_id", "agent_id", "workspace_id", "message_count",
+        (None, {"fields": ("tenant", "user_id_linked", "session_id", "agent_id", "workspace_id", "message_count",
                            "last_seq", "history_generation", "created_at", "updated_at", "ended_at", "version",
                            "metadata_json")}),
         ("Forks", {"fields": ("forked_from", "forks")}),
@@ -275,7 +415,7 @@ class SessionAdmin(ReadOnlyAdmin):
         ("Agent transitions", {"fields": ("transitions",)}),
         ("Working state", {"fields": ("working_state",)}),
     )
-    readonly_fields = ("user_id_shown", "message_count", "last_seq", "history_generation", "forked_from", "forks",
+    readonly_fields = ("user_id_linked", "message_count", "last_seq", "history_generation", "forked_from", "forks",
                        "metadata_json", "latest_messages", "latest_rounds", "checkpoints", "transitions", "working_state",
                        "app_name", "framework", "adk_events")
 
@@ -284,12 +424,20 @@ class SessionAdmin(ReadOnlyAdmin):
         if obj is None or obj.framework != "adk":
             return self.fieldsets
         return (
-            (None, {"fields": ("tenant", "app_name", "framework", "user_id_shown", "session_id", "created_at",
+            (None, {"fields": ("tenant", "app_name", "framework", "user_id_linked", "session_id", "created_at",
                                "updated_at", "version")}),
             ("ADK events and state", {"fields": ("adk_events",)}),
         )
 
     user_id_shown = identifier_display("user_id", description="user id")
+
+    def object_title(self, obj: Session) -> str:
+        return ""  # the session itself: its label is the title
+
+    @admin.display(description="user id")
+    def user_id_linked(self, obj: Session):
+        """The user id, spelled out, with links to everything else the admin holds about that user."""
+        return format_html("{} — {}", identifier_html(obj.user_id), user_links(tenant_pk=obj.tenant_id, user_id=obj.user_id))
 
     @admin.display(description="messages", ordering="message_count")
     def message_count(self, obj: Session) -> int:
@@ -358,23 +506,32 @@ class SessionAdmin(ReadOnlyAdmin):
         })
 
 
-class SessionChildAdmin(ReadOnlyAdmin):
-    """Children of a session, reached from the session page (``?session__id__exact=<pk>``)."""
+class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
+    """Children of a session, reached from the session page (``?session__id__exact=<pk>``); each
+    row names its session as ``tenant / user / session``, joined in the page's one query."""
 
     list_display_links = None
-    search_fields = ()
+    # Exact user id or session id, matched on the session (``search``): the session table's
+    # user_id and session_id indexes serve it.
+    search_fields = ("session__user_id__exact", "session__session_id__exact")
+    search_help_text = ("Exact user id or session id of the session: case, spaces and invisible characters count. "
+                        "Narrow with the filters (tenant, user id, session id).")
+    list_filter = (SessionTenantFilter, SessionUserIdFilter, SessionIdFilter)
 
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj):
-        url = reverse("admin:sessions_app_session_change", args=[obj.session_id])
-        return format_html('<a href="{}">Session #{}</a>', url, obj.session_id)
+        return session_label(obj.session)
+
+    def search(self, queryset, term: str, search_fields):
+        """Through the session, like the filters: the session table's indexes find it."""
+        return queryset.filter(session__in=Session.objects.filter(Q(user_id=term) | Q(session_id=term)).values("pk"))
 
 
 @admin.register(Message)
 class MessageAdmin(SessionChildAdmin):
     list_display = ("seq", "session_link", "role", "name", "type", "content_preview", "created_at")
     list_display_links = ("seq",)
-    list_filter = (RoleFilter,)
+    list_filter = (*SessionChildAdmin.list_filter, RoleFilter, ("created_at", NarrowedDateFilter))
     ordering = ("session_id", "seq")  # the (session, seq) unique index
     list_per_page = 100
     fields = ("session_link", "seq", "client_id", "role", "name", "type", "status", "content_json", "metadata_json",
@@ -385,6 +542,9 @@ class MessageAdmin(SessionChildAdmin):
     def content_preview(self, obj: Message) -> str:
         text = " ".join(content_text(obj.content).split())
         return text if len(text) <= 120 else text[:119] + "…"
+
+    def object_title(self, obj: Message) -> str:
+        return f"Message {obj.seq}"
 
     content_json = json_display("content")
 
@@ -397,9 +557,13 @@ class MessageAdmin(SessionChildAdmin):
 class RoundAdmin(SessionChildAdmin):
     list_display = ("round_id", "session_link", "version", "created_at", "updated_at")
     list_display_links = ("round_id",)
+    list_filter = (*SessionChildAdmin.list_filter, ("updated_at", NarrowedDateFilter))
     ordering = ("session_id", "round_id")
     fields = ("session_link", "round_id", "version", "created_at", "updated_at", "state_json")
     readonly_fields = ("session_link", "state_json")
+
+    def object_title(self, obj: Round) -> str:
+        return f"Round {obj.round_id}"
 
     state_json = json_display("state")
 
@@ -408,6 +572,7 @@ class RoundAdmin(SessionChildAdmin):
 class CheckpointAdmin(SessionChildAdmin):
     list_display = ("id", "session_link", "label", "created_at")
     list_display_links = ("id",)
+    list_filter = (*SessionChildAdmin.list_filter, ("created_at", NarrowedDateFilter))
     ordering = ("session_id", "id")
     fields = ("session_link", "label", "created_at", "state_json")
     readonly_fields = ("session_link", "state_json")
@@ -419,6 +584,7 @@ class CheckpointAdmin(SessionChildAdmin):
 class AgentTransitionAdmin(SessionChildAdmin):
     list_display = ("id", "session_link", "from_agent", "to_agent", "reason", "created_at")
     list_display_links = ("id",)
+    list_filter = (*SessionChildAdmin.list_filter, ("created_at", NarrowedDateFilter))
     ordering = ("session_id", "id")
     fields = ("session_link", "from_agent", "to_agent", "reason", "metadata_json", "created_at")
     readonly_fields = ("session_link", "metadata_json")

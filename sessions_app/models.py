@@ -75,6 +75,17 @@ class Session(models.Model):
             models.Index(
                 fields=["tenant", "app_name", "last_update_time", "user_id", "session_id"], name="session_app_updated"
             ),
+            # Serve: the admin's created-date, agent and workspace filters across tenants, for the
+            # same reason, and child rows (messages, rounds, ...) filtered by tenant, user or session
+            # id through their session (sessions_app.admin.sessions_where) rather than by indexes on
+            # the children, which every append would pay for. Written once, at create, and left
+            # alone by the per-append update. ``updated_at`` (the admin's "active" filter) has no
+            # index on purpose: every append changes it, and an index on it would turn that HOT
+            # update into one that rewrites every index of the row; that filter reads the sessions
+            # table, one row per session, never the messages.
+            models.Index(fields=["created_at"], name="session_created"),
+            models.Index(fields=["agent_id"], name="session_agent_id"),
+            models.Index(fields=["workspace_id"], name="session_workspace_id"),
         ]
 
     def __str__(self) -> str:

@@ -25,7 +25,14 @@ from django.utils.html import format_html, format_html_join
 
 from agentstate.exceptions import DomainError, InvalidInput
 from agentstate.validation import clean_identifier
-from sessions_app.admin import ReadOnlyAdmin, UserIdFilter, identifier_display, identifier_html, json_display
+from sessions_app.admin import (
+    USER_CHANGELISTS,
+    ReadOnlyAdmin,
+    UserIdFilter,
+    identifier_display,
+    identifier_html,
+    json_display,
+)
 from userdata_app import erasure
 from userdata_app.models import AdkUserState, ErasedSubject, ErasureRequest, ErasureSubject, UserDatum
 from userdata_app.selectors import subject_export
@@ -65,6 +72,7 @@ class AdkUserStateAdmin(ReadOnlyAdmin):
     @admin.display(description="state")
     def state_json(self, obj: AdkUserState):
         return format_html('<pre class="json">{}</pre>', json.dumps(json.loads(obj.state), indent=2, ensure_ascii=False))
+USER_CHANGELISTS.append(("user data", "admin:userdata_app_userdatum_changelist"))  # linked from a session's user id
 
 
 @admin.register(ErasedSubject)
@@ -172,7 +180,12 @@ class OpenFilter(admin.SimpleListFilter):
 
 def count_rows(counts: dict[str, int]):
     """Table rows "category | rows" for a preview or a receipt."""
-    return format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", ((c.replace("_", " "), n) for c, n in counts.items()))
+    return format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", ((erasure.CATEGORY_LABELS.get(c, c), n) for c, n in counts.items()))
+
+
+def status_label(status: str) -> str:
+    """A status as the badges and the history show it ("On hold", not "on_hold")."""
+    return Status(status).label if status else "—"
 
 
 def status_badge(obj: ErasureRequest):
@@ -198,6 +211,9 @@ class RejectForm(forms.Form):
         label="Person told on", widget=forms.DateInput(attrs={"type": "date"}), help_text="The date the person was told."
     )
 
+
+# The Compliance group's permissions as staff read them (ErasureRequest.Meta.permissions).
+PERMISSION_LABELS = {codename: f"“{name}”" for codename, name in ErasureRequest._meta.permissions}
 
 # step -> (button label, form, service call); which status allows which step is erasure.STEPS.
 LIFECYCLE_STEPS = {
@@ -263,10 +279,13 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             ((s["tenant"], s["key_id"], s["hmac_sha256"]) for s in receipt.subjects),
         )
         return format_html(
+            '<p class="receipt-tools"><a class="button" href="{}" download>Download receipt (JSON)</a> '
+            '<button type="button" class="button" onclick="window.print()">Print receipt</button></p>'
             '<p>Executed {} by <strong>{}</strong>, scope <strong>{}</strong>.</p>'
             '<div class="erasure-receipt"><table class="erasure-counts"><thead><tr><th>erased</th><th>rows</th></tr></thead><tbody>{}</tbody></table>'
             '<table class="erasure-hashes"><caption>Subject hashes (HMAC-SHA256 of ["tenant","user id"]; no user id is kept)</caption>'
             "<thead><tr><th>tenant</th><th>key id</th><th>hmac_sha256</th></tr></thead><tbody>{}</tbody></table></div>",
+            reverse("admin:userdata_app_erasurerequest_receipt", args=[obj.pk]),
             receipt.executed_at.strftime("%Y-%m-%d %H:%M:%S UTC"), receipt.executed_by_name, receipt.get_scope_display(),
             count_rows(receipt.counts), hashes,
         )
@@ -275,7 +294,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     def events_display(self, obj: ErasureRequest):
         rows = format_html_join(
             "", "<tr><td class='nowrap'>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((e.at.strftime("%Y-%m-%d %H:%M:%S"), e.actor_name, f"{e.from_status or '—'} → {e.to_status}", e.note)
+            ((e.at.strftime("%Y-%m-%d %H:%M:%S"), e.actor_name, f"{status_label(e.from_status)} → {status_label(e.to_status)}", e.note)
              for e in obj.events.order_by("at", "id")),
         )
         return format_html('<table class="agentstate-table"><thead><tr><th>when</th><th>who</th><th>step</th><th>note</th></tr></thead><tbody>{}</tbody></table>', rows)
@@ -317,6 +336,10 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False  # requests and receipts are the audit trail
 
+    def has_review_erasure_permission(self, request) -> bool:
+        """Verify, extend, hold, release and reject: the Compliance group's decisions."""
+        return request.user.has_perm("userdata_app.review_erasure")
+
     def has_execute_erasure_permission(self, request) -> bool:
         return request.user.has_perm("userdata_app.execute_erasure")
 
@@ -347,6 +370,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             path("<path:object_id>/lifecycle/<slug:step>/", self.admin_site.admin_view(self.lifecycle_view), name="userdata_app_erasurerequest_lifecycle"),
             path("<path:object_id>/execute/", self.admin_site.admin_view(self.execute_view), name="userdata_app_erasurerequest_execute"),
             path("<path:object_id>/export/", self.admin_site.admin_view(self.export_view), name="userdata_app_erasurerequest_export"),
+            path("<path:object_id>/receipt/", self.admin_site.admin_view(self.receipt_view), name="userdata_app_erasurerequest_receipt"),
             *super().get_urls(),
         ]
 
@@ -357,10 +381,27 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         obj = self.get_object(request, object_id)
         extra_context = extra_context or {}
         if obj is not None:
+            steps = self.lifecycle_steps(obj) if self.has_change_permission(request, obj) else []
+            executable = erasure.step_allowed(obj, "execute")
+            exportable = obj.status != Status.EXECUTED
+            may_review = self.has_review_erasure_permission(request)
+            may_execute = self.has_execute_erasure_permission(request)
+            may_export = self.has_export_subject_data_permission(request)
             extra_context.update(
-                lifecycle_steps=self.lifecycle_steps(obj) if self.has_change_permission(request, obj) else [],
-                can_execute=erasure.step_allowed(obj, "execute") and self.has_execute_erasure_permission(request),
-                can_export=obj.status != Status.EXECUTED and self.has_export_subject_data_permission(request),
+                lifecycle_steps=steps if may_review else [],
+                can_execute=executable and may_execute,
+                can_export=exportable and may_export,
+                # Why a button staff might expect is missing: the step the status allows, and
+                # the permission their account lacks.
+                missing_permissions=[
+                    (what, PERMISSION_LABELS[codename])
+                    for what, codename, shown in (
+                        (", ".join(label.lower() for _, label in steps), "review_erasure", bool(steps) and not may_review),
+                        ("execute erasure", "execute_erasure", executable and not may_execute),
+                        ("export subject data", "export_subject_data", exportable and not may_export),
+                    )
+                    if shown
+                ],
             )
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -373,6 +414,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
 
     def lifecycle_view(self, request, object_id, step):
         obj = self.request_or_404(request, object_id)
+        if not self.has_review_erasure_permission(request):
+            raise PermissionDenied(f"{PERMISSION_LABELS['review_erasure']} is the Compliance group's permission.")
         if step not in LIFECYCLE_STEPS or not self.has_change_permission(request, obj):
             raise PermissionDenied
         label, form_class, apply = LIFECYCLE_STEPS[step]
@@ -418,8 +461,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
                 else:
                     self.log_change(request, obj, "Executed erasure; receipt kept")
             for receipt in receipts:
-                counts = ", ".join(f"{n} {c.replace('_', ' ')}" for c, n in receipt.counts.items())
-                self.message_user(request, f"{receipt.request}: erased ({counts}). The receipt is below.", messages.SUCCESS)
+                self.message_user(request, f"{receipt.request}: erased ({erasure.counts_text(receipt.counts)}). The receipt is below.",
+                                  messages.SUCCESS)
             if len(executable) == 1:
                 return HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[executable[0].pk]))
             return None
@@ -440,6 +483,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             "subtitle": None,
             "opts": self.opts,
             "previews": previews,
+            "single": executable[0] if len(executable) == 1 else None,  # the breadcrumb leads back to it
             "skipped": skipped,
             "queryset": executable,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
@@ -455,6 +499,15 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         response = self.execute_erasure(request, ErasureRequest.objects.filter(pk=obj.pk))
         return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
 
+    def receipt_view(self, request, object_id):
+        """The receipt as a JSON file to keep (what the receipt section shows; no subject id)."""
+        obj = self.request_or_404(request, object_id)
+        if not self.has_view_permission(request, obj):
+            raise PermissionDenied
+        if obj.status != Status.EXECUTED:
+            raise Http404("This request has no receipt: it was not executed.")
+        return json_attachment(erasure.receipt_document(receipt=obj.receipt), filename=f"erasure-receipt-request-{obj.pk}.json")
+
     # --- Subject access export ----------------------------------------------------------------
 
     @admin.action(permissions=["export_subject_data"], description="Export everything held about the subjects (JSON)")
@@ -465,7 +518,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             self.message_user(request, "No subject ids left to export (executed requests keep only hashes).", messages.WARNING)
             return None
         ids = "-".join(str(pk) for pk in sorted(queryset.values_list("pk", flat=True)))
-        return subject_export_response(subject_export(subjects=pairs), filename=f"subject-export-request-{ids}.json")
+        return json_attachment(subject_export(subjects=pairs), filename=f"subject-export-request-{ids}.json")
 
     def export_view(self, request, object_id):
         if not self.has_export_subject_data_permission(request):
@@ -475,7 +528,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
 
 
-def subject_export_response(document: dict, *, filename: str) -> HttpResponse:
+def json_attachment(document: dict, *, filename: str) -> HttpResponse:
+    """A JSON document staff download and keep (a subject export, a receipt)."""
     response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

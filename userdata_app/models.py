@@ -85,6 +85,9 @@ class ErasureRequest(models.Model):
 
     class Meta:
         permissions = [
+            # The Compliance group's decisions on a request (docs/COMPLIANCE.md): "change" alone
+            # lets staff edit a received request's details, not decide on it.
+            ("review_erasure", "Can verify, extend, hold, release and reject erasure requests"),
             ("execute_erasure", "Can execute erasure requests"),
             ("export_subject_data", "Can export everything held about a subject"),
         ]

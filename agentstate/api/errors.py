@@ -3,7 +3,8 @@
 
 DRF's handler still runs first so its headers stay (``WWW-Authenticate`` on 401, ``Retry-After``
 on 429); domain errors carry their own status and code (agentstate.exceptions). The Django-level
-handlers (``handler404`` ...) answer the same shape for requests no DRF view saw.
+handlers (``handler404`` ...) answer the same shape for API requests no DRF view saw
+(agentstate.site.errors calls them for paths under /api/).
 """
 from __future__ import annotations
 

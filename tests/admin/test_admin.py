@@ -218,7 +218,7 @@ def test_lifecycle_forms_record_reasons_and_refuse_bad_input(client, officer, te
     request.refresh_from_db()
     assert request.status == Status.REJECTED and str(request.subject_informed_on) == "2026-03-01"
     page = client.get(reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])).content.decode()
-    assert "not the account holder" in page and "received → on_hold" in page
+    assert "not the account holder" in page and "Received → On hold" in page
 
 
 def test_staff_without_the_permission_can_browse_but_not_execute_or_export(client, browser_staff, tenant):
@@ -230,7 +230,8 @@ def test_staff_without_the_permission_can_browse_but_not_execute_or_export(clien
     assert changelist.status_code == 200
     assert changelist.context["action_form"] is None  # neither the execute nor the export action is offered
     page = client.get(reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])).content.decode()
-    assert "Execute erasure" not in page
+    assert reverse("admin:userdata_app_erasurerequest_execute", args=[request.pk]) not in page  # no button
+    assert "<strong>Execute erasure</strong>: needs the permission" in page  # and the reason why
 
     client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"})
     assert client.get(reverse("admin:userdata_app_erasurerequest_execute", args=[request.pk])).status_code == 403

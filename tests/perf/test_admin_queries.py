@@ -15,17 +15,29 @@ pytestmark = pytest.mark.django_db
 SESSIONS = reverse("admin:sessions_app_session_changelist")
 MESSAGES = reverse("admin:sessions_app_message_changelist")
 USER_DATA = reverse("admin:userdata_app_userdatum_changelist")
+ROUNDS = reverse("admin:sessions_app_round_changelist")
+CHECKPOINTS = reverse("admin:sessions_app_checkpoint_changelist")
+TRANSITIONS = reverse("admin:sessions_app_agenttransition_changelist")
 
 
 def _pages(session: Session) -> dict[str, str]:
+    tenant, user = session.tenant_id, session.user_id
     return {
         "sessions": SESSIONS,
         "sessions: live": f"{SESSIONS}?ended=no",
-        "sessions: search": f"{SESSIONS}?q={session.user_id}",
+        "sessions: search": f"{SESSIONS}?q={user}",
+        "sessions: created, agent": f"{SESSIONS}?created_at__gte=2000-01-01T00:00%2B00:00&agent_id=agent",
         "messages": MESSAGES,
         "messages: role": f"{MESSAGES}?role=user",
         "messages of one session": f"{MESSAGES}?session__id__exact={session.pk}",
-        "user data: search": f"{USER_DATA}?q={session.user_id}",
+        "messages: tenant": f"{MESSAGES}?tenant__id__exact={tenant}",
+        "messages: user id, date": f"{MESSAGES}?user_id={user}&created_at__gte=2000-01-01T00:00%2B00:00",
+        "messages: session id, role": f"{MESSAGES}?session_id={session.session_id}&role=user",
+        "messages: search": f"{MESSAGES}?q={user}",
+        "rounds: user id": f"{ROUNDS}?user_id={user}",
+        "checkpoints: search": f"{CHECKPOINTS}?q={session.session_id}",
+        "transitions: tenant": f"{TRANSITIONS}?tenant__id__exact={tenant}",
+        "user data: search": f"{USER_DATA}?q={user}",
         "dashboard": reverse("admin:index"),
     }
 
@@ -90,3 +102,28 @@ def test_exact_searches_use_an_index_without_the_tenant(admin_client, tenant, po
     for sql in searches:
         plan = _plan(sql)
         assert f"Seq Scan on {table}" not in plan and all(name in plan for name in indexes), plan
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"user_id": "u17"}, {"session_id": "u17-s3"}, {"q": "u17"}, {"q": "u17-s3", "role": "user"},
+     {"user_id": "u17", "created_at__gte": "2000-01-01 00:00+00:00"}],
+    ids=["user id", "session id", "search a user", "search a session, role", "user id and date"],
+)
+def test_message_filters_find_rows_through_the_session_indexes(admin_client, tenant, postgres_only, params):
+    """A message is found by user or session id through its session: the sessions' indexes, then
+    the messages' (session, ...) index, never a scan of the message table."""
+    for user in range(100):
+        data.sessions_create(tenant=tenant, user_id=f"u{user}", count=10, prefix=f"u{user}-s")
+    data.messages_for_every_session(tenant=tenant, per_session=20)
+    data.analyze()
+
+    with CaptureQueriesContext(connection) as captured:
+        response = admin_client.get(MESSAGES, params)
+    assert response.status_code == 200 and response.context["cl"].result_count >= 1
+    term = next(iter(params.values()))
+    searches = [q["sql"] for q in captured.captured_queries if f"'{term}'" in q["sql"] and "sessions_app_message" in q["sql"]]
+    assert len(searches) == 2  # the capped count and the page
+    for sql in searches:
+        plan = _plan(sql)
+        assert "Seq Scan on sessions_app_message" not in plan and "Seq Scan on sessions_app_session" not in plan, plan

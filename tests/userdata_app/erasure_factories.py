@@ -35,10 +35,11 @@ def compliance_group():
 
     from django.contrib.auth.models import Group, Permission
 
-    migration = importlib.import_module("userdata_app.migrations.0003_compliance_group")
-    group, _ = Group.objects.get_or_create(name=migration.COMPLIANCE_GROUP)
-    for app_label, codenames in migration.PERMISSIONS.items():
-        group.permissions.add(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
+    for name in ("0003_compliance_group", "0007_erasure_review_permission"):
+        migration = importlib.import_module(f"userdata_app.migrations.{name}")
+        group, _ = Group.objects.get_or_create(name=migration.COMPLIANCE_GROUP)
+        for app_label, codenames in migration.PERMISSIONS.items():
+            group.permissions.add(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
     return group
 
 

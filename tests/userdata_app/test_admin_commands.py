@@ -33,7 +33,7 @@ def messages(tenant, user_id):
 
 @pytest.mark.parametrize("user_id, bystander", [("alice" + NBSP, "alice"), (" bob", "bob"), ("x\u2003", "x")])
 def test_erase_user_erases_exactly_the_id_typed(lookalikes, user_id, bystander):
-    receipt = json.loads(run("erase_user", "--subject", f"acme:{user_id}", "--scope", "everything"))
+    receipt = json.loads(run("erase_user", "--subject", f"acme:{user_id}", "--scope", "everything", "--yes"))
     assert receipt["counts"]["messages"] == 2 and receipt["counts"]["user_data"] == 2
     [entry] = receipt["subjects"]
     assert entry["hmac_sha256"] == subject_hash(tenant_slug="acme", user_id=user_id)[1]
@@ -44,7 +44,7 @@ def test_erase_user_erases_exactly_the_id_typed(lookalikes, user_id, bystander):
 
 def test_a_user_id_may_hold_a_colon(lookalikes):
     """Only the first colon separates the tenant slug."""
-    run("erase_user", "--subject", "acme:a:b", "--scope", "everything")
+    run("erase_user", "--subject", "acme:a:b", "--scope", "everything", "--yes")
     assert messages(lookalikes, "a:b") == 0
 
 

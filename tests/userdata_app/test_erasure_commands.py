@@ -36,7 +36,7 @@ def test_erase_user_dry_run_prints_the_preview_and_changes_nothing(alice):
 
 
 def test_erase_user_executes_and_prints_a_receipt_without_the_user_id(alice, other_tenant):
-    out = run("erase_user", "--subject", "acme:alice", "--scope", "everything", "--requested-by", "ticket 9")
+    out = run("erase_user", "--subject", "acme:alice", "--scope", "everything", "--requested-by", "ticket 9", "--yes")
     receipt = json.loads(out)
     assert receipt["counts"]["sessions"] == 1 and "alice" not in out
     assert session_selectors.subject_process_state_counts(tenant=alice, user_id="alice")["sessions"] == 0
@@ -61,7 +61,7 @@ def test_export_user_writes_one_json_document(alice, tmp_path):
 
 
 def test_reapply_after_restoring_an_older_backup_with_a_saved_registry(alice, tmp_path):
-    run("erase_user", "--subject", "acme:alice", "--scope", "everything")
+    run("erase_user", "--subject", "acme:alice", "--scope", "everything", "--yes")
     saved = tmp_path / "registry.json"
     run("reapply_erasures", "--save-registry", str(saved))
     # The restored backup predates the erasure: the data is back and the registry row is not.
@@ -82,3 +82,59 @@ def test_reapply_refuses_a_file_that_is_not_a_registry(db, tmp_path):
     bad.write_text('[{"subject_hash": "x"}]')
     with pytest.raises(CommandError):
         run("reapply_erasures", "--registry-file", str(bad))
+
+
+class Terminal:
+    """A terminal on stdin with the operator's answer typed in."""
+
+    def __init__(self, answer: str):
+        self.answer = answer
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self) -> str:
+        return self.answer + "\n"
+
+
+def messages_of(tenant, user_id="alice") -> int:
+    return session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id)["messages"]
+
+
+def test_erase_user_shows_what_will_go_and_erases_only_on_yes(alice, monkeypatch):
+    monkeypatch.setattr("sys.stdin", Terminal("no"))
+    with pytest.raises(CommandError, match="Not confirmed: nothing erased"):
+        run("erase_user", "--subject", "acme:alice\u00a0", "--subject", "acme:alice", "--scope", "everything")
+    assert messages_of(alice) == 2 and not ErasureRequest.objects.exists()
+
+    from io import StringIO
+
+    monkeypatch.setattr("sys.stdin", Terminal("yes"))
+    out = StringIO()
+    call_command("erase_user", "--subject", "acme:alice", "--scope", "everything", stdout=out, stderr=StringIO())
+    shown = out.getvalue()
+    prompt, receipt = shown[:shown.index("{")], json.loads(shown[shown.index("{"):])
+    assert "tenant acme, user id alice (5 characters)" in prompt
+    assert "user data: 2" in prompt and "messages: 2" in prompt and "working state: 1" in prompt
+    assert 'Type "yes" to erase' in prompt
+    assert receipt["counts"]["messages"] == 2 and messages_of(alice) == 0
+
+
+def test_erase_user_spells_out_an_id_before_asking(alice, monkeypatch):
+    subject_data_create(tenant=alice, user_id="alice\u00a0", sessions=1, messages=1)
+    monkeypatch.setattr("sys.stdin", Terminal(""))
+    from io import StringIO
+
+    out = StringIO()
+    with pytest.raises(CommandError):
+        call_command("erase_user", "--subject", "acme:alice\u00a0", stdout=out, stderr=StringIO())
+    assert "user id alice⟦U+00A0⟧ (6 characters)" in out.getvalue()
+    assert messages_of(alice, "alice\u00a0") == 1
+
+
+def test_erase_user_without_a_terminal_refuses_unless_told_yes(alice):
+    with pytest.raises(CommandError, match="--yes"):  # pytest's stdin is no terminal
+        run("erase_user", "--subject", "acme:alice", "--scope", "everything")
+    assert messages_of(alice) == 2 and not ErasureRequest.objects.exists()
+    json.loads(run("erase_user", "--subject", "acme:alice", "--scope", "everything", "--no-input"))
+    assert messages_of(alice) == 0

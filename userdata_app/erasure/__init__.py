@@ -2,8 +2,10 @@
 its ``execution`` (preview, one transaction, receipt), the ``storage`` clean-up after it commits, the
 erased-subject ``registry`` and ``reapply`` after a restore. Callers use this package (``from userdata_app import erasure``)."""
 from userdata_app.erasure.execution import (
+    CATEGORY_LABELS,
     ERASED_REPR,
     ErasureFailed,
+    counts_text,
     erasure_execute,
     erasure_preview,
     receipt_document,
@@ -26,12 +28,14 @@ from userdata_app.erasure.reapply import erased_subjects_export, erased_subjects
 from userdata_app.erasure.storage import WAL_PENDING, erasure_storage_retry
 
 __all__ = [
+    "CATEGORY_LABELS",
     "ERASED_REPR",
     "OPEN_STATUSES",
     "STEPS",
     "WAL_PENDING",
     "ErasureFailed",
     "add_months",
+    "counts_text",
     "erased_subjects_export",
     "erased_subjects_import",
     "erasure_execute",

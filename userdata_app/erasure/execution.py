@@ -40,6 +40,14 @@ Scope = ErasureRequest.Scope
 USER_DATA_CATEGORIES = ("user_data", "adk_user_state")
 CATEGORIES = USER_DATA_CATEGORIES + session_selectors.PROCESS_STATE_CATEGORIES
 ERASED_REPR = "[erased]"
+# The one name of each category wherever people read it: the preview, the receipt, the history,
+# messages and the commands (the receipt's JSON keeps the keys on the left).
+CATEGORY_LABELS = {category: category.replace("_", " ") for category in CATEGORIES}
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """``{"user_data": 2, "messages": 6}`` as people read it: "2 user data, 6 messages"."""
+    return ", ".join(f"{n} {CATEGORY_LABELS.get(category, category)}" for category, n in counts.items())
 
 
 class ErasureFailed(Conflict):
@@ -122,7 +130,7 @@ def erase_subject(
 
 class _Residue(Exception):
     def __init__(self, residue: dict[str, int]):
-        super().__init__(", ".join(f"{n} {category}" for category, n in residue.items() if n))
+        super().__init__(counts_text({category: n for category, n in residue.items() if n}))
         self.residue = residue
 
 
@@ -185,7 +193,7 @@ def _record_execution(request: ErasureRequest, *, subjects: list[ErasureSubject]
     )
     transition(
         request, step="execute", actor=actor,
-        note=", ".join(f"{n} {category}" for category, n in counts.items()), failure="",
+        note=counts_text(counts), failure="",
     )
     return receipt
 

@@ -1,13 +1,19 @@
 """Erase a person's data from a shell, through the same workflow as the admin: a request is
 recorded, verified and executed, and its receipt printed. ``--dry-run`` prints the preview only.
 If a reader keeps SQLite's write-ahead log from being truncated, the truncation is retried for
-``--storage-timeout`` seconds and the receipt says whether it is still pending."""
+``--storage-timeout`` seconds and the receipt says whether it is still pending.
+
+Like the admin's confirmation page, it first shows what will be erased and asks on the terminal;
+``--yes`` (``--no-input``) skips the question for scripts, and without a terminal to ask on it
+refuses rather than erase unasked."""
 import json
+import sys
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from agentstate.exceptions import DomainError
+from agentstate.validation import identifier_visible
 from userdata_app import erasure
 from userdata_app.models import ErasureRequest
 
@@ -27,8 +33,11 @@ class Command(BaseCommand):
         parser.add_argument("--reason", default="", help="Notes (no personal data).")
         parser.add_argument("--storage-timeout", type=float, default=10.0,
                             help="Seconds to keep retrying SQLite's WAL truncation if a reader holds it (default 10).")
+        parser.add_argument("--yes", "--no-input", dest="yes", action="store_true",
+                            help="Erase without asking (scripts). Without it the command shows what will be erased and "
+                                 "asks on the terminal, and refuses when there is no terminal to ask on.")
 
-    def handle(self, *args, subject, scope, dry_run, operator, requested_by, reason, storage_timeout, **options):
+    def handle(self, *args, subject, scope, dry_run, operator, requested_by, reason, storage_timeout, yes, **options):
         subjects = parse_subjects(subject)
         if dry_run:
             counts = erasure.subjects_preview(subjects=subjects, scope=scope)
@@ -39,6 +48,8 @@ class Command(BaseCommand):
             actor = get_user_model().objects.filter(username=operator).first()
             if actor is None:
                 raise CommandError(f"--operator {operator!r}: no such user.")
+        if not yes:
+            self.confirm(subjects=subjects, scope=scope)
         try:
             request = erasure.erasure_request_create(
                 subjects=subjects, scope=scope, requested_by=requested_by, reason=reason, actor=actor
@@ -53,3 +64,21 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(erasure.receipt_document(receipt=receipt), indent=2))
         if receipt.request.storage_pending:
             self.stderr.write(f"{receipt.request.storage_pending} Run `manage.py erasure_storage_cleanup` once the readers are closed.")
+
+    def confirm(self, *, subjects, scope: str) -> None:
+        """Show the subjects (ids spelled out, as the admin shows them) and the rows per category
+        that will be erased; go on only on "yes" typed at a terminal."""
+        if not sys.stdin.isatty():
+            raise CommandError("Nothing erased: erase_user asks for confirmation on a terminal and there is none. "
+                               "Check with --dry-run, then run it with --yes (or --no-input).")
+        self.stdout.write(f"This erases, for good and in one transaction ({ErasureRequest.Scope(scope).label.lower()}):")
+        for tenant, user_id in subjects:
+            self.stdout.write(f"  tenant {tenant.slug}, user id {identifier_visible(user_id)} ({len(user_id)} characters)")
+        counts = erasure.subjects_preview(subjects=subjects, scope=scope)
+        self.stdout.write("Rows that will be erased:")
+        for category, n in counts.items():
+            self.stdout.write(f"  {erasure.CATEGORY_LABELS[category]}: {n}")
+        self.stdout.write('Type "yes" to erase: ', ending="")
+        self.stdout.flush()
+        if sys.stdin.readline().strip() != "yes":
+            raise CommandError("Not confirmed: nothing erased.")

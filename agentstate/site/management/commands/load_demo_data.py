@@ -1,6 +1,12 @@
 """Fill the database with a realistic demo data set so a new user has something to browse:
 several tenants and users, sessions with hundreds of messages spread over the last 30 days,
-rounds, checkpoints, transitions, working state, user data and two erasure requests."""
+rounds, checkpoints, transitions, working state, user data and two erasure requests.
+
+Everything is written through the services (so it obeys their rules), then each session's times
+are set to a believable timeline: a conversation of replies seconds apart and questions minutes
+apart, with rounds, the checkpoint and the hand-off at their moment in it, ``updated_at`` its last
+activity and ``ended_at`` shortly after, all in the past; some live sessions were active minutes
+ago, so "active sessions today" has something to show. The services would stamp the load time."""
 import random
 from datetime import timedelta
 
@@ -11,7 +17,7 @@ from django.utils import timezone
 from agentstate.tenancy.models import Tenant
 from agentstate.tenancy.services import tenant_get_or_create
 from sessions_app import services
-from sessions_app.models import Message, Session
+from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 from userdata_app import erasure
 from userdata_app import services as userdata_services
 
@@ -82,15 +88,45 @@ class Command(BaseCommand):
                       "usage": {"input_tokens": rng.randint(50, 900), "output_tokens": rng.randint(20, 400)}}
                 for i in range(start, min(count, start + services.MAX_MESSAGES_PER_APPEND))
             ])
-        for r in range(rng.randint(3, 10)):
+        rounds = rng.randint(3, 10)
+        for r in range(rounds):
             services.round_save(tenant=tenant, user_id=user_id, session_id=session_id, state={"round": r + 1, "plan": ["search", "draft", "review"][: r % 3 + 1]})
         services.working_state_patch(session=session, changes={"current_subtask": "review draft", "tool_call_in_flight": None})
         services.checkpoint_create(session=session, label="draft_ready")
         services.transition_record(session=session, from_agent=session.agent_id, to_agent="reviewer", reason="draft ready for review")
-        # Demo only: spread the history over the last 30 days so the dashboard chart has a shape.
-        started = now - timedelta(days=rng.randint(0, 29), hours=rng.randint(0, 12))
-        Message.objects.filter(session=session).update(created_at=started)
-        Session.objects.filter(pk=session.pk).update(created_at=started)
-        if rng.random() < 0.3:
+        ended = rng.random() < 0.3
+        if ended:
             services.session_end(session=session)
+        self._timeline(rng, session, now=now, ended=ended)
         return count
+
+    def _timeline(self, rng: random.Random, session: Session, *, now, ended: bool) -> None:
+        """Give the session's rows the times of a real conversation (see the module docstring)."""
+        messages = list(Message.objects.filter(session=session).order_by("seq").only("pk", "seq", "role"))
+        gaps = [timedelta(seconds=rng.randint(20, 600) if m.role == "user" else rng.randint(2, 40)) for m in messages]
+        length = sum(gaps, timedelta())
+        if not ended and rng.random() < 0.4:  # still going: its last message minutes ago
+            started = now - length - timedelta(minutes=rng.randint(1, 60))
+        else:  # some day in the last 30; a conversation that would end in the future starts earlier
+            started = min(now - timedelta(days=rng.randint(0, 29), hours=rng.randint(0, 12)), now - length - timedelta(minutes=5))
+        at = started
+        for message, gap in zip(messages, gaps):
+            at += gap
+            message.created_at = at
+        Message.objects.bulk_update(messages, ["created_at"], batch_size=500)
+
+        def moment(share: float):
+            """The time of the message ``share`` of the way through the conversation."""
+            return messages[min(len(messages) - 1, int(share * len(messages)))].created_at + timedelta(seconds=rng.randint(1, 20))
+
+        rounds = list(Round.objects.filter(session=session).order_by("round_id"))
+        for n, saved in enumerate(rounds, start=1):
+            saved.created_at = saved.updated_at = moment(n / (len(rounds) + 1))
+        Round.objects.bulk_update(rounds, ["created_at", "updated_at"])
+        Checkpoint.objects.filter(session=session).update(created_at=moment(0.85))
+        AgentTransition.objects.filter(session=session).update(created_at=moment(0.85))
+        last = messages[-1].created_at
+        ended_at = last + timedelta(minutes=rng.randint(1, 15)) if ended else None
+        Session.objects.filter(pk=session.pk).update(
+            created_at=started, updated_at=min(ended_at or last, now), ended_at=min(ended_at, now) if ended_at else None
+        )
