@@ -130,7 +130,7 @@ def test_erase_user_retries_the_wal_and_says_when_it_is_still_held(sqlite_file):
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM sessions_app_session").fetchone()
     out, err = StringIO(), StringIO()
-    call_command("erase_user", "--subject", f"acme:{WAL_SUBJECT}", "--storage-timeout", "0", stdout=out, stderr=err)
+    call_command("erase_user", "--subject", f"acme:{WAL_SUBJECT}", "--storage-timeout", "0", "--yes", stdout=out, stderr=err)
     reader.close()
 
     assert json.loads(out.getvalue())["storage_pending"] == erasure.WAL_PENDING

@@ -42,7 +42,12 @@ CATEGORIES = USER_DATA_CATEGORIES + session_selectors.PROCESS_STATE_CATEGORIES
 ERASED_REPR = "[erased]"
 # The one name of each category wherever people read it: the preview, the receipt, the history,
 # messages and the commands (the receipt's JSON keeps the keys on the left).
-CATEGORY_LABELS = {category: category.replace("_", " ") for category in CATEGORIES}
+# One vocabulary for staff (preview, receipt, history, erase_user): the category names in words.
+CATEGORY_LABELS = {
+    **{category: category.replace("_", " ") for category in CATEGORIES},
+    "adk_user_state": "ADK user state", "adk_events": "ADK events", "message_pops": "kept popped messages",
+    "langgraph_checkpoints": "LangGraph checkpoints", "langgraph_writes": "LangGraph writes",
+}
 
 
 def counts_text(counts: dict[str, int]) -> str:
