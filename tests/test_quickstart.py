@@ -36,3 +36,10 @@ def test_takes_the_login_from_the_environment_and_keeps_it_on_rerun(monkeypatch)
     rerun = _quickstart(monkeypatch, DJANGO_SUPERUSER_USERNAME="ops")
     assert "password unchanged" in rerun
     assert authenticate(username="ops", password="s3cret-Passw0rd") is not None
+
+
+@pytest.mark.django_db
+def test_an_empty_username_variable_means_the_default_admin(monkeypatch):
+    """DJANGO_SUPERUSER_USERNAME= (set, empty) crashed with "The given username must be set"."""
+    output = _quickstart(monkeypatch, DJANGO_SUPERUSER_USERNAME="")
+    assert output.startswith("Admin login: admin / ")

@@ -28,7 +28,7 @@ class Command(BaseCommand):
             call_command("runserver", addrport)
 
     def _ensure_admin(self, *, url: str) -> None:
-        username = os.environ.get("DJANGO_SUPERUSER_USERNAME", "admin")
+        username = os.environ.get("DJANGO_SUPERUSER_USERNAME") or "admin"  # set but empty counts as unset
         password = os.environ.get("DJANGO_SUPERUSER_PASSWORD", "")
         users = get_user_model().objects
         user = users.filter(username=username).first()
