@@ -109,3 +109,29 @@ def test_environment_variables_select_postgresql_redis_and_the_django_settings()
     assert configured["debug"] is False
     assert configured["allowed_hosts"] == ["a.example", "b.example"]
     assert configured["secret_key"] == "k" * 10 + "-from-the-environment"
+
+
+def _project_paths_named_by_settings() -> list[str]:
+    """The dotted paths of our own code that Django and DRF import from settings, in whatever order
+    a command's checks reach them (the wheel's quickstart imported the CSRF view before the URLconf)."""
+    from django.conf import settings
+
+    named = [settings.CSRF_FAILURE_VIEW, settings.ROOT_URLCONF, *settings.MIDDLEWARE]
+    for value in settings.REST_FRAMEWORK.values():
+        named.extend(value if isinstance(value, list) else [value])
+    own = ("agentstate.", "sessions_app.", "userdata_app.")
+    return sorted({path for path in named if isinstance(path, str) and path.startswith(own)})
+
+
+@pytest.mark.parametrize("dotted_path", _project_paths_named_by_settings())
+def test_each_path_the_settings_name_imports_first_in_a_fresh_process(dotted_path):
+    script = (
+        "import django; django.setup()\n"
+        "from django.utils.module_loading import import_string\n"
+        "from importlib import import_module\n"
+        f"path = {dotted_path!r}\n"
+        "try:\n    import_module(path)\nexcept ImportError:\n    import_string(path)\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agentstate.settings"}
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -15,19 +15,14 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import IntegrityError
 from django.http import Http404, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from agentstate.api.parsers import PayloadTooLarge
 from agentstate.exceptions import DomainError
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.models import APIKey
-
-
-class PayloadTooLarge(exceptions.APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "The request body is too large."
-    default_code = "too_large"
 
 
 # DRF exception class -> our code (the first match wins, so subclasses come first).

@@ -5,12 +5,20 @@ from __future__ import annotations
 import io
 
 from django.conf import settings
-from rest_framework import parsers
+from rest_framework import exceptions, parsers, status
 
-from agentstate.api.errors import PayloadTooLarge
 from agentstate.validation import check_json_text_depth
 
 BODY_FIELD = "body"
+
+
+class PayloadTooLarge(exceptions.APIException):
+    """Defined here, not beside the error handler: DRF imports this module while its views module
+    loads, and the handler imports those views (a cycle whenever the handler is imported first)."""
+
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "too_large"
 
 
 class JSONParser(parsers.JSONParser):
