@@ -219,3 +219,14 @@ def test_deleting_a_parent_keeps_the_fork_and_where_it_came_from(tenant):
     services.session_delete(session=session)
     stored = Session.objects.get(pk=fork.pk)
     assert stored.parent_id is None and stored.fork_origin == {"session_id": "s1", "seq": 1, "round": 0}
+
+
+def test_deleting_a_tenant_deletes_its_forks_messages_and_rounds(tenant):
+    """A message's and a round's tenant column carries no database constraint (the session's key
+    proves the tenant); deleting the tenant must still leave none of them behind."""
+    session = _session(tenant)
+    _append(session, "a", "b")
+    _rounds(session, {"step": 1})
+    services.session_fork(session=session, new_session_id="f1")
+    tenant.delete()
+    assert not Message.objects.exists() and not Round.objects.exists() and not Session.objects.exists()
