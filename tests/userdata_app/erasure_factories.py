@@ -35,9 +35,11 @@ def compliance_group():
 
     from django.contrib.auth.models import Group, Permission
 
-    for name in ("0003_compliance_group", "0007_erasure_review_permission"):
+    from userdata_app.migrations._grants import COMPLIANCE_GROUP
+
+    group, _ = Group.objects.get_or_create(name=COMPLIANCE_GROUP)
+    for name in ("0003_compliance_group", "0007_erasure_review_permission", "0008_compliance_views_framework_records"):
         migration = importlib.import_module(f"userdata_app.migrations.{name}")
-        group, _ = Group.objects.get_or_create(name=migration.COMPLIANCE_GROUP)
         for app_label, codenames in migration.PERMISSIONS.items():
             group.permissions.add(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
     return group

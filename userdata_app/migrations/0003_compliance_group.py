@@ -1,7 +1,8 @@
 """The "Compliance" group: staff in it may execute erasures and export a subject's data."""
 from django.db import migrations
 
-COMPLIANCE_GROUP = "Compliance"
+from userdata_app.migrations._grants import COMPLIANCE_GROUP, grant_to_compliance
+
 PERMISSIONS = {
     "userdata_app": [
         "execute_erasure",
@@ -23,20 +24,7 @@ PERMISSIONS = {
 
 
 def create_compliance_group(apps, schema_editor):
-    # Permissions are normally created after all migrations (post_migrate); on a fresh database
-    # they do not exist yet, so create them first.
-    from django.contrib.auth.management import create_permissions
-
-    for app_label in PERMISSIONS:
-        app_config = apps.get_app_config(app_label)
-        app_config.models_module = True
-        create_permissions(app_config, apps=apps, verbosity=0)
-        app_config.models_module = None
-    Group = apps.get_model("auth", "Group")
-    Permission = apps.get_model("auth", "Permission")
-    group, _ = Group.objects.get_or_create(name=COMPLIANCE_GROUP)
-    for app_label, codenames in PERMISSIONS.items():
-        group.permissions.add(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
+    grant_to_compliance(apps, PERMISSIONS)
 
 
 def remove_compliance_group(apps, schema_editor):

@@ -1,0 +1,30 @@
+"""What the Compliance group's data migrations share: permissions are created after all migrations
+(post_migrate), so a migration that grants them on a fresh database creates them first."""
+
+COMPLIANCE_GROUP = "Compliance"
+
+
+def grant_to_compliance(apps, permissions: dict[str, list[str]]) -> None:
+    """Give the Compliance group (created if missing) ``{app_label: [codename, ...]}``."""
+    from django.contrib.auth.management import create_permissions
+
+    for app_label in permissions:
+        app_config = apps.get_app_config(app_label)
+        app_config.models_module = True
+        create_permissions(app_config, apps=apps, verbosity=0)
+        app_config.models_module = None
+    Group = apps.get_model("auth", "Group")
+    Permission = apps.get_model("auth", "Permission")
+    group, _ = Group.objects.get_or_create(name=COMPLIANCE_GROUP)
+    for app_label, codenames in permissions.items():
+        group.permissions.add(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
+
+
+def revoke_from_compliance(apps, permissions: dict[str, list[str]]) -> None:
+    Group = apps.get_model("auth", "Group")
+    Permission = apps.get_model("auth", "Permission")
+    group = Group.objects.filter(name=COMPLIANCE_GROUP).first()
+    if group is None:
+        return
+    for app_label, codenames in permissions.items():
+        group.permissions.remove(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
