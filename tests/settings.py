@@ -2,7 +2,9 @@
 from the same environment, with only what the tests need changed, each change saying why.
 
 Tests that start a process of the service (manage.py, gunicorn) name ``agentstate.settings``
-themselves: they test the settings a deployment gets, not these.
+themselves: they test the settings a deployment gets, not these. Anything such a process must read
+back stays as the service has it: e.g. the password hashers (tests/multinode's app servers check
+passwords this process hashed), so there is no faster test hasher here.
 """
 import os
 from collections.abc import Mapping
@@ -50,7 +52,3 @@ REDIS_TEST_URL = redis_test_url(REDIS_URL, os.environ) if REDIS_URL else ""
 REDIS_URL = REDIS_TEST_URL
 if REDIS_URL:
     CACHES = {**CACHES, "default": {**CACHES["default"], "LOCATION": REDIS_URL}}
-
-# Tests log staff in hundreds of times; the deliberately slow production hasher would dominate
-# their run time and is not what they test (tests/hardening/test_deploy.py checks the real settings).
-PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

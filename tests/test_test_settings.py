@@ -14,8 +14,7 @@ from tests.settings import redis_test_url
 
 
 def test_pytest_runs_with_the_test_settings():
-    assert os.environ["DJANGO_SETTINGS_MODULE"] == "tests.settings"
-    assert settings.PASSWORD_HASHERS == ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    assert os.environ["DJANGO_SETTINGS_MODULE"] == settings.SETTINGS_MODULE == "tests.settings"
 
 
 @pytest.mark.parametrize(
