@@ -1,18 +1,43 @@
-"""Fixtures shared by every test module."""
+"""Fixtures shared by every test module (fixtures live in conftest.py files; plain helpers such as
+factories live in modules without a ``test_`` prefix, and no module imports a test module or a
+conftest)."""
 import pytest
 from django.conf import settings
 from django.db import connection
 
 
+def redis_test_db_flush() -> None:
+    """Empty the Redis database reserved for tests (tests/settings.py), and no other: under any
+    other settings module the run stops before touching Redis."""
+    if not settings.REDIS_URL:
+        return
+    if settings.REDIS_URL != getattr(settings, "REDIS_TEST_URL", None):
+        pytest.exit(
+            "Refusing to flush REDIS_URL's database: run the tests with DJANGO_SETTINGS_MODULE=tests.settings "
+            "(pyproject.toml), which moves them to a Redis database of their own.",
+            returncode=4,
+        )
+    import redis
+
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _fresh_redis():
     """Working state in Redis is keyed by session pk, which restarts with each test database:
-    start every run from an empty Redis database."""
-    if settings.REDIS_URL:
-        import redis
-
-        redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    start every run from an empty (reserved) Redis database."""
+    redis_test_db_flush()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _fresh_key_cache():
+    """Each test starts with an empty verified-key cache (keys of earlier tests are gone)."""
+    from agentstate.tenancy import selectors as tenancy_selectors
+
+    tenancy_selectors.api_key_cache_clear()
+    yield
+    tenancy_selectors.api_key_cache_clear()
 
 
 @pytest.fixture
@@ -34,3 +59,58 @@ def postgres_only():
     """Skip, with a visible reason, tests that need PostgreSQL's row locks and real concurrency."""
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL (set DATABASE_URL); SQLite serialises writers")
+
+
+# --- API callers: keys of two tenants and clients that send them -------------------------------
+
+
+@pytest.fixture
+def agent_key(tenant):
+    from agentstate.tenancy.services import api_key_create
+
+    return api_key_create(tenant=tenant, name="agent")[1]
+
+
+@pytest.fixture
+def api(agent_key):
+    """A client of tenant "acme" with an agent key (Authorization: Api-Key ...)."""
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {agent_key}")
+    return client
+
+
+@pytest.fixture
+def other_api(other_tenant):
+    """A client of tenant "globex": must never see acme's rows."""
+    from rest_framework.test import APIClient
+
+    from agentstate.tenancy.services import api_key_create
+
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=api_key_create(tenant=other_tenant, name="other")[1])
+    return client
+
+
+@pytest.fixture
+def anon():
+    from rest_framework.test import APIClient
+
+    return APIClient()
+
+
+@pytest.fixture
+def victim(tenant):
+    """acme's u1/s1 with one of everything, for the cross-tenant tests (tests/api/cross_tenant.py)."""
+    from sessions_app import services
+    from userdata_app import services as userdata_services
+
+    session = services.session_create(tenant=tenant, user_id="u1", session_id="s1", metadata={"mine": True})
+    services.message_append(session=session, messages=[{"content": "secret"}])
+    services.round_save(tenant=tenant, user_id="u1", session_id="s1", state={"mine": True})
+    services.working_state_replace(session=session, data={"mine": True})
+    services.checkpoint_create(session=session, label="cp")
+    services.transition_record(session=session, to_agent="b")
+    userdata_services.user_datum_set(tenant=tenant, user_id="u1", key="email", value="me@example.com")
+    return session

@@ -1,4 +1,4 @@
-"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
+"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--markdown] [--write FILE]
 
 scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by default and on PostgreSQL when DATABASE_URL is set;
 retention (a sweep of 10,000 ended sessions, 1,000,000 messages, while agents append; --sessions N for another scale) needs PostgreSQL
@@ -7,7 +7,8 @@ PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunic
 replicas adds a streaming replica, PgBouncer and Redis beside such a server (docs/SCALING.md).
 adk compares AgentStateSessionService (through gunicorn) with ADK's own session services.
 all runs each suite in its own process. Every suite prints a table and writes JSON to
-benchmarks/results/; summary prints the median and spread of every run kept there.
+benchmarks/results/; summary prints the median and spread of every run kept there (--markdown as
+docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generated tables).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from benchmarks.bench_db import bench_database
 
@@ -137,13 +139,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="http, replicas: gthread threads per worker (default 1; 0 = sync workers)")
     parser.add_argument("--sessions", type=int, default=0, help="retention: ended sessions of 100 messages each (default 10,000)")
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
+    parser.add_argument("--markdown", action="store_true", help="summary: print Markdown tables, each in its docs/PERFORMANCE.md region")
+    parser.add_argument(
+        "--write", metavar="FILE", type=Path,
+        help="summary: rewrite FILE's generated regions (<!-- benchmarks:summary SUITE DATABASE -->) from the kept runs",
+    )
     args, _ = parser.parse_known_args(argv)
     # A terminated run still stops its servers and drops its database (the finally blocks run).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.suite == "summary":
         from benchmarks import summary
 
-        return summary.main()
+        return summary.main(markdown=args.markdown, write=args.write)
     if args.suite == "all":
         passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)

@@ -1,119 +1,251 @@
-"""``python -m benchmarks summary``: the median and spread (min-max) over every run kept in
-benchmarks/results/, per suite and database, as docs/PERFORMANCE.md reports them. Reads JSON
-only: no database, no Django."""
+"""``python -m benchmarks summary [--markdown] [--write FILE]``: the median and spread (min–max)
+over every run kept in benchmarks/results/, per suite and database. Reads JSON only: no database,
+no Django.
+
+docs/PERFORMANCE.md's tables are this command's Markdown: each sits between
+``<!-- benchmarks:summary <suite> <database> -->`` and ``<!-- /benchmarks:summary -->``, and
+``--write docs/PERFORMANCE.md`` rewrites them in place from the kept results (a test fails when
+they differ). A suite gets a table by registering a function with ``@summary("<suite>")`` that
+turns its runs into ``Table``s.
+"""
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.report import RESULTS_DIR, table
 
 
+@dataclass
+class Table:
+    """One summary: a line saying what was measured and over how many runs, the table, notes."""
+
+    caption: str
+    headers: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return "\n".join([self.caption, table(self.headers, self.rows), *self.notes])
+
+    def markdown(self) -> str:
+        lines = [self.caption, "", "| " + " | ".join(self.headers) + " |", "|" + "---|" * len(self.headers)]
+        lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in self.rows]
+        if self.notes:
+            lines += ["", *self.notes]
+        return "\n".join(lines)
+
+
+Summary = Callable[[str, list[dict]], list[Table]]
+SUMMARIES: dict[str, Summary] = {}
+
+
+def summary(suite: str) -> Callable[[Summary], Summary]:
+    """Register the function that summarises ``suite``'s kept runs (one vendor at a time)."""
+
+    def register(function: Summary) -> Summary:
+        SUMMARIES[suite] = function
+        return function
+
+    return register
+
+
 def _spread(values: list[float], fmt: str = "{:.3f}") -> str:
     if len(values) == 1:
         return fmt.format(values[0])
-    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
+    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}–{fmt.format(max(values))}]"
 
 
-def _runs(results_dir: Path) -> dict[tuple[str, str], list[dict]]:
-    runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for path in sorted(results_dir.glob("*.json")):
-        payload = json.loads(path.read_text())
-        vendor = "postgresql" if payload["machine"]["database"].startswith("PostgreSQL") else "sqlite"
-        runs[(payload["benchmark"], vendor)].append(payload)
-    return runs
+def _when(runs: list[dict]) -> str:
+    """When the runs ended and how loaded the machine was then (their files' names and machine())."""
+    stamps = sorted(run["_stamp"] for run in runs)
+    first, last = stamps[0], stamps[-1]
+    day = f"{first[:4]}-{first[4:6]}-{first[6:8]}"
+    hours = f"{first[9:11]}:{first[11:13]}" + (f"–{last[9:11]}:{last[11:13]}" if last[:13] != first[:13] else "")
+    if last[:8] != first[:8]:
+        hours = f"{first[9:11]}:{first[11:13]} to {last[:4]}-{last[4:6]}-{last[6:8]} {last[9:11]}:{last[11:13]}"
+    load = _spread([run["machine"]["load_average"][0] for run in runs], "{:.2f}")
+    return f"{len(runs)} run{'s' if len(runs) > 1 else ''} of {day} {hours} UTC, 1-minute load average {load} as each ended"
 
 
-def _scaling(vendor: str, runs: list[dict]) -> None:
+@summary("scaling")
+def _scaling(vendor: str, runs: list[dict]) -> list[Table]:
     sizes = runs[0]["sizes"]
     rows = []
     for i, op in enumerate(runs[0]["operations"]):
         medians = [[run["operations"][i]["sizes"][str(s)]["median_ms"] for run in runs] for s in sizes]
         p99s = [run["operations"][i]["sizes"][str(sizes[-1])]["p99_ms"] for run in runs]
         ratios = [run["operations"][i]["ratio"] for run in runs]
-        rows.append([op["operation"], *[_spread(m) for m in medians], _spread(p99s), _spread(ratios, "{:.2f}")])
-    print(f"scaling on {vendor}, {len(runs)} runs: median ms of the runs' medians [min-max]")
-    print(table(["operation", *[f"{s:,}" for s in sizes], f"p99 @{sizes[-1]:,}", "ratio"], rows))
+        rows.append([op["operation"], *[_spread(m) for m in medians], _spread(p99s, "{:.2f}"), _spread(ratios, "{:.2f}")])
+    return [Table(
+        f"Scaling on {vendor}, {_when(runs)}: median ms of the runs' medians [min–max].",
+        ["operation", *[f"{s:,}" for s in sizes], f"p99 @{sizes[-1]:,}", "ratio"], rows,
+    )]
 
 
-def _erasure(vendor: str, runs: list[dict]) -> None:
-    seconds = [run["subjects"]["large"]["seconds"] for run in runs]
-    statements = sorted({(run["subjects"]["small"]["statements"], run["subjects"]["large"]["statements"]) for run in runs})
-    print(f"erasure on {vendor}, {len(runs)} runs: 100,000 rows in {_spread(seconds, '{:.2f}')} s; statements (1,000 / 100,000 rows): {statements}")
+@summary("erasure")
+def _erasure(vendor: str, runs: list[dict]) -> list[Table]:
+    rows = []
+    for name, label in (("small", "1,000 rows"), ("large", "100,000 rows")):
+        subjects = [run["subjects"][name] for run in runs]
+        statements = sorted({subject["statements"] for subject in subjects})
+        rows.append([
+            label, f"{subjects[0]['rows']:,}", "–".join(str(n) for n in statements),
+            _spread([subject["seconds"] for subject in subjects]), str(max(subject["left"] for subject in subjects)),
+        ])
+    kept = [(run["bystander"]["kept"], run["bystander"]["rows"]) for run in runs]
+    slowest = ", ".join(f"`{s['sql'].split(' WHERE ')[0][:60]}` {s['ms']:.0f} ms" for s in runs[-1]["subjects"]["large"]["slowest"])
+    return [Table(
+        f"Erasure on {vendor}, {_when(runs)}: seconds median [min–max].",
+        ["subject", "rows", "statements", "seconds", "rows left"], rows,
+        [f"Bystander: {min(k for k, _ in kept):,} of {kept[0][1]:,} rows kept in every run. "
+         f"Slowest statements at 100,000 rows (last run): {slowest}."],
+    )]
 
 
-def _admin(vendor: str, runs: list[dict]) -> None:
+@summary("admin")
+def _admin(vendor: str, runs: list[dict]) -> list[Table]:
     rows = []
     for i, page in enumerate(runs[0]["pages"]):
         rows.append([
-            page["page"], page["large"]["queries"],
+            page["page"], str(page["large"]["queries"]),
             _spread([run["pages"][i]["small"]["median_ms"] for run in runs], "{:.1f}"),
             _spread([run["pages"][i]["large"]["median_ms"] for run in runs], "{:.1f}"),
         ])
     small, large = runs[0]["messages"]
-    print(f"admin on {vendor}, {len(runs)} runs: median render ms [min-max]")
-    print(table(["page", "queries", f"@{small:,} messages", f"@{large:,} messages"], rows))
+    return [Table(
+        f"Admin on {vendor}, {_when(runs)}: median render ms [min–max].",
+        ["page", "queries", f"@{small:,} messages", f"@{large:,} messages"], rows,
+    )]
 
 
-def _http(vendor: str, runs: list[dict]) -> None:
+@summary("http")
+def _http(vendor: str, runs: list[dict]) -> list[Table]:
     by_config = defaultdict(list)
     for run in runs:
         by_config[(run.get("threads"), run.get("conn_health_checks"))].append(run)
+    tables = []
     for (threads, checks), group in by_config.items():
-        print(f"http, {len(group)} runs, threads={threads}, health checks={checks}:")
+        rows = []
         for name in ("hello", "baseline", "append", "mixed"):
             having = [run for run in group if name in run["peaks"]]  # runs before the hello target lack it
             if not having:
                 continue
             peaks = [run["peaks"][name]["rps"] for run in having]
             stmts = [next(p["statements_per_request"] for p in run["points"] if p["target"] == name) for run in having]
-            print(f"  {name:8s} peak {_spread(peaks, '{:.0f}')} req/s, {_spread(stmts, '{:.2f}')} statements/request")
+            p99 = [run["targets"]["p99_at_half_peak_ms"][name]["value"] for run in having] if name in ("append", "mixed") else []
+            rows.append([name, _spread(peaks, "{:,.0f}"), _spread(stmts, "{:.2f}"), _spread(p99, "{:.1f}") if p99 else "—"])
         ratio = [run["targets"]["append_over_baseline"]["value"] for run in group]
-        print(f"  append / baseline {_spread(ratio, '{:.2f}')}")
-        for name in ("append", "mixed"):
-            p99 = [run["targets"]["p99_at_half_peak_ms"][name]["value"] for run in group]
-            print(f"  {name} p99 at half peak {_spread(p99, '{:.1f}')} ms")
+        tables.append(Table(
+            f"HTTP on {vendor}, threads={threads}, health checks={checks}, {_when(group)}: median [min–max].",
+            ["target", "peak req/s", "statements / request", "p99 ms at half peak"], rows,
+            [f"append / baseline peak: {_spread(ratio, '{:.2f}')}"],
+        ))
+    return tables
 
 
-def _replicas(vendor: str, runs: list[dict]) -> None:
-    print(f"replicas, {len(runs)} runs: median req/s [min-max]; primary CPU ms per request")
+@summary("replicas")
+def _replicas(vendor: str, runs: list[dict]) -> list[Table]:
     rows = []
     for key in runs[0]["summary"]:
         rps = [run["summary"][key]["rps"] for run in runs]
         primary_ms = [run["summary"][key]["cpu_ms_per_request"]["primary"] for run in runs]
-        rows.append([key, _spread(rps, "{:.0f}"), _spread(primary_ms)])
-    print(table(["workload/deployment", "req/s", "primary CPU ms/req"], rows))
-    for name in runs[0]["ratios"]:
-        print(f"  {name} {_spread([run['ratios'][name] for run in runs], '{:.2f}')}")
+        rows.append([key, _spread(rps, "{:,.0f}"), _spread(primary_ms)])
+    return [Table(
+        f"Replicas, {_when(runs)}: median req/s [min–max]; primary CPU ms per request.",
+        ["workload/deployment", "req/s", "primary CPU ms/req"], rows,
+        [f"{name}: {_spread([run['ratios'][name] for run in runs], '{:.2f}')}" for name in runs[0]["ratios"]],
+    )]
 
 
-def _retention(vendor: str, runs: list[dict]) -> None:
+@summary("retention")
+def _retention(vendor: str, runs: list[dict]) -> list[Table]:
+    rows = []
     for sessions in sorted({run["sessions"] for run in runs}):
         group = [run for run in runs if run["sessions"] == sessions]
-        rate = _spread([run["sweep"]["rows_per_second"] for run in group], "{:.0f}")
-        p99 = _spread([run["appends"]["p99_ms"] for run in group if run["appends"]["p99_ms"] is not None], "{:.1f}")
-        errors = sum(run["appends"]["errors"] for run in group)
-        print(f"retention on {vendor}, {len(group)} runs at {sessions:,} sessions: {rate} rows/s, append p99 {p99} ms, "
-              f"{errors} errors")
+        p99 = [run["appends"]["p99_ms"] for run in group if run["appends"]["p99_ms"] is not None]
+        rows.append([
+            f"{sessions:,}", str(len(group)), _spread([run["sweep"]["rows_per_second"] for run in group], "{:,.0f}"),
+            _spread(p99, "{:.1f}") if p99 else "—", str(sum(run["appends"]["errors"] for run in group)),
+        ])
+    return [Table(
+        f"Retention on {vendor}, {_when(runs)}: median [min–max].",
+        ["ended sessions", "runs", "sweep rows/s", "append p99 ms", "append errors"], rows,
+    )]
 
 
-def main(results_dir: Path = RESULTS_DIR) -> int:
-    """Print every kept suite's summary; 1 (and say so) when no run is kept yet."""
-    show = {
-        "scaling": _scaling, "erasure": _erasure, "admin": _admin, "http": _http, "replicas": _replicas,
-        "retention": _retention,
+def kept_runs(results_dir: Path = RESULTS_DIR) -> dict[tuple[str, str], list[dict]]:
+    """Every kept run by (suite, database), in the order they were taken."""
+    runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for path in sorted(results_dir.glob("*.json")):
+        payload = json.loads(path.read_text())
+        payload["_stamp"] = path.stem.rsplit("-", 1)[1]  # <suite>-<vendor>-<UTC time>.json
+        vendor = "postgresql" if payload["machine"]["database"].startswith("PostgreSQL") else "sqlite"
+        runs[(payload["benchmark"], vendor)].append(payload)
+    return dict(runs)
+
+
+def markdown_sections(results_dir: Path = RESULTS_DIR) -> dict[tuple[str, str], str]:
+    """The Markdown of every (suite, database) with kept runs and a registered summary."""
+    return {
+        key: "\n\n".join(t.markdown() for t in SUMMARIES[key[0]](key[1], runs))
+        for key, runs in sorted(kept_runs(results_dir).items())
+        if key[0] in SUMMARIES
     }
-    runs_by_suite = _runs(results_dir)
+
+
+REGION = re.compile(
+    r"(?P<open><!-- benchmarks:summary (?P<suite>[\w-]+) (?P<vendor>\w+) -->\n)(?P<body>.*?)(?P<close><!-- /benchmarks:summary -->)",
+    re.DOTALL,
+)
+
+
+def doc_regions(text: str) -> dict[tuple[str, str], str]:
+    """What each generated region of a document holds now."""
+    return {(m["suite"], m["vendor"]): m["body"] for m in REGION.finditer(text)}
+
+
+def region_body(section: str) -> str:
+    return f"\n{section}\n\n"
+
+
+def doc_rewrite(text: str, sections: dict[tuple[str, str], str]) -> str:
+    """``text`` with every generated region replaced by its section; KeyError names a region that
+    has no kept runs to generate it from."""
+    return REGION.sub(lambda m: m["open"] + region_body(sections[(m["suite"], m["vendor"])]) + m["close"], text)
+
+
+def main(results_dir: Path = RESULTS_DIR, *, markdown: bool = False, write: Path | None = None) -> int:
+    """Print every kept suite's summary (as Markdown with ``markdown``), or rewrite the generated
+    regions of ``write``; 1 (and say so) when no run is kept yet or a region has none."""
+    runs_by_suite = kept_runs(results_dir)
     if not runs_by_suite:
         print(f"No benchmark results in {results_dir}: run a suite first (python -m benchmarks --help).", file=sys.stderr)
         return 1
+    if write is not None:
+        text = write.read_text()
+        try:
+            write.write_text(doc_rewrite(text, markdown_sections(results_dir)))
+        except KeyError as missing:
+            print(f"{write}: no kept runs of {' on '.join(missing.args[0])} in {results_dir} for its region.", file=sys.stderr)
+            return 1
+        print(f"{write}: {len(doc_regions(text))} generated regions rewritten")
+        return 0
     for (suite, vendor), runs in sorted(runs_by_suite.items()):
-        if suite not in show:
+        if suite not in SUMMARIES:
             print(f"{suite} on {vendor}: {len(runs)} runs kept (no summary table for this suite; see its JSON files)")
             continue
-        show[suite](vendor, runs)
+        tables = SUMMARIES[suite](vendor, runs)
+        if markdown:  # the region as the document holds it
+            section = "\n\n".join(t.markdown() for t in tables)
+            print(f"<!-- benchmarks:summary {suite} {vendor} -->\n{region_body(section)}<!-- /benchmarks:summary -->")
+        else:
+            print("\n\n".join(t.text() for t in tables))
         print()
     return 0

@@ -39,8 +39,8 @@ def session_get(*, tenant: Tenant, user_id: str, session_id: str, app_name: str 
     """One session by its identity (``app_name`` empty for the REST API's own sessions); anything
     outside the tenant is simply not found.
 
-    Every session-scoped API request starts here, so the query is written out: building it
-    with the ORM cost about four times the CPU of the query itself (docs/PERFORMANCE.md)."""
+    Every session-scoped API request starts here, so the query is written out: building it with
+    the ORM cost more CPU than running it (measured by the HTTP suite, docs/PERFORMANCE.md)."""
     found = list(Session.objects.raw(_SESSION_GET_SQL, [tenant.pk, user_id, session_id, app_name]))
     if not found:
         raise NotFound("Session not found.")
@@ -109,7 +109,7 @@ def message_recent(*, session: Session, limit: int, role: str | None = None) -> 
 def _rounds_of(*, tenant: Tenant, user_id: str, session_id: str | None) -> QuerySet[Round]:
     """The session is a scalar subquery, not a join: PostgreSQL then knows the one session id and
     reads "latest" backwards on the (session, round_id) index, instead of sorting every round of a
-    joined session (28 ms at 100,000 rounds, see docs/PERFORMANCE.md)."""
+    joined session (a cost that grew with the rounds: the scaling suite, docs/PERFORMANCE.md)."""
     session = Session.objects.filter(
         tenant=tenant, user_id=user_id, session_id=session_id or DEFAULT_SESSION_ID, app_name=""
     )

@@ -7,9 +7,7 @@ rolled-back transaction.
 """
 import copy
 import json
-import os
 import subprocess
-import sys
 import time
 
 import pytest
@@ -24,7 +22,7 @@ from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 from sessions_app import services
 from sessions_app.models import Session
-from tests.test_settings import ENV_PREFIXES, ROOT
+from tests.fresh_process import settings_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 REPLICA = "replica_test"
@@ -227,12 +225,7 @@ def test_no_prepared_statements_for_a_transaction_pooler(postgres_only):
 
 
 def _settings_of(**env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIXES)}
-    script = (
-        "import json, agentstate.settings as s; print(json.dumps({'replicas': s.DATABASE_REPLICAS, "
-        "'databases': s.DATABASES}, default=str))"
-    )
-    return subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60)
+    return settings_process("'replicas': s.DATABASE_REPLICAS, 'databases': s.DATABASES", **env)
 
 
 def test_replica_urls_become_aliases_mirrored_in_tests_and_pooling_turns_server_side_cursors_off():

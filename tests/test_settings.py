@@ -11,20 +11,15 @@ import pytest
 from django.db import connection
 from django.db.utils import ConnectionHandler
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV_PREFIXES = ("DJANGO_", "DATABASE_", "REDIS_URL", "AGENTSTATE_")
+from tests.fresh_process import ROOT, settings_process
 
 
 def _settings(**env: str) -> dict:
     """The settings a fresh process computes from exactly ``env`` (nothing inherited that they read)."""
-    clean = {key: value for key, value in os.environ.items() if not key.startswith(ENV_PREFIXES)}
-    script = (
-        "import json, agentstate.settings as s; print(json.dumps({'database': s.DATABASES['default'], "
-        "'debug': s.DEBUG, 'allowed_hosts': s.ALLOWED_HOSTS, 'secret_key': s.SECRET_KEY, "
-        "'cache': s.CACHES['default']['BACKEND'], 'working_state': s.WORKING_STATE_BACKEND}, default=str))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60
+    result = settings_process(
+        "'database': s.DATABASES['default'], 'debug': s.DEBUG, 'allowed_hosts': s.ALLOWED_HOSTS, "
+        "'secret_key': s.SECRET_KEY, 'cache': s.CACHES['default']['BACKEND'], 'working_state': s.WORKING_STATE_BACKEND",
+        **env,
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)

@@ -2,6 +2,7 @@ import pytest
 from django.core.cache import cache
 
 from agentstate.site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
+from tests.admin.staff import staff
 
 
 @pytest.fixture
@@ -11,3 +12,11 @@ def fresh_dashboard(db):
     cache.delete(ACTIVITY_CACHE_KEY)
     yield
     cache.delete(ACTIVITY_CACHE_KEY)
+
+
+@pytest.fixture
+def browser_staff(db):
+    """Staff who may browse and manage requests, but not execute erasures or export."""
+    perms = ["sessions_app.view_session", "sessions_app.view_message", "userdata_app.view_userdatum"]
+    perms += [f"userdata_app.{p}_erasurerequest" for p in ("view", "add", "change")] + ["userdata_app.view_erasuresubject"]
+    return staff("viewer", perms=perms)

@@ -4,8 +4,6 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group, Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -14,38 +12,16 @@ from django.utils import timezone
 from sessions_app import selectors as session_selectors
 from userdata_app import erasure
 from userdata_app.models import ErasureRequest, ErasureSubject
-from tests.userdata_app.erasure_factories import compliance_group, subject_data_create, verified_request
+from tests.admin.staff import login, staff
+from tests.userdata_app.erasure_factories import subject_data_create, verified_request
 
 Status = ErasureRequest.Status
 CHANGELIST = reverse("admin:userdata_app_erasurerequest_changelist")
 
 
-def staff(username, *, groups=(), perms=()):
-    user = get_user_model().objects.create_user(username, password="pw", is_staff=True)
-    for name in groups:
-        user.groups.add(compliance_group() if name == "Compliance" else Group.objects.get(name=name))
-    for name in perms:
-        app_label, codename = name.split(".")
-        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
-    return user
-
-
 @pytest.fixture
 def officer(db):
     return staff("officer", groups=["Compliance"])
-
-
-@pytest.fixture
-def browser_staff(db):
-    """Staff who may browse and manage requests, but not execute erasures or export."""
-    perms = ["sessions_app.view_session", "sessions_app.view_message", "userdata_app.view_userdatum"]
-    perms += [f"userdata_app.{p}_erasurerequest" for p in ("view", "add", "change")] + ["userdata_app.view_erasuresubject"]
-    return staff("viewer", perms=perms)
-
-
-def login(client, user):
-    client.force_login(user)
-    return client
 
 
 # --- Browsing ---------------------------------------------------------------------------------

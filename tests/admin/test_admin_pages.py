@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
-from tests.admin.test_admin import browser_staff, login, staff  # noqa: F401 (a fixture)
+from tests.admin.staff import login, staff
 from tests.userdata_app.erasure_factories import subject_data_create
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from sessions_app.admin import CappedPaginator
 from sessions_app.models import Message, Session
 from userdata_app import erasure
 from userdata_app.models import ErasedSubject
-from tests.admin.test_admin import login, staff
+from tests.admin.staff import login, staff
 from tests.userdata_app.erasure_factories import subject_data_create
 
 SESSIONS = reverse("admin:sessions_app_session_changelist")

@@ -3,7 +3,7 @@ the API's JSON; under /api/ every error stays JSON (issue 15, item 3)."""
 import pytest
 from django.urls import reverse
 
-from tests.admin.test_admin import login, staff
+from tests.admin.staff import login, staff
 from tests.userdata_app.erasure_factories import verified_request
 
 pytestmark = pytest.mark.django_db

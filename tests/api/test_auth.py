@@ -18,7 +18,7 @@ from agentstate.tenancy.models import APIKey, Tenant
 from agentstate.tenancy import services as tenancy_services
 from agentstate.tenancy.services import api_key_create, api_key_revoke
 from sessions_app.models import Session
-from tests.api.conftest import assert_error
+from tests.api.assertions import assert_error
 from userdata_app.models import UserDatum
 
 pytestmark = pytest.mark.django_db

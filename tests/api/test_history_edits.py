@@ -3,7 +3,7 @@ import pytest
 
 from sessions_app import services
 from sessions_app.models import Message, Session
-from tests.api.conftest import assert_error
+from tests.api.assertions import assert_error
 
 pytestmark = pytest.mark.django_db
 S = "/api/v1/users/u1/sessions/s1/"

@@ -6,7 +6,7 @@ from rest_framework.test import APIClient
 from agentstate.tenancy.services import api_key_create
 from sessions_app import services
 
-from .conftest import assert_error
+from tests.api.assertions import assert_error
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/compliance/retention/"

@@ -9,15 +9,12 @@ from django.core.management import call_command
 
 from agentstate.tenancy.models import Tenant
 from sessions_app.models import Session
-from tests.admin.test_admin import staff
-from tests.browser.test_erasure_e2e import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, browser_page  # noqa: F401 (a fixture)
+from tests.admin.staff import staff
+from tests.browser.chromium import ARTIFACTS, needs_chromium
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
 from userdata_app.models import ErasureRequest
 
-pytestmark = [
-    pytest.mark.skipif(not __import__("shutil").which(CHROMIUM), reason=f"{CHROMIUM} is missing: apt-get install chromium"),
-    pytest.mark.django_db(transaction=True),
-]
+pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True)]
 WIDTH = 1400
 PASSWORD = "correct horse battery"
 VIEWER_PERMS = [

@@ -1,47 +1,15 @@
 """End to end in headless Chromium: a compliance officer logs in, records and verifies an
 erasure request, previews it, confirms it and sees the receipt. Screenshots go to artifacts/."""
-import shutil
-from pathlib import Path
-
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connections
 
 from sessions_app import selectors as session_selectors
 from userdata_app import selectors as userdata_selectors
 from userdata_app.models import ErasureRequest
+from tests.browser.chromium import ARTIFACTS, needs_chromium
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(settings.BASE_DIR) / "artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
-]
-
-pytestmark = [
-    pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"{CHROMIUM} is missing: apt-get install chromium (Debian's package; Playwright drives it, no driver needed)"),
-    pytest.mark.django_db(transaction=True),
-]
-
-
-@pytest.fixture
-def browser_page(monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
-    # Playwright's sync API runs an event loop in this thread; the ORM calls in the test are
-    # still plain synchronous code.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(15_000)
-        yield page
-        browser.close()
-        # ORM calls made inside the Playwright context got a connection of their own (its
-        # greenlet's context); close it, or the test database cannot be dropped at the end.
-        connections.close_all()
+pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True)]
 
 
 def officer_logs_in(page, live_server):

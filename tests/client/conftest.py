@@ -1,27 +1,22 @@
 """A live agentstate server and API keys for the client tests."""
 import pytest
 
-
-def _new_key(tenant, scope: str = "agent") -> str:
-    from agentstate.tenancy.models import APIKey
-
-    _, key = APIKey.objects.create_key(name="client-tests", tenant=tenant, scope=scope)
-    return key
+from tests.client.keys import api_key_new
 
 
 @pytest.fixture
 def agent_key(transactional_db, tenant) -> str:
-    return _new_key(tenant)
+    return api_key_new(tenant)
 
 
 @pytest.fixture
 def compliance_key(transactional_db, tenant) -> str:
-    return _new_key(tenant, scope="compliance")
+    return api_key_new(tenant, scope="compliance")
 
 
 @pytest.fixture
 def other_key(transactional_db, other_tenant) -> str:
-    return _new_key(other_tenant)
+    return api_key_new(other_tenant)
 
 
 @pytest.fixture

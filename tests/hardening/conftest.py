@@ -1,11 +1,8 @@
-"""The API tests' keys and clients (tests/api/conftest.py), and a tenant full of data."""
+"""A tenant full of data (the API callers' fixtures are in the root conftest.py)."""
 import pytest
 
 from sessions_app import services
-from tests.api.conftest import _fresh_key_cache, agent_key, anon, api, other_api  # noqa: F401
 from userdata_app import services as userdata_services
-
-S = "/api/v1/users/u1/sessions/s1/"
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 
 from agentstate.tenancy.services import api_key_create, api_key_revoke
-from tests.api.conftest import assert_error
-from tests.api.test_cross_tenant import CASES, snapshot, victim  # noqa: F401 (fixture)
+from tests.api.assertions import assert_error
+from tests.api.cross_tenant import CASES, snapshot
 from tests.userdata_app.erasure_factories import verified_request
 from userdata_app.api import compliance
 

@@ -13,10 +13,9 @@ from agentstate.exceptions import InvalidInput
 from agentstate.validation import MAX_BODY_DEPTH
 from sessions_app import services
 from sessions_app.models import Round, Session
-from tests.api.conftest import assert_error
-from tests.hardening.conftest import S
+from tests.api.assertions import assert_error
 from tests.hardening.stored import stored_everything
-from tests.hardening.test_limits import U, WRITE_IDS, WRITES, refused
+from tests.hardening.writes import S, U, WRITE_IDS, WRITES, refused
 
 LONE_SURROGATES = ["\ud800", "ok\udfff", "\udc80tail"]
 

@@ -7,7 +7,8 @@ from rest_framework.test import APIClient
 
 from sessions_app import services
 from sessions_app.models import Message, Round, Session
-from tests.sessions_app.test_concurrency import _in_threads
+from tests.hardening.writes import WRITES_BY_SUBJECT
+from tests.threads import in_threads
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 S = "/api/v1/users/u1/sessions/s1/"
@@ -31,7 +32,7 @@ def test_concurrent_auto_round_saves_get_every_id_once(postgres_only, agent_key)
         answers = [api.post(S + "rounds/", {"state": {"t": t, "n": n}}, format="json") for n in range(saves)]
         return [(a.status_code, a.json()["round_id"]) for a in answers]
 
-    results, errors = _in_threads(threads, save)
+    results, errors = in_threads(threads, save)
     no_errors(errors)
     answers = [answer for per_thread in results for answer in per_thread]
     assert Counter(status for status, _ in answers) == {201: threads * saves}
@@ -56,7 +57,7 @@ def test_concurrent_appends_are_gap_free_and_each_batch_contiguous(postgres_only
             seqs.append([m["seq"] for m in answer.json()["messages"]])
         return seqs
 
-    results, errors = _in_threads(threads, append)
+    results, errors = in_threads(threads, append)
     no_errors(errors)
     total = threads * batches * size
     assert sorted(seq for per_thread in results for batch in per_thread for seq in batch) == list(range(1, total + 1))
@@ -77,7 +78,7 @@ def test_concurrent_retries_of_one_client_id_store_it_once(postgres_only, tenant
         answer = client_for(agent_key).post(S + "messages/", {"client_id": "m-1", "content": "once"}, format="json")
         return answer.status_code, answer.json()["messages"][0]["seq"]
 
-    results, errors = _in_threads(10, retry)
+    results, errors = in_threads(10, retry)
     no_errors(errors)
     assert Counter(status for status, _ in results) == {201: 1, 200: 9}
     assert {seq for _, seq in results} == {1}
@@ -91,7 +92,7 @@ def test_concurrent_creates_of_one_session_id_let_exactly_one_win(postgres_only,
         )
         return answer.status_code, answer.json().get("error", {}).get("code", "")
 
-    results, errors = _in_threads(10, create)
+    results, errors = in_threads(10, create)
     no_errors(errors)
     assert Counter(results) == {(201, ""): 1, (409, "session_exists"): 9}
     assert Session.objects.count() == 1
@@ -115,23 +116,13 @@ def test_concurrent_if_match_writes_let_exactly_one_win(postgres_only, tenant, a
         own = {key: {k: v.replace("{t}", str(t)) for k, v in value.items()} for key, value in body.items()}
         return getattr(client_for(agent_key), method)(path, own, format="json", HTTP_IF_MATCH=etag).status_code
 
-    results, errors = _in_threads(10, write)
+    results, errors = in_threads(10, write)
     no_errors(errors)
     assert Counter(results) == {200: 1, 412: 9}
     after = client_for(agent_key).get(path)
     assert after.headers["ETag"] == f'"{int(etag.strip(chr(34))) + 1}"'  # exactly one write happened
     winner = results.index(200)
     assert (after.json().get("metadata") or after.json().get("state")) == {"writer": str(winner)}
-
-
-WRITES_BY_SUBJECT = [
-    ("put", "/api/v1/users/u1/data/email/", {"value": "again@example.com"}),
-    ("put", "/api/v1/users/u1/data/k{n}/", {"value": "{n}"}),
-    ("post", "/api/v1/sessions/", {"user_id": "u1", "session_id": "new-{n}"}),
-    ("post", "/api/v1/users/u1/sessions/s0/messages/", {"content": "{n}"}),
-    ("post", "/api/v1/users/u1/sessions/auto-{n}/rounds/", {"state": {"n": "{n}"}}),
-    ("patch", "/api/v1/users/u1/sessions/s0/working-state/", {"k{n}": "{n}"}),
-]
 
 
 def test_erasure_racing_writes_for_the_same_user_leaves_nothing_in_scope(postgres_only, tenant, agent_key, settings):
@@ -155,7 +146,7 @@ def test_erasure_racing_writes_for_the_same_user_leaves_nothing_in_scope(postgre
             statuses.append((answer.status_code, answer.json().get("error", {}).get("code") if answer.content else None))
         return statuses
 
-    results, errors = _in_threads(writers + 1, work)
+    results, errors = in_threads(writers + 1, work)
     no_errors(errors)
     statuses = Counter(status for per_thread in results[:writers] for status in per_thread)
     assert all(code < 500 for code, _ in statuses), statuses
@@ -177,7 +168,7 @@ def test_concurrent_pops_each_get_a_different_message_or_none(postgres_only, ten
         assert all(a.status_code == 200 for a in answers), [a.content for a in answers]
         return [None if a.json()["message"] is None else a.json()["message"]["seq"] for a in answers]
 
-    results, errors = _in_threads(10, pop)
+    results, errors = in_threads(10, pop)
     no_errors(errors)
     popped = [seq for per_thread in results for seq in per_thread if seq is not None]
     assert sorted(popped) == list(range(1, 21))  # every message once, none twice
@@ -213,7 +204,7 @@ def test_a_rewind_racing_appends_never_removes_an_append_its_caller_did_not_see(
                 done.append(("rewind", body["after_seq"], seen))
         return done
 
-    results, errors = _in_threads(appenders + rewinders, work)
+    results, errors = in_threads(appenders + rewinders, work)
     no_errors(errors)
     events = [event for per_thread in results for event in per_thread]
     appended = [event[1] for event in events if event[0] == "append"]

@@ -2,8 +2,8 @@
 sending it once (timestamps, versions and TTLs aside), so a client may retry after a timeout."""
 import pytest
 
-from tests.hardening.conftest import S
 from tests.hardening.stored import stored_everything
+from tests.hardening.writes import S
 
 pytestmark = pytest.mark.django_db
 VOLATILE = {"updated_at", "version", "expires_at", "last_used"}

@@ -7,12 +7,11 @@ import json
 import pytest
 from django.test import override_settings
 
-from tests.api.conftest import assert_error
-from tests.hardening.conftest import S
+from tests.api.assertions import assert_error
 from tests.hardening.stored import stored_everything
+from tests.hardening.writes import S, U, WRITE_IDS, WRITES, refused, send
 
 pytestmark = pytest.mark.django_db
-U = "/api/v1/users/u1/data/"
 
 
 def deep(levels: int):
@@ -20,38 +19,6 @@ def deep(levels: int):
     for _ in range(levels):
         value = {"d": value}
     return value
-
-
-# Every endpoint that takes a body, with a body it would accept.
-WRITES = [
-    ("post", "/api/v1/sessions/", {"user_id": "u1", "session_id": "s2"}),
-    ("patch", S, {"metadata": {"x": 1}}),
-    ("post", S + "messages/", {"messages": [{"content": "x"}]}),
-    ("post", S + "rounds/", {"state": {"x": 1}}),
-    ("put", S + "rounds/1/", {"state": {"x": 1}}),
-    ("post", S + "checkpoints/", {"label": "cp2", "state": {"x": 1}}),
-    ("put", S + "working-state/", {"x": 1}),
-    ("patch", S + "working-state/", {"x": 1}),
-    ("post", S + "transitions/", {"to_agent": "c"}),
-    ("put", U + "email/", {"value": "b@example.com"}),
-]
-WRITE_IDS = [f"{method} {path}" for method, path, _ in WRITES]
-
-
-def send(client, method: str, path: str, body, **extra):
-    if method in ("get", "delete"):
-        return getattr(client, method)(path, **extra)
-    raw = body if isinstance(body, str) else json.dumps(body)
-    extra.setdefault("content_type", "application/json")
-    return getattr(client, method)(path, raw, **extra)
-
-
-def refused(client, method, path, body, status, code, field=None, **extra):
-    """Send the request, check the error, and check nothing stored changed."""
-    before = stored_everything()
-    error = assert_error(send(client, method, path, body, **extra), status, code, field)
-    assert stored_everything() == before
-    return error
 
 
 @pytest.mark.parametrize("method, path, body", WRITES, ids=WRITE_IDS)

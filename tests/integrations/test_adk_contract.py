@@ -18,7 +18,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
 from agentstate.integrations.adk import AgentStateSessionService
-from tests.client.conftest import _new_key
+from tests.client.keys import api_key_new
 
 pytestmark = pytest.mark.asyncio
 APP = "weather_app"
@@ -26,7 +26,7 @@ APP = "weather_app"
 
 @pytest.fixture
 def adk_key(transactional_db, tenant) -> str:
-    return _new_key(tenant)
+    return api_key_new(tenant)
 
 
 @pytest_asyncio.fixture

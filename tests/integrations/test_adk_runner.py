@@ -14,7 +14,7 @@ from google.adk.runners import Runner
 from google.genai import types
 
 from agentstate.integrations.adk import AgentStateSessionService
-from tests.client.conftest import _new_key
+from tests.client.keys import api_key_new
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "adk_agent.py"
 spec = importlib.util.spec_from_file_location("adk_agent_example", EXAMPLE)
@@ -24,7 +24,7 @@ spec.loader.exec_module(example)
 
 @pytest.fixture
 def adk_runner_key(transactional_db, tenant) -> str:
-    return _new_key(tenant)
+    return api_key_new(tenant)
 
 
 @pytest.mark.asyncio

@@ -51,9 +51,9 @@ def session_ids(answer: httpx.Response) -> list[str]:
 
 def in_threads(count: int, work: Callable[[int], object]) -> list:
     """``work(i)`` in ``count`` threads released together; raises the first error."""
-    from tests.sessions_app.test_concurrency import _in_threads
+    from tests.threads import in_threads as threads_released_together
 
-    results, errors = _in_threads(count, work)
+    results, errors = threads_released_together(count, work)
     if errors:
         raise errors[0]
     return results

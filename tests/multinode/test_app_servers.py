@@ -8,7 +8,7 @@ from collections import Counter
 from django.conf import settings
 
 from sessions_app import services
-from tests.hardening.test_concurrency_api import WRITES_BY_SUBJECT
+from tests.hardening.writes import WRITES_BY_SUBJECT
 from tests.multinode.servers import APPS, SESSIONS, client, in_threads, key_new, needs_servers, tenant_new
 
 pytestmark = needs_servers

@@ -4,37 +4,13 @@ import time
 from collections import Counter
 
 import pytest
-from django.db import connection
 
 from agentstate.exceptions import NotFound, SessionAlreadyExists, SessionEnded
 from sessions_app import selectors, services, working_state
 from sessions_app.models import Message, Round, Session
+from tests.threads import in_threads
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
-
-
-def _in_threads(count: int, work) -> tuple[list, list[BaseException]]:
-    """Run ``work(i)`` in ``count`` threads released together; returns results and errors."""
-    barrier = threading.Barrier(count)
-    results: list = [None] * count
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            results[i] = work(i)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a thread hung"
-    return results, errors
 
 
 def test_concurrent_auto_round_saves_get_distinct_gap_free_ids(postgres_only, tenant):
@@ -45,7 +21,7 @@ def test_concurrent_auto_round_saves_get_distinct_gap_free_ids(postgres_only, te
             services.round_save(tenant=tenant, user_id="u1", state={"t": t, "n": n}).round_id for n in range(saves)
         ]
 
-    results, errors = _in_threads(threads, save)
+    results, errors = in_threads(threads, save)
 
     assert errors == []
     ids = [round_id for per_thread in results for round_id in per_thread]
@@ -76,7 +52,7 @@ def test_concurrent_batch_appends_are_gap_free_and_lose_nothing(postgres_only, t
             assert not services.message_append(session=session, messages=retried).created
         return seqs
 
-    results, errors = _in_threads(threads, append)
+    results, errors = in_threads(threads, append)
 
     assert errors == []
     total = threads * batches * size
@@ -111,7 +87,7 @@ def test_appends_racing_an_end_either_land_whole_or_are_refused(postgres_only, t
                 pass
         return stored
 
-    results, errors = _in_threads(8, work)
+    results, errors = in_threads(8, work)
 
     assert errors == []
     ended = Session.objects.get(pk=session.pk)
@@ -128,7 +104,7 @@ def test_concurrent_first_patches_of_different_keys_all_land(postgres_only, tena
     session = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
     working_state.get_store().clear(session.pk)
 
-    _, errors = _in_threads(20, lambda t: services.working_state_patch(session=session, changes={f"k{t}": t}))
+    _, errors = in_threads(20, lambda t: services.working_state_patch(session=session, changes={f"k{t}": t}))
 
     assert errors == []
     assert selectors.working_state_get(session=session) == {f"k{t}": t for t in range(20)}
@@ -140,7 +116,7 @@ def test_the_database_store_merges_concurrent_first_writes_on_its_own(postgres_o
     session = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
     store = working_state.get_store()
 
-    _, errors = _in_threads(20, lambda t: store.patch(session.pk, {f"k{t}": t}))
+    _, errors = in_threads(20, lambda t: store.patch(session.pk, {f"k{t}": t}))
 
     assert errors == []
     assert store.get(session.pk) == {f"k{t}": t for t in range(20)}
@@ -154,7 +130,7 @@ def test_concurrent_creates_of_one_session_id_let_exactly_one_win(postgres_only,
         except SessionAlreadyExists:
             return "exists"
 
-    results, errors = _in_threads(20, create)
+    results, errors = in_threads(20, create)
 
     assert errors == []
     assert Counter(results) == {"created": 1, "exists": 19}
@@ -183,7 +159,7 @@ def test_working_state_written_while_sessions_finish_does_not_outlive_them(postg
                 except (NotFound, SessionEnded):
                     pass
 
-    _, errors = _in_threads(6, work)
+    _, errors = in_threads(6, work)
 
     assert errors == []
     assert not Session.objects.filter(ended_at__isnull=True).exists()

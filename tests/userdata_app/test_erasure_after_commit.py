@@ -15,6 +15,7 @@ from sessions_app.models import Checkpoint, Session
 from userdata_app import erasure
 from userdata_app.models import ErasedSubject, ErasureRequest
 from tests.userdata_app.erasure_factories import subject_data_create, verified_request
+from tests.userdata_app.residue import pg_stats_text
 
 Scope = ErasureRequest.Scope
 Status = ErasureRequest.Status
@@ -154,16 +155,6 @@ def test_without_a_reader_the_wal_is_empty_right_after_the_erasure(sqlite_file):
 # --- PostgreSQL: planner statistics (defect 5) ------------------------------------------------------
 
 STATS_SUBJECT = "statsubject-4b1d"
-
-
-def pg_stats_text() -> str:
-    """Every sampled value PostgreSQL's planner statistics hold for this database's tables."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT tablename, attname, most_common_vals::text, histogram_bounds::text, most_common_elems::text "
-            "FROM pg_stats WHERE schemaname = ANY (current_schemas(false))"
-        )
-        return "\n".join(" ".join(str(value) for value in row) for row in cursor.fetchall())
 
 
 @pytest.mark.django_db(transaction=True)

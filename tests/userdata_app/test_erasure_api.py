@@ -3,19 +3,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.services import api_key_create
 from userdata_app import erasure
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create, verified_request
 
 EXPORT = "/api/v1/compliance/users/alice/export/"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_key_cache():
-    tenancy_selectors.api_key_cache_clear()
-    yield
-    tenancy_selectors.api_key_cache_clear()
 
 
 def client_for(tenant, scope):

@@ -1,0 +1,91 @@
+"""docs/PERFORMANCE.md's tables are what ``python -m benchmarks summary --markdown`` makes of the
+runs kept in benchmarks/results/: edit a figure by hand, or keep a run without regenerating the
+doc, and this fails."""
+import ast
+import io
+import json
+import re
+import shutil
+import tokenize
+from pathlib import Path
+
+from benchmarks import summary
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "PERFORMANCE.md"
+REGENERATE = "python -m benchmarks summary --write docs/PERFORMANCE.md"
+
+
+def test_every_generated_table_in_the_doc_is_what_the_kept_runs_give():
+    sections = summary.markdown_sections()
+    regions = summary.doc_regions(DOC.read_text())
+    assert regions, "docs/PERFORMANCE.md has no generated region"
+    stale = sorted(key for key, body in regions.items() if body != summary.region_body(sections.get(key, "")))
+    assert not stale, f"{stale} differ from the kept runs: {REGENERATE}"
+
+
+def test_every_suite_with_kept_runs_has_its_table_in_the_doc():
+    missing = sorted(set(summary.markdown_sections()) - set(summary.doc_regions(DOC.read_text())))
+    assert not missing, f"kept runs of {missing} have no <!-- benchmarks:summary SUITE DATABASE --> region in the doc"
+
+
+def _doc(body: str) -> str:
+    return f"# Doc\n\nProse 1.5 ms.\n\n<!-- benchmarks:summary erasure postgresql -->\n{body}<!-- /benchmarks:summary -->\n\nMore prose.\n"
+
+
+def test_write_rewrites_the_regions_and_nothing_else(tmp_path):
+    doc = tmp_path / "PERFORMANCE.md"
+    doc.write_text(_doc("\n| a hand-copied table |\n\n"))
+    results = tmp_path / "results"
+    results.mkdir()
+    for path in sorted((ROOT / "benchmarks" / "results").glob("erasure-postgresql-*.json")):
+        shutil.copy(path, results)
+
+    assert summary.main(results, write=doc) == 0
+
+    assert doc.read_text() == _doc(summary.region_body(summary.markdown_sections(results)[("erasure", "postgresql")]))
+    assert "| 100,000 rows | 100,000 |" in doc.read_text()
+
+
+def test_write_refuses_a_region_without_kept_runs(tmp_path, capsys):
+    doc = tmp_path / "PERFORMANCE.md"
+    doc.write_text(_doc("\n| a hand-copied table |\n\n"))
+    results = tmp_path / "results"
+    results.mkdir()
+    run = json.loads(next((ROOT / "benchmarks" / "results").glob("erasure-postgresql-*.json")).read_text())
+    run["machine"]["database"] = "SQLite 3.40.1"  # runs of the suite, but none on PostgreSQL
+    (results / "erasure-sqlite-20260101T000000Z.json").write_text(json.dumps(run))
+
+    assert summary.main(results, write=doc) == 1
+
+    assert "no kept runs of erasure on postgresql" in capsys.readouterr().err
+    assert doc.read_text() == _doc("\n| a hand-copied table |\n\n")
+
+
+MEASURED = re.compile(
+    r"\b\d[\d.,]*\s?(ms|µs)\b|\breq/s\b|\b(\d[\d.,]*|two|three|four|five|ten)\s?(×|x|times) (the|as|faster|slower|more|less)\b",
+    re.IGNORECASE,
+)
+
+
+def _comments_and_docstrings(path: Path):
+    source = path.read_text()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node):
+            yield node.body[0].lineno, ast.get_docstring(node)
+
+
+def test_the_code_carries_no_measured_figures():
+    """Timings, rates and "N times the" comparisons go stale in docstrings and comments: they
+    belong in docs/PERFORMANCE.md, next to the suite that measures them."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {MEASURED.search(text)[0]}"
+        for package in ("agentstate", "sessions_app", "userdata_app")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line, text in _comments_and_docstrings(path)
+        if MEASURED.search(text)
+    ]
+    assert not found, found

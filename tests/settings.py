@@ -1,0 +1,54 @@
+"""The settings pytest runs with (``[tool.pytest.ini_options]``): the service's own settings, read
+from the same environment, with only what the tests need changed, each change saying why.
+
+Tests that start a process of the service (manage.py, gunicorn) name ``agentstate.settings``
+themselves: they test the settings a deployment gets, not these. Anything such a process must read
+back stays as the service has it: e.g. the password hashers (tests/multinode's app servers check
+passwords this process hashed), so there is no faster test hasher here.
+"""
+import os
+from collections.abc import Mapping
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+from agentstate.settings import *  # noqa: F403
+from agentstate.settings import CACHES, REDIS_URL
+
+# The Redis database number the tests own on REDIS_URL's server. Working state in Redis is keyed
+# by session pk, which restarts with each test database, so every run starts by flushing this
+# database (the root conftest.py); whatever database REDIS_URL itself names is never touched.
+REDIS_TEST_DB_DEFAULT = 15
+
+
+def redis_test_url(url: str, environ: Mapping[str, str]) -> str:
+    """``url`` (REDIS_URL) with its database number replaced by the one reserved for tests:
+    ``AGENTSTATE_TEST_REDIS_DB``, default 15, on the same server and credentials."""
+    chosen = environ.get("AGENTSTATE_TEST_REDIS_DB", "").strip()
+    try:
+        reserved = int(chosen or REDIS_TEST_DB_DEFAULT)
+    except ValueError:
+        raise ImproperlyConfigured(f"AGENTSTATE_TEST_REDIS_DB must be a database number, not {chosen!r}.") from None
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    if parts.scheme == "unix":  # a socket path: the number is the query's db
+        named = int(query.get("db", 0))
+        query["db"] = str(reserved)
+        reserved_url = f"{url.partition('?')[0]}?{urlencode(query)}"  # urlunsplit would drop the "//"
+    else:
+        named = int(parts.path.strip("/") or query.get("db", 0))
+        query.pop("db", None)
+        reserved_url = urlunsplit(parts._replace(path=f"/{reserved}", query=urlencode(query)))
+    if named == reserved and not chosen:
+        raise ImproperlyConfigured(
+            f"REDIS_URL names database {reserved}, the one tests flush by default: set AGENTSTATE_TEST_REDIS_DB "
+            "to a database number the tests may empty."
+        )
+    return reserved_url
+
+
+# The tests' Redis database (see above), for the cache and the working state alike.
+REDIS_TEST_URL = redis_test_url(REDIS_URL, os.environ) if REDIS_URL else ""
+REDIS_URL = REDIS_TEST_URL
+if REDIS_URL:
+    CACHES = {**CACHES, "default": {**CACHES["default"], "LOCATION": REDIS_URL}}
