@@ -180,6 +180,25 @@ def _retention(vendor: str, runs: list[dict]) -> list[Table]:
     )]
 
 
+@summary("edits")
+def _edits(vendor: str, runs: list[dict]) -> list[Table]:
+    rows = []
+    for i, edit in enumerate(runs[0]["edits"]):
+        seconds = [run["edits"][i]["seconds"] for run in runs]
+        statements = sorted({run["edits"][i]["statements"] for run in runs})
+        rows.append([
+            edit["operation"], f"{edit['size']:,}", f"{edit['rounds']:,}", f"{edit['outcome']:,}",
+            _spread(seconds), "–".join(str(n) for n in statements),
+            "yes" if all(run["edits"][i]["meets_target"] for run in runs) else "no",
+        ])
+    target = runs[0]["target_seconds"]
+    return [Table(
+        f"History edits on {vendor}, {_when(runs)}: seconds median [min–max].",
+        ["edit", "messages", "rounds", "messages copied/removed", "seconds", "statements", f"≤ {target} s in every run"],
+        rows,
+    )]
+
+
 def kept_runs(results_dir: Path = RESULTS_DIR) -> dict[tuple[str, str], list[dict]]:
     """Every kept run by (suite, database), in the order they were taken."""
     runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
