@@ -12,7 +12,6 @@ def _fresh_redis():
         import redis
 
         redis.Redis.from_url(settings.REDIS_URL).flushdb()
-    yield
 
 
 @pytest.fixture

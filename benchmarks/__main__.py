@@ -1,7 +1,9 @@
-"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,all,summary} [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
+"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,all,summary}
+    [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile]
 
-scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by default and on PostgreSQL when DATABASE_URL is set;
-retention (a sweep of 10,000 ended sessions, 1,000,000 messages, while agents append; --sessions N for another scale) needs PostgreSQL
+scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by
+default and on PostgreSQL when DATABASE_URL is set; retention (a sweep of 10,000 ended sessions,
+1,000,000 messages, while agents append; --sessions N for another scale) needs PostgreSQL
 (a dedicated <name>_bench database is created and dropped). http always starts a private
 PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunicorn and wrk.
 replicas adds a streaming replica, PgBouncer and Redis beside such a server (docs/SCALING.md).

@@ -42,7 +42,8 @@ def _scaling(vendor: str, runs: list[dict]) -> None:
 def _erasure(vendor: str, runs: list[dict]) -> None:
     seconds = [run["subjects"]["large"]["seconds"] for run in runs]
     statements = sorted({(run["subjects"]["small"]["statements"], run["subjects"]["large"]["statements"]) for run in runs})
-    print(f"erasure on {vendor}, {len(runs)} runs: 100,000 rows in {_spread(seconds, '{:.2f}')} s; statements (1,000 / 100,000 rows): {statements}")
+    print(f"erasure on {vendor}, {len(runs)} runs: 100,000 rows in {_spread(seconds, '{:.2f}')} s; "
+          f"statements (1,000 / 100,000 rows): {statements}")
 
 
 def _admin(vendor: str, runs: list[dict]) -> None:

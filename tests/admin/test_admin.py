@@ -12,9 +12,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app import selectors as session_selectors
+from tests.userdata_app.erasure_factories import compliance_group, subject_data_create, verified_request
 from userdata_app import erasure
 from userdata_app.models import ErasureRequest, ErasureSubject
-from tests.userdata_app.erasure_factories import compliance_group, subject_data_create, verified_request
 
 Status = ErasureRequest.Status
 CHANGELIST = reverse("admin:userdata_app_erasurerequest_changelist")

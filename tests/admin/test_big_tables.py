@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from sessions_app.admin import CappedPaginator
 from sessions_app.models import Message, Session
-from userdata_app import erasure
-from userdata_app.models import ErasedSubject
 from tests.admin.test_admin import login, staff
 from tests.userdata_app.erasure_factories import subject_data_create
+from userdata_app import erasure
+from userdata_app.models import ErasedSubject
 
 SESSIONS = reverse("admin:sessions_app_session_changelist")
 MESSAGES = reverse("admin:sessions_app_message_changelist")

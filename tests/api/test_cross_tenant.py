@@ -5,10 +5,10 @@ import pytest
 from sessions_app import services
 from sessions_app.api import urls as session_urls
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from tests.api.routes import api_routes
 from userdata_app import services as userdata_services
 from userdata_app.api import urls as userdata_urls
 from userdata_app.models import UserDatum
-from tests.api.routes import api_routes
 
 pytestmark = pytest.mark.django_db
 S = "/api/v1/users/u1/sessions/s1/"

@@ -3,8 +3,8 @@ import pytest
 
 from sessions_app import services
 from sessions_app.models import AgentTransition, Checkpoint
-from userdata_app.models import UserDatum
 from tests.api.conftest import assert_error
+from userdata_app.models import UserDatum
 
 pytestmark = pytest.mark.django_db
 S = "/api/v1/users/u1/sessions/s1/"

@@ -9,9 +9,9 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 
 from sessions_app import selectors as session_selectors
+from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
 from userdata_app import selectors as userdata_selectors
 from userdata_app.models import ErasureRequest
-from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(settings.BASE_DIR) / "artifacts"
@@ -21,7 +21,11 @@ CHROMIUM_ARGS = [
 ]
 
 pytestmark = [
-    pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"{CHROMIUM} is missing: apt-get install chromium (Debian's package; Playwright drives it, no driver needed)"),
+    pytest.mark.skipif(
+        not shutil.which(CHROMIUM),
+        reason=f"{CHROMIUM} is missing: apt-get install chromium "
+        "(Debian's package; Playwright drives it, no driver needed)",
+    ),
     pytest.mark.django_db(transaction=True),
 ]
 

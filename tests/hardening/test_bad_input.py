@@ -16,7 +16,7 @@ from sessions_app.models import Round, Session
 from tests.api.conftest import assert_error
 from tests.hardening.conftest import S
 from tests.hardening.stored import stored_everything
-from tests.hardening.test_limits import U, WRITE_IDS, WRITES, refused
+from tests.hardening.test_limits import WRITE_IDS, WRITES, U, refused
 
 LONE_SURROGATES = ["\ud800", "ok\udfff", "\udc80tail"]
 
@@ -84,7 +84,7 @@ DATETIME_FILTERS = ["created_after", "created_before", "updated_after", "updated
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("value", EXTREME_IN_UTC + ["2026-01-01T00:00:00+24:00", "2026-01-01T00:00:00-99:00", "10000-01-01T00:00:00Z", "0000-12-31T00:00:00Z"])
+@pytest.mark.parametrize("value", [*EXTREME_IN_UTC, "2026-01-01T00:00:00+24:00", "2026-01-01T00:00:00-99:00", "10000-01-01T00:00:00Z", "0000-12-31T00:00:00Z"])
 @pytest.mark.parametrize("name", DATETIME_FILTERS)
 def test_datetimes_that_do_not_exist_in_utc_are_400_naming_the_filter(api, full_session, name, value):
     """9999-12-31T23:59:59-01:00 overflowed on SQLite (OverflowError): a 500."""
@@ -110,7 +110,7 @@ def forged(position: str, **extra: str) -> str:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("position", EXTREME_IN_UTC + ["not a time", "2026-02-30T00:00:00Z", "2026-01-01T00:00:00+24:00"])
+@pytest.mark.parametrize("position", [*EXTREME_IN_UTC, "not a time", "2026-02-30T00:00:00Z", "2026-01-01T00:00:00+24:00"])
 def test_a_session_cursor_whose_position_does_not_exist_in_utc_is_400(api, full_session, position):
     refused(api, "get", "/api/v1/sessions/", None, 400, "invalid", "cursor", QUERY_STRING=urlencode({"cursor": forged(position)}))
 

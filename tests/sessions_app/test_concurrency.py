@@ -23,7 +23,7 @@ def _in_threads(count: int, work) -> tuple[list, list[BaseException]]:
         try:
             barrier.wait(timeout=30)
             results[i] = work(i)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:
             errors.append(exc)
         finally:
             connection.close()

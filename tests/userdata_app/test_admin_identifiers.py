@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from agentstate.validation import identifier_visible
 from sessions_app import selectors as session_selectors
+from tests.admin.test_admin import login, staff
+from tests.userdata_app.erasure_factories import subject_data_create, verified_request
 from userdata_app import selectors as userdata_selectors
 from userdata_app.erasure.registry import subject_hash
 from userdata_app.models import ErasureRequest, ErasureSubject
-from tests.admin.test_admin import login, staff
-from tests.userdata_app.erasure_factories import subject_data_create, verified_request
 
 CHANGELIST = reverse("admin:userdata_app_erasurerequest_changelist")
 SESSIONS = reverse("admin:sessions_app_session_changelist")

@@ -12,9 +12,9 @@ from django.db import DatabaseError, connection
 
 from sessions_app import working_state
 from sessions_app.models import Checkpoint, Session
+from tests.userdata_app.erasure_factories import subject_data_create, verified_request
 from userdata_app import erasure
 from userdata_app.models import ErasedSubject, ErasureRequest
-from tests.userdata_app.erasure_factories import subject_data_create, verified_request
 
 Scope = ErasureRequest.Scope
 Status = ErasureRequest.Status
@@ -67,7 +67,7 @@ def test_an_erasure_that_rolls_back_leaves_the_working_state_and_one_that_commit
     monkeypatch.undo()
     with django_capture_on_commit_callbacks(execute=True):
         erasure.erasure_execute(request=request, actor=officer)
-    assert {pk: store.get(pk) for pk in before} == dict.fromkeys(before, {})
+    assert {pk: store.get(pk) for pk in before} == {pk: {} for pk in before}
     assert store.count_many(list(before)) == 0
 
 

@@ -26,11 +26,11 @@ from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 from sessions_app import selectors as session_selectors
 from sessions_app.models import Session
+from tests.userdata_app.erasure_factories import compliance_group
+from tests.userdata_app.test_erasure_after_commit import pg_stats_text
 from userdata_app import selectors as userdata_selectors
 from userdata_app.adk import selectors as adk_selectors
 from userdata_app.models import ErasureRequest
-from tests.userdata_app.erasure_factories import compliance_group
-from tests.userdata_app.test_erasure_after_commit import pg_stats_text
 
 # The subject's id ends with an EM SPACE (U+2003), stored exactly as the API received it; the
 # bystanders' ids are the same without it, and the same with another case.
