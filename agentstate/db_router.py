@@ -161,9 +161,9 @@ def _caller(request) -> str | None:
     """Who the request acts for: its API key (by the key's public prefix) or its staff user."""
     if request is None:
         return None
-    api_key = getattr(request, "auth", None)
-    if getattr(api_key, "prefix", None):
-        return f"key:{api_key.prefix}"
+    prefix = getattr(getattr(request, "auth", None), "prefix", None)
+    if prefix:
+        return f"key:{prefix}"
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         return f"user:{user.pk}"

@@ -25,7 +25,7 @@ class InvalidInput(DomainError):
     code = "invalid"
 
     @classmethod
-    def for_field(cls, field: str, message: str) -> "InvalidInput":
+    def for_field(cls, field: str, message: str) -> InvalidInput:
         return cls(f"{field}: {message}", fields={field: [message]})
 
 

@@ -17,7 +17,7 @@ import logging
 import re
 import traceback
 from contextvars import ContextVar
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from http import HTTPStatus
 
@@ -62,7 +62,7 @@ class RequestContextFilter(logging.Filter):
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
             "message": _message(record),
@@ -93,7 +93,7 @@ def _message(record: logging.LogRecord) -> str:
         return str(record.msg).partition("%")[0].strip() or "Development server error"
     route = route_of(getattr(record, "request", None))
     try:
-        phrase = HTTPStatus(status).phrase
+        phrase = HTTPStatus(status).phrase if isinstance(status, int) else "Request failed"
     except ValueError:
         phrase = "Request failed"
     return f"{phrase}: {route}" if route else phrase

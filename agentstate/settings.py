@@ -195,7 +195,8 @@ for _item in env_list("AGENTSTATE_ERASURE_HMAC_KEYS", ""):
     _key_id, _, _secret = _item.partition(":")
     if not _key_id.strip() or len(_secret.strip()) < 16:
         raise ImproperlyConfigured(
-            "AGENTSTATE_ERASURE_HMAC_KEYS is a comma-separated list of key_id:secret, each secret at least 16 characters."
+            "AGENTSTATE_ERASURE_HMAC_KEYS is a comma-separated list of key_id:secret, "
+            "each secret at least 16 characters."
         )
     ERASURE_HMAC_KEYS[_key_id.strip()] = _secret.strip()
 if not ERASURE_HMAC_KEYS and DEBUG:

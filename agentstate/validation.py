@@ -1,6 +1,6 @@
 """Validation of identifiers and JSON documents, shared by every app.
 
-Identifiers (user ids, session ids, user-data keys, checkpoint labels) are 1–128 characters with
+Identifiers (user ids, session ids, user-data keys, checkpoint labels) are 1-128 characters with
 no control characters and no ``/``. JSON documents may not hold NUL characters (PostgreSQL
 rejects them) nor nest deeper than ``MAX_JSON_DEPTH``; whole request bodies not deeper than
 ``MAX_BODY_DEPTH``. Datetimes given in queries must exist in UTC. Identifiers are never stripped
@@ -10,7 +10,7 @@ staff which one they are looking at.
 from __future__ import annotations
 
 import unicodedata
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from django.utils.timezone import is_naive, make_aware
@@ -166,6 +166,6 @@ def clean_datetime(value: datetime, *, field: str) -> datetime:
     if is_naive(value):
         value = make_aware(value)  # in the current time zone, as Django reads it
     try:
-        return value.astimezone(timezone.utc)
+        return value.astimezone(UTC)
     except OverflowError:
         raise InvalidInput.for_field(field, "is outside the years 1 to 9999 once converted to UTC.") from None

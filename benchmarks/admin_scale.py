@@ -119,5 +119,6 @@ def print_table(result: dict[str, Any]) -> None:
     ]
     print(report.table(headers, rows))
     t = result["targets"]
-    print(f"slowest median {t['median_ms']['value']:.1f} ms (target < {TARGET_MS:.0f}) {'ok' if t['median_ms']['met'] else 'MISSED'}")
+    print(f"slowest median {t['median_ms']['value']:.1f} ms (target < {TARGET_MS:.0f}) "
+          f"{'ok' if t['median_ms']['met'] else 'MISSED'}")
     print(f"queries constant from {small_n:,} to {large_n:,} messages: {'ok' if t['constant_queries']['met'] else 'NO'}")

@@ -299,7 +299,8 @@ def run(*, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int
             peak = max(sweep_points, key=lambda p: p["rps"])
             peaks[target["name"]] = peak
             if target["name"] in ("append", "mixed"):
-                print(f"http: {target['name']}: paced at {', '.join(f'{f:.0%}' for f in PACED_FRACTIONS)} of {peak['rps']:.0f} req/s")
+                paced = ", ".join(f"{f:.0%}" for f in PACED_FRACTIONS)
+                print(f"http: {target['name']}: paced at {paced} of {peak['rps']:.0f} req/s")
                 points += [
                     measure(target=target, connections=PACED_CONNECTIONS, offered_rps=f * peak["rps"], **common)
                     for f in PACED_FRACTIONS
@@ -354,7 +355,8 @@ def print_table(result: dict[str, Any]) -> None:
         f"{'ok' if t['append_over_baseline']['met'] else 'MISSED'}"
     )
     for name, v in t["p99_at_half_peak_ms"].items():
-        print(f"{name}: p99 at half peak {v['value']:.1f} ms (target < {TARGET_P99_MS:.0f}) {'ok' if v['met'] else 'MISSED'}")
+        print(f"{name}: p99 at half peak {v['value']:.1f} ms (target < {TARGET_P99_MS:.0f}) "
+              f"{'ok' if v['met'] else 'MISSED'}")
     print(f"errors: {t['errors']['value']} {'ok' if t['errors']['met'] else 'MISSED'}")
     peaks = result["peaks"]
     print(

@@ -129,10 +129,11 @@ def run(*, rounds: int = 5, batch: int = 40) -> dict[str, Any]:
     import django
 
     django.setup()
+    import sqlite3
+
     import aiosqlite
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-    import sqlite3
 
     from agentstate.integrations.langgraph import AgentStateSaver
     from agentstate.tenancy.services import api_key_create, tenant_get_or_create

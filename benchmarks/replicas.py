@@ -104,7 +104,8 @@ def run(
             for workload in WORKLOADS:
                 for deployment in DEPLOYMENTS:
                     url, app_pid = servers[deployment]
-                    print(f"replicas: {workload} on {deployment} ({repeat + 1}/{repeats}), {CONNECTIONS} connections, {seconds} s")
+                    print(f"replicas: {workload} on {deployment} ({repeat + 1}/{repeats}), "
+                          f"{CONNECTIONS} connections, {seconds} s")
                     point = _measure(url=url, env=wrk_env[workload], seconds=seconds, pids={"app": app_pid, **pids})
                     points.append({"deployment": deployment, "workload": workload, "repeat": repeat, **point})
     summary = {}
@@ -144,8 +145,10 @@ def print_table(result: dict[str, Any]) -> None:
          *(f"{v['cpu_ms_per_request'][n]:.3f}" for n in ("app", "primary", "replica", "pgbouncer"))]
         for key, v in result["summary"].items()
     ]
-    print(f"median of {result['repeats']} interleaved points, {result['connections']} connections, {result['seconds_per_point']} s each")
+    print(f"median of {result['repeats']} interleaved points, {result['connections']} connections, "
+          f"{result['seconds_per_point']} s each")
     print(report.table(headers, rows))
     for name, value in result["ratios"].items():
         print(f"{name}: {value:.2f}")
-    print(f"single-primary write ceiling: about {result['write_ceiling_appends_per_primary_core']} appends/s per primary core")
+    print(f"single-primary write ceiling: about {result['write_ceiling_appends_per_primary_core']} "
+          "appends/s per primary core")

@@ -66,7 +66,7 @@ def machine() -> dict[str, Any]:
 def table(headers: list[str], rows: list[list[Any]]) -> str:
     cells = [[str(c) for c in row] for row in [headers, *rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))) for row in cells]
+    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))) for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

@@ -51,7 +51,10 @@ def streaming_replica(cluster: Cluster) -> Iterator[Server]:
          "-D", data, "-R", "-X", "stream", "-c", "fast"],
         check=True, stdout=subprocess.DEVNULL,
     )
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={workdir} -c fsync=off -c max_connections=100"
+    options = (
+        f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={workdir} "
+        "-c fsync=off -c max_connections=100"
+    )
     ctl = [*_AS_POSTGRES, pg_bin / "pg_ctl", "-D", data]
     subprocess.run([*ctl, "-l", workdir / "server.log", "-w", "-t", "60", "-o", options, "start"], check=True, stdout=subprocess.DEVNULL)
     try:

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
-from datetime import timezone as dt_timezone
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.functional import cached_property
@@ -152,7 +151,7 @@ class InputFilter(admin.SimpleListFilter):
         return self.filter(queryset, value)
 
     def filter(self, queryset, value: str):
-        return queryset.filter(**{self.parameter_name: value})
+        return queryset.filter(**{str(self.parameter_name): value})
 
 
 class UserIdFilter(InputFilter):
@@ -270,6 +269,7 @@ class CappedPaginator(Paginator):
     """
 
     cap = 10_000
+    object_list: QuerySet[Any]  # the changelist's queryset (Paginator types any sequence)
 
     @cached_property
     def counted(self) -> int:
@@ -338,7 +338,8 @@ USER_CHANGELISTS: list[tuple[str, str]] = [("sessions", "admin:sessions_app_sess
 
 
 def user_url(url_name: str, *, tenant_pk: int, user_id: str) -> str:
-    return reverse(url_name) + "?" + urlencode({"tenant__id__exact": tenant_pk, "user_id": user_id})
+    query: dict[str, int | str] = {"tenant__id__exact": tenant_pk, "user_id": user_id}
+    return reverse(url_name) + "?" + urlencode(query)
 
 
 def user_links(*, tenant_pk: int, user_id: str):
@@ -512,13 +513,13 @@ class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
     """Children of a session, reached from the session page (``?session__id__exact=<pk>``); each
     row names its session as ``tenant / user / session``, joined in the page's one query."""
 
-    list_display_links = None
+    list_display_links: tuple[str, ...] | None = None
     # Exact user id or session id, matched on the session (``search``): the session table's
     # user_id and session_id indexes serve it.
     search_fields = ("session__user_id__exact", "session__session_id__exact")
     search_help_text = ("Exact user id or session id of the session: case, spaces and invisible characters count. "
                         "Narrow with the filters (tenant, user id, session id).")
-    list_filter = (SessionTenantFilter, SessionUserIdFilter, SessionIdFilter)
+    list_filter: ClassVar[tuple[Any, ...]] = (SessionTenantFilter, SessionUserIdFilter, SessionIdFilter)
 
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj):
@@ -599,7 +600,7 @@ class AgentTransitionAdmin(SessionChildAdmin):
 LANGGRAPH_TIMELINE = 50
 
 
-def stored_value(value_type: str, value: bytes, rendered: Any):
+def stored_value(value_type: str, value: bytes | memoryview, rendered: Any):
     """A stored LangGraph value: its JSON view, or the serializer's type and size without one."""
     if rendered is not None:
         return pretty_json(rendered)
@@ -692,7 +693,7 @@ class AdkEventAdmin(SessionChildAdmin):
 
     @admin.display(description="time", ordering="timestamp")
     def event_time(self, obj: AdkEvent):
-        return datetime.fromtimestamp(obj.timestamp, tz=dt_timezone.utc)
+        return datetime.fromtimestamp(obj.timestamp, tz=UTC)
 
     @admin.display(description="event (its user: delta is user data, shown on the session page)")
     def event_json(self, obj: AdkEvent):

@@ -112,7 +112,8 @@ class Message(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False)
     user_id = models.CharField(max_length=128)
     seq = models.BigIntegerField()
-    client_id = models.CharField(max_length=128, null=True, blank=True)
+    # NULL, not "": messages without a client id stay outside message_unique_client_id.
+    client_id = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
     role = models.CharField(max_length=32)
     type = models.CharField(max_length=32, default="message")
     status = models.CharField(max_length=32, blank=True, default="")
@@ -281,9 +282,10 @@ class LangGraphCheckpoint(models.Model):
     user_id = models.CharField(max_length=128)
     checkpoint_ns = models.TextField(blank=True, default="")  # "" is the root graph
     checkpoint_id = models.TextField()
-    parent_checkpoint_id = models.TextField(null=True, blank=True)
+    # NULL, not "": LangGraph tells "no parent" and "no run" (None) apart from an empty id.
+    parent_checkpoint_id = models.TextField(null=True, blank=True)  # noqa: DJ001
     # Copied out of the metadata: the admin's timeline and delete_for_runs need them as columns.
-    run_id = models.TextField(null=True, blank=True)
+    run_id = models.TextField(null=True, blank=True)  # noqa: DJ001
     step = models.BigIntegerField(null=True, blank=True)
     source = models.CharField(max_length=32, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)

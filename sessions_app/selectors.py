@@ -49,7 +49,8 @@ def session_get(*, tenant: Tenant, user_id: str, session_id: str, app_name: str 
 
 # Served by the (tenant, user_id, session_id, app_name) unique index.
 _SESSION_GET_SQL = (
-    f'SELECT * FROM "{Session._meta.db_table}" WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s'
+    f'SELECT * FROM "{Session._meta.db_table}" '
+    "WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s"
 )
 
 

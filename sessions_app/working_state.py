@@ -9,8 +9,9 @@ slip in after the session ended.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import timedelta
-from functools import lru_cache
+from functools import cache
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -131,8 +132,9 @@ class RedisWorkingStateStore:
         return f"{self.prefix}{session_pk}"
 
     @staticmethod
-    def _decode(raw: dict[bytes, bytes]) -> dict[str, Any]:
-        return {key.decode(): json.loads(value) for key, value in raw.items()}
+    def _decode(raw: Mapping[bytes | str, bytes | str]) -> dict[str, Any]:
+        # Bytes: the client is made without decode_responses (redis types both).
+        return {key.decode() if isinstance(key, bytes) else key: json.loads(value) for key, value in raw.items()}
 
     def get(self, session_pk: int) -> dict[str, Any]:
         return self._decode(self.client.hgetall(self._key(session_pk)))
@@ -145,7 +147,7 @@ class RedisWorkingStateStore:
         to_remove = [k for k, v in changes.items() if v is None]
         pipe = self.client.pipeline(transaction=True)
         if to_set:
-            pipe.hset(key, mapping=to_set)
+            pipe.hset(key, mapping=to_set)  # type: ignore[arg-type]  # redis types the keys as a union; a Mapping's keys are invariant
         if to_remove:
             pipe.hdel(key, *to_remove)
         pipe.expire(key, self.ttl)
@@ -180,7 +182,7 @@ class RedisWorkingStateStore:
         return bool(self.client.ping())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _build_store(backend: str, url: str, ttl: int) -> WorkingStateStore:
     if backend == "redis":
         return RedisWorkingStateStore(url, ttl)

@@ -262,7 +262,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="subjects", ordering="subject_total")
     def subject_count(self, obj: ErasureRequest) -> int:
-        return obj.subject_total
+        return obj.subject_total  # type: ignore[attr-defined]  # annotated by get_queryset
 
     @admin.display(description="due", ordering="due_on")
     def due(self, obj: ErasureRequest):
@@ -282,8 +282,10 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             '<p class="receipt-tools"><a class="button" href="{}" download>Download receipt (JSON)</a> '
             '<button type="button" class="button" onclick="window.print()">Print receipt</button></p>'
             '<p>Executed {} by <strong>{}</strong>, scope <strong>{}</strong>.</p>'
-            '<div class="erasure-receipt"><table class="erasure-counts"><thead><tr><th>erased</th><th>rows</th></tr></thead><tbody>{}</tbody></table>'
-            '<table class="erasure-hashes"><caption>Subject hashes (HMAC-SHA256 of ["tenant","user id"]; no user id is kept)</caption>'
+            '<div class="erasure-receipt"><table class="erasure-counts">'
+            "<thead><tr><th>erased</th><th>rows</th></tr></thead><tbody>{}</tbody></table>"
+            '<table class="erasure-hashes">'
+            '<caption>Subject hashes (HMAC-SHA256 of ["tenant","user id"]; no user id is kept)</caption>'
             "<thead><tr><th>tenant</th><th>key id</th><th>hmac_sha256</th></tr></thead><tbody>{}</tbody></table></div>",
             reverse("admin:userdata_app_erasurerequest_receipt", args=[obj.pk]),
             receipt.executed_at.strftime("%Y-%m-%d %H:%M:%S UTC"), receipt.executed_by_name, receipt.get_scope_display(),
@@ -297,7 +299,12 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             ((e.at.strftime("%Y-%m-%d %H:%M:%S"), e.actor_name, f"{status_label(e.from_status)} → {status_label(e.to_status)}", e.note)
              for e in obj.events.order_by("at", "id")),
         )
-        return format_html('<table class="agentstate-table"><thead><tr><th>when</th><th>who</th><th>step</th><th>note</th></tr></thead><tbody>{}</tbody></table>', rows)
+        return format_html(
+            '<table class="agentstate-table">'
+            "<thead><tr><th>when</th><th>who</th><th>step</th><th>note</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
+            rows,
+        )
 
     @admin.display(description="rows that would be erased now")
     def preview_display(self, obj: ErasureRequest):
@@ -325,8 +332,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         if obj is None:
             return displays
         if obj.status != Status.RECEIVED:
-            return displays + ("scope", "received_at", "requested_by", "reason")
-        return displays + ("received_at",)  # the due date was computed from it
+            return (*displays, "scope", "received_at", "requested_by", "reason")
+        return (*displays, "received_at")  # the due date was computed from it
 
     def has_change_permission(self, request, obj=None):
         if obj is not None and obj.status in (Status.EXECUTED, Status.REJECTED):

@@ -24,7 +24,6 @@ from agentstate.exceptions import DomainError
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.models import APIKey
 
-
 # DRF exception class -> our code (the first match wins, so subclasses come first).
 _CODES: list[tuple[type[exceptions.APIException], str]] = [
     (exceptions.ValidationError, "invalid"),
@@ -52,8 +51,10 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
         for key, value in detail.items():
             if isinstance(key, int):
                 name = f"{prefix}[{key}]"
+            elif prefix:
+                name = f"{prefix}.{key}"
             else:
-                name = f"{prefix}.{key}" if prefix else str(key)
+                name = str(key)
             flat.update(_flatten(value, name))
         return flat
     if isinstance(detail, list) and any(isinstance(item, (dict, list)) for item in detail):
@@ -141,7 +142,7 @@ def handler500(request):
 class ErrorDetailSerializer(serializers.Serializer):
     code = serializers.CharField(help_text="Machine code: invalid, not_authenticated, not_found, session_exists, ...")
     message = serializers.CharField(help_text="Human-readable explanation.")
-    fields = serializers.DictField(
+    fields = serializers.DictField(  # type: ignore[assignment]  # the error shape's field, not Serializer.fields
         child=serializers.ListField(child=serializers.CharField()),
         help_text="Offending fields (for 400) and what is wrong with each.",
     )

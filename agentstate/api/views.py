@@ -1,7 +1,11 @@
 """The base of every tenant endpoint."""
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import exceptions, serializers
+from rest_framework.pagination import BasePagination
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -19,9 +23,18 @@ PATH_CLEANERS = {
 STAFF_TENANT_PARAM = "tenant"
 
 
+class TenantRequest(Request):
+    """For type checkers: the request a TenantAPIView's handlers see, with the tenant it acts for."""
+
+    tenant: Tenant
+
+
 class TenantAPIView(APIView):
     """Authenticates, then sets ``request.tenant``: the API key's tenant, or for a staff login the
     tenant named by ``?tenant=<slug>``. Every selector and service call is scoped by it."""
+
+    request: TenantRequest
+    pagination_class: type[BasePagination]  # set by each view that lists (see paginated)
 
     # DRF reads an empty body as {}: a PUT of working state would wipe it, a POST would store an
     # empty message. Writes need a JSON body unless a view says it takes none.
@@ -51,7 +64,7 @@ class TenantAPIView(APIView):
         """One page of ``queryset`` in ``{"next", "previous", "results"}``, by the view's
         ``pagination_class`` (which also puts the envelope in the schema)."""
         paginator = self.pagination_class()
-        page = paginator.paginate_queryset(queryset, self.request, view=self)
+        page: list[Any] | None = paginator.paginate_queryset(queryset, self.request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any, Dict, List, Optional, Union
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentstate.client.clients import AsyncAgentStateClient
+from agentstate.client.clients import AsyncAgentStateClient, AsyncEndpoints
 from agentstate.client.errors import AgentStateError, Conflict, NotFound
 from agentstate.client.models import MessageRecord, SessionRecord
 
@@ -32,11 +32,11 @@ class Message(BaseModel):
     object: str = "message"
     type: str = "message"
     status: str = "created"
-    role: Optional[str] = None
-    name: Optional[str] = None
-    content: Optional[Union[str, List[Dict[str, Any]]]] = None
-    metadata: Optional[Dict[str, Any]] = None
-    usage: Optional[Dict[str, Any]] = None
+    role: str | None = None
+    name: str | None = None
+    content: str | list[dict[str, Any]] | None = None
+    metadata: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
 
     @classmethod
     def from_record(cls, record: MessageRecord) -> Message:
@@ -55,14 +55,14 @@ class Session(BaseModel):
 
     id: str
     user_id: str
-    messages: List[Union[Message, Dict[str, Any]]] = []
+    messages: list[Message | dict[str, Any]] = []
 
     @classmethod
     def from_record(cls, record: SessionRecord) -> Session:
         return cls(id=record.session_id, user_id=record.user_id)
 
 
-def _stored(message: Any) -> Dict[str, Any]:
+def _stored(message: Any) -> dict[str, Any]:
     """The API's MessageIn for a Message, an AgentScope Message (any pydantic model) or a dict."""
     data = message.model_dump(mode="json", exclude_none=True) if isinstance(message, BaseModel) else dict(message)
     if not data.get("id"):
@@ -76,7 +76,7 @@ class _Remote:
     def __init__(self, base_url: str, api_key: str) -> None:
         self._base_url = base_url
         self._api_key = api_key
-        self._client: Optional[AsyncAgentStateClient] = None
+        self._client: AsyncAgentStateClient | None = None
 
     async def start(self) -> None:
         if self._client is None:
@@ -94,7 +94,7 @@ class _Remote:
         except AgentStateError:
             return False
 
-    def _api(self) -> AsyncAgentStateClient:
+    def _api(self) -> AsyncEndpoints:
         if self._client is None:
             raise RuntimeError("Service not started")
         return self._client
@@ -110,9 +110,9 @@ class RemoteStateService(_Remote):
     async def save_state(
         self,
         user_id: str,
-        state: Dict[str, Any],
-        session_id: Optional[str] = None,
-        round_id: Optional[int] = None,
+        state: dict[str, Any],
+        session_id: str | None = None,
+        round_id: int | None = None,
     ) -> int:
         """Save ``state`` as round ``round_id`` (overwriting it), or as a new round ``max + 1`` (or 1)."""
         saved = await self._api().round_save(user_id, session_id or DEFAULT_SESSION_ID, state, round_id=round_id)
@@ -121,9 +121,9 @@ class RemoteStateService(_Remote):
     async def export_state(
         self,
         user_id: str,
-        session_id: Optional[str] = None,
-        round_id: Optional[int] = None,
-    ) -> Optional[Dict[str, Any]]:
+        session_id: str | None = None,
+        round_id: int | None = None,
+    ) -> dict[str, Any] | None:
         """The state of round ``round_id``, or of the largest round id; None when there is none."""
         api, sid = self._api(), session_id or DEFAULT_SESSION_ID
         read = api.round_latest(user_id, sid) if round_id is None else api.round_get(user_id, sid, round_id)
@@ -144,18 +144,18 @@ class RemoteSessionHistoryService(_Remote):
         await self.start()
         return await self._server_healthy()
 
-    async def create_session(self, user_id: str, session_id: Optional[str] = None) -> Session:
+    async def create_session(self, user_id: str, session_id: str | None = None) -> Session:
         """Create a session (a blank id gets a UUID); an existing id returns that session, untouched."""
         await self.start()
         wanted = session_id.strip() if session_id and session_id.strip() else None
         try:
             return Session.from_record(await self._api().session_create(user_id, wanted))
         except Conflict as exc:
-            if exc.code != "session_exists":
+            if exc.code != "session_exists" or wanted is None:  # a server-made id never exists already
                 raise
         return await self._load(user_id, wanted)
 
-    async def get_session(self, user_id: str, session_id: str) -> Optional[Session]:
+    async def get_session(self, user_id: str, session_id: str) -> Session | None:
         """The session with its messages; a missing one is created and returned empty, as the seed does."""
         await self.start()
         try:
@@ -185,7 +185,7 @@ class RemoteSessionHistoryService(_Remote):
     async def append_message(
         self,
         session: Session,
-        message: Union[Message, List[Message], Dict[str, Any], List[Dict[str, Any]]],
+        message: Message | list[Message] | dict[str, Any] | list[dict[str, Any]],
     ) -> None:
         """Store one message or a list, atomically, and extend ``session.messages`` with them.
 

@@ -6,7 +6,8 @@ attempts, so both behave the same by construction.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx

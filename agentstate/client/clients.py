@@ -61,6 +61,12 @@ class AgentStateClient(Endpoints):
         self.close()
 
 
+# How code that awaits an AsyncAgentStateClient's methods holds one: Endpoints declares each
+# method's blocking result and this client returns an awaitable of it, which Python's types cannot
+# derive from one declaration, so such callers see Any rather than a wrong type.
+AsyncEndpoints = Any
+
+
 class AsyncAgentStateClient(Endpoints):
     """Asyncio client: the same methods as ``AgentStateClient``, awaited (``*_iter`` give async iterators).
 

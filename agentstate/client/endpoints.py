@@ -8,9 +8,9 @@ Identifiers come first and positionally; everything else is keyword-only.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import httpx
 import pydantic

@@ -105,8 +105,8 @@ def _error_parts(response: httpx.Response) -> tuple[str | None, str, dict[str, l
         body = None
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
-        fields = error.get("fields") if isinstance(error.get("fields"), dict) else {}
-        return error.get("code"), str(error.get("message") or response.reason_phrase), fields
+        fields = error.get("fields")
+        return error.get("code"), str(error.get("message") or response.reason_phrase), fields if isinstance(fields, dict) else {}
     if isinstance(body, dict) and "detail" in body:  # a framework default that escaped the API's handler
         return None, str(body["detail"]), {}
     text = response.text.strip()[:200]

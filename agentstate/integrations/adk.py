@@ -21,7 +21,7 @@ import asyncio
 import json
 import os
 import unicodedata
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import httpx
@@ -86,7 +86,7 @@ class AgentStateSessionService(BaseSessionService):
             raise ValueError("AgentStateSessionService needs the server's base_url (or uri=agentstate://host:port).")
         if not api_key:
             raise ValueError(f"AgentStateSessionService needs an API key (api_key=..., or {API_KEY_ENV}).")
-        self._options = {
+        self._options: dict[str, Any] = {
             "base_url": base_url, "timeout": timeout, "transport": transport,
             "headers": {"X-Api-Key": api_key, "Accept": "application/json", "User-Agent": USER_AGENT},
         }
@@ -137,8 +137,8 @@ class AgentStateSessionService(BaseSessionService):
 
     # --- BaseSessionService ---------------------------------------------------------------------
 
-    async def create_session(self, *, app_name: str, user_id: str, state: Optional[dict[str, Any]] = None,
-                             session_id: Optional[str] = None) -> Session:
+    async def create_session(self, *, app_name: str, user_id: str, state: dict[str, Any] | None = None,
+                             session_id: str | None = None) -> Session:
         body: dict[str, Any] = {"state": _state_text(state or {})}
         if session_id is not None and session_id.strip():
             body["session_id"] = identifier_encode(session_id.strip())
@@ -151,7 +151,7 @@ class AgentStateSessionService(BaseSessionService):
         return _session(response.json(), events=[])
 
     async def get_session(self, *, app_name: str, user_id: str, session_id: str,
-                          config: Optional[GetSessionConfig] = None) -> Optional[Session]:
+                          config: GetSessionConfig | None = None) -> Session | None:
         params: dict[str, Any] = {}
         if config is not None and config.num_recent_events is not None:
             params["num_recent_events"] = config.num_recent_events
@@ -174,7 +174,7 @@ class AgentStateSessionService(BaseSessionService):
             following = page.next
         return _session(document.model_dump(exclude={"events", "events_next"}), events=document.events)
 
-    async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
+    async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
         params: dict[str, Any] = {"page_size": self.list_page_size}
         if user_id is not None:
             params["user_id"] = identifier_encode(user_id)
@@ -230,12 +230,12 @@ class _SessionDocument(BaseModel):
     last_update_time: float
     version: int
     events: list[Event]
-    events_next: Optional[str] = None
+    events_next: str | None = None
 
 
 class _EventPage(BaseModel):
     events: list[Event]
-    next: Optional[str] = None
+    next: str | None = None
 
 
 def _state_text(state: dict[str, Any]) -> str:

@@ -123,7 +123,7 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         self.base_url = base_url
         self.default_user_id = default_user_id
         self._api_key = api_key
-        self._options = {"timeout": timeout, "retries": retries}
+        self._options: dict[str, Any] = {"timeout": timeout, "retries": retries}
         self._transports = (transport, async_transport)
         self._sync: AgentStateClient | None = None
         self._async: AsyncAgentStateClient | None = None
@@ -199,7 +199,9 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
             "metadata": _escape_json(get_serializable_checkpoint_metadata(config, metadata)),
             "channel_versions": _escape_json(checkpoint["channel_versions"]),
         }
-        stored = {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}}
+        stored: RunnableConfig = {
+            "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}
+        }
         return Call("POST", f"{BASE}/checkpoints/", as_nothing, json=body, idempotent=True), stored
 
     def _writes_call(
@@ -247,8 +249,9 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
             params["thread_id"] = escape_text(str(configurable["thread_id"]))
         if configurable.get("checkpoint_ns") is not None:
             params["checkpoint_ns"] = escape_text(configurable["checkpoint_ns"])
-        if before is not None and get_checkpoint_id(before):
-            params["before"] = escape_text(get_checkpoint_id(before))
+        before_id = get_checkpoint_id(before) if before is not None else None
+        if before_id:
+            params["before"] = escape_text(before_id)
         if filter:
             params["filter"] = json.dumps(_escape_json(filter), allow_nan=False)
         return Call("GET", f"{BASE}/checkpoints/", as_json, params=params)
@@ -317,7 +320,8 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None, limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        call, remaining = self._list_call(config, filter, before, limit), limit
+        call: Call[Any] | None = self._list_call(config, filter, before, limit)
+        remaining = limit
         while call is not None:
             items, next_call = self._page(self._run(call), call, remaining)
             for item in items:
@@ -360,7 +364,8 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None, limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        call, remaining = self._list_call(config, filter, before, limit), limit
+        call: Call[Any] | None = self._list_call(config, filter, before, limit)
+        remaining = limit
         while call is not None:
             items, next_call = self._page(await self._arun(call), call, remaining)
             for item in items:

@@ -24,13 +24,13 @@ import time
 import uuid
 import weakref
 from collections import deque
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
-from agentstate.client.clients import AsyncAgentStateClient
+from agentstate.client.clients import AsyncAgentStateClient, AsyncEndpoints
 from agentstate.client.errors import Conflict, NotFound
 from agentstate.client.models import MessageRecord, SessionRecord
 
@@ -100,7 +100,7 @@ def _message(item: Any) -> dict[str, Any]:
 
 
 def _item(record: MessageRecord) -> Any:
-    return json.loads(record.content)
+    return json.loads(cast(str, record.content))  # this adapter stores each item as JSON text
 
 
 def _batches(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -123,7 +123,7 @@ class _Borrowed:
     def __init__(self, client: AsyncAgentStateClient) -> None:
         self.client = client
 
-    async def __aenter__(self) -> AsyncAgentStateClient:
+    async def __aenter__(self) -> AsyncEndpoints:
         return self.client
 
     async def __aexit__(self, *exc_info: Any) -> None:
@@ -156,7 +156,7 @@ class AgentStateSession(SessionABC):
         )
         self.user_id = user_id
         self._base_url, self._api_key = base_url, api_key
-        self._client_options = {"timeout": timeout, "retries": retries, "transport": transport}
+        self._client_options: dict[str, Any] = {"timeout": timeout, "retries": retries, "transport": transport}
         self._branch = MAIN
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAgentStateClient] = (
             weakref.WeakKeyDictionary()
@@ -278,13 +278,13 @@ class AgentStateSession(SessionABC):
             for record in await self._family(api):
                 if record.ended_at is not None or not record.message_count:
                     continue
-                name = record.metadata[FRAMEWORK_KEY].get("branch", MAIN)
+                name = (record.metadata or {})[FRAMEWORK_KEY].get("branch", MAIN)  # _family kept marked ones
                 user_turns = 0
                 async for _ in api.message_iter(self.user_id, record.session_id, role="user", page_size=RECENT_MAX):
                     user_turns += 1
                 branches.append({
                     "branch_id": name, "message_count": record.message_count, "user_turns": user_turns,
-                    "is_current": name == self._branch, "created_at": record.created_at.isoformat(),
+                    "is_current": name == self._branch, "created_at": record.created_at.isoformat() if record.created_at else None,
                 })
         return branches
 
@@ -315,7 +315,7 @@ class AgentStateSession(SessionABC):
     def _metadata(self, branch: str) -> dict[str, Any]:
         return {FRAMEWORK_KEY: {"session_id": self.session_id, "branch": branch}}
 
-    async def _create(self, api: AsyncAgentStateClient) -> None:
+    async def _create(self, api: AsyncEndpoints) -> None:
         """Create branch ``main`` (a branch other than main exists from its creation); a concurrent
         create is fine."""
         try:
@@ -324,7 +324,7 @@ class AgentStateSession(SessionABC):
         except Conflict:
             pass
 
-    async def _family(self, api: AsyncAgentStateClient) -> list[SessionRecord]:
+    async def _family(self, api: AsyncEndpoints) -> list[SessionRecord]:
         """The agentstate sessions of this SDK session's branches (they share its workspace id)."""
         family = []
         async for record in api.session_iter(user_id=self.user_id, workspace_id=main_session_id(self.session_id)):
@@ -333,14 +333,14 @@ class AgentStateSession(SessionABC):
                 family.append(record)
         return family
 
-    async def _branch_exists(self, api: AsyncAgentStateClient, branch_id: str) -> bool:
+    async def _branch_exists(self, api: AsyncEndpoints, branch_id: str) -> bool:
         try:
             record = await api.session_get(self.user_id, branch_session_id(self.session_id, branch_id))
         except NotFound:
             return False
         return record.ended_at is None and bool(record.message_count)
 
-    async def _user_turn_seq(self, api: AsyncAgentStateClient, turn_number: int) -> int | None:
+    async def _user_turn_seq(self, api: AsyncEndpoints, turn_number: int) -> int | None:
         """The seq of the current branch's ``turn_number``-th user message (turns count from 1)."""
         if turn_number < 1:
             return None

@@ -36,7 +36,10 @@ def _cache() -> None:
 
 
 def _working_state() -> None:
-    working_state.get_store().ping()
+    store = working_state.get_store()
+    if not isinstance(store, working_state.RedisWorkingStateStore):
+        raise RuntimeError("working state is not in Redis")
+    store.ping()
 
 
 class HealthSerializer(serializers.Serializer):

@@ -30,10 +30,11 @@ class TenantAdmin(admin.ModelAdmin):
 
 @admin.register(APIKey)
 class TenantAPIKeyAdmin(APIKeyModelAdmin):
-    list_display = ("prefix", "name", "tenant", "scope", "created", "expiry_date", "_has_expired", "revoked")
-    list_filter = ("scope", "revoked", "created")
+    # The ignores below: the library's admin types these attributes as tuples of its own lengths.
+    list_display = ("prefix", "name", "tenant", "scope", "created", "expiry_date", "_has_expired", "revoked")  # type: ignore[assignment]
+    list_filter = ("scope", "revoked", "created")  # type: ignore[assignment]
     list_select_related = ("tenant",)
-    search_fields = ("name", "prefix", "tenant__slug")
+    search_fields = ("name", "prefix", "tenant__slug")  # type: ignore[assignment]
     autocomplete_fields = ("tenant",)
     actions = ["revoke_keys"]
 

@@ -1,6 +1,9 @@
 """Tenants, the unit of isolation (every stored row belongs to exactly one), and their API keys."""
+from typing import ClassVar
+
 from django.db import models
-from rest_framework_api_key.models import AbstractAPIKey, BaseAPIKeyManager
+from rest_framework_api_key import models as api_key_models
+from rest_framework_api_key.models import AbstractAPIKey
 
 
 class Tenant(models.Model):
@@ -19,7 +22,7 @@ class Tenant(models.Model):
         return self.slug
 
 
-class APIKeyManager(BaseAPIKeyManager):
+class APIKeyManager(api_key_models.APIKeyManager):
     def get_usable_keys(self) -> models.QuerySet:
         # The tenant comes with the key: authenticating costs one query, then none while cached.
         return super().get_usable_keys().select_related("tenant")
@@ -33,7 +36,7 @@ class APIKey(AbstractAPIKey):
         AGENT = "agent", "Agent (sessions, state, user data)"
         COMPLIANCE = "compliance", "Compliance (also erasure and subject export)"
 
-    objects = APIKeyManager()
+    objects: ClassVar[APIKeyManager] = APIKeyManager()
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
     scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.AGENT)

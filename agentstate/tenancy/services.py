@@ -5,6 +5,7 @@ through here, so this process forgets its verified keys at once; other processes
 ``API_KEY_CACHE_SECONDS`` (agentstate.tenancy.selectors).
 """
 from datetime import datetime
+from typing import cast
 
 from django.utils.text import slugify
 
@@ -37,7 +38,8 @@ def api_key_create(
     name = _clean_key_name(name)
     if scope not in APIKey.Scope.values:
         raise InvalidInput.for_field("scope", f"must be one of: {', '.join(APIKey.Scope.values)}.")
-    return APIKey.objects.create_key(tenant=tenant, name=name, scope=scope, expiry_date=expires_at)
+    api_key, key = APIKey.objects.create_key(tenant=tenant, name=name, scope=scope, expiry_date=expires_at)
+    return cast(APIKey, api_key), key  # the library types its base class
 
 
 def api_key_revoke(*, api_key: APIKey) -> None:

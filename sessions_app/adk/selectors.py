@@ -148,12 +148,12 @@ def _cursor_decode(cursor: str, *types: type | tuple[type, ...]) -> list[Any]:
         raise _BAD_CURSOR from None
     if not isinstance(values, list) or len(values) != len(types):
         raise _BAD_CURSOR
-    for value, expected in zip(values, types):
+    for value, expected in zip(values, types, strict=True):
         if isinstance(value, bool) or not isinstance(value, expected):
             raise _BAD_CURSOR
         if isinstance(value, float) and not math.isfinite(value):
             raise _BAD_CURSOR
-    return [float(v) if t is float else v for v, t in zip(values, types)]
+    return [float(v) if t is float else v for v, t in zip(values, types, strict=True)]
 
 
 def _check_cursor_identifier(value: str) -> None:

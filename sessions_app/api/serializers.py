@@ -203,26 +203,26 @@ class RoundPutInput(StrictInput):
 
 class CheckpointSerializer(Output):
     id = serializers.IntegerField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # an API field, not Field.label
     state = serializers.DictField()
     created_at = serializers.DateTimeField()
 
 
 class CheckpointSummarySerializer(Output):
     id = serializers.IntegerField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # an API field, not Field.label
     created_at = serializers.DateTimeField()
 
 
 class CheckpointCreateInput(StrictInput):
-    label = _text()
+    label = _text()  # type: ignore[assignment]  # an API field, not Field.label
     include_keys = serializers.ListField(child=_text(), required=False, allow_null=True,
                                          help_text="Working-state keys to promote (missing ones skipped); absent: all.")
     state = serializers.DictField(required=False, allow_null=True, help_text="A state to store instead of the working state.")
 
 
 class CheckpointQuery(serializers.Serializer):
-    label = serializers.CharField(help_text="The label whose newest checkpoint to return.")
+    label = serializers.CharField(help_text="The label whose newest checkpoint to return.")  # type: ignore[assignment]  # an API field
 
 
 class TransitionSerializer(Output):

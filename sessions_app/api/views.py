@@ -247,7 +247,7 @@ def _round_response(round_, *, written: bool = False) -> Response:
     return etags.with_etag(Response(s.RoundSerializer(round_).data, status=code), round_.version)
 
 
-class RoundWriteMixin:
+class RoundWriteMixin(TenantAPIView):
     def save_round(self, *, state, round_id) -> Response:
         kwargs = self.kwargs
         expected = etags.if_match_version(self.request)

@@ -24,7 +24,7 @@ def _text(**kwargs):
 
 class TypedValueSerializer(serializers.Serializer):
     type = serializers.CharField(help_text="The serializer's type tag (msgpack, json, bytes, null, ...).")
-    data = serializers.CharField(help_text="The serialized bytes, base64.")
+    data = serializers.CharField(help_text="The serialized bytes, base64.")  # type: ignore[assignment]  # an API field
     rendered = serializers.JSONField(required=False, allow_null=True, help_text="A JSON view for staff (input only).")
 
 

@@ -144,6 +144,8 @@ def thread_for_write(*, tenant: Tenant, thread_id: str, user_id: str | None, def
             thread = ThreadRef(session.pk, owner)
         except IntegrityError:  # a concurrent first write won
             thread = _thread_lock(tenant=tenant, key=key)
+            if thread is None:
+                raise
     if user_id is not None and thread.user_id != user_id:
         raise ThreadOwnedByAnotherUser("This thread belongs to another user; writes must name its owner.")
     return thread
@@ -285,7 +287,7 @@ def thread_copy(*, tenant: Tenant, source_thread_id: str, target_thread_id: str)
     copied = 0
     for model in (LangGraphCheckpoint, LangGraphWrite):
         columns = [
-            f.column for f in model._meta.concrete_fields if f.column not in ("id", "session_id", "user_id")
+            f.column for f in model._meta.concrete_fields if f.column and f.column not in ("id", "session_id", "user_id")
         ]
         quote = connection.ops.quote_name
         names = ", ".join(quote(c) for c in columns)

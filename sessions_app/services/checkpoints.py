@@ -11,6 +11,7 @@ from sessions_app import selectors
 from sessions_app.models import Checkpoint, Session
 from sessions_app.services.live import lock_session
 
+
 def checkpoint_create(
     *,
     session: Session,

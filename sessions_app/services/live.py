@@ -2,6 +2,7 @@
 "touch a live session" update, and the rules for a missing, ended or stale session."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -13,7 +14,6 @@ from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
 from sessions_app.models import Session
-
 
 STALE_SESSION = "The session changed since you read it (If-Match does not match)."
 
@@ -38,7 +38,7 @@ def session_get_or_create(*, tenant: Tenant, user_id: str, session_id: str) -> S
 
 
 def update_live_session(
-    session: Session, assignments: str = "", params: list[Any] = (), returning: str = "id"
+    session: Session, assignments: str = "", params: Sequence[Any] = (), returning: str = "id"
 ) -> Any:
     """Run ``UPDATE session SET <assignments>, updated_at = now WHERE pk AND not ended RETURNING
     <returning>``: one round trip that locks the row. Raises if the session ended or is gone."""

@@ -89,19 +89,21 @@ def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) ->
     """Reserve the numbers and insert the batch in one statement, atomic by itself: one round
     trip instead of BEGIN, UPDATE, INSERT, COMMIT (docs/PERFORMANCE.md)."""
     now = timezone.now()
-    fields = [Message._meta.get_field(name) for name in _MESSAGE_COLUMNS]
+    concrete = {field.name: field for field in Message._meta.concrete_fields}
+    fields = [concrete[name] for name in _MESSAGE_COLUMNS]
     row = "(" + ", ".join(["%s"] * (len(fields) + 1)) + ")"
     params: list[Any] = [len(fresh), len(fresh), now, session.pk, session.pk, session.tenant_id, session.user_id, len(fresh), now]
-    for position, message in enumerate(fresh):
+    for position, values in enumerate(fresh):
         params.append(position)
-        params.extend(field.get_db_prep_save(message[field.name], connection) for field in fields)
+        params.extend(field.get_db_prep_save(values[field.name], connection) for field in fields)
     columns = ", ".join(_MESSAGE_COLUMNS)
     selected = ", ".join(
         f"v.{field.name}::jsonb" if field.get_internal_type() == "JSONField" else f"v.{field.name}" for field in fields
     )
     quote = connection.ops.quote_name
     sql = (
-        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_seq = last_seq + %s, message_count = message_count + %s, "
+        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} "
+        f"SET last_seq = last_seq + %s, message_count = message_count + %s, "
         f"updated_at = %s "
         f"WHERE id = %s AND ended_at IS NULL RETURNING last_seq) "
         f"INSERT INTO {quote(Message._meta.db_table)} (session_id, tenant_id, user_id, seq, created_at, {columns}) "
@@ -114,7 +116,7 @@ def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) ->
     if not inserted:
         raise_not_live(session)
     created = []
-    for (pk, seq), fields_ in zip(inserted, fresh):
+    for (pk, seq), fields_ in zip(inserted, fresh, strict=True):
         message = Message(
             id=pk, session=session, tenant_id=session.tenant_id, user_id=session.user_id, seq=seq, created_at=now, **fields_
         )
@@ -129,7 +131,8 @@ def _message_append_locked(session: Session, cleaned: list[dict[str, Any]], clie
     stored: dict[str, Message] = {}
     if client_ids:
         locked = lock_session(session)  # serialises retries of the same client ids
-        stored = {m.client_id: m for m in Message.objects.filter(session=session, client_id__in=client_ids)}
+        found = Message.objects.filter(session=session, client_id__in=client_ids)
+        stored = {m.client_id: m for m in found if m.client_id is not None}
         if locked.ended_at is not None and len(stored) < len(cleaned):
             raise SessionEnded("The session has ended; it accepts no new messages, rounds or working state.")
     fresh = [m for m in cleaned if m["client_id"] is None or m["client_id"] not in stored]

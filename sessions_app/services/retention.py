@@ -11,9 +11,10 @@ erased-subject entry.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Case, Count, F, IntegerField, Value, When, Window
@@ -22,7 +23,8 @@ from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput
 from agentstate.tenancy.models import Tenant
-from sessions_app.langgraph.services import FRAMEWORK as LANGGRAPH, orphan_writes_delete
+from sessions_app.langgraph.services import FRAMEWORK as LANGGRAPH
+from sessions_app.langgraph.services import orphan_writes_delete
 from sessions_app.models import LangGraphCheckpoint, Message, RetentionPolicy, RetentionRun, Round, Session
 from sessions_app.services.live import working_state_clear_on_commit
 
@@ -139,7 +141,9 @@ class _Sweep:
         return list(ranked.filter(rank__gt=keep).values_list("pk", flat=True))
 
     def _prune_rounds(self, pks: list[int], matching) -> int:
-        doomed = self._doomed_latest(Round, pks, ["session_id"], "round_id", self.policy.keep_latest_rounds)
+        keep = self.policy.keep_latest_rounds
+        assert keep is not None  # run() sweeps rounds only under this rule
+        doomed = self._doomed_latest(Round, pks, ["session_id"], "round_id", keep)
         if self.dry_run or not doomed:
             return len(doomed)
         return Round.objects.filter(pk__in=doomed).delete()[0]
@@ -147,9 +151,9 @@ class _Sweep:
     def _prune_checkpoints(self, pks: list[int], matching) -> int:
         """LangGraph's keep-latest per namespace, with K kept: the writes of kept checkpoints stay,
         orphaned writes go, so every thread's latest state can still be rebuilt."""
-        doomed = self._doomed_latest(
-            LangGraphCheckpoint, pks, ["session_id", "checkpoint_ns"], "checkpoint_id", self.policy.keep_latest_checkpoints
-        )
+        keep = self.policy.keep_latest_checkpoints
+        assert keep is not None  # run() sweeps checkpoints only under this rule
+        doomed = self._doomed_latest(LangGraphCheckpoint, pks, ["session_id", "checkpoint_ns"], "checkpoint_id", keep)
         if self.dry_run or not doomed:
             return len(doomed)
         deleted = LangGraphCheckpoint.objects.filter(pk__in=doomed).delete()[0]
@@ -159,7 +163,9 @@ class _Sweep:
     def _drop_messages(self, pks: list[int], matching) -> int:
         """Drop old messages and keep each session's counters true: message_count goes down by what
         went, history_generation advances as after an edit. Three statements whatever the batch."""
-        old = Message.objects.filter(session_id__in=pks, created_at__lt=self.now - timedelta(days=self.policy.drop_messages_after_days))
+        days = self.policy.drop_messages_after_days
+        assert days is not None  # run() drops messages only under this rule
+        old = Message.objects.filter(session_id__in=pks, created_at__lt=self.now - timedelta(days=days))
         per_session = dict(old.values("session_id").annotate(n=Count("pk")).values_list("session_id", "n").order_by())
         if self.dry_run or not per_session:
             return sum(per_session.values())

@@ -14,6 +14,7 @@ from sessions_app import selectors
 from sessions_app.models import Round, Session
 from sessions_app.services.live import lock_session, session_get_or_create, update_live_session
 
+
 def round_save(
     *,
     tenant: Tenant,
@@ -48,9 +49,11 @@ def _round_append_postgresql(*, tenant: Tenant, user_id: str, session_id: str, s
     quote = connection.ops.quote_name
     sql = (
         f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_round_id = last_round_id + 1, updated_at = %s "
-        f"WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = '' AND ended_at IS NULL AND last_round_id < %s "
+        f"WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = '' "
+        f"AND ended_at IS NULL AND last_round_id < %s "
         f"RETURNING id, last_round_id) "
-        f"INSERT INTO {quote(Round._meta.db_table)} (session_id, tenant_id, user_id, round_id, state, created_at, updated_at, version) "
+        f"INSERT INTO {quote(Round._meta.db_table)} "
+        f"(session_id, tenant_id, user_id, round_id, state, created_at, updated_at, version) "
         f"SELECT s.id, %s, %s, s.last_round_id, %s, %s, %s, 1 FROM s RETURNING id, session_id, round_id"
     )
     state_db = Round._meta.get_field("state").get_db_prep_save(state, connection)

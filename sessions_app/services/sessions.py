@@ -15,6 +15,7 @@ from agentstate.validation import clean_identifier, clean_json, clean_optional_l
 from sessions_app.models import Session
 from sessions_app.services.live import STALE_SESSION, check_version, lock_session, working_state_clear_on_commit
 
+
 @transaction.atomic  # the erased-subject check and the insert commit together
 def session_create(
     *,

@@ -20,6 +20,7 @@ from sessions_app.models import (
 )
 from sessions_app.services.live import working_state_clear_on_commit
 
+
 @transaction.atomic
 def subject_process_state_erase(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> dict[str, int]:
     """Delete every session of the subject (with ``existed_at``, those created at or before then:

@@ -10,6 +10,7 @@ from agentstate.validation import clean_identifier, clean_json, clean_optional_l
 from sessions_app.models import AgentTransition, Session
 from sessions_app.services.live import update_live_session
 
+
 def transition_record(
     *,
     session: Session,

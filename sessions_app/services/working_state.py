@@ -10,6 +10,7 @@ from sessions_app import working_state
 from sessions_app.models import Session
 from sessions_app.services.live import update_live_session
 
+
 @transaction.atomic
 def working_state_patch(*, session: Session, changes: dict[str, Any]) -> dict[str, Any]:
     """Merge top-level keys into the working state (``None`` removes a key); returns the result."""

@@ -183,8 +183,8 @@ def test_dashboard_cards_link_to_what_they_count(client, officer, tenant, fresh_
     subject_data_create(tenant=tenant, user_id="alice", sessions=2, messages=3)
     Session.objects.filter(session_id="s1").update(updated_at=timezone.now() - timedelta(days=3))  # live, idle
     page = page_of(client, reverse("admin:index"))
-    cards = dict((label, href) for href, label in re.findall(
-        r'<a class="agentstate-card[^"]*" href="([^"]+)"><span class="n">\d+</span><span>([^<]+)</span>', page))
+    cards = {label: href for href, label in re.findall(
+        r'<a class="agentstate-card[^"]*" href="([^"]+)"><span class="n">\d+</span><span>([^<]+)</span>', page)}
     assert set(cards) == {"sessions", "messages", "active sessions today", "open erasure requests", "overdue erasure requests"}
 
     active = client.get(html.unescape(cards["active sessions today"]))

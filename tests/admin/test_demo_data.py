@@ -1,4 +1,6 @@
 """load_demo_data gives a new user something to browse."""
+import itertools
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -34,7 +36,7 @@ def test_demo_sessions_have_believable_timelines():
     sessions = list(Session.objects.all())
     for session in sessions:
         times = list(Message.objects.filter(session=session).order_by("seq").values_list("created_at", flat=True))
-        assert all(a < b for a, b in zip(times, times[1:])), session  # one after another, never shared
+        assert all(a < b for a, b in itertools.pairwise(times)), session  # one after another, never shared
         assert times[-1] - times[0] > timedelta(minutes=10)
         assert session.created_at <= times[0] and session.updated_at >= times[-1]
         assert session.updated_at < loaded - timedelta(minutes=1)

@@ -8,14 +8,14 @@ from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.test import override_settings
 from django.utils import timezone
+from rest_framework.response import Response
 from rest_framework.test import APIClient, APIRequestFactory
 from rest_framework.views import APIView
-from rest_framework.response import Response
 
 from agentstate.api.permissions import HasComplianceScope
 from agentstate.tenancy import selectors as tenancy_selectors
-from agentstate.tenancy.models import APIKey, Tenant
 from agentstate.tenancy import services as tenancy_services
+from agentstate.tenancy.models import APIKey, Tenant
 from agentstate.tenancy.services import api_key_create, api_key_revoke
 from sessions_app.models import Session
 from tests.api.assertions import assert_error

@@ -1,7 +1,6 @@
 """Rounds over HTTP: auto and explicit ids, latest, list, delete, ETag and If-Match (412)."""
 import pytest
 
-from sessions_app import services
 from sessions_app.models import Round, Session
 from tests.api.assertions import assert_error
 

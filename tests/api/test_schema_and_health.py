@@ -5,6 +5,7 @@ import re
 import pytest
 from django.core.cache import cache
 from django.test import override_settings
+
 from sessions_app.api import urls as session_urls
 from tests.api.routes import api_routes
 from userdata_app.api import urls as userdata_urls

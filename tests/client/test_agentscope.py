@@ -8,8 +8,8 @@ import logging
 import uuid
 
 import pytest
-from pydantic import BaseModel
 import pytest_asyncio
+from pydantic import BaseModel
 
 from agentstate.client import AgentStateClient, Conflict, RemoteSessionHistoryService, RemoteStateService
 from agentstate.client.agentscope import Message, Session

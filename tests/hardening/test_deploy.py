@@ -204,7 +204,9 @@ def test_gunicorn_lets_the_app_answer_long_request_lines_and_keeps_requests_out_
     path = f"/api/v1/users/{USER_ID}/data/"
 
     def request(target: str = path, headers: str = "", host: str = HOST) -> bytes:
-        return f"GET {target} HTTP/1.1\r\nHost: {host}\r\nX-Forwarded-Proto: https\r\n{headers}Connection: close\r\n\r\n".encode()
+        return (
+            f"GET {target} HTTP/1.1\r\nHost: {host}\r\nX-Forwarded-Proto: https\r\n{headers}Connection: close\r\n\r\n"
+        ).encode()
 
     with gunicorn(tmp_path, collected_static) as (base, logged):
         answers = {

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = re.compile(r"`([a-z_/]+\.py)(?:::(test_\w+))?`")
 
 
-@pytest.mark.parametrize(("document", "at_least"), [("docs/GUARANTEES.md", 40), ("README.md", 10)])
+@pytest.mark.parametrize("document,at_least", [("docs/GUARANTEES.md", 40), ("README.md", 10)])
 def test_every_test_the_guarantees_name_exists(document, at_least):
     doc = (ROOT / document).read_text()
     references = REFERENCE.findall(doc)

@@ -11,7 +11,6 @@ from django.core.servers.basehttp import WSGIRequestHandler
 from django.test import Client
 
 from agentstate.logging import JsonFormatter
-
 from tests.hardening.crash_urls import SECRET_IN_ERROR
 
 

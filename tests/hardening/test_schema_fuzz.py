@@ -36,7 +36,12 @@ DATETIMES = st.one_of(
     ]),
     st.builds(
         lambda moment, offset: moment.replace(tzinfo=offset).isoformat(),
-        st.one_of(st.datetimes(max_value=datetime(1, 1, 2)), st.datetimes(min_value=datetime(9999, 12, 30)), st.datetimes()),
+        # Hypothesis takes naive bounds; the offset is attached above.
+        st.one_of(
+            st.datetimes(max_value=datetime(1, 1, 2)),  # noqa: DTZ001
+            st.datetimes(min_value=datetime(9999, 12, 30)),  # noqa: DTZ001
+            st.datetimes(),
+        ),
         OFFSETS,
     ),
 )
@@ -58,10 +63,7 @@ _PLACEHOLDER = "agentstate-fuzz-nested"
 def deepened(body, levels: int) -> bytes:
     """``body`` as JSON text with one of its values (or itself) replaced by arrays nested
     ``levels`` deep, written out as text: the client's own encoder would run out of stack first."""
-    if isinstance(body, dict) and body:
-        body = {**body, sorted(body)[levels % len(body)]: _PLACEHOLDER}
-    else:
-        body = _PLACEHOLDER
+    body = {**body, sorted(body)[levels % len(body)]: _PLACEHOLDER} if isinstance(body, dict) and body else _PLACEHOLDER
     return json.dumps(body).replace(json.dumps(_PLACEHOLDER), "[" * levels + "]" * levels).encode()
 
 

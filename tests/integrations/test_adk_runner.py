@@ -68,8 +68,9 @@ async def test_two_runners_on_one_session_the_stale_one_is_refused(live_server, 
         return [e async for e in runner.run_async(user_id="u1", session_id="s1", new_message=message)]
 
     slow = asyncio.create_task(run(runner_a, "hello from A"))
-    while not (await service_b.get_session(app_name="race", user_id="u1", session_id="s1")).events:
-        await asyncio.sleep(0.01)  # A stored its user message and waits for its model
+    # A stores its user message and waits for its model; the session is in another service, so polled.
+    while not (await service_b.get_session(app_name="race", user_id="u1", session_id="s1")).events:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
     await run(runner_b, "hello from B")  # B reads the session after A's message and answers
     gate.set()
     with pytest.raises(StaleSessionError):

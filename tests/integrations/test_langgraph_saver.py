@@ -34,7 +34,7 @@ def put_chain(saver, thread_id, steps, *, ns="", user_id=None, values=None, run_
             config["configurable"]["user_id"] = user_id
         if parent is not None:
             config["configurable"]["checkpoint_id"] = parent["configurable"]["checkpoint_id"]
-        checkpoint = generate_checkpoint(channel_values=values or {}, channel_versions={k: 1 for k in values or {}})
+        checkpoint = generate_checkpoint(channel_values=values or {}, channel_versions=dict.fromkeys(values or {}, 1))
         metadata = generate_metadata(source="loop" if step % 2 else "input", step=step, **({"run_id": run_id} if run_id else {}))
         parent = saver.put(config, checkpoint, metadata, checkpoint["channel_versions"])
         stored.append(parent)
@@ -119,7 +119,7 @@ def test_any_identifier_and_payload_langgraph_accepts_round_trips(saver):
     namespace = "parent:1|child\x00:2"
     values = {"text\x00key": "value\x00with NUL", "blob": b"\x00\x01", "esc": "\ue0000000"}
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": namespace}}
-    checkpoint = generate_checkpoint(channel_values=values, channel_versions={k: 1 for k in values})
+    checkpoint = generate_checkpoint(channel_values=values, channel_versions=dict.fromkeys(values, 1))
     metadata = generate_metadata(step=1, nested={"deep\x00key": ["\x00", "\ue000"]})
     stored = saver.put(config, checkpoint, metadata, checkpoint["channel_versions"])
     saver.put_writes(stored, [("chan\x00nel", "w\x00")], "task\x00id", task_path="p\x00")

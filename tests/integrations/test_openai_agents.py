@@ -126,7 +126,7 @@ def test_runner_driven_history_matches_sqlite_session_item_by_item(oa_session):
     expected = run(operations(SQLiteSession("chat-1")))
     actual = run(operations(oa_session()))
     assert len(actual) == len(expected)
-    for step, (ours, theirs) in enumerate(zip(actual, expected)):
+    for step, (ours, theirs) in enumerate(zip(actual, expected, strict=True)):
         assert ours == theirs, f"step {step}"
     assert len(expected[0]) == 8  # 3 questions, 3 answers, a tool call and its output
     assert any(item.get("type") == "function_call_output" for item in expected[0])
@@ -199,7 +199,7 @@ async def branch_operations(session) -> list:
     for call in (lambda: session.create_branch_from_turn(9), lambda: session.create_branch_from_turn(1, "alt"),
                  lambda: session.switch_to_branch("nope"), lambda: session.delete_branch("main"),
                  lambda: session.delete_branch("alt"), lambda: session.delete_branch("")):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError):  # noqa: PT011 (the SDK's sessions raise a bare ValueError, each with its own words)
             await call()
         seen.append("ValueError")
     # Sorted: the SDK orders by a creation time of one-second resolution, so ties are common.
@@ -213,7 +213,7 @@ async def branch_operations(session) -> list:
     await session.delete_branch("alt", force=True)
     seen.append(await session.get_items())  # back on main
     seen.append(sorted((b["branch_id"], b["message_count"], b["is_current"]) for b in await session.list_branches()))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError):  # noqa: PT011 (as above: the type is what the SDK promises)
         await session.create_branch_from_turn(1, "alt")  # a deleted branch's name stays taken
     seen.append(await session.create_branch_from_turn(3, "third"))
     await session.clear_session()
@@ -224,7 +224,7 @@ async def branch_operations(session) -> list:
 def test_branches_behave_as_advanced_sqlite_session(oa_session):
     expected = run(branch_operations(AdvancedSQLiteSession(session_id="chat-1", create_tables=True)))
     actual = run(branch_operations(oa_session()))
-    for step, (ours, theirs) in enumerate(zip(actual, expected)):
+    for step, (ours, theirs) in enumerate(zip(actual, expected, strict=True)):
         assert ours == theirs, f"step {step}"
     assert len(actual) == len(expected)
 

@@ -8,8 +8,18 @@ from django.conf import settings
 
 from sessions_app import services
 from tests.multinode.servers import (
-    PRIMARY, REPLICA, SESSIONS, client, key_new, needs_servers, replica_start, replica_stop, replica_wait_replayed,
-    session_ids, sql, tenant_new,
+    PRIMARY,
+    REPLICA,
+    SESSIONS,
+    client,
+    key_new,
+    needs_servers,
+    replica_start,
+    replica_stop,
+    replica_wait_replayed,
+    session_ids,
+    sql,
+    tenant_new,
 )
 
 pytestmark = needs_servers

@@ -8,9 +8,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from agentstate.site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
 from benchmarks import data
 from sessions_app.models import Session
-from agentstate.site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
 
 pytestmark = pytest.mark.django_db
 
@@ -82,7 +82,7 @@ def _plan(sql: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("url", "term", "table", "indexes"),
+    "url,term,table,indexes",
     [
         (SESSIONS, "u17", "sessions_app_session", ("session_user_id", "session_session_id")),
         (SESSIONS, "u17-s3", "sessions_app_session", ("session_user_id", "session_session_id")),

@@ -2,6 +2,7 @@
 run it records. SQLite and PostgreSQL."""
 import base64
 import io
+import itertools
 from datetime import timedelta
 
 import pytest
@@ -266,7 +267,7 @@ def _statements_per_batch(tenant, rule: dict, *, messages: int, rounds: int) -> 
     with CaptureQueriesContext(connection) as queries:
         services.retention_apply(batch_size=2, on_batch=lambda batch: marks.append(len(queries)))
     Session.objects.all().delete()
-    return {b - a for a, b in zip(marks, marks[1:])}  # between two commits: exactly one batch
+    return {b - a for a, b in itertools.pairwise(marks)}  # between two commits: exactly one batch
 
 
 @pytest.mark.parametrize("rule", [

@@ -23,7 +23,7 @@ def _hold_a_write(write, holding: threading.Event, release: threading.Event, err
                 write()
                 holding.set()
                 assert release.wait(timeout=30)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:
             errors.append(exc)
             holding.set()
         finally:

@@ -167,10 +167,10 @@ def test_an_end_or_delete_that_rolls_back_keeps_the_working_state(store, tenant,
     transaction) leaves the session and its working state as they were."""
     session = _session(tenant)
     services.working_state_patch(session=session, changes={"a": 1})
-    with django_capture_on_commit_callbacks(execute=True), pytest.raises(_Abort):
-        with transaction.atomic():
-            getattr(services, f"session_{finish}")(session=session)
-            raise _Abort
+    # The call and the error after it share one transaction: that rollback is the point.
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(_Abort), transaction.atomic():  # noqa: PT012
+        getattr(services, f"session_{finish}")(session=session)
+        raise _Abort
     stored = Session.objects.get(pk=session.pk)
     assert stored.ended_at is None
     assert store.get(session.pk) == {"a": 1} and _get(stored) == {"a": 1}

@@ -7,9 +7,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from sessions_app import selectors as session_selectors
+from tests.userdata_app.erasure_factories import subject_data_create
 from userdata_app import selectors as userdata_selectors
 from userdata_app.erasure.registry import subject_hash
-from tests.userdata_app.erasure_factories import subject_data_create
 
 NBSP = "\u00a0"
 

@@ -2,7 +2,7 @@
 import hashlib
 import hmac
 import json
-from datetime import date, datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
@@ -15,13 +15,13 @@ from django.utils import timezone
 from agentstate.exceptions import Conflict, InvalidInput, NotFound, SubjectErased
 from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
+from sessions_app.models import Message, Session
+from tests.userdata_app.erasure_factories import subject_data_create, subject_data_restored, verified_request
 from userdata_app import erasure
 from userdata_app import selectors as userdata_selectors
 from userdata_app import services as userdata_services
-from sessions_app.models import Message, Session
 from userdata_app.adk import selectors as adk_selectors
 from userdata_app.models import ErasedSubject, ErasureEvent, ErasureReceipt, ErasureRequest, ErasureSubject, UserDatum
-from tests.userdata_app.erasure_factories import subject_data_create, subject_data_restored, verified_request
 
 Scope = ErasureRequest.Scope
 Status = ErasureRequest.Status
@@ -249,7 +249,7 @@ def test_appending_to_an_erased_session_is_not_found(world, officer):
 
 
 def test_due_one_calendar_month_after_receipt_and_extended_once(tenant, officer):
-    received = datetime(2026, 1, 31, 12, tzinfo=dt_timezone.utc)
+    received = datetime(2026, 1, 31, 12, tzinfo=UTC)
     request = erasure.erasure_request_create(subjects=[(tenant, "alice")], received_at=received, actor=officer)
     assert request.due_on == date(2026, 2, 28)
 

@@ -4,8 +4,8 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from agentstate.tenancy.services import api_key_create
-from userdata_app import erasure
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create, verified_request
+from userdata_app import erasure
 
 EXPORT = "/api/v1/compliance/users/alice/export/"
 

@@ -8,9 +8,9 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from sessions_app import selectors as session_selectors
+from tests.userdata_app.erasure_factories import subject_data_create, subject_data_restored
 from userdata_app import selectors as userdata_selectors
 from userdata_app.models import ErasedSubject, ErasureRequest
-from tests.userdata_app.erasure_factories import subject_data_create, subject_data_restored
 
 
 def run(*args) -> str:

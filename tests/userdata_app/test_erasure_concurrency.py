@@ -9,8 +9,8 @@ from agentstate.exceptions import NotFound
 from agentstate.tenancy.services import tenant_get_or_create
 from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
-from userdata_app import erasure
 from tests.userdata_app.erasure_factories import verified_request
+from userdata_app import erasure
 
 
 def in_thread(target, results, name):

@@ -35,6 +35,8 @@ def adk_user_state_update(
     state.update(delta)
     AdkUserState.objects.filter(pk=row.pk).update(state=json_text(state), updated_at=timezone.now())
     if session_pk is not None:
+        if event_seq is None:
+            raise TypeError("an event's delta needs the event's event_seq")
         AdkEventUserDelta.objects.create(
             tenant=tenant, app_name=app_name, user_id=user_id, session_pk=session_pk, event_seq=event_seq,
             delta=json_text(delta),

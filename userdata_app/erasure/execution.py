@@ -10,6 +10,7 @@ once that transaction has committed are the copies outside the database's live r
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime
 from functools import partial
 
@@ -85,13 +86,13 @@ def subject_counts(
 
 def subjects_preview(*, subjects: list[tuple[Tenant, str]], scope: str) -> dict[str, int]:
     """Rows per category in ``scope`` held about these ``(tenant, user_id)`` pairs right now."""
-    total = Counter({category: 0 for category in categories_in_scope(scope)})
+    total = Counter(dict.fromkeys(categories_in_scope(scope), 0))
     for tenant, user_id in subjects:
         total.update(subject_counts(tenant=tenant, user_id=user_id, scope=scope))
     return dict(total)
 
 
-def _pairs(subjects: list[ErasureSubject]) -> list[tuple[Tenant, str]]:
+def _pairs(subjects: Iterable[ErasureSubject]) -> list[tuple[Tenant, str]]:
     return [(subject.tenant, subject.user_id) for subject in subjects]
 
 
@@ -157,7 +158,7 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
             if not subjects:
                 raise Conflict("The request names no subject.")
             subjects_lock(subjects=_pairs(subjects), exclusive=True)  # in-flight writes land first
-            counts = Counter({category: 0 for category in categories_in_scope(locked.scope)})
+            counts = Counter(dict.fromkeys(categories_in_scope(locked.scope), 0))
             for subject in subjects:
                 counts.update(erase_subject(tenant=subject.tenant, user_id=subject.user_id, scope=locked.scope))
             residue = subjects_preview(subjects=_pairs(subjects), scope=locked.scope)

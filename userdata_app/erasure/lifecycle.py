@@ -79,12 +79,15 @@ def transition(request: ErasureRequest, *, step: str, actor, note: str = "", **f
     """Take ``step`` (``STEPS``) if the stored status allows it, recording who and when: the row
     is locked and re-read, and only the fields the step changes are written."""
     to_status = STEPS[step].to_status
+    if to_status is None:  # an extension keeps the status: erasure_request_extend does it
+        raise ValueError(f"step {step!r} changes no status")
     with transaction.atomic():
         locked = _locked(request)
         if not step_allowed(locked, step):
             request.refresh_from_db()
             raise Conflict(
-                f"A request that is {locked.get_status_display().lower()} cannot become {Status(to_status).label.lower()}."
+                f"A request that is {locked.get_status_display().lower()} "
+                f"cannot become {Status(to_status).label.lower()}."
             )
         now = timezone.now()
         from_status = locked.status

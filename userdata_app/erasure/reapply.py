@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -64,10 +65,10 @@ def erasures_reapply(*, dry_run: bool = False) -> dict[str, int]:
                 counts = erase_subject(**target)
                 ErasedSubject.objects.filter(pk__in=[e.pk for e in entries]).update(last_reapplied_at=now)
         summary.update({f"{'would_erase' if dry_run else 'erased'}_{c}": n for c, n in counts.items()})
-    summary = dict(summary)
-    if summary["subjects_matched"] and not dry_run:
-        summary["storage_pending"] = storage_cleanup()
-    return summary
+    result: dict[str, Any] = dict(summary)
+    if result["subjects_matched"] and not dry_run:
+        result["storage_pending"] = storage_cleanup()
+    return result
 
 
 def erased_subjects_export() -> list[dict]:

@@ -4,7 +4,7 @@ state. Project level: the user: state is user data (userdata_app), the rest proc
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from django import template
@@ -30,7 +30,7 @@ def _event_row(seq: int, event: dict[str, Any], user_delta: dict[str, Any] | Non
     return {
         "seq": seq,
         "author": event.get("author", ""),
-        "time": datetime.fromtimestamp(event["timestamp"], tz=timezone.utc),
+        "time": datetime.fromtimestamp(event["timestamp"], tz=UTC),
         "text": "\n".join(p["text"] for p in parts if isinstance(p.get("text"), str)),
         "calls": [f"{p['function_call'].get('name')}({_json(p['function_call'].get('args') or {})})"
                   for p in parts if p.get("function_call")],

@@ -54,7 +54,8 @@ class _Progress:
     WIDTH = 30
 
     def __init__(self, out, *, tty: bool) -> None:
-        self.out, self.tty, self.batches, self.current, self.seen = out, tty, 0, None, 0
+        self.out, self.tty, self.batches, self.seen = out, tty, 0, 0
+        self.current: tuple[str, str] | None = None
 
     def batch(self, batch: RetentionBatch) -> None:
         self.batches += 1

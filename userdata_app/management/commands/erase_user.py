@@ -63,7 +63,10 @@ class Command(BaseCommand):
             receipt.request.refresh_from_db()
         self.stdout.write(json.dumps(erasure.receipt_document(receipt=receipt), indent=2))
         if receipt.request.storage_pending:
-            self.stderr.write(f"{receipt.request.storage_pending} Run `manage.py erasure_storage_cleanup` once the readers are closed.")
+            self.stderr.write(
+                f"{receipt.request.storage_pending} "
+                "Run `manage.py erasure_storage_cleanup` once the readers are closed."
+            )
 
     def confirm(self, *, subjects, scope: str) -> None:
         """Show the subjects (ids spelled out, as the admin shows them) and the rows per category

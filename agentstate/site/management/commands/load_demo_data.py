@@ -110,7 +110,7 @@ class Command(BaseCommand):
         else:  # some day in the last 30; a conversation that would end in the future starts earlier
             started = min(now - timedelta(days=rng.randint(0, 29), hours=rng.randint(0, 12)), now - length - timedelta(minutes=5))
         at = started
-        for message, gap in zip(messages, gaps):
+        for message, gap in zip(messages, gaps, strict=True):
             at += gap
             message.created_at = at
         Message.objects.bulk_update(messages, ["created_at"], batch_size=500)
