@@ -1,6 +1,7 @@
 """Fixtures shared by every test module (fixtures live in conftest.py files; plain helpers such as
 factories live in modules without a ``test_`` prefix, and no module imports a test module or a
 conftest)."""
+
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -11,7 +12,7 @@ def redis_test_db_flush() -> None:
     other settings module the run stops before touching Redis."""
     if not settings.REDIS_URL:
         return
-    if settings.REDIS_URL != getattr(settings, "REDIS_TEST_URL", None):
+    if getattr(settings, "REDIS_TEST_URL", None) != settings.REDIS_URL:
         pytest.exit(
             "Refusing to flush REDIS_URL's database: run the tests with DJANGO_SETTINGS_MODULE=tests.settings "
             "(pyproject.toml), which moves them to a Redis database of their own.",
@@ -27,7 +28,6 @@ def _fresh_redis():
     """Working state in Redis is keyed by session pk, which restarts with each test database:
     start every run from an empty (reserved) Redis database."""
     redis_test_db_flush()
-    yield
 
 
 @pytest.fixture(autouse=True)

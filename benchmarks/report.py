@@ -1,4 +1,5 @@
 """Statistics, the machine description, the printed table and the JSON results file."""
+
 from __future__ import annotations
 
 import json
@@ -41,7 +42,9 @@ def machine() -> dict[str, Any]:
                 cpu = line.split(":", 1)[1].strip()
                 break
         mem_kb = next(
-            int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
         )
     except (OSError, StopIteration):
         mem_kb = 0
@@ -66,7 +69,10 @@ def machine() -> dict[str, Any]:
 def table(headers: list[str], rows: list[list[Any]]) -> str:
     cells = [[str(c) for c in row] for row in [headers, *rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))) for row in cells]
+    lines = [
+        "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+        for row in cells
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

@@ -8,6 +8,7 @@ docs/PERFORMANCE.md's tables are this command's Markdown: each sits between
 they differ). A suite gets a table by registering a function with ``@summary("<suite>")`` that
 turns its runs into ``Table``s.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,7 +72,8 @@ def _when(runs: list[dict]) -> str:
     if last[:8] != first[:8]:
         hours = f"{first[9:11]}:{first[11:13]} to {last[:4]}-{last[4:6]}-{last[6:8]} {last[9:11]}:{last[11:13]}"
     load = _spread([run["machine"]["load_average"][0] for run in runs], "{:.2f}")
-    return f"{len(runs)} run{'s' if len(runs) > 1 else ''} of {day} {hours} UTC, 1-minute load average {load} as each ended"
+    plural = "s" if len(runs) > 1 else ""
+    return f"{len(runs)} run{plural} of {day} {hours} UTC, 1-minute load average {load} as each ended"
 
 
 @summary("scaling")
@@ -82,11 +84,16 @@ def _scaling(vendor: str, runs: list[dict]) -> list[Table]:
         medians = [[run["operations"][i]["sizes"][str(s)]["median_ms"] for run in runs] for s in sizes]
         p99s = [run["operations"][i]["sizes"][str(sizes[-1])]["p99_ms"] for run in runs]
         ratios = [run["operations"][i]["ratio"] for run in runs]
-        rows.append([op["operation"], *[_spread(m) for m in medians], _spread(p99s, "{:.2f}"), _spread(ratios, "{:.2f}")])
-    return [Table(
-        f"Scaling on {vendor}, {_when(runs)}: median ms of the runs' medians [min–max].",
-        ["operation", *[f"{s:,}" for s in sizes], f"p99 @{sizes[-1]:,}", "ratio"], rows,
-    )]
+        rows.append(
+            [op["operation"], *[_spread(m) for m in medians], _spread(p99s, "{:.2f}"), _spread(ratios, "{:.2f}")]
+        )
+    return [
+        Table(
+            f"Scaling on {vendor}, {_when(runs)}: median ms of the runs' medians [min–max].",
+            ["operation", *[f"{s:,}" for s in sizes], f"p99 @{sizes[-1]:,}", "ratio"],
+            rows,
+        )
+    ]
 
 
 @summary("erasure")
@@ -95,34 +102,52 @@ def _erasure(vendor: str, runs: list[dict]) -> list[Table]:
     for name, label in (("small", "1,000 rows"), ("large", "100,000 rows")):
         subjects = [run["subjects"][name] for run in runs]
         statements = sorted({subject["statements"] for subject in subjects})
-        rows.append([
-            label, f"{subjects[0]['rows']:,}", "–".join(str(n) for n in statements),
-            _spread([subject["seconds"] for subject in subjects]), str(max(subject["left"] for subject in subjects)),
-        ])
+        rows.append(
+            [
+                label,
+                f"{subjects[0]['rows']:,}",
+                "–".join(str(n) for n in statements),
+                _spread([subject["seconds"] for subject in subjects]),
+                str(max(subject["left"] for subject in subjects)),
+            ]
+        )
     kept = [(run["bystander"]["kept"], run["bystander"]["rows"]) for run in runs]
-    slowest = ", ".join(f"`{s['sql'].split(' WHERE ')[0][:60]}` {s['ms']:.0f} ms" for s in runs[-1]["subjects"]["large"]["slowest"])
-    return [Table(
-        f"Erasure on {vendor}, {_when(runs)}: seconds median [min–max].",
-        ["subject", "rows", "statements", "seconds", "rows left"], rows,
-        [f"Bystander: {min(k for k, _ in kept):,} of {kept[0][1]:,} rows kept in every run. "
-         f"Slowest statements at 100,000 rows (last run): {slowest}."],
-    )]
+    slowest = ", ".join(
+        f"`{s['sql'].split(' WHERE ')[0][:60]}` {s['ms']:.0f} ms" for s in runs[-1]["subjects"]["large"]["slowest"]
+    )
+    return [
+        Table(
+            f"Erasure on {vendor}, {_when(runs)}: seconds median [min–max].",
+            ["subject", "rows", "statements", "seconds", "rows left"],
+            rows,
+            [
+                f"Bystander: {min(k for k, _ in kept):,} of {kept[0][1]:,} rows kept in every run. "
+                f"Slowest statements at 100,000 rows (last run): {slowest}."
+            ],
+        )
+    ]
 
 
 @summary("admin")
 def _admin(vendor: str, runs: list[dict]) -> list[Table]:
     rows = []
     for i, page in enumerate(runs[0]["pages"]):
-        rows.append([
-            page["page"], str(page["large"]["queries"]),
-            _spread([run["pages"][i]["small"]["median_ms"] for run in runs], "{:.1f}"),
-            _spread([run["pages"][i]["large"]["median_ms"] for run in runs], "{:.1f}"),
-        ])
+        rows.append(
+            [
+                page["page"],
+                str(page["large"]["queries"]),
+                _spread([run["pages"][i]["small"]["median_ms"] for run in runs], "{:.1f}"),
+                _spread([run["pages"][i]["large"]["median_ms"] for run in runs], "{:.1f}"),
+            ]
+        )
     small, large = runs[0]["messages"]
-    return [Table(
-        f"Admin on {vendor}, {_when(runs)}: median render ms [min–max].",
-        ["page", "queries", f"@{small:,} messages", f"@{large:,} messages"], rows,
-    )]
+    return [
+        Table(
+            f"Admin on {vendor}, {_when(runs)}: median render ms [min–max].",
+            ["page", "queries", f"@{small:,} messages", f"@{large:,} messages"],
+            rows,
+        )
+    ]
 
 
 @summary("http")
@@ -139,14 +164,23 @@ def _http(vendor: str, runs: list[dict]) -> list[Table]:
                 continue
             peaks = [run["peaks"][name]["rps"] for run in having]
             stmts = [next(p["statements_per_request"] for p in run["points"] if p["target"] == name) for run in having]
-            p99 = [run["targets"]["p99_at_half_peak_ms"][name]["value"] for run in having] if name in ("append", "mixed") else []
-            rows.append([name, _spread(peaks, "{:,.0f}"), _spread(stmts, "{:.2f}"), _spread(p99, "{:.1f}") if p99 else "—"])
+            p99 = (
+                [run["targets"]["p99_at_half_peak_ms"][name]["value"] for run in having]
+                if name in ("append", "mixed")
+                else []
+            )
+            rows.append(
+                [name, _spread(peaks, "{:,.0f}"), _spread(stmts, "{:.2f}"), _spread(p99, "{:.1f}") if p99 else "—"]
+            )
         ratio = [run["targets"]["append_over_baseline"]["value"] for run in group]
-        tables.append(Table(
-            f"HTTP on {vendor}, threads={threads}, health checks={checks}, {_when(group)}: median [min–max].",
-            ["target", "peak req/s", "statements / request", "p99 ms at half peak"], rows,
-            [f"append / baseline peak: {_spread(ratio, '{:.2f}')}"],
-        ))
+        tables.append(
+            Table(
+                f"HTTP on {vendor}, threads={threads}, health checks={checks}, {_when(group)}: median [min–max].",
+                ["target", "peak req/s", "statements / request", "p99 ms at half peak"],
+                rows,
+                [f"append / baseline peak: {_spread(ratio, '{:.2f}')}"],
+            )
+        )
     return tables
 
 
@@ -157,11 +191,14 @@ def _replicas(vendor: str, runs: list[dict]) -> list[Table]:
         rps = [run["summary"][key]["rps"] for run in runs]
         primary_ms = [run["summary"][key]["cpu_ms_per_request"]["primary"] for run in runs]
         rows.append([key, _spread(rps, "{:,.0f}"), _spread(primary_ms)])
-    return [Table(
-        f"Replicas, {_when(runs)}: median req/s [min–max]; primary CPU ms per request.",
-        ["workload/deployment", "req/s", "primary CPU ms/req"], rows,
-        [f"{name}: {_spread([run['ratios'][name] for run in runs], '{:.2f}')}" for name in runs[0]["ratios"]],
-    )]
+    return [
+        Table(
+            f"Replicas, {_when(runs)}: median req/s [min–max]; primary CPU ms per request.",
+            ["workload/deployment", "req/s", "primary CPU ms/req"],
+            rows,
+            [f"{name}: {_spread([run['ratios'][name] for run in runs], '{:.2f}')}" for name in runs[0]["ratios"]],
+        )
+    ]
 
 
 @summary("retention")
@@ -170,14 +207,22 @@ def _retention(vendor: str, runs: list[dict]) -> list[Table]:
     for sessions in sorted({run["sessions"] for run in runs}):
         group = [run for run in runs if run["sessions"] == sessions]
         p99 = [run["appends"]["p99_ms"] for run in group if run["appends"]["p99_ms"] is not None]
-        rows.append([
-            f"{sessions:,}", str(len(group)), _spread([run["sweep"]["rows_per_second"] for run in group], "{:,.0f}"),
-            _spread(p99, "{:.1f}") if p99 else "—", str(sum(run["appends"]["errors"] for run in group)),
-        ])
-    return [Table(
-        f"Retention on {vendor}, {_when(runs)}: median [min–max].",
-        ["ended sessions", "runs", "sweep rows/s", "append p99 ms", "append errors"], rows,
-    )]
+        rows.append(
+            [
+                f"{sessions:,}",
+                str(len(group)),
+                _spread([run["sweep"]["rows_per_second"] for run in group], "{:,.0f}"),
+                _spread(p99, "{:.1f}") if p99 else "—",
+                str(sum(run["appends"]["errors"] for run in group)),
+            ]
+        )
+    return [
+        Table(
+            f"Retention on {vendor}, {_when(runs)}: median [min–max].",
+            ["ended sessions", "runs", "sweep rows/s", "append p99 ms", "append errors"],
+            rows,
+        )
+    ]
 
 
 @summary("edits")
@@ -186,17 +231,33 @@ def _edits(vendor: str, runs: list[dict]) -> list[Table]:
     for i, edit in enumerate(runs[0]["edits"]):
         seconds = [run["edits"][i]["seconds"] for run in runs]
         statements = sorted({run["edits"][i]["statements"] for run in runs})
-        rows.append([
-            edit["operation"], f"{edit['size']:,}", f"{edit['rounds']:,}", f"{edit['outcome']:,}",
-            _spread(seconds), "–".join(str(n) for n in statements),
-            "yes" if all(run["edits"][i]["meets_target"] for run in runs) else "no",
-        ])
+        rows.append(
+            [
+                edit["operation"],
+                f"{edit['size']:,}",
+                f"{edit['rounds']:,}",
+                f"{edit['outcome']:,}",
+                _spread(seconds),
+                "–".join(str(n) for n in statements),
+                "yes" if all(run["edits"][i]["meets_target"] for run in runs) else "no",
+            ]
+        )
     target = runs[0]["target_seconds"]
-    return [Table(
-        f"History edits on {vendor}, {_when(runs)}: seconds median [min–max].",
-        ["edit", "messages", "rounds", "messages copied/removed", "seconds", "statements", f"≤ {target} s in every run"],
-        rows,
-    )]
+    return [
+        Table(
+            f"History edits on {vendor}, {_when(runs)}: seconds median [min–max].",
+            [
+                "edit",
+                "messages",
+                "rounds",
+                "messages copied/removed",
+                "seconds",
+                "statements",
+                f"≤ {target} s in every run",
+            ],
+            rows,
+        )
+    ]
 
 
 def kept_runs(results_dir: Path = RESULTS_DIR) -> dict[tuple[str, str], list[dict]]:
@@ -220,7 +281,8 @@ def markdown_sections(results_dir: Path = RESULTS_DIR) -> dict[tuple[str, str], 
 
 
 REGION = re.compile(
-    r"(?P<open><!-- benchmarks:summary (?P<suite>[\w-]+) (?P<vendor>\w+) -->\n)(?P<body>.*?)(?P<close><!-- /benchmarks:summary -->)",
+    r"(?P<open><!-- benchmarks:summary (?P<suite>[\w-]+) (?P<vendor>\w+) -->\n)"
+    r"(?P<body>.*?)(?P<close><!-- /benchmarks:summary -->)",
     re.DOTALL,
 )
 
@@ -245,14 +307,19 @@ def main(results_dir: Path = RESULTS_DIR, *, markdown: bool = False, write: Path
     regions of ``write``; 1 (and say so) when no run is kept yet or a region has none."""
     runs_by_suite = kept_runs(results_dir)
     if not runs_by_suite:
-        print(f"No benchmark results in {results_dir}: run a suite first (python -m benchmarks --help).", file=sys.stderr)
+        print(
+            f"No benchmark results in {results_dir}: run a suite first (python -m benchmarks --help).", file=sys.stderr
+        )
         return 1
     if write is not None:
         text = write.read_text()
         try:
             write.write_text(doc_rewrite(text, markdown_sections(results_dir)))
         except KeyError as missing:
-            print(f"{write}: no kept runs of {' on '.join(missing.args[0])} in {results_dir} for its region.", file=sys.stderr)
+            print(
+                f"{write}: no kept runs of {' on '.join(missing.args[0])} in {results_dir} for its region.",
+                file=sys.stderr,
+            )
             return 1
         print(f"{write}: {len(doc_regions(text))} generated regions rewritten")
         return 0

@@ -1,4 +1,5 @@
 """The settings a fresh process computes from exactly the environment a test gives it."""
+
 import os
 import subprocess
 import sys

@@ -6,6 +6,7 @@ themselves: they test the settings a deployment gets, not these. Anything such a
 back stays as the service has it: e.g. the password hashers (tests/multinode's app servers check
 passwords this process hashed), so there is no faster test hasher here.
 """
+
 import os
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit

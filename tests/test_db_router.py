@@ -5,6 +5,7 @@ it proves where each query goes, not replication (tests/multinode does that agai
 lagging streaming replica). Tests commit, because a second connection never sees a test's
 rolled-back transaction.
 """
+
 import copy
 import json
 import subprocess
@@ -230,7 +231,8 @@ def _settings_of(**env: str) -> subprocess.CompletedProcess:
 
 def test_replica_urls_become_aliases_mirrored_in_tests_and_pooling_turns_server_side_cursors_off():
     result = _settings_of(
-        DATABASE_URL="postgres://app@primary:6432/agentstate", DATABASE_TRANSACTION_POOLING="true",
+        DATABASE_URL="postgres://app@primary:6432/agentstate",
+        DATABASE_TRANSACTION_POOLING="true",
         DATABASE_REPLICA_URLS="postgres://app@replica-a:5432/agentstate, postgres://app@replica-b:5432/agentstate",
     )
     assert result.returncode == 0, result.stderr

@@ -1,5 +1,6 @@
 """The tests run with tests/settings.py and empty only a Redis database reserved for them, on
 REDIS_URL's server: whatever database REDIS_URL itself names keeps its keys through a test run."""
+
 import os
 import subprocess
 import sys
@@ -22,7 +23,11 @@ def test_pytest_runs_with_the_test_settings():
     [
         ("redis://127.0.0.1:6379/0", {}, "redis://127.0.0.1:6379/15"),
         ("redis://127.0.0.1:6379", {}, "redis://127.0.0.1:6379/15"),
-        ("redis://:secret@cache.internal:6380/2", {"AGENTSTATE_TEST_REDIS_DB": "9"}, "redis://:secret@cache.internal:6380/9"),
+        (
+            "redis://:secret@cache.internal:6380/2",
+            {"AGENTSTATE_TEST_REDIS_DB": "9"},
+            "redis://:secret@cache.internal:6380/9",
+        ),
         ("rediss://cache.internal/3?ssl_cert_reqs=none", {}, "rediss://cache.internal/15?ssl_cert_reqs=none"),
         ("redis://cache.internal?db=4", {}, "redis://cache.internal/15"),
         ("unix:///run/redis.sock?db=1", {}, "unix:///run/redis.sock?db=15"),
@@ -38,7 +43,11 @@ def test_the_reserved_database_is_on_redis_urls_server(url, environ, expected):
     "url, environ, message",
     [
         ("redis://127.0.0.1:6379/15", {}, "REDIS_URL names database 15"),
-        ("redis://127.0.0.1:6379/0", {"AGENTSTATE_TEST_REDIS_DB": "last"}, "AGENTSTATE_TEST_REDIS_DB must be a database number"),
+        (
+            "redis://127.0.0.1:6379/0",
+            {"AGENTSTATE_TEST_REDIS_DB": "last"},
+            "AGENTSTATE_TEST_REDIS_DB must be a database number",
+        ),
     ],
 )
 def test_a_reserved_database_that_would_be_redis_urls_own_by_default_is_refused(url, environ, message):
@@ -49,7 +58,7 @@ def test_a_reserved_database_that_would_be_redis_urls_own_by_default_is_refused(
 def test_the_cache_and_the_working_state_use_the_reserved_database():
     if not settings.REDIS_URL:
         pytest.skip("no REDIS_URL: the tests use no Redis")
-    assert settings.REDIS_URL == redis_test_url(os.environ["REDIS_URL"], os.environ)
+    assert redis_test_url(os.environ["REDIS_URL"], os.environ) == settings.REDIS_URL
     assert settings.CACHES["default"]["LOCATION"] == settings.REDIS_URL
 
 
@@ -72,9 +81,20 @@ def test_a_test_run_leaves_the_database_redis_url_names_untouched():
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE" and not k.startswith("DATABASE_")}
     try:
         run = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-             "tests/test_test_settings.py::test_pytest_runs_with_the_test_settings"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "tests/test_test_settings.py::test_pytest_runs_with_the_test_settings",
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert theirs.get(key) == b"kept"
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

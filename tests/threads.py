@@ -1,4 +1,5 @@
 """Real threads released together, for the concurrency tests (each closes its own connection)."""
+
 import threading
 
 from django.db import connection
@@ -14,7 +15,7 @@ def in_threads(count: int, work) -> tuple[list, list[BaseException]]:
         try:
             barrier.wait(timeout=30)
             results[i] = work(i)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:
             errors.append(exc)
         finally:
             connection.close()

@@ -4,6 +4,7 @@ The server answers every error as ``{"error": {"code", "message", "fields"}}``; 
 the status into an exception class and keeps the code, message and fields, so callers can catch
 what they can handle (``NotFound``, ``Conflict`` with ``.code``, ...) and let the rest rise.
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -106,7 +107,11 @@ def _error_parts(response: httpx.Response) -> tuple[str | None, str, dict[str, l
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
         fields = error.get("fields")
-        return error.get("code"), str(error.get("message") or response.reason_phrase), fields if isinstance(fields, dict) else {}
+        return (
+            error.get("code"),
+            str(error.get("message") or response.reason_phrase),
+            fields if isinstance(fields, dict) else {},
+        )
     if isinstance(body, dict) and "detail" in body:  # a framework default that escaped the API's handler
         return None, str(body["detail"]), {}
     text = response.text.strip()[:200]

@@ -1,5 +1,6 @@
 """``/healthz``: whether this process can serve — the database, the cache and, when it lives in
 Redis, the working-state store. Project level: it probes what the apps use."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """Tenants, the unit of isolation (every stored row belongs to exactly one), and their API keys."""
+
 from typing import ClassVar
 
 from django.db import models

@@ -5,21 +5,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0008_session_admin_filter_indexes'),
-        ('tenancy', '0002_api_keys'),
+        ("sessions_app", "0008_session_admin_filter_indexes"),
+        ("tenancy", "0002_api_keys"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='message',
-            name='tenant',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenancy.tenant'),
+            model_name="message",
+            name="tenant",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to="tenancy.tenant",
+            ),
         ),
         migrations.AlterField(
-            model_name='round',
-            name='tenant',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenancy.tenant'),
+            model_name="round",
+            name="tenant",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to="tenancy.tenant",
+            ),
         ),
     ]

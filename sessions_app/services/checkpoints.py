@@ -1,4 +1,5 @@
 """Labelled checkpoints, promoted from working state or given directly."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,5 +1,6 @@
 """Building blocks the process-state services share: the session's row lock, the one-statement
 "touch a live session" update, and the rules for a missing, ended or stale session."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -5,6 +5,7 @@ Ordering rule: the per-session counter (message ``seq``) is reserved with one ``
 numbers are gap-free between edits (services/history.py), never reused, and the append fails
 cleanly once the session has ended.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -92,7 +93,17 @@ def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) ->
     concrete = {field.name: field for field in Message._meta.concrete_fields}
     fields = [concrete[name] for name in _MESSAGE_COLUMNS]
     row = "(" + ", ".join(["%s"] * (len(fields) + 1)) + ")"
-    params: list[Any] = [len(fresh), len(fresh), now, session.pk, session.pk, session.tenant_id, session.user_id, len(fresh), now]
+    params: list[Any] = [
+        len(fresh),
+        len(fresh),
+        now,
+        session.pk,
+        session.pk,
+        session.tenant_id,
+        session.user_id,
+        len(fresh),
+        now,
+    ]
     for position, values in enumerate(fresh):
         params.append(position)
         params.extend(field.get_db_prep_save(values[field.name], connection) for field in fields)
@@ -118,7 +129,13 @@ def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) ->
     created = []
     for (pk, seq), fields_ in zip(inserted, fresh, strict=True):
         message = Message(
-            id=pk, session=session, tenant_id=session.tenant_id, user_id=session.user_id, seq=seq, created_at=now, **fields_
+            id=pk,
+            session=session,
+            tenant_id=session.tenant_id,
+            user_id=session.user_id,
+            seq=seq,
+            created_at=now,
+            **fields_,
         )
         message._state.adding, message._state.db = False, connection.alias
         created.append(message)

@@ -1,4 +1,5 @@
 """Writes to sessions: create, update, end, delete."""
+
 from __future__ import annotations
 
 import uuid
@@ -45,8 +46,6 @@ def session_create(
     except IntegrityError:
         raise SessionAlreadyExists(f"Session {session.session_id!r} already exists for this user.") from None
     return session
-
-
 
 
 _UNSET: Any = object()

@@ -1,4 +1,5 @@
 """Erasure of one data subject's process state, asked for by userdata_app's erasure workflow."""
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -1,4 +1,5 @@
 """Agent hand-offs within a session."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """Writes to a live session's working state (the store itself is sessions_app.working_state)."""
+
 from __future__ import annotations
 
 from typing import Any

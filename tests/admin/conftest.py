@@ -18,5 +18,7 @@ def fresh_dashboard(db):
 def browser_staff(db):
     """Staff who may browse and manage requests, but not execute erasures or export."""
     perms = ["sessions_app.view_session", "sessions_app.view_message", "userdata_app.view_userdatum"]
-    perms += [f"userdata_app.{p}_erasurerequest" for p in ("view", "add", "change")] + ["userdata_app.view_erasuresubject"]
+    perms += [f"userdata_app.{p}_erasurerequest" for p in ("view", "add", "change")] + [
+        "userdata_app.view_erasuresubject"
+    ]
     return staff("viewer", perms=perms)

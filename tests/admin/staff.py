@@ -1,4 +1,5 @@
 """Staff users for the admin tests: made with exactly the groups and permissions a case names."""
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 

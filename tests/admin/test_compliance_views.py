@@ -1,6 +1,7 @@
 """An officer checking what is held about a subject, or why a session went, opens the pages of
 every record that holds process state or a retention decision: the Compliance group may view them
 (and change none of them)."""
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse

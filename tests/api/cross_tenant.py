@@ -1,5 +1,6 @@
 """Every API endpoint and method with what another tenant's key gets from it, and a snapshot of a
 tenant's rows to compare before and after (the ``victim`` fixture in the root conftest.py fills them)."""
+
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 from userdata_app.models import UserDatum
 

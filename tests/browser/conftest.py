@@ -1,4 +1,5 @@
 """A headless Chromium page for the browser tests."""
+
 import pytest
 from django.db import connections
 
@@ -7,7 +8,9 @@ from tests.browser.chromium import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 
 @pytest.fixture
 def browser_page(monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
+    )
     # Playwright's sync API runs an event loop in this thread; the ORM calls in the test are
     # still plain synchronous code.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

@@ -1,13 +1,14 @@
 """End to end in headless Chromium: a compliance officer logs in, records and verifies an
 erasure request, previews it, confirms it and sees the receipt. Screenshots go to artifacts/."""
+
 import pytest
 from django.contrib.auth import get_user_model
 
 from sessions_app import selectors as session_selectors
-from userdata_app import selectors as userdata_selectors
-from userdata_app.models import ErasureRequest
 from tests.browser.chromium import ARTIFACTS, needs_chromium
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
+from userdata_app import selectors as userdata_selectors
+from userdata_app.models import ErasureRequest
 
 pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True)]
 
@@ -69,7 +70,7 @@ def test_officer_previews_confirms_and_sees_the_receipt(live_server, browser_pag
 
 
 def test_an_id_with_a_trailing_no_break_space_is_shown_and_erased_exactly(live_server, browser_page, tenant):
-    """"alice" followed by U+00A0 is another person than "alice": the officer sees the marker
+    """ "alice" followed by U+00A0 is another person than "alice": the officer sees the marker
     before confirming, and the bystander keeps every row."""
     page = browser_page
     subject = "alice\u00a0"

@@ -1,4 +1,5 @@
 """A tenant full of data (the API callers' fixtures are in the root conftest.py)."""
+
 import pytest
 
 from sessions_app import services

@@ -3,6 +3,7 @@ service; static files are served with DEBUG off (WhiteNoise), in process and und
 pre-compressed and cached far ahead; behind a proxy plain HTTP is redirected and HSTS sent;
 gunicorn's request limits leave the app to answer long request lines, and neither log quotes a
 request. Each case asserts what docs/OPERATIONS.md promises for it."""
+
 import os
 import re
 import secrets
@@ -66,7 +67,9 @@ def test_production_refuses_to_start_without_a_real_secret_and_hosts(variable, v
     result = manage("check", env=env)
     assert result.returncode != 0
     refusal = result.stderr.strip().splitlines()[-1]
-    assert refusal.startswith(f"django.core.exceptions.ImproperlyConfigured: DJANGO_ENV=production needs {variable}"), result.stderr
+    assert refusal.startswith(f"django.core.exceptions.ImproperlyConfigured: DJANGO_ENV=production needs {variable}"), (
+        result.stderr
+    )
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +133,10 @@ def gunicorn(tmp_path, collected_static):
     with log.open("wb") as sink:
         server = subprocess.Popen(
             [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py"],
-            cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
         )
         try:
             base = f"http://127.0.0.1:{port}"
@@ -153,31 +159,35 @@ HTTPS = {"Host": HOST, "X-Forwarded-Proto": "https"}  # what the TLS-terminating
 def test_gunicorn_serves_the_admin_and_api_docs_over_https_behind_a_proxy(collected_static, tmp_path):
     """Plain HTTP is redirected to HTTPS; over HTTPS the pages answer with a year of HSTS,
     subdomains included, preload asked (docs/OPERATIONS.md)."""
-    with gunicorn(tmp_path, collected_static) as (base, _):
-        with httpx.Client(base_url=base, headers=HTTPS, timeout=10) as http:
-            for page in PAGES:
-                plain = http.get(page, headers={"X-Forwarded-Proto": "http"})
-                assert (plain.status_code, plain.headers["location"]) == (301, f"https://{HOST}{page}")
-                response = http.get(page)
-                assert response.status_code == 200, page
-                assert response.headers["strict-transport-security"] == "max-age=31536000; includeSubDomains; preload"
+    with (
+        gunicorn(tmp_path, collected_static) as (base, _),
+        httpx.Client(base_url=base, headers=HTTPS, timeout=10) as http,
+    ):
+        for page in PAGES:
+            plain = http.get(page, headers={"X-Forwarded-Proto": "http"})
+            assert (plain.status_code, plain.headers["location"]) == (301, f"https://{HOST}{page}")
+            response = http.get(page)
+            assert response.status_code == 200, page
+            assert response.headers["strict-transport-security"] == "max-age=31536000; includeSubDomains; preload"
 
 
 def test_gunicorn_serves_the_pages_assets_hashed_precompressed_and_cached_far_ahead(collected_static, tmp_path):
     """Every asset the admin and the API docs link is served by the app itself (WhiteNoise) from
     collectstatic's hashed, pre-compressed copies, with far-future cache headers."""
-    with gunicorn(tmp_path, collected_static) as (base, _):
-        with httpx.Client(base_url=base, headers=HTTPS, timeout=10) as http:
-            links = {link for page in PAGES for link in static_links(http.get(page).text)}
-            for link in sorted(links):
-                assert re.search(r"\.[0-9a-f]{12}\.", link), f"{link} is not the hashed name"
-                asset = http.get(link, headers={"Accept-Encoding": "gzip"})
-                assert asset.status_code == 200, link
-                assert asset.content, link
-                assert asset.headers["cache-control"] == "max-age=315360000, public, immutable", link
-                if link.endswith((".css", ".js")):
-                    assert asset.headers["content-encoding"] == "gzip", link
-                    assert (collected_static / (link.removeprefix("/static/") + ".gz")).is_file(), link
+    with (
+        gunicorn(tmp_path, collected_static) as (base, _),
+        httpx.Client(base_url=base, headers=HTTPS, timeout=10) as http,
+    ):
+        links = {link for page in PAGES for link in static_links(http.get(page).text)}
+        for link in sorted(links):
+            assert re.search(r"\.[0-9a-f]{12}\.", link), f"{link} is not the hashed name"
+            asset = http.get(link, headers={"Accept-Encoding": "gzip"})
+            assert asset.status_code == 200, link
+            assert asset.content, link
+            assert asset.headers["cache-control"] == "max-age=315360000, public, immutable", link
+            if link.endswith((".css", ".js")):
+                assert asset.headers["content-encoding"] == "gzip", link
+                assert (collected_static / (link.removeprefix("/static/") + ".gz")).is_file(), link
 
 
 def raw_request(base: str, request: bytes) -> tuple[int, str, bytes]:
@@ -190,7 +200,9 @@ def raw_request(base: str, request: bytes) -> tuple[int, str, bytes]:
             answer += chunk
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
-    content_type = next((line.split(":", 1)[1].strip() for line in lines if line.lower().startswith("content-type:")), "")
+    content_type = next(
+        (line.split(":", 1)[1].strip() for line in lines if line.lower().startswith("content-type:")), ""
+    )
     return int(lines[0].split()[1]), content_type, body
 
 

@@ -1,5 +1,6 @@
 """Requests the hardening tests send: every write with a body it would accept, and the check that
 a refused one changes nothing stored."""
+
 import json
 
 from tests.api.assertions import assert_error

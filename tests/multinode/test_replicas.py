@@ -1,6 +1,7 @@
 """Reads against a real streaming replica, made to lag by pausing its replay: listings read the
 replica, a caller that just wrote reads the primary, a replica too far behind or down is skipped,
 and what erasure and export rely on never comes from the replica."""
+
 import time
 
 import pytest

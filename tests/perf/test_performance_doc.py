@@ -1,6 +1,7 @@
 """docs/PERFORMANCE.md's tables are what ``python -m benchmarks summary --markdown`` makes of the
 runs kept in benchmarks/results/: edit a figure by hand, or keep a run without regenerating the
 doc, and this fails."""
+
 import ast
 import io
 import json
@@ -30,7 +31,8 @@ def test_every_suite_with_kept_runs_has_its_table_in_the_doc():
 
 
 def _doc(body: str) -> str:
-    return f"# Doc\n\nProse 1.5 ms.\n\n<!-- benchmarks:summary erasure postgresql -->\n{body}<!-- /benchmarks:summary -->\n\nMore prose.\n"
+    region = f"<!-- benchmarks:summary erasure postgresql -->\n{body}<!-- /benchmarks:summary -->"
+    return f"# Doc\n\nProse 1.5 ms.\n\n{region}\n\nMore prose.\n"
 
 
 def test_write_rewrites_the_regions_and_nothing_else(tmp_path):
@@ -63,7 +65,8 @@ def test_write_refuses_a_region_without_kept_runs(tmp_path, capsys):
 
 
 MEASURED = re.compile(
-    r"\b\d[\d.,]*\s?(ms|µs)\b|\breq/s\b|\b(\d[\d.,]*|two|three|four|five|ten)\s?(×|x|times) (the|as|faster|slower|more|less)\b",
+    r"\b\d[\d.,]*\s?(ms|µs)\b|\breq/s\b"
+    r"|\b(\d[\d.,]*|two|three|four|five|ten)\s?(×|x|times) (the|as|faster|slower|more|less)\b",
     re.IGNORECASE,
 )
 
@@ -74,7 +77,9 @@ def _comments_and_docstrings(path: Path):
         if token.type == tokenize.COMMENT:
             yield token.start[0], token.string
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(
+            node
+        ):
             yield node.body[0].lineno, ast.get_docstring(node)
 
 

@@ -1,4 +1,5 @@
 """Where erased values could linger outside the tables: PostgreSQL's planner statistics."""
+
 from django.db import connection
 
 

@@ -2,6 +2,7 @@
 its ``execution`` (preview, one transaction, receipt), the ``storage`` clean-up after it commits, the
 erased-subject ``registry`` and ``reapply`` after a restore. Callers use this package
 (``from userdata_app import erasure``)."""
+
 from userdata_app.erasure.execution import (
     CATEGORY_LABELS,
     ERASED_REPR,

@@ -1,5 +1,6 @@
 """Only the Compliance group decides on erasure requests (docs/COMPLIANCE.md): a permission of
 its own for verify, extend, hold, release and reject, given to that group."""
+
 from django.db import migrations
 
 from userdata_app.migrations._grants import grant_to_compliance

@@ -1,6 +1,7 @@
 """The Compliance group may view what the framework backends and retention keep: LangGraph
 threads, checkpoints and writes, ADK events and user state, retention policies and runs. An officer
 checking a subject's data, or why a session went, opens those pages too."""
+
 from django.db import migrations
 
 from userdata_app.migrations._grants import grant_to_compliance, revoke_from_compliance
