@@ -244,7 +244,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["agentstate.api.permissions.IsTenantCaller"],
     "DEFAULT_PARSER_CLASSES": ["agentstate.api.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": [
-        "rest_framework.renderers.JSONRenderer",
+        "agentstate.api.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_THROTTLE_CLASSES": ["agentstate.api.throttling.ApiKeyRateThrottle"],

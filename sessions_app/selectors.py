@@ -3,6 +3,7 @@ fetched through it), so nothing outside the tenant is reachable; each query is i
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from typing import Any
@@ -96,14 +97,18 @@ def message_list(*, session: Session, after_seq: int | None = None, role: str | 
     return messages.order_by("seq")
 
 
-def message_recent(*, session: Session, limit: int, role: str | None = None) -> list[Message]:
-    """The most recent ``limit`` messages, oldest first."""
+def message_recent(
+    *, session: Session, limit: int, role: str | None = None, fields: Sequence[str] = ()
+) -> list[Message] | list[dict[str, Any]]:
+    """The most recent ``limit`` messages, oldest first; with ``fields``, rows of those fields
+    only (a caller that just serializes them skips building models)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_RECENT:
         raise InvalidInput.for_field("limit", f"must be an integer from 0 to {MAX_RECENT}.")
     messages = Message.objects.filter(session=session)
     if role is not None:
         messages = messages.filter(role=role)
-    return list(reversed(messages.order_by("-seq")[:limit]))
+    newest = messages.order_by("-seq")
+    return list(reversed(newest.values(*fields)[:limit] if fields else newest[:limit]))
 
 
 def _rounds_of(*, tenant: Tenant, user_id: str, session_id: str | None) -> QuerySet[Round]:
