@@ -7,6 +7,10 @@ the same run: a session of 2,000 messages (events) for the reads, a user with 10
 the list page. Each operation is timed one call at a time; median and p99 per operation.
 
 ADK has no rounds: its rows for the round save and the latest-round export stay empty.
+
+Probes, in the same run: ``/livez``, ``/healthz`` and an unknown API URL (a JSON 404) on the
+service's gunicorn, beside the bare Django view of the HTTP suite (benchmarks.baseline ``hello/``:
+no middleware, no DRF) under a second gunicorn of the same settings.
 """
 from __future__ import annotations
 
@@ -115,6 +119,24 @@ def _over_http(url: str, key: str, n: tuple[int, int]) -> dict[str, Any]:
         return {op: _timed(fn, n[op in HEAVY]) for op, fn in ops.items()}
 
 
+def _probes(service_url: str, bare_url: str, n: int) -> dict[str, Any]:
+    """One GET at a time over a kept-alive connection: what a request costs with nothing to do."""
+    import httpx
+
+    with httpx.Client() as http:
+        def get(url: str, status: int = 200) -> Callable[[], None]:
+            def call() -> None:
+                assert http.get(url).status_code == status, url
+            return call
+
+        return {
+            "bare Django view (no middleware, no DRF)": _timed(get(bare_url + "/hello/"), n),
+            "/livez": _timed(get(service_url + "/livez"), n),
+            "/healthz (database and cache)": _timed(get(service_url + "/healthz"), n),
+            "unknown API URL (JSON 404)": _timed(get(service_url + "/api/v1/nothing-here/", 404), n),
+        }
+
+
 # --- ADK ----------------------------------------------------------------------------------------
 
 
@@ -186,8 +208,12 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         report.RESULTS_DIR.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "AGENTSTATE_API_RATE"}
         env.update(DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", GUNICORN_LOG_LEVEL="warning", GUNICORN_MAX_REQUESTS="0")
-        with gunicorn(app="agentstate.wsgi:application", env=env, workers=1, threads=1, log=log) as (url, _):
+        with gunicorn(app="agentstate.wsgi:application", env=env, workers=1, threads=1, log=log) as (url, _), gunicorn(
+            app="benchmarks.baseline:application", env={**env, "DJANGO_SETTINGS_MODULE": "benchmarks.baseline_settings"},
+            workers=1, threads=1, log=log,
+        ) as (bare_url, _):
             services[f"agentstate over HTTP (gunicorn, {vendor})"] = _over_http(url, key, n)
+            results["probes"] = _probes(url, bare_url, n[0])
         database_url = _adk_database_url(tmp)
         services[f"ADK DatabaseSessionService ({database_url.split(':', 1)[0]}, in process)"] = asyncio.run(
             _adk(DatabaseSessionService(db_url=database_url), n)
@@ -210,3 +236,7 @@ def print_table(result: dict[str, Any]) -> None:
             row.append(f"{point['median_ms']:.2f} / {point['p99_ms']:.2f}" if point else "-")
         rows.append(row)
     print(report.table(headers, rows))
+    print(report.table(
+        ["request over HTTP (one worker)", "median ms", "p99 ms"],
+        [[name, f"{p['median_ms']:.2f}", f"{p['p99_ms']:.2f}"] for name, p in result["probes"].items()],
+    ))
