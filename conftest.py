@@ -1,4 +1,5 @@
 """Fixtures shared by every test module."""
+
 import pytest
 from django.conf import settings
 from django.db import connection

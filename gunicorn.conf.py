@@ -2,6 +2,7 @@
 
 Every value can be overridden by an environment variable, so one file serves every deployment.
 """
+
 import logging
 import multiprocessing
 import os

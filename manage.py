@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """Django's command-line utility for agentstate (installed, the same is the ``agentstate`` command)."""
+
 from agentstate.cli import main
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The ``agentstate`` command: what ``manage.py`` does, for an installed service (a wheel has no
 manage.py)."""
+
 import os
 import sys
 

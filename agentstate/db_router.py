@@ -18,6 +18,7 @@ Why this bounds staleness for the caller's own writes: a replica whose lag was a
 ``MAX_LAG`` when checked (at most ``CHECK`` seconds ago) has replayed every commit older than
 ``MAX_LAG + CHECK`` seconds, so settings require ``READ_YOUR_WRITES_SECONDS`` to exceed that sum.
 """
+
 from __future__ import annotations
 
 import functools

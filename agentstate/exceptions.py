@@ -3,6 +3,7 @@
 Each carries a stable ``code`` and the HTTP status the API maps it to, so views never decide
 what a rule's failure means.
 """
+
 from __future__ import annotations
 
 

@@ -10,6 +10,7 @@ Django's own request loggers put the path (``Not Found: /api/v1/users/alice/...`
 line (the development server) or the Host header (``DisallowedHost``) in their messages: the
 formatter writes those records with a message of its own, built from the status and route only.
 """
+
 from __future__ import annotations
 
 import json
@@ -133,7 +134,6 @@ def exception_summary(exc: BaseException) -> dict:
         summary["sqlstate"] = getattr(diag, "sqlstate", None)
         summary["constraint"] = getattr(diag, "constraint_name", None)
     summary["frames"] = [
-        f"{frame.filename}:{frame.lineno} in {frame.name}"
-        for frame in traceback.extract_tb(exc.__traceback__)
+        f"{frame.filename}:{frame.lineno} in {frame.name}" for frame in traceback.extract_tb(exc.__traceback__)
     ]
     return summary

@@ -6,6 +6,7 @@ method, the route pattern the request matched (``/api/v1/users/{user_id}/session
 itself), status, duration and tenant: never paths, headers, query strings or bodies, so user and
 session ids, API keys and stored contents stay out of the logs (and an erasure leaves none there).
 """
+
 from __future__ import annotations
 
 import logging

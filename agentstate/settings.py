@@ -3,6 +3,7 @@
 With no variable set the service runs on a SQLite file in the checkout; ``DATABASE_URL`` selects
 PostgreSQL and ``REDIS_URL`` moves the cache and the working state to Redis.
 """
+
 import os
 from pathlib import Path
 
@@ -110,9 +111,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
-        "init_command": (
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON"
-        ),
+        "init_command": ("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON"),
     }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -168,9 +167,7 @@ if env_bool("DATABASE_TRANSACTION_POOLING", False):
 # --- Cache and working state ----------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
-    CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
-    }
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
     CACHES = {
         "default": {
@@ -180,9 +177,7 @@ else:
     }
 
 # Working state: "database" (a table of its own, never culled) or "redis" (needs REDIS_URL).
-WORKING_STATE_BACKEND = os.environ.get(
-    "AGENTSTATE_WORKING_STATE_BACKEND", "redis" if REDIS_URL else "database"
-)
+WORKING_STATE_BACKEND = os.environ.get("AGENTSTATE_WORKING_STATE_BACKEND", "redis" if REDIS_URL else "database")
 WORKING_STATE_TTL_SECONDS = int(os.environ.get("AGENTSTATE_WORKING_STATE_TTL", "86400"))
 # Keys plus JSON values of one session's working state, in characters (patches cannot grow past it).
 WORKING_STATE_MAX_BYTES = int(os.environ.get("AGENTSTATE_WORKING_STATE_MAX_BYTES", str(5 * 1024 * 1024)))
@@ -201,9 +196,13 @@ for _item in env_list("AGENTSTATE_ERASURE_HMAC_KEYS", ""):
     ERASURE_HMAC_KEYS[_key_id.strip()] = _secret.strip()
 if not ERASURE_HMAC_KEYS and DEBUG:
     ERASURE_HMAC_KEYS = {"dev": "development-only-erasure-key-never-use-in-production"}
-ERASURE_HMAC_KEY_ID = os.environ.get("AGENTSTATE_ERASURE_HMAC_KEY_ID", "").strip() or next(reversed(ERASURE_HMAC_KEYS), "")
+ERASURE_HMAC_KEY_ID = os.environ.get("AGENTSTATE_ERASURE_HMAC_KEY_ID", "").strip() or next(
+    reversed(ERASURE_HMAC_KEYS), ""
+)
 if ERASURE_HMAC_KEYS and ERASURE_HMAC_KEY_ID not in ERASURE_HMAC_KEYS:
-    raise ImproperlyConfigured(f"AGENTSTATE_ERASURE_HMAC_KEY_ID {ERASURE_HMAC_KEY_ID!r} is not in AGENTSTATE_ERASURE_HMAC_KEYS.")
+    raise ImproperlyConfigured(
+        f"AGENTSTATE_ERASURE_HMAC_KEY_ID {ERASURE_HMAC_KEY_ID!r} is not in AGENTSTATE_ERASURE_HMAC_KEYS."
+    )
 # After an erasure, writes that would recreate the subject's data are refused for this long.
 ERASURE_GRACE_HOURS = float(os.environ.get("AGENTSTATE_ERASURE_GRACE_HOURS", "24"))
 # Which rule refuses writes that would recreate an erased subject's data (agentstate.subjects):
@@ -305,7 +304,10 @@ LOGGING = {
     "loggers": {
         "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         "django.server": {
-            "handlers": ["console"], "level": LOG_LEVEL, "propagate": False, "filters": ["dev_server_repeat"],
+            "handlers": ["console"],
+            "level": LOG_LEVEL,
+            "propagate": False,
+            "filters": ["dev_server_repeat"],
         },
         "agentstate": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
     },

@@ -7,6 +7,7 @@ erasure workflow in ``userdata_app``, which ``sessions_app`` must not import. Th
 the call here and the project wires the implementation in with the
 ``SUBJECT_WRITE_GUARD`` setting, so the layers stay one-way.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -46,7 +47,9 @@ def subjects_lock(*, subjects: list[tuple[Tenant, str]], exclusive: bool) -> Non
         return
     keys = sorted(
         int.from_bytes(
-            hashlib.blake2b(subject_canonical(tenant_slug=t.slug, user_id=u), digest_size=8).digest(), "big", signed=True
+            hashlib.blake2b(subject_canonical(tenant_slug=t.slug, user_id=u), digest_size=8).digest(),
+            "big",
+            signed=True,
         )
         for t, u in subjects
     )

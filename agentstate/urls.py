@@ -4,6 +4,7 @@ Errors Django answers itself (an unknown URL, a refused page, a body too big bef
 crash) are chosen by path (agentstate.site.errors): the API's JSON error shape under /api/, the
 admin's own pages in the admin.
 """
+
 from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView

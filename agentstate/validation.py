@@ -7,6 +7,7 @@ rejects them) nor nest deeper than ``MAX_JSON_DEPTH``; whole request bodies not 
 or normalised: ``"alice"`` and ``"alice\u00a0"`` are two people, and ``identifier_visible`` shows
 staff which one they are looking at.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -47,10 +48,21 @@ def clean_identifier(value: Any, *, field: str, max_length: int = IDENTIFIER_MAX
 ESCAPE_OPEN = "⟦"  # escaped itself when an id holds it, so that no id can imitate an escape
 # Characters that draw nothing yet are neither format (Cf) nor space (Z*) characters: Unicode's
 # default-ignorable letters and marks (Hangul fillers, variation selectors, ...) and the braille blank.
-_INVISIBLE = frozenset({
-    0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0,
-    *range(0x180B, 0x1810), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0),
-})
+_INVISIBLE = frozenset(
+    {
+        0x034F,
+        0x115F,
+        0x1160,
+        0x17B4,
+        0x17B5,
+        0x2800,
+        0x3164,
+        0xFFA0,
+        *range(0x180B, 0x1810),
+        *range(0xFE00, 0xFE10),
+        *range(0xE0100, 0xE01F0),
+    }
+)
 
 
 def identifier_visible(value: str) -> str:

@@ -11,6 +11,7 @@ services in process (SQLite by default, PostgreSQL when DATABASE_URL is set).
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -107,7 +108,11 @@ def _http(args) -> None:
             from benchmarks import http_load, report
 
             result = http_load.run(
-                cluster=cluster, quick=args.quick, workers=args.workers, threads=args.threads, profile=not args.no_profile
+                cluster=cluster,
+                quick=args.quick,
+                workers=args.workers,
+                threads=args.threads,
+                profile=not args.no_profile,
             )
             http_load.print_table(result)
             print(f"results: {report.write_results('http', result)}")
@@ -117,14 +122,26 @@ def _replicas(args) -> None:
     from benchmarks.pg_cluster import postgres_cluster
     from benchmarks.topology import pgbouncer, redis_server, streaming_replica
 
-    with postgres_cluster() as cluster, streaming_replica(cluster) as replica, pgbouncer(cluster) as bouncer, redis_server() as redis_url:
+    with (
+        postgres_cluster() as cluster,
+        streaming_replica(cluster) as replica,
+        pgbouncer(cluster) as bouncer,
+        redis_server() as redis_url,
+    ):
         os.environ["DATABASE_URL"] = cluster.url
         with bench_database(keep=False) as url:
             from benchmarks import replicas, report
 
             result = replicas.run(
-                primary_url=url, admin_url=cluster.admin_url, primary_pid=cluster.postmaster_pid, replica=replica,
-                bouncer=bouncer, redis_url=redis_url, quick=args.quick, workers=args.workers, threads=args.threads,
+                primary_url=url,
+                admin_url=cluster.admin_url,
+                primary_pid=cluster.postmaster_pid,
+                replica=replica,
+                bouncer=bouncer,
+                redis_url=redis_url,
+                quick=args.quick,
+                workers=args.workers,
+                threads=args.threads,
             )
             replicas.print_table(result)
             print(f"results: {report.write_results('replicas', result)}")
@@ -138,15 +155,27 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "suite", nargs="?", default="scaling", choices=[*SUITES, "all", "summary"],
+        "suite",
+        nargs="?",
+        default="scaling",
+        choices=[*SUITES, "all", "summary"],
         help="which suite to run (default: scaling); 'all' runs every suite, each in its own process; "
         "'summary' prints the median and spread of the runs kept in benchmarks/results/",
     )
-    parser.add_argument("--quick", action="store_true", help="fewer samples, shorter points (a smoke run, not for reporting)")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer samples, shorter points (a smoke run, not for reporting)"
+    )
     parser.add_argument("--keep-db", action="store_true", help="scaling: leave the benchmark database in place")
     parser.add_argument("--workers", type=int, default=3, help="http, replicas: gunicorn workers (default 3)")
-    parser.add_argument("--threads", type=int, default=1, help="http, replicas: gthread threads per worker (default 1; 0 = sync workers)")
-    parser.add_argument("--sessions", type=int, default=0, help="retention: ended sessions of 100 messages each (default 10,000)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="http, replicas: gthread threads per worker (default 1; 0 = sync workers)",
+    )
+    parser.add_argument(
+        "--sessions", type=int, default=0, help="retention: ended sessions of 100 messages each (default 10,000)"
+    )
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
     args, _ = parser.parse_known_args(argv)
     # A terminated run still stops its servers and drops its database (the finally blocks run).
@@ -159,8 +188,16 @@ def main(argv: list[str] | None = None) -> int:
         passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)
     {
-        "scaling": _scaling, "http": _http, "erasure": _erasure, "admin": _admin, "langgraph": _langgraph, "edits": _edits,
-        "replicas": _replicas, "adk": _adk, "retention": _retention, "latency": _latency,
+        "scaling": _scaling,
+        "http": _http,
+        "erasure": _erasure,
+        "admin": _admin,
+        "langgraph": _langgraph,
+        "edits": _edits,
+        "replicas": _replicas,
+        "adk": _adk,
+        "retention": _retention,
+        "latency": _latency,
     }[args.suite](args)
     return 0
 

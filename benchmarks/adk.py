@@ -5,6 +5,7 @@ A turn with one tool call is ``get_session`` without config, then four ``append_
 message, function call, function response with a state delta, answer). Sessions hold 100 and
 2,000 events before the measured turns; every service gets the same events in the same run.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -31,10 +32,18 @@ def _events(turn: int) -> list[Any]:
     call = types.FunctionCall(id=f"call-{turn}", name="get_weather", args={"city": "Paris"})
     result = types.FunctionResponse(id=f"call-{turn}", name="get_weather", response={"forecast": "sunny", "c": 21})
     return [
-        Event(author="user", invocation_id=f"inv-{turn}", content=content("user", types.Part(text=f"Weather in Paris? ({turn})"))),
+        Event(
+            author="user",
+            invocation_id=f"inv-{turn}",
+            content=content("user", types.Part(text=f"Weather in Paris? ({turn})")),
+        ),
         Event(author="agent", invocation_id=f"inv-{turn}", content=content("model", types.Part(function_call=call))),
-        Event(author="agent", invocation_id=f"inv-{turn}", content=content("user", types.Part(function_response=result)),
-              actions=EventActions(state_delta={"lookups": turn, "user:last_city": "Paris"})),
+        Event(
+            author="agent",
+            invocation_id=f"inv-{turn}",
+            content=content("user", types.Part(function_response=result)),
+            actions=EventActions(state_delta={"lookups": turn, "user:last_city": "Paris"}),
+        ),
         Event(author="agent", invocation_id=f"inv-{turn}", content=content("model", types.Part(text="Sunny, 21 °C."))),
     ]
 
@@ -89,7 +98,10 @@ def run(*, turns: int = 10) -> dict[str, Any]:
     results: dict[str, Any] = {"turns_per_point": turns, "sizes": list(SIZES)}
     with tempfile.TemporaryDirectory(prefix="adk-bench-") as tmp:
         log = Path(tmp) / "gunicorn.log"
-        with gunicorn(app="agentstate.wsgi:application", env=dict(os.environ), workers=1, threads=1, log=log) as (url, _):
+        with gunicorn(app="agentstate.wsgi:application", env=dict(os.environ), workers=1, threads=1, log=log) as (
+            url,
+            _,
+        ):
             results["agentstate (HTTP, gunicorn, SQLite)"] = asyncio.run(
                 _run_service(AgentStateSessionService(url, key), turns=turns)
             )

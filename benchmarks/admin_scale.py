@@ -5,6 +5,7 @@ of queries at both sizes (the same number means no query grows with the data).
 
 The dashboard is measured twice: as staff usually see it (activity figures from the cache) and
 with the cache emptied before every render (what one render per cache interval pays)."""
+
 from __future__ import annotations
 
 import statistics
@@ -93,9 +94,7 @@ def run(*, renders: int = 15) -> dict[str, Any]:
     data.analyze()
     print(f"admin: {MESSAGES_SMALL + added:,} messages (generated in {time.perf_counter() - started:.0f} s)")
     large = _measure(client, pages, renders)
-    results = [
-        {"page": name, "url": url, "small": small[name], "large": large[name]} for name, url in pages.items()
-    ]
+    results = [{"page": name, "url": url, "small": small[name], "large": large[name]} for name, url in pages.items()]
     worst = max(r["large"]["median_ms"] for r in results)
     return {
         "sessions": SESSIONS,
@@ -111,13 +110,28 @@ def run(*, renders: int = 15) -> dict[str, Any]:
 
 def print_table(result: dict[str, Any]) -> None:
     small_n, large_n = result["messages"]
-    headers = ["page", f"queries @{small_n:,}", f"queries @{large_n:,}", f"median ms @{small_n:,}", f"median / max ms @{large_n:,}"]
+    headers = [
+        "page",
+        f"queries @{small_n:,}",
+        f"queries @{large_n:,}",
+        f"median ms @{small_n:,}",
+        f"median / max ms @{large_n:,}",
+    ]
     rows = [
-        [r["page"], r["small"]["queries"], r["large"]["queries"], f"{r['small']['median_ms']:.1f}",
-         f"{r['large']['median_ms']:.1f} / {r['large']['max_ms']:.1f}"]
+        [
+            r["page"],
+            r["small"]["queries"],
+            r["large"]["queries"],
+            f"{r['small']['median_ms']:.1f}",
+            f"{r['large']['median_ms']:.1f} / {r['large']['max_ms']:.1f}",
+        ]
         for r in result["pages"]
     ]
     print(report.table(headers, rows))
     t = result["targets"]
-    print(f"slowest median {t['median_ms']['value']:.1f} ms (target < {TARGET_MS:.0f}) {'ok' if t['median_ms']['met'] else 'MISSED'}")
-    print(f"queries constant from {small_n:,} to {large_n:,} messages: {'ok' if t['constant_queries']['met'] else 'NO'}")
+    print(
+        f"slowest median {t['median_ms']['value']:.1f} ms (target < {TARGET_MS:.0f}) {'ok' if t['median_ms']['met'] else 'MISSED'}"
+    )
+    print(
+        f"queries constant from {small_n:,} to {large_n:,} messages: {'ok' if t['constant_queries']['met'] else 'NO'}"
+    )

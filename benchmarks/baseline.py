@@ -6,6 +6,7 @@ touching the database: the ceiling of any Django view under the same gunicorn on
 Served by gunicorn as ``benchmarks.baseline:application``; its settings are
 benchmarks.baseline_settings (the service's database configuration, nothing else).
 """
+
 import json
 import os
 
@@ -32,7 +33,10 @@ def message_append(request, session_pk: int):
             " metadata, created_at) VALUES (%s, %s, %s, %s, %s, 'message', '', '', %s::jsonb, '{}', %s) RETURNING id",
             [session_pk, tenant_id, user_id, last_seq + 1, message["role"], json.dumps(message["content"]), now],
         )
-        cursor.execute("UPDATE sessions_app_session SET last_seq = %s, updated_at = %s WHERE id = %s", [last_seq + 1, now, session_pk])
+        cursor.execute(
+            "UPDATE sessions_app_session SET last_seq = %s, updated_at = %s WHERE id = %s",
+            [last_seq + 1, now, session_pk],
+        )
     return JsonResponse({"seq": last_seq + 1}, status=201)
 
 

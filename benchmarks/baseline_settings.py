@@ -1,4 +1,5 @@
 """Settings of the bare baseline (benchmarks.baseline): the service's database, nothing else."""
+
 from agentstate.settings import DATABASES, DEFAULT_AUTO_FIELD, SECRET_KEY  # noqa: F401
 
 DEBUG = False

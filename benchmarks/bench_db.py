@@ -3,6 +3,7 @@
 SQLite (no ``DATABASE_URL``): a file in a temporary directory. PostgreSQL: ``<name>_bench`` on
 the server of ``DATABASE_URL`` (the development or test database itself is never opened).
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -1,6 +1,7 @@
 """Fast generation of large histories: one ``INSERT ... SELECT`` over a number series per table
 (``generate_series`` on PostgreSQL, a recursive CTE on SQLite), so 1,000,000 rows take seconds,
 not the minutes that one ORM object per row would."""
+
 from __future__ import annotations
 
 from django.db import connection
@@ -47,9 +48,17 @@ def sessions_create(*, tenant: Tenant, user_id: str, count: int, prefix: str = "
         model=Session,
         count=count,
         values={
-            "tenant_id": "%s", "user_id": "%s", "session_id": f"'{prefix}' || i", "agent_id": "'agent'",
-            "workspace_id": "''", "metadata": _json("'{}'"), "created_at": "%s", "updated_at": "%s",
-            "last_seq": "0", "last_round_id": "0", "version": "1",
+            "tenant_id": "%s",
+            "user_id": "%s",
+            "session_id": f"'{prefix}' || i",
+            "agent_id": "'agent'",
+            "workspace_id": "''",
+            "metadata": _json("'{}'"),
+            "created_at": "%s",
+            "updated_at": "%s",
+            "last_seq": "0",
+            "last_round_id": "0",
+            "version": "1",
         },
         params=[tenant.pk, user_id, now, now],
     )
@@ -65,11 +74,19 @@ def history_fill(*, session: Session, messages: int = 0, rounds: int = 0) -> Ses
             model=Message,
             count=messages,
             values={
-                "session_id": "%s", "tenant_id": "%s", "user_id": "%s", "seq": "i",
-                "role": "CASE WHEN i %% 2 = 0 THEN 'assistant' ELSE 'user' END", "type": "'message'",
-                "status": "''", "name": "''",
-                "content": _json("'\"Message ' || i || ' of a long conversation, about as long as a short chat turn.\"'"),
-                "metadata": _json("'{}'"), "created_at": "%s",
+                "session_id": "%s",
+                "tenant_id": "%s",
+                "user_id": "%s",
+                "seq": "i",
+                "role": "CASE WHEN i %% 2 = 0 THEN 'assistant' ELSE 'user' END",
+                "type": "'message'",
+                "status": "''",
+                "name": "''",
+                "content": _json(
+                    "'\"Message ' || i || ' of a long conversation, about as long as a short chat turn.\"'"
+                ),
+                "metadata": _json("'{}'"),
+                "created_at": "%s",
             },
             params=[*owner, now],
         )
@@ -78,14 +95,22 @@ def history_fill(*, session: Session, messages: int = 0, rounds: int = 0) -> Ses
             model=Round,
             count=rounds,
             values={
-                "session_id": "%s", "tenant_id": "%s", "user_id": "%s", "round_id": "i",
-                "state": _json("'{\"step\": ' || i || ', \"plan\": \"look up, summarise, answer\", \"memory\": [1, 2, 3]}'"),
-                "created_at": "%s", "updated_at": "%s", "version": "1",
+                "session_id": "%s",
+                "tenant_id": "%s",
+                "user_id": "%s",
+                "round_id": "i",
+                "state": _json(
+                    '\'{"step": \' || i || \', "plan": "look up, summarise, answer", "memory": [1, 2, 3]}\''
+                ),
+                "created_at": "%s",
+                "updated_at": "%s",
+                "version": "1",
             },
             params=[*owner, now, now],
         )
     Session.objects.filter(pk=session.pk).update(
-        last_seq=session.last_seq + messages, message_count=session.message_count + messages,
+        last_seq=session.last_seq + messages,
+        message_count=session.message_count + messages,
         last_round_id=max(session.last_round_id, rounds),
     )
     session.refresh_from_db()
@@ -100,10 +125,17 @@ def messages_for_every_session(*, tenant: Tenant, per_session: int) -> int:
         model=Message,
         count=per_session,
         values={
-            "session_id": "x.id", "tenant_id": "x.tenant_id", "user_id": "x.user_id", "seq": "x.last_seq + i",
-            "role": "CASE WHEN i %% 2 = 0 THEN 'assistant' ELSE 'user' END", "type": "'message'", "status": "''",
-            "name": "''", "content": _json("'\"Message ' || i || ' of a long conversation.\"'"),
-            "metadata": _json("'{}'"), "created_at": "%s",
+            "session_id": "x.id",
+            "tenant_id": "x.tenant_id",
+            "user_id": "x.user_id",
+            "seq": "x.last_seq + i",
+            "role": "CASE WHEN i %% 2 = 0 THEN 'assistant' ELSE 'user' END",
+            "type": "'message'",
+            "status": "''",
+            "name": "''",
+            "content": _json("'\"Message ' || i || ' of a long conversation.\"'"),
+            "metadata": _json("'{}'"),
+            "created_at": "%s",
         },
         params=[timezone.now(), tenant.pk],
         join=f"CROSS JOIN {session_table} x WHERE x.tenant_id = %s",
@@ -120,8 +152,12 @@ def user_data_create(*, tenant: Tenant, user_id: str, count: int) -> None:
         model=UserDatum,
         count=count,
         values={
-            "tenant_id": "%s", "user_id": "%s", "key": "'k' || i",
-            "value": _json("'{\"preference\": ' || i || '}'"), "created_at": "%s", "updated_at": "%s",
+            "tenant_id": "%s",
+            "user_id": "%s",
+            "key": "'k' || i",
+            "value": _json("'{\"preference\": ' || i || '}'"),
+            "created_at": "%s",
+            "updated_at": "%s",
         },
         params=[tenant.pk, user_id, now, now],
     )

@@ -2,6 +2,7 @@
 the product's erasure workflow, timed, with every statement counted. A subject with 1,000 rows
 is erased first: the same number of statements for both shows the work is bulk, not per row.
 A bystander with as much data must keep all of it."""
+
 from __future__ import annotations
 
 import time
@@ -29,14 +30,22 @@ def _erase(tenant, user_id: str) -> dict[str, Any]:
     from userdata_app.models import ErasureRequest
 
     request = erasure.erasure_request_create(
-        subjects=[(tenant, user_id)], scope=ErasureRequest.Scope.EVERYTHING, requested_by="benchmark", reason="benchmark"
+        subjects=[(tenant, user_id)],
+        scope=ErasureRequest.Scope.EVERYTHING,
+        requested_by="benchmark",
+        reason="benchmark",
     )
     erasure.erasure_request_verify(request=request)
     with report.StatementLog() as log:
         started = time.perf_counter()
         receipt = erasure.erasure_execute(request=request)
         seconds = time.perf_counter() - started
-    return {"seconds": round(seconds, 3), "statements": len(log), "slowest": log.slowest(), "counts": dict(receipt.counts)}
+    return {
+        "seconds": round(seconds, 3),
+        "statements": len(log),
+        "slowest": log.slowest(),
+        "counts": dict(receipt.counts),
+    }
 
 
 def run() -> dict[str, Any]:
@@ -52,8 +61,11 @@ def run() -> dict[str, Any]:
     _subject(tenant, "warm-up", 1, 1, 1, 1)
     data.analyze()
     _erase(tenant, "warm-up")  # one-time lookups (content types) are cached from here on
+
     def rows_of(user_id: str) -> int:
-        return sum(model.objects.filter(tenant=tenant, user_id=user_id).count() for model in (Message, Round, UserDatum))
+        return sum(
+            model.objects.filter(tenant=tenant, user_id=user_id).count() for model in (Message, Round, UserDatum)
+        )
 
     results = {}
     for name in SUBJECTS:
@@ -78,13 +90,23 @@ def run() -> dict[str, Any]:
 
 def print_table(result: dict[str, Any]) -> None:
     rows = [
-        [name, f"{r['rows']:,}", r["statements"], f"{r['seconds']:.2f}", r["left"],
-         ", ".join(f"{k} {v:,}" for k, v in r["counts"].items() if v)]
+        [
+            name,
+            f"{r['rows']:,}",
+            r["statements"],
+            f"{r['seconds']:.2f}",
+            r["left"],
+            ", ".join(f"{k} {v:,}" for k, v in r["counts"].items() if v),
+        ]
         for name, r in result["subjects"].items()
     ]
     print(report.table(["subject", "rows", "statements", "seconds", "rows left", "receipt"], rows))
     t = result["targets"]
-    print(f"100,000 rows erased in {t['seconds']['value']:.2f} s (target < {TARGET_SECONDS:.0f} s) {'ok' if t['seconds']['met'] else 'MISSED'}")
-    print(f"statements 1,000 vs 100,000 rows: {t['bounded_statements']['value']} {'ok (bounded)' if t['bounded_statements']['met'] else 'GROW'}")
+    print(
+        f"100,000 rows erased in {t['seconds']['value']:.2f} s (target < {TARGET_SECONDS:.0f} s) {'ok' if t['seconds']['met'] else 'MISSED'}"
+    )
+    print(
+        f"statements 1,000 vs 100,000 rows: {t['bounded_statements']['value']} {'ok (bounded)' if t['bounded_statements']['met'] else 'GROW'}"
+    )
     b = result["bystander"]
     print(f"bystander kept {b['kept']:,} of {b['rows']:,} rows {'ok' if t['bystander_untouched']['met'] else 'MISSED'}")

@@ -13,6 +13,7 @@ statements per request (pg_stat_statements on the private server: every statemen
 BEGIN/COMMIT and connection health checks included, i.e. its round trips), and CPU used by the
 app workers, PostgreSQL and wrk (from /proc), which says what bounds the peak.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -79,8 +80,15 @@ def gunicorn(*, app: str, env: dict[str, str], workers: int, threads: int, log: 
     port = free_port()
     worker_class = ["--worker-class", "gthread", "--threads", str(threads)] if threads else ["--worker-class", "sync"]
     command = [
-        str(Path(sys.executable).with_name("gunicorn")), "-c", str(REPO / "gunicorn.conf.py"),
-        "--bind", f"127.0.0.1:{port}", "--workers", str(workers), *worker_class, app,
+        str(Path(sys.executable).with_name("gunicorn")),
+        "-c",
+        str(REPO / "gunicorn.conf.py"),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        *worker_class,
+        app,
     ]
     with log.open("ab") as out:
         server = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -122,9 +130,12 @@ class StatementCounter:
             "dbid = (SELECT oid FROM pg_database WHERE datname = %s) "
             "AND query NOT LIKE 'SELECT %% FROM ONLY %%FOR KEY SHARE OF%%'"
         )
-        total = self.conn.execute(f"SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE {where}", [self.dbname])
+        total = self.conn.execute(
+            f"SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE {where}", [self.dbname]
+        )
         heaviest = self.conn.execute(
-            f"SELECT calls, query FROM pg_stat_statements WHERE {where} ORDER BY calls DESC LIMIT %s", [self.dbname, top]
+            f"SELECT calls, query FROM pg_stat_statements WHERE {where} ORDER BY calls DESC LIMIT %s",
+            [self.dbname, top],
         )
         return int(total.fetchone()[0]), [(int(c), q) for c, q in heaviest.fetchall()]
 
@@ -133,14 +144,29 @@ class StatementCounter:
 
 
 def _wrk(*, url: str, env: dict[str, str], connections: int, seconds: float) -> dict[str, Any]:
-    command = ["wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{seconds}s", "--timeout", "5s", "-s", str(LUA), url]
+    command = [
+        "wrk",
+        f"-t{min(2, connections)}",
+        f"-c{connections}",
+        f"-d{seconds}s",
+        "--timeout",
+        "5s",
+        "-s",
+        str(LUA),
+        url,
+    ]
     out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
     line = next(line for line in out.splitlines() if line.startswith("BENCH_JSON "))
     return json.loads(line.removeprefix("BENCH_JSON "))
 
 
 def measure(
-    *, target: dict[str, Any], counter: StatementCounter, postmaster_pid: int, connections: int, seconds: float,
+    *,
+    target: dict[str, Any],
+    counter: StatementCounter,
+    postmaster_pid: int,
+    connections: int,
+    seconds: float,
     offered_rps: float | None = None,
 ) -> dict[str, Any]:
     """One wrk run against ``target``; paced to ``offered_rps`` when given, else closed-loop."""
@@ -163,13 +189,23 @@ def measure(
         "offered_rps": round(offered_rps, 1) if offered_rps else None,
         "rps": round(result["requests"] / wall, 1),
         "requests": result["requests"],
-        "p50_ms": lat["p50"] / 1000, "p95_ms": lat["p95"] / 1000, "p99_ms": lat["p99"] / 1000, "max_ms": lat["max"] / 1000,
+        "p50_ms": lat["p50"] / 1000,
+        "p95_ms": lat["p95"] / 1000,
+        "p99_ms": lat["p99"] / 1000,
+        "max_ms": lat["max"] / 1000,
         "errors": sum(result["errors"].values()),
         "error_detail": result["errors"],
         "statements_per_request": round(statements / requests, 2),
         "heaviest_statements": [{"calls_per_request": round(c / requests, 2), "query": q[:200]} for c, q in heaviest],
-        "cpu_cores": {"app": round(app_cpu / wall, 2), "postgres": round(db_cpu / wall, 2), "wrk": round(wrk_cpu / wall, 2)},
-        "cpu_ms_per_request": {"app": round(app_cpu * 1000 / requests, 3), "postgres": round(db_cpu * 1000 / requests, 3)},
+        "cpu_cores": {
+            "app": round(app_cpu / wall, 2),
+            "postgres": round(db_cpu / wall, 2),
+            "wrk": round(wrk_cpu / wall, 2),
+        },
+        "cpu_ms_per_request": {
+            "app": round(app_cpu * 1000 / requests, 3),
+            "postgres": round(db_cpu * 1000 / requests, 3),
+        },
     }
 
 
@@ -200,12 +236,32 @@ def _profile(*, target: dict[str, Any], connections: int, seconds: float, out: P
     if not spy.exists():
         return {"skipped": "py-spy is not installed (pip install -e '.[bench]')"}
     recorder = subprocess.Popen(
-        [str(spy), "record", "--pid", str(target["pid"]), "--subprocesses", "--rate", "200",
-         "--duration", str(int(seconds)), "--format", "raw", "--output", str(out), "--nonblocking"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            str(spy),
+            "record",
+            "--pid",
+            str(target["pid"]),
+            "--subprocesses",
+            "--rate",
+            "200",
+            "--duration",
+            str(int(seconds)),
+            "--format",
+            "raw",
+            "--output",
+            str(out),
+            "--nonblocking",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     time.sleep(1)
-    _wrk(url=target["url"], env={**os.environ, **target["wrk_env"], "BENCH_DELAY_MS": "0"}, connections=connections, seconds=seconds - 2)
+    _wrk(
+        url=target["url"],
+        env={**os.environ, **target["wrk_env"], "BENCH_DELAY_MS": "0"},
+        connections=connections,
+        seconds=seconds - 2,
+    )
     recorder.wait(timeout=seconds + 30)
     return summarize_profile(out)
 
@@ -248,12 +304,16 @@ def summarize_profile(path: Path) -> dict[str, Any]:
     return {
         "samples": total,
         "share_percent": {name: share(n) for name, n in sorted(layers.items(), key=lambda kv: -kv[1])},
-        "top_frames": [{"frame": f, "percent": share(n)} for f, n in sorted(leaves.items(), key=lambda kv: -kv[1])[:15]],
+        "top_frames": [
+            {"frame": f, "percent": share(n)} for f, n in sorted(leaves.items(), key=lambda kv: -kv[1])[:15]
+        ],
         "raw": str(path),
     }
 
 
-def run(*, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int = 0, profile: bool = True) -> dict[str, Any]:
+def run(
+    *, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int = 0, profile: bool = True
+) -> dict[str, Any]:
     from django.db import connection
 
     seconds = 5 if quick else 12
@@ -265,41 +325,75 @@ def run(*, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int
     log = report.RESULTS_DIR / "http-servers.log"
     env = {k: v for k, v in os.environ.items() if k != "AGENTSTATE_API_RATE"}
     env.update(
-        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DJANGO_LOG_LEVEL="INFO", GUNICORN_LOG_LEVEL="warning",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        DJANGO_LOG_LEVEL="INFO",
+        GUNICORN_LOG_LEVEL="warning",
         # Measure steady state: a recycled worker re-imports Django (about a second of CPU).
         GUNICORN_MAX_REQUESTS="0",
     )
     points: list[dict[str, Any]] = []
     peaks: dict[str, dict[str, Any]] = {}
     profile_result: dict[str, Any] = {}
-    with gunicorn(
-        app="benchmarks.baseline:application", env={**env, "DJANGO_SETTINGS_MODULE": "benchmarks.baseline_settings"},
-        workers=workers, threads=threads, log=log,
-    ) as (baseline_url, baseline_pid), gunicorn(
-        app="agentstate.wsgi:application", env={**env, "DJANGO_SETTINGS_MODULE": "agentstate.settings"},
-        workers=workers, threads=threads, log=log,
-    ) as (service_url, service_pid):
+    with (
+        gunicorn(
+            app="benchmarks.baseline:application",
+            env={**env, "DJANGO_SETTINGS_MODULE": "benchmarks.baseline_settings"},
+            workers=workers,
+            threads=threads,
+            log=log,
+        ) as (baseline_url, baseline_pid),
+        gunicorn(
+            app="agentstate.wsgi:application",
+            env={**env, "DJANGO_SETTINGS_MODULE": "agentstate.settings"},
+            workers=workers,
+            threads=threads,
+            log=log,
+        ) as (service_url, service_pid),
+    ):
         targets = [
-            {"name": "baseline", "url": baseline_url, "pid": baseline_pid,
-             "wrk_env": {"BENCH_MODE": "baseline", "BENCH_PATHS": ",".join(baseline_paths)}},
-            {"name": "append", "url": service_url, "pid": service_pid,
-             "wrk_env": {"BENCH_MODE": "append", "BENCH_KEY": key, "BENCH_PATHS": ",".join(service_paths)}},
-            {"name": "mixed", "url": service_url, "pid": service_pid,
-             "wrk_env": {"BENCH_MODE": "mixed", "BENCH_KEY": key, "BENCH_PATHS": ",".join(service_paths)}},
+            {
+                "name": "baseline",
+                "url": baseline_url,
+                "pid": baseline_pid,
+                "wrk_env": {"BENCH_MODE": "baseline", "BENCH_PATHS": ",".join(baseline_paths)},
+            },
+            {
+                "name": "append",
+                "url": service_url,
+                "pid": service_pid,
+                "wrk_env": {"BENCH_MODE": "append", "BENCH_KEY": key, "BENCH_PATHS": ",".join(service_paths)},
+            },
+            {
+                "name": "mixed",
+                "url": service_url,
+                "pid": service_pid,
+                "wrk_env": {"BENCH_MODE": "mixed", "BENCH_KEY": key, "BENCH_PATHS": ",".join(service_paths)},
+            },
             # The ceiling: a Django view that does nothing, under the same gunicorn settings.
-            {"name": "hello", "url": baseline_url, "pid": baseline_pid,
-             "wrk_env": {"BENCH_MODE": "hello", "BENCH_PATHS": "/hello/"}},
+            {
+                "name": "hello",
+                "url": baseline_url,
+                "pid": baseline_pid,
+                "wrk_env": {"BENCH_MODE": "hello", "BENCH_PATHS": "/hello/"},
+            },
         ]
         common = {"counter": counter, "postmaster_pid": cluster.postmaster_pid, "seconds": seconds}
         for target in targets:
-            _wrk(url=target["url"], env={**os.environ, **target["wrk_env"], "BENCH_DELAY_MS": "0"}, connections=4, seconds=2)
+            _wrk(
+                url=target["url"],
+                env={**os.environ, **target["wrk_env"], "BENCH_DELAY_MS": "0"},
+                connections=4,
+                seconds=2,
+            )
             print(f"http: {target['name']}: sweep over {', '.join(map(str, sweep))} connections, {seconds} s each")
             sweep_points = [measure(target=target, connections=c, **common) for c in sweep]
             points += sweep_points
             peak = max(sweep_points, key=lambda p: p["rps"])
             peaks[target["name"]] = peak
             if target["name"] in ("append", "mixed"):
-                print(f"http: {target['name']}: paced at {', '.join(f'{f:.0%}' for f in PACED_FRACTIONS)} of {peak['rps']:.0f} req/s")
+                print(
+                    f"http: {target['name']}: paced at {', '.join(f'{f:.0%}' for f in PACED_FRACTIONS)} of {peak['rps']:.0f} req/s"
+                )
                 points += [
                     measure(target=target, connections=PACED_CONNECTIONS, offered_rps=f * peak["rps"], **common)
                     for f in PACED_FRACTIONS
@@ -309,11 +403,17 @@ def run(*, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int
             append = next(t for t in targets if t["name"] == "append")
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             profile_result = _profile(
-                target=append, connections=peaks["append"]["connections"], seconds=10,
+                target=append,
+                connections=peaks["append"]["connections"],
+                seconds=10,
                 out=report.RESULTS_DIR / f"http-profile-append-{stamp}.txt",
             )
     half = {
-        name: next(p for p in points if p["target"] == name and p["offered_rps"] and abs(p["offered_rps"] / peaks[name]["rps"] - 0.5) < 0.01)
+        name: next(
+            p
+            for p in points
+            if p["target"] == name and p["offered_rps"] and abs(p["offered_rps"] / peaks[name]["rps"] - 0.5) < 0.01
+        )
         for name in ("append", "mixed")
     }
     ratio = peaks["append"]["rps"] / peaks["baseline"]["rps"]
@@ -327,22 +427,49 @@ def run(*, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int
         "points": points,
         "peaks": {name: {"rps": p["rps"], "connections": p["connections"]} for name, p in peaks.items()},
         "targets": {
-            "append_over_baseline": {"value": round(ratio, 2), "target": TARGET_BASELINE_RATIO, "met": ratio >= TARGET_BASELINE_RATIO},
-            "p99_at_half_peak_ms": {
-                name: {"value": p["p99_ms"], "target": TARGET_P99_MS, "met": p["p99_ms"] < TARGET_P99_MS} for name, p in half.items()
+            "append_over_baseline": {
+                "value": round(ratio, 2),
+                "target": TARGET_BASELINE_RATIO,
+                "met": ratio >= TARGET_BASELINE_RATIO,
             },
-            "errors": {"value": sum(p["errors"] for p in points), "target": 0, "met": not any(p["errors"] for p in points)},
+            "p99_at_half_peak_ms": {
+                name: {"value": p["p99_ms"], "target": TARGET_P99_MS, "met": p["p99_ms"] < TARGET_P99_MS}
+                for name, p in half.items()
+            },
+            "errors": {
+                "value": sum(p["errors"] for p in points),
+                "target": 0,
+                "met": not any(p["errors"] for p in points),
+            },
         },
         "profile": profile_result,
     }
 
 
 def print_table(result: dict[str, Any]) -> None:
-    headers = ["target", "conns", "offered/s", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors", "stmts/req", "CPU app/db/wrk"]
+    headers = [
+        "target",
+        "conns",
+        "offered/s",
+        "req/s",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "errors",
+        "stmts/req",
+        "CPU app/db/wrk",
+    ]
     rows = [
         [
-            p["target"], p["connections"], f"{p['offered_rps']:.0f}" if p["offered_rps"] else "max", f"{p['rps']:.0f}",
-            f"{p['p50_ms']:.2f}", f"{p['p95_ms']:.2f}", f"{p['p99_ms']:.2f}", p["errors"], f"{p['statements_per_request']:.2f}",
+            p["target"],
+            p["connections"],
+            f"{p['offered_rps']:.0f}" if p["offered_rps"] else "max",
+            f"{p['rps']:.0f}",
+            f"{p['p50_ms']:.2f}",
+            f"{p['p95_ms']:.2f}",
+            f"{p['p99_ms']:.2f}",
+            p["errors"],
+            f"{p['statements_per_request']:.2f}",
             "/".join(f"{p['cpu_cores'][k]:.2f}" for k in ("app", "postgres", "wrk")),
         ]
         for p in result["points"]
@@ -354,7 +481,9 @@ def print_table(result: dict[str, Any]) -> None:
         f"{'ok' if t['append_over_baseline']['met'] else 'MISSED'}"
     )
     for name, v in t["p99_at_half_peak_ms"].items():
-        print(f"{name}: p99 at half peak {v['value']:.1f} ms (target < {TARGET_P99_MS:.0f}) {'ok' if v['met'] else 'MISSED'}")
+        print(
+            f"{name}: p99 at half peak {v['value']:.1f} ms (target < {TARGET_P99_MS:.0f}) {'ok' if v['met'] else 'MISSED'}"
+        )
     print(f"errors: {t['errors']['value']} {'ok' if t['errors']['met'] else 'MISSED'}")
     peaks = result["peaks"]
     print(

@@ -7,6 +7,7 @@ SQLite file, in the same run. The cost per step must not grow with the thread's 
 Sizes are measured interleaved (a batch at one size, then the other, round after round) so a noisy
 neighbour slows both alike.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -46,10 +47,16 @@ def _service_put(*, tenant, thread_id: str, checkpoint, parent: str | None, step
 
     type_, data = JsonPlusSerializer().dumps_typed(checkpoint)
     services.checkpoint_put(
-        tenant=tenant, thread_id=thread_id, user_id=None, default_user_id="bench", checkpoint_ns="",
-        checkpoint_id=checkpoint["id"], parent_checkpoint_id=parent,
+        tenant=tenant,
+        thread_id=thread_id,
+        user_id=None,
+        default_user_id="bench",
+        checkpoint_ns="",
+        checkpoint_id=checkpoint["id"],
+        parent_checkpoint_id=parent,
         checkpoint={"type": type_, "data": base64.b64encode(data).decode(), "rendered": None},
-        metadata={"source": "loop", "step": step}, channel_versions=checkpoint["channel_versions"],
+        metadata={"source": "loop", "step": step},
+        channel_versions=checkpoint["channel_versions"],
     )
 
 
@@ -68,11 +75,22 @@ def _fill_server(*, tenant, thread_id: str, size: int) -> str:
     for step in range(1, size):
         checkpoint = _checkpoint(step)
         type_, data = serde.dumps_typed(checkpoint)
-        rows.append(LangGraphCheckpoint(
-            session_id=session_id, tenant=tenant, user_id="bench", checkpoint_ns="", checkpoint_id=checkpoint["id"],
-            parent_checkpoint_id=parent, step=step, source="loop", metadata={"source": "loop", "step": step},
-            channel_versions=checkpoint["channel_versions"], value_type=type_, value=data,
-        ))
+        rows.append(
+            LangGraphCheckpoint(
+                session_id=session_id,
+                tenant=tenant,
+                user_id="bench",
+                checkpoint_ns="",
+                checkpoint_id=checkpoint["id"],
+                parent_checkpoint_id=parent,
+                step=step,
+                source="loop",
+                metadata={"source": "loop", "step": step},
+                channel_versions=checkpoint["channel_versions"],
+                value_type=type_,
+                value=data,
+            )
+        )
         parent = checkpoint["id"]
     LangGraphCheckpoint.objects.bulk_create(rows, batch_size=1000)
     return parent
@@ -82,7 +100,9 @@ def _fill_sqlite(saver, *, thread_id: str, size: int) -> str:
     parent = None
     for step in range(size):
         checkpoint = _checkpoint(step)
-        parent = saver.put(_config(thread_id, parent), checkpoint, {"source": "loop", "step": step}, {})["configurable"]["checkpoint_id"]
+        parent = saver.put(_config(thread_id, parent), checkpoint, {"source": "loop", "step": step}, {})[
+            "configurable"
+        ]["checkpoint_id"]
     return parent
 
 
@@ -106,7 +126,9 @@ def _service_steps(tenant, thread_id: str, parent: str, n: int, samples: list[in
         checkpoint = _checkpoint(1)
         started = time.perf_counter_ns()
         _service_put(tenant=tenant, thread_id=thread_id, checkpoint=checkpoint, parent=parent, step=1)
-        found = selectors.checkpoint_tuples([selectors.checkpoint_get(tenant=tenant, thread_id=thread_id, checkpoint_ns="")])
+        found = selectors.checkpoint_tuples(
+            [selectors.checkpoint_get(tenant=tenant, thread_id=thread_id, checkpoint_ns="")]
+        )
         samples.append(time.perf_counter_ns() - started)
         assert found[0].checkpoint.checkpoint_id == checkpoint["id"]
         parent = checkpoint["id"]
@@ -117,7 +139,9 @@ async def _async_steps(saver, thread_id: str, parent: str, n: int, samples: list
     for _ in range(n):
         checkpoint = _checkpoint(1)
         started = time.perf_counter_ns()
-        await saver.aput(_config(thread_id, parent), checkpoint, {"source": "loop", "step": 1}, checkpoint["channel_versions"])
+        await saver.aput(
+            _config(thread_id, parent), checkpoint, {"source": "loop", "step": 1}, checkpoint["channel_versions"]
+        )
         found = await saver.aget_tuple(_config(thread_id, None))
         samples.append(time.perf_counter_ns() - started)
         assert found.checkpoint["id"] == checkpoint["id"]
@@ -157,8 +181,13 @@ def run(*, rounds: int = 5, batch: int = 40) -> dict[str, Any]:
 
     samples: dict[str, dict[int, list[int]]] = {
         name: {size: [] for size in SIZES}
-        for name in ("AgentStateSaver (sync)", "AgentStateSaver (async)", "server side only (in process)",
-                     "SqliteSaver (sync)", "AsyncSqliteSaver (async)")
+        for name in (
+            "AgentStateSaver (sync)",
+            "AgentStateSaver (async)",
+            "server side only (in process)",
+            "SqliteSaver (sync)",
+            "AsyncSqliteSaver (async)",
+        )
     }
 
     async def async_sqlite_round(size: int, parent: str) -> str:
@@ -177,13 +206,23 @@ def run(*, rounds: int = 5, batch: int = 40) -> dict[str, Any]:
             for size in SIZES:
                 thread = f"t{size}"
                 heads[("agentstate", size)] = _sync_steps(
-                    sync_saver, thread, heads[("agentstate", size)], batch, samples["AgentStateSaver (sync)"][size])
-                heads[("agentstate", size)] = loop.run_until_complete(_async_steps(
-                    async_saver, thread, heads[("agentstate", size)], batch, samples["AgentStateSaver (async)"][size]))
+                    sync_saver, thread, heads[("agentstate", size)], batch, samples["AgentStateSaver (sync)"][size]
+                )
+                heads[("agentstate", size)] = loop.run_until_complete(
+                    _async_steps(
+                        async_saver,
+                        thread,
+                        heads[("agentstate", size)],
+                        batch,
+                        samples["AgentStateSaver (async)"][size],
+                    )
+                )
                 heads[("agentstate", size)] = _service_steps(
-                    tenant, thread, heads[("agentstate", size)], batch, samples["server side only (in process)"][size])
+                    tenant, thread, heads[("agentstate", size)], batch, samples["server side only (in process)"][size]
+                )
                 heads[("sqlite", size)] = _sync_steps(
-                    sqlite_saver, thread, heads[("sqlite", size)], batch, samples["SqliteSaver (sync)"][size])
+                    sqlite_saver, thread, heads[("sqlite", size)], batch, samples["SqliteSaver (sync)"][size]
+                )
                 heads[("sqlite", size)] = loop.run_until_complete(async_sqlite_round(size, heads[("sqlite", size)]))
         loop.run_until_complete(async_saver.aclose())
         loop.close()
@@ -195,8 +234,11 @@ def run(*, rounds: int = 5, batch: int = 40) -> dict[str, Any]:
         ratio = summary[SIZES[-1]]["median_ms"] / summary[SIZES[0]]["median_ms"]
         results[name] = {"sizes": {str(s): v for s, v in summary.items()}, "ratio": round(ratio, 3)}
     return {
-        "sizes": list(SIZES), "target_ratio": TARGET_RATIO, "fill_server_s": round(fill_server_s, 1),
-        "server": "gunicorn, 1 gthread worker", "results": results,
+        "sizes": list(SIZES),
+        "target_ratio": TARGET_RATIO,
+        "fill_server_s": round(fill_server_s, 1),
+        "server": "gunicorn, 1 gthread worker",
+        "results": results,
     }
 
 
@@ -206,8 +248,15 @@ def print_table(result: dict[str, Any]) -> None:
         [name, r["sizes"][small]["median_ms"], r["sizes"][large]["median_ms"], r["sizes"][large]["p99_ms"], r["ratio"]]
         for name, r in result["results"].items()
     ]
-    print(report.table(
-        ["saver (put + get_tuple per step)", f"median ms @{small}", f"median ms @{large}", f"p99 ms @{large}",
-         f"ratio (target <= {result['target_ratio']})"],
-        rows,
-    ))
+    print(
+        report.table(
+            [
+                "saver (put + get_tuple per step)",
+                f"median ms @{small}",
+                f"median ms @{large}",
+                f"p99 ms @{large}",
+                f"ratio (target <= {result['target_ratio']})",
+            ],
+            rows,
+        )
+    )

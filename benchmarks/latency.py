@@ -12,6 +12,7 @@ Probes, in the same run: ``/livez``, ``/healthz`` and an unknown API URL (a JSON
 service's gunicorn, beside the bare Django view of the HTTP suite (benchmarks.baseline ``hello/``:
 no middleware, no DRF) under a second gunicorn of the same settings.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,7 +34,13 @@ LISTED = 100
 RECENT = 20
 FULL_READ_PAGE = 500  # the largest page the API serves (agentstate.api.pagination.MAX_PAGE_SIZE)
 OPERATIONS = (
-    "append", "recent-20", "full read 2,000", "session list page", "create", "round save", "latest round",
+    "append",
+    "recent-20",
+    "full read 2,000",
+    "session list page",
+    "create",
+    "round save",
+    "latest round",
 )
 HEAVY = {"full read 2,000"}  # fewer samples: each costs tens of milliseconds
 STATE = {"step": 1, "plan": "look up, summarise, answer", "memory": [1, 2, 3]}
@@ -124,9 +131,11 @@ def _probes(service_url: str, bare_url: str, n: int) -> dict[str, Any]:
     import httpx
 
     with httpx.Client() as http:
+
         def get(url: str, status: int = 200) -> Callable[[], None]:
             def call() -> None:
                 assert http.get(url).status_code == status, url
+
             return call
 
         return {
@@ -146,8 +155,11 @@ def _event(i: int):
 
     role = "user" if i % 2 else "model"
     text = f"Message {i} of a long conversation, about as long as a short chat turn."
-    return Event(author="user" if i % 2 else "agent", invocation_id=f"inv-{i // 2}",
-                 content=types.Content(role=role, parts=[types.Part(text=text)]))
+    return Event(
+        author="user" if i % 2 else "agent",
+        invocation_id=f"inv-{i // 2}",
+        content=types.Content(role=role, parts=[types.Part(text=text)]),
+    )
 
 
 async def _adk(service, n: tuple[int, int]) -> dict[str, Any]:
@@ -208,10 +220,16 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         report.RESULTS_DIR.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "AGENTSTATE_API_RATE"}
         env.update(DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", GUNICORN_LOG_LEVEL="warning", GUNICORN_MAX_REQUESTS="0")
-        with gunicorn(app="agentstate.wsgi:application", env=env, workers=1, threads=1, log=log) as (url, _), gunicorn(
-            app="benchmarks.baseline:application", env={**env, "DJANGO_SETTINGS_MODULE": "benchmarks.baseline_settings"},
-            workers=1, threads=1, log=log,
-        ) as (bare_url, _):
+        with (
+            gunicorn(app="agentstate.wsgi:application", env=env, workers=1, threads=1, log=log) as (url, _),
+            gunicorn(
+                app="benchmarks.baseline:application",
+                env={**env, "DJANGO_SETTINGS_MODULE": "benchmarks.baseline_settings"},
+                workers=1,
+                threads=1,
+                log=log,
+            ) as (bare_url, _),
+        ):
             services[f"agentstate over HTTP (gunicorn, {vendor})"] = _over_http(url, key, n)
             results["probes"] = _probes(url, bare_url, n[0])
         database_url = _adk_database_url(tmp)
@@ -236,7 +254,9 @@ def print_table(result: dict[str, Any]) -> None:
             row.append(f"{point['median_ms']:.2f} / {point['p99_ms']:.2f}" if point else "-")
         rows.append(row)
     print(report.table(headers, rows))
-    print(report.table(
-        ["request over HTTP (one worker)", "median ms", "p99 ms"],
-        [[name, f"{p['median_ms']:.2f}", f"{p['p99_ms']:.2f}"] for name, p in result["probes"].items()],
-    ))
+    print(
+        report.table(
+            ["request over HTTP (one worker)", "median ms", "p99 ms"],
+            [[name, f"{p['median_ms']:.2f}", f"{p['p99_ms']:.2f}"] for name, p in result["probes"].items()],
+        )
+    )

@@ -2,6 +2,7 @@
 every statement the service sends (BEGIN, COMMIT and health checks included) can be counted,
 and nobody else's queries share it. Same binaries and settings as this machine's development
 server (fsync=off, as there); removed when the benchmark ends."""
+
 from __future__ import annotations
 
 import contextlib
@@ -50,7 +51,18 @@ def postgres_cluster() -> Iterator[Cluster]:
     port = free_port()
     quiet = {"stdout": subprocess.DEVNULL, "check": True}
     subprocess.run(
-        [*as_postgres, pg_bin / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"],
+        [
+            *as_postgres,
+            pg_bin / "initdb",
+            "-D",
+            data,
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+        ],
         **quiet,
     )
     options = (

@@ -13,6 +13,7 @@ path, for the pooler's overhead and the single-primary write ceiling). Points ar
 each point: requests/s, latency, and CPU per request of the app, the primary, the replica and
 PgBouncer (from /proc), which says where the work went.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -54,7 +55,8 @@ def _measure(*, url: str, env: dict[str, str], seconds: float, pids: dict[str, i
     requests = max(result["requests"], 1)
     return {
         "rps": round(result["requests"] / (result["duration_us"] / 1e6), 1),
-        "p50_ms": result["latency_us"]["p50"] / 1000, "p99_ms": result["latency_us"]["p99"] / 1000,
+        "p50_ms": result["latency_us"]["p50"] / 1000,
+        "p99_ms": result["latency_us"]["p99"] / 1000,
         "errors": sum(result["errors"].values()),
         "cpu_ms_per_request": {
             name: round((_cpu_seconds(pid) - before[name]) * 1000 / requests, 3) for name, pid in pids.items()
@@ -63,8 +65,16 @@ def _measure(*, url: str, env: dict[str, str], seconds: float, pids: dict[str, i
 
 
 def run(
-    *, primary_url: str, admin_url: str, primary_pid: int, replica: Server, bouncer: Server, redis_url: str,
-    quick: bool = False, workers: int = 3, threads: int = 1,
+    *,
+    primary_url: str,
+    admin_url: str,
+    primary_pid: int,
+    replica: Server,
+    bouncer: Server,
+    redis_url: str,
+    quick: bool = False,
+    workers: int = 3,
+    threads: int = 1,
 ) -> dict[str, Any]:
     seconds = 4 if quick else 10
     repeats = 1 if quick else 3
@@ -75,17 +85,29 @@ def run(
     log = report.RESULTS_DIR / "replicas-servers.log"
     base = {k: v for k, v in os.environ.items() if k not in ("AGENTSTATE_API_RATE", "DATABASE_REPLICA_URLS")}
     base.update(
-        DJANGO_SETTINGS_MODULE="agentstate.settings", DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DJANGO_LOG_LEVEL="WARNING",
-        GUNICORN_LOG_LEVEL="warning", GUNICORN_MAX_REQUESTS="0", REDIS_URL=redis_url,
+        DJANGO_SETTINGS_MODULE="agentstate.settings",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        DJANGO_LOG_LEVEL="WARNING",
+        GUNICORN_LOG_LEVEL="warning",
+        GUNICORN_MAX_REQUESTS="0",
+        REDIS_URL=redis_url,
     )
     envs = {
         "primary": {**base, "DATABASE_URL": primary_url},
         "replica": {**base, "DATABASE_URL": primary_url, "DATABASE_REPLICA_URLS": replica_url},
-        "pgbouncer": {**base, "DATABASE_URL": with_port(primary_url, bouncer.port), "DATABASE_TRANSACTION_POOLING": "true"},
+        "pgbouncer": {
+            **base,
+            "DATABASE_URL": with_port(primary_url, bouncer.port),
+            "DATABASE_TRANSACTION_POOLING": "true",
+        },
     }
     print(f"replicas: primary {primary_url.rsplit('@', 1)[-1]}, replica :{replica.port}, pgbouncer :{bouncer.port}")
     wrk_env = {
-        "list": {"BENCH_MODE": "get", "BENCH_KEY": reader, "BENCH_PATHS": "/api/v1/sessions/?user_id=agent&page_size=20"},
+        "list": {
+            "BENCH_MODE": "get",
+            "BENCH_KEY": reader,
+            "BENCH_PATHS": "/api/v1/sessions/?user_id=agent&page_size=20",
+        },
         "append": {"BENCH_MODE": "append", "BENCH_KEY": writer, "BENCH_PATHS": session_path},
     }
     pids = {"primary": primary_pid, "replica": replica.pid, "pgbouncer": bouncer.pid}
@@ -104,7 +126,9 @@ def run(
             for workload in WORKLOADS:
                 for deployment in DEPLOYMENTS:
                     url, app_pid = servers[deployment]
-                    print(f"replicas: {workload} on {deployment} ({repeat + 1}/{repeats}), {CONNECTIONS} connections, {seconds} s")
+                    print(
+                        f"replicas: {workload} on {deployment} ({repeat + 1}/{repeats}), {CONNECTIONS} connections, {seconds} s"
+                    )
                     point = _measure(url=url, env=wrk_env[workload], seconds=seconds, pids={"app": app_pid, **pids})
                     points.append({"deployment": deployment, "workload": workload, "repeat": repeat, **point})
     summary = {}
@@ -124,12 +148,22 @@ def run(
     append = summary["append/primary"]
     primary_ms = append["cpu_ms_per_request"]["primary"]
     return {
-        "workers": workers, "threads": threads, "connections": CONNECTIONS, "seconds_per_point": seconds,
-        "repeats": repeats, "sessions": SESSIONS, "points": points, "summary": summary,
+        "workers": workers,
+        "threads": threads,
+        "connections": CONNECTIONS,
+        "seconds_per_point": seconds,
+        "repeats": repeats,
+        "sessions": SESSIONS,
+        "points": points,
+        "summary": summary,
         "ratios": {
             "list_rps_replica_over_primary": round(summary["list/replica"]["rps"] / summary["list/primary"]["rps"], 2),
-            "list_rps_pgbouncer_over_direct": round(summary["list/pgbouncer"]["rps"] / summary["list/primary"]["rps"], 2),
-            "append_rps_pgbouncer_over_direct": round(summary["append/pgbouncer"]["rps"] / summary["append/primary"]["rps"], 2),
+            "list_rps_pgbouncer_over_direct": round(
+                summary["list/pgbouncer"]["rps"] / summary["list/primary"]["rps"], 2
+            ),
+            "append_rps_pgbouncer_over_direct": round(
+                summary["append/pgbouncer"]["rps"] / summary["append/primary"]["rps"], 2
+            ),
         },
         # The primary's CPU per append bounds the appends one primary core can take, whatever the
         # number of app servers: the single-primary write ceiling, per core.
@@ -138,14 +172,36 @@ def run(
 
 
 def print_table(result: dict[str, Any]) -> None:
-    headers = ["workload", "deployment", "req/s", "p50 ms", "p99 ms", "errors", "CPU ms/req app", "primary", "replica", "pgbouncer"]
+    headers = [
+        "workload",
+        "deployment",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "errors",
+        "CPU ms/req app",
+        "primary",
+        "replica",
+        "pgbouncer",
+    ]
     rows = [
-        [key.split("/")[0], key.split("/")[1], f"{v['rps']:.0f}", f"{v['p50_ms']:.2f}", f"{v['p99_ms']:.2f}", v["errors"],
-         *(f"{v['cpu_ms_per_request'][n]:.3f}" for n in ("app", "primary", "replica", "pgbouncer"))]
+        [
+            key.split("/")[0],
+            key.split("/")[1],
+            f"{v['rps']:.0f}",
+            f"{v['p50_ms']:.2f}",
+            f"{v['p99_ms']:.2f}",
+            v["errors"],
+            *(f"{v['cpu_ms_per_request'][n]:.3f}" for n in ("app", "primary", "replica", "pgbouncer")),
+        ]
         for key, v in result["summary"].items()
     ]
-    print(f"median of {result['repeats']} interleaved points, {result['connections']} connections, {result['seconds_per_point']} s each")
+    print(
+        f"median of {result['repeats']} interleaved points, {result['connections']} connections, {result['seconds_per_point']} s each"
+    )
     print(report.table(headers, rows))
     for name, value in result["ratios"].items():
         print(f"{name}: {value:.2f}")
-    print(f"single-primary write ceiling: about {result['write_ceiling_appends_per_primary_core']} appends/s per primary core")
+    print(
+        f"single-primary write ceiling: about {result['write_ceiling_appends_per_primary_core']} appends/s per primary core"
+    )

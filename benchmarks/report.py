@@ -1,4 +1,5 @@
 """Statistics, the machine description, the printed table and the JSON results file."""
+
 from __future__ import annotations
 
 import json
@@ -41,7 +42,9 @@ def machine() -> dict[str, Any]:
                 cpu = line.split(":", 1)[1].strip()
                 break
         mem_kb = next(
-            int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
         )
     except (OSError, StopIteration):
         mem_kb = 0

@@ -2,6 +2,7 @@
 ``retention_apply`` while live agents keep appending to their own sessions. Reports the sweep's
 duration and rows/s, the appends' latency during the sweep (p50/p99) and errors, and the
 statements of every batch (constant: the sweep is bulk per batch, never per row)."""
+
 from __future__ import annotations
 
 import threading
@@ -28,7 +29,9 @@ def _agents(tenant, stop: threading.Event, sweeping: threading.Event, samples: l
             while not stop.is_set():
                 started = time.perf_counter_ns()
                 try:
-                    services.message_append(session=session, messages=[{"role": "assistant", "content": "still working"}])
+                    services.message_append(
+                        session=session, messages=[{"role": "assistant", "content": "still working"}]
+                    )
                 except Exception as exc:  # noqa: BLE001 - counted as the benchmark's errors
                     errors.append(repr(exc))
                     continue
@@ -67,6 +70,7 @@ def run(*, sessions: int) -> dict[str, Any]:
     time.sleep(1.0)  # agents running before the sweep starts
     marks: list[int] = []  # statements sent when each batch committed
     with report.StatementLog() as log:
+
         def batch_done(batch) -> None:
             marks.append(len(log))
 
@@ -86,14 +90,26 @@ def run(*, sessions: int) -> dict[str, Any]:
     # Statements between two batch commits: exactly one batch (the first mark also holds the run's setup).
     per_batch = [b - a for a, b in zip(marks, marks[1:])]
     return {
-        "sessions": sessions, "messages": messages, "batch_size": BATCH_SIZE, "agents": AGENTS,
-        "sweep": {"seconds": round(seconds, 2), "rows": rows, "rows_per_second": round(rows / seconds),
-                  "batches": len(marks), "statements_per_batch": sorted(set(per_batch))},
+        "sessions": sessions,
+        "messages": messages,
+        "batch_size": BATCH_SIZE,
+        "agents": AGENTS,
+        "sweep": {
+            "seconds": round(seconds, 2),
+            "rows": rows,
+            "rows_per_second": round(rows / seconds),
+            "batches": len(marks),
+            "statements_per_batch": sorted(set(per_batch)),
+        },
         "appends": {"count": len(samples), "errors": len(errors), "first_errors": errors[:3], **latency},
-        "left": left, "live_sessions_kept": live_kept,
+        "left": left,
+        "live_sessions_kept": live_kept,
         "targets": {
-            "p99": {"value": latency["p99_ms"], "target": TARGET_P99_MS,
-                    "met": latency["p99_ms"] is not None and latency["p99_ms"] < TARGET_P99_MS},
+            "p99": {
+                "value": latency["p99_ms"],
+                "target": TARGET_P99_MS,
+                "met": latency["p99_ms"] is not None and latency["p99_ms"] < TARGET_P99_MS,
+            },
             "errors": {"value": len(errors), "met": not errors},
             "constant_statements": {"value": sorted(set(per_batch)), "met": len(set(per_batch)) == 1},
             "all_swept": {"met": left == 0 and live_kept == AGENTS},
@@ -103,14 +119,42 @@ def run(*, sessions: int) -> dict[str, Any]:
 
 def print_table(result: dict[str, Any]) -> None:
     s, a = result["sweep"], result["appends"]
-    print(report.table(
-        ["ended sessions", "messages", "batch", "sweep s", "rows/s", "statements/batch", "appends", "append median ms",
-         "append p99 ms", "errors"],
-        [[f"{result['sessions']:,}", f"{result['messages']:,}", result["batch_size"], f"{s['seconds']:.1f}",
-          f"{s['rows_per_second']:,}", s["statements_per_batch"], a["count"], a["median_ms"], a["p99_ms"], a["errors"]]],
-    ))
+    print(
+        report.table(
+            [
+                "ended sessions",
+                "messages",
+                "batch",
+                "sweep s",
+                "rows/s",
+                "statements/batch",
+                "appends",
+                "append median ms",
+                "append p99 ms",
+                "errors",
+            ],
+            [
+                [
+                    f"{result['sessions']:,}",
+                    f"{result['messages']:,}",
+                    result["batch_size"],
+                    f"{s['seconds']:.1f}",
+                    f"{s['rows_per_second']:,}",
+                    s["statements_per_batch"],
+                    a["count"],
+                    a["median_ms"],
+                    a["p99_ms"],
+                    a["errors"],
+                ]
+            ],
+        )
+    )
     t = result["targets"]
-    print(f"append p99 during the sweep {t['p99']['value']} ms (target < {TARGET_P99_MS:.0f} ms) {'ok' if t['p99']['met'] else 'MISSED'}")
-    print(f"errors {t['errors']['value']} {'ok' if t['errors']['met'] else 'MISSED'}; statements per batch "
-          f"{t['constant_statements']['value']} {'ok (constant)' if t['constant_statements']['met'] else 'GROW'}; "
-          f"{'all ended sessions swept, live ones kept' if t['all_swept']['met'] else 'SWEEP INCOMPLETE'}")
+    print(
+        f"append p99 during the sweep {t['p99']['value']} ms (target < {TARGET_P99_MS:.0f} ms) {'ok' if t['p99']['met'] else 'MISSED'}"
+    )
+    print(
+        f"errors {t['errors']['value']} {'ok' if t['errors']['met'] else 'MISSED'}; statements per batch "
+        f"{t['constant_statements']['value']} {'ok (constant)' if t['constant_statements']['met'] else 'GROW'}; "
+        f"{'all ended sessions swept, live ones kept' if t['all_swept']['met'] else 'SWEEP INCOMPLETE'}"
+    )

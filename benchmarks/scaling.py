@@ -4,6 +4,7 @@ Each size has its own user: N sessions, the first of which (``s1``) holds N mess
 rounds. Sizes are measured interleaved (a batch of one size, then the next, round after round)
 so a noisy neighbour slows every size alike instead of biasing the ratio.
 """
+
 from __future__ import annotations
 
 import gc
@@ -31,7 +32,9 @@ def _operations(*, tenant, user_id: str, size: int, rng: random.Random) -> dict[
         return selectors.session_get(tenant=tenant, user_id=user_id, session_id=HISTORY_SESSION)
 
     return {
-        "export latest round": lambda: selectors.round_export(tenant=tenant, user_id=user_id, session_id=HISTORY_SESSION),
+        "export latest round": lambda: selectors.round_export(
+            tenant=tenant, user_id=user_id, session_id=HISTORY_SESSION
+        ),
         "export one round": lambda: selectors.round_export(
             tenant=tenant, user_id=user_id, session_id=HISTORY_SESSION, round_id=rng.randint(1, size)
         ),
@@ -39,9 +42,12 @@ def _operations(*, tenant, user_id: str, size: int, rng: random.Random) -> dict[
         # The Agents SDK's get_items(limit=20) and pop_item: one read and one edit each.
         "recent 20 messages": lambda: selectors.message_recent(session=session(), limit=20),
         # Timed: the pop; untimed: putting a message back, so every size keeps its history.
-        "pop 1 message": (lambda: services.message_pop(session=session()), lambda: services.message_append(
-            session=session(), messages=[{"role": "assistant", "content": "Put back after a pop."}]
-        )),
+        "pop 1 message": (
+            lambda: services.message_pop(session=session()),
+            lambda: services.message_append(
+                session=session(), messages=[{"role": "assistant", "content": "Put back after a pop."}]
+            ),
+        ),
         "append 1 message": lambda: services.message_append(
             session=session(), messages=[{"role": "user", "content": "What changed since yesterday?"}]
         ),
@@ -81,7 +87,7 @@ def run(*, sizes: tuple[int, ...] = SIZES, rounds: int = 10, batch: int = 30) ->
     print(f"scaling: {rounds} rounds x {batch} calls per operation and size")
     for round_no in range(rounds + 1):  # round 0 warms caches and connections, not recorded
         for name in names:
-            order = sizes[round_no % len(sizes):] + sizes[: round_no % len(sizes)]
+            order = sizes[round_no % len(sizes) :] + sizes[: round_no % len(sizes)]
             for size in order:
                 op = ops_by_size[size][name]
                 op, restore = op if isinstance(op, tuple) else (op, None)
@@ -98,7 +104,9 @@ def run(*, sizes: tuple[int, ...] = SIZES, rounds: int = 10, batch: int = 30) ->
     for name in names:
         per_size = {size: report.summarize_ms(samples[name][size]) for size in sizes}
         ratio = per_size[sizes[-1]]["median_ms"] / per_size[sizes[0]]["median_ms"]
-        results.append({"operation": name, "sizes": per_size, "ratio": round(ratio, 3), "meets_target": ratio <= TARGET_RATIO})
+        results.append(
+            {"operation": name, "sizes": per_size, "ratio": round(ratio, 3), "meets_target": ratio <= TARGET_RATIO}
+        )
     return {"target_ratio": TARGET_RATIO, "sizes": list(sizes), "rounds": rounds, "batch": batch, "operations": results}
 
 

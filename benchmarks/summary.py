@@ -1,6 +1,7 @@
 """``python -m benchmarks summary``: the median and spread (min-max) over every run kept in
 benchmarks/results/, per suite and database, as docs/PERFORMANCE.md reports them. Reads JSON
 only: no database, no Django."""
+
 from __future__ import annotations
 
 import json
@@ -41,18 +42,25 @@ def _scaling(vendor: str, runs: list[dict]) -> None:
 
 def _erasure(vendor: str, runs: list[dict]) -> None:
     seconds = [run["subjects"]["large"]["seconds"] for run in runs]
-    statements = sorted({(run["subjects"]["small"]["statements"], run["subjects"]["large"]["statements"]) for run in runs})
-    print(f"erasure on {vendor}, {len(runs)} runs: 100,000 rows in {_spread(seconds, '{:.2f}')} s; statements (1,000 / 100,000 rows): {statements}")
+    statements = sorted(
+        {(run["subjects"]["small"]["statements"], run["subjects"]["large"]["statements"]) for run in runs}
+    )
+    print(
+        f"erasure on {vendor}, {len(runs)} runs: 100,000 rows in {_spread(seconds, '{:.2f}')} s; statements (1,000 / 100,000 rows): {statements}"
+    )
 
 
 def _admin(vendor: str, runs: list[dict]) -> None:
     rows = []
     for i, page in enumerate(runs[0]["pages"]):
-        rows.append([
-            page["page"], page["large"]["queries"],
-            _spread([run["pages"][i]["small"]["median_ms"] for run in runs], "{:.1f}"),
-            _spread([run["pages"][i]["large"]["median_ms"] for run in runs], "{:.1f}"),
-        ])
+        rows.append(
+            [
+                page["page"],
+                page["large"]["queries"],
+                _spread([run["pages"][i]["small"]["median_ms"] for run in runs], "{:.1f}"),
+                _spread([run["pages"][i]["large"]["median_ms"] for run in runs], "{:.1f}"),
+            ]
+        )
     small, large = runs[0]["messages"]
     print(f"admin on {vendor}, {len(runs)} runs: median render ms [min-max]")
     print(table(["page", "queries", f"@{small:,} messages", f"@{large:,} messages"], rows))
@@ -96,19 +104,27 @@ def _retention(vendor: str, runs: list[dict]) -> None:
         rate = _spread([run["sweep"]["rows_per_second"] for run in group], "{:.0f}")
         p99 = _spread([run["appends"]["p99_ms"] for run in group if run["appends"]["p99_ms"] is not None], "{:.1f}")
         errors = sum(run["appends"]["errors"] for run in group)
-        print(f"retention on {vendor}, {len(group)} runs at {sessions:,} sessions: {rate} rows/s, append p99 {p99} ms, "
-              f"{errors} errors")
+        print(
+            f"retention on {vendor}, {len(group)} runs at {sessions:,} sessions: {rate} rows/s, append p99 {p99} ms, "
+            f"{errors} errors"
+        )
 
 
 def main(results_dir: Path = RESULTS_DIR) -> int:
     """Print every kept suite's summary; 1 (and say so) when no run is kept yet."""
     show = {
-        "scaling": _scaling, "erasure": _erasure, "admin": _admin, "http": _http, "replicas": _replicas,
+        "scaling": _scaling,
+        "erasure": _erasure,
+        "admin": _admin,
+        "http": _http,
+        "replicas": _replicas,
         "retention": _retention,
     }
     runs_by_suite = _runs(results_dir)
     if not runs_by_suite:
-        print(f"No benchmark results in {results_dir}: run a suite first (python -m benchmarks --help).", file=sys.stderr)
+        print(
+            f"No benchmark results in {results_dir}: run a suite first (python -m benchmarks --help).", file=sys.stderr
+        )
         return 1
     for (suite, vendor), runs in sorted(runs_by_suite.items()):
         if suite not in show:

@@ -1,6 +1,7 @@
 """Servers beside the benchmark's private primary (benchmarks.pg_cluster): a streaming replica,
 PgBouncer in transaction pooling and a Redis, each on a free 127.0.0.1 port, removed at the end.
 The same shapes as .ci/multinode and docs/SCALING.md."""
+
 from __future__ import annotations
 
 import contextlib
@@ -47,13 +48,33 @@ def streaming_replica(cluster: Cluster) -> Iterator[Server]:
     data = workdir / "data"
     port = free_port()
     subprocess.run(
-        [*_AS_POSTGRES, pg_bin / "pg_basebackup", "-h", "127.0.0.1", "-p", str(primary_port), "-U", "postgres",
-         "-D", data, "-R", "-X", "stream", "-c", "fast"],
-        check=True, stdout=subprocess.DEVNULL,
+        [
+            *_AS_POSTGRES,
+            pg_bin / "pg_basebackup",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(primary_port),
+            "-U",
+            "postgres",
+            "-D",
+            data,
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
     )
     options = f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={workdir} -c fsync=off -c max_connections=100"
     ctl = [*_AS_POSTGRES, pg_bin / "pg_ctl", "-D", data]
-    subprocess.run([*ctl, "-l", workdir / "server.log", "-w", "-t", "60", "-o", options, "start"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [*ctl, "-l", workdir / "server.log", "-w", "-t", "60", "-o", options, "start"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     try:
         yield Server(port=port, pid=int((data / "postmaster.pid").read_text().split()[0]))
     finally:
@@ -114,8 +135,21 @@ def redis_server() -> Iterator[str]:
     workdir = Path(tempfile.mkdtemp(prefix="agentstate-bench-redis-"))
     port = free_port()
     server = subprocess.Popen(
-        ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-         "--maxmemory-policy", "noeviction", "--dir", str(workdir)],
+        [
+            "redis-server",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--maxmemory-policy",
+            "noeviction",
+            "--dir",
+            str(workdir),
+        ],
         stdout=subprocess.DEVNULL,
     )
     try:

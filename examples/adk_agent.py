@@ -7,6 +7,7 @@ model), so this runs anywhere an agentstate server does:
 
 The one line that puts an ADK app on agentstate is the session service below.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,7 +40,9 @@ class ScriptedModel(BaseLlm):
 
     model: str = "scripted"
 
-    async def generate_content_async(self, llm_request: LlmRequest, stream: bool = False) -> AsyncGenerator[LlmResponse, None]:
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
         last = llm_request.contents[-1].parts[0]
         if last.function_response is not None:
             result = last.function_response.response
@@ -55,7 +58,9 @@ class ScriptedModel(BaseLlm):
 
 def build_agent(model: BaseLlm | None = None) -> LlmAgent:
     return LlmAgent(
-        name="weather_agent", model=model or ScriptedModel(), instruction="Answer weather questions.",
+        name="weather_agent",
+        model=model or ScriptedModel(),
+        instruction="Answer weather questions.",
         tools=[get_weather],
     )
 
@@ -79,5 +84,7 @@ async def main(base_url: str, api_key: str, *, user_id: str = "user-1", session_
 
 
 if __name__ == "__main__":
-    for answer in asyncio.run(main(os.environ.get("AGENTSTATE_URL", "http://localhost:8000"), os.environ["AGENTSTATE_API_KEY"])):
+    for answer in asyncio.run(
+        main(os.environ.get("AGENTSTATE_URL", "http://localhost:8000"), os.environ["AGENTSTATE_API_KEY"])
+    ):
         print(answer)

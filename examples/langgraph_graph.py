@@ -7,6 +7,7 @@ answers with the tool's result), so the example runs without network or keys:
 
     python examples/langgraph_graph.py http://127.0.0.1:8000 <agent API key>
 """
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,11 @@ def agent(state: MessagesState) -> dict[str, Any]:
     if isinstance(last, ToolMessage):
         return {"messages": [AIMessage(content=f"The weather: {last.content}.")]}
     city = str(last.content).rstrip("?").split()[-1]
-    return {"messages": [AIMessage(content="", tool_calls=[{"name": "lookup_weather", "args": {"city": city}, "id": f"call-{city}"}])]}
+    return {
+        "messages": [
+            AIMessage(content="", tool_calls=[{"name": "lookup_weather", "args": {"city": city}, "id": f"call-{city}"}])
+        ]
+    }
 
 
 def review(state: MessagesState) -> Command:
@@ -77,10 +82,17 @@ def main(base_url: str, api_key: str, *, thread_id: str = "weather-demo", **save
         history = list(graph.get_state_history(config))
         before_agent = next(s for s in reversed(history) if s.next == ("agent",))
         fork = graph.update_state(
-            before_agent.config, {"messages": [HumanMessage(content="What is the weather in Rome?", id=before_agent.values["messages"][0].id)]}
+            before_agent.config,
+            {
+                "messages": [
+                    HumanMessage(content="What is the weather in Rome?", id=before_agent.values["messages"][0].id)
+                ]
+            },
         )
         graph.invoke(None, fork)  # runs the fork up to its own approval
-        fork_answer = graph.invoke(Command(resume=True), config)["messages"][-1].content  # the thread's head is the fork
+        fork_answer = graph.invoke(Command(resume=True), config)["messages"][
+            -1
+        ].content  # the thread's head is the fork
 
         return {
             "question": question,
@@ -92,6 +104,6 @@ def main(base_url: str, api_key: str, *, thread_id: str = "weather-demo", **save
 
 
 if __name__ == "__main__":
-    url, key = (sys.argv[1:3] if len(sys.argv) >= 3 else (os.environ["AGENTSTATE_URL"], os.environ["AGENTSTATE_API_KEY"]))
+    url, key = sys.argv[1:3] if len(sys.argv) >= 3 else (os.environ["AGENTSTATE_URL"], os.environ["AGENTSTATE_API_KEY"])
     for name, value in main(url, key).items():
         print(f"{name}: {value}")

@@ -6,6 +6,7 @@ there while the main branch keeps all three turns. Run it against a server:
 
     AGENTSTATE_URL=http://127.0.0.1:8000 AGENTSTATE_API_KEY=<key> python examples/openai_agents_chat.py
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -22,7 +23,10 @@ from agentstate.integrations.openai_agents import AgentStateSession
 
 def say(text: str, n: int) -> ResponseOutputMessage:
     return ResponseOutputMessage(
-        id=f"msg-{n}", type="message", role="assistant", status="completed",
+        id=f"msg-{n}",
+        type="message",
+        role="assistant",
+        status="completed",
         content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
     )
 
@@ -39,8 +43,20 @@ class CannedModel(Model):
     def __init__(self, outputs: list[list[Any]]) -> None:
         self.outputs = list(outputs)
 
-    async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
-                           tracing, *, previous_response_id=None, conversation_id=None, prompt=None) -> ModelResponse:
+    async def get_response(
+        self,
+        system_instructions,
+        input,
+        model_settings,
+        tools,
+        output_schema,
+        handoffs,
+        tracing,
+        *,
+        previous_response_id=None,
+        conversation_id=None,
+        prompt=None,
+    ) -> ModelResponse:
         return ModelResponse(output=self.outputs.pop(0), usage=Usage(), response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
@@ -55,17 +71,20 @@ def get_weather(city: str) -> str:
 
 async def main(base_url: str, api_key: str, user_id: str = "ada", session_id: str = "weather-chat") -> dict[str, Any]:
     set_tracing_disabled(True)
-    model = CannedModel([
-        [say("Hello Ada! Ask me about the weather.", 1)],
-        [call("get_weather", {"city": "Paris"}, 2)],
-        [say("It is sunny in Paris, 21 C.", 3)],
-        [call("get_weather", {"city": "Oslo"}, 4)],
-        [say("Snow in Oslo, -3 C.", 5)],
-        [call("get_weather", {"city": "Rome"}, 6)],  # on the branch
-        [say("Clear skies in Rome, 18 C.", 7)],
-    ])
-    agent = Agent(name="Weather", instructions="Answer weather questions with the tool.", model=model,
-                  tools=[get_weather])
+    model = CannedModel(
+        [
+            [say("Hello Ada! Ask me about the weather.", 1)],
+            [call("get_weather", {"city": "Paris"}, 2)],
+            [say("It is sunny in Paris, 21 C.", 3)],
+            [call("get_weather", {"city": "Oslo"}, 4)],
+            [say("Snow in Oslo, -3 C.", 5)],
+            [call("get_weather", {"city": "Rome"}, 6)],  # on the branch
+            [say("Clear skies in Rome, 18 C.", 7)],
+        ]
+    )
+    agent = Agent(
+        name="Weather", instructions="Answer weather questions with the tool.", model=model, tools=[get_weather]
+    )
     session = AgentStateSession(session_id, base_url=base_url, api_key=api_key, user_id=user_id)
 
     for question in ("Hi, I am Ada.", "What is the weather in Paris?", "And in Oslo?"):

@@ -9,6 +9,7 @@ Identifiers are matched and shown exactly as the API stored them: a search or fi
 never stripped or split, is checked by the API's ``clean_identifier``, and ids are displayed with
 their invisible characters spelled out (``identifier_visible``).
 """
+
 from __future__ import annotations
 
 import json
@@ -78,7 +79,8 @@ def content_text(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "\n".join(
-            part["text"] if part.get("type") == "text" and isinstance(part.get("text"), str)
+            part["text"]
+            if part.get("type") == "text" and isinstance(part.get("text"), str)
             else json.dumps(part, indent=2, ensure_ascii=False)
             for part in content
         )
@@ -92,12 +94,22 @@ def identifier_html(value: str, *, length: bool = True):
     """``value`` as staff must read it before acting on it: invisible characters spelled out and
     highlighted, with its length in characters."""
     parts = _ESCAPE.split(identifier_visible(value))  # odd positions are the escapes
-    shown = format_html_join("", "{}", ((format_html('<mark class="identifier-escape">{}</mark>', part) if i % 2 else part,)
-                                        for i, part in enumerate(parts)))
+    shown = format_html_join(
+        "",
+        "{}",
+        (
+            (format_html('<mark class="identifier-escape">{}</mark>', part) if i % 2 else part,)
+            for i, part in enumerate(parts)
+        ),
+    )
     if not length:
         return format_html('<code class="identifier">{}</code>', shown)
-    return format_html('<code class="identifier">{}</code> <span class="identifier-length">({} character{})</span>',
-                       shown, len(value), "" if len(value) == 1 else "s")
+    return format_html(
+        '<code class="identifier">{}</code> <span class="identifier-length">({} character{})</span>',
+        shown,
+        len(value),
+        "" if len(value) == 1 else "s",
+    )
 
 
 def identifier_display(field: str, *, description: str, length: bool = False):
@@ -215,8 +227,11 @@ class NarrowedDateFilter(admin.DateFieldListFilter):
 
     def queryset(self, request, queryset):
         if self.used_parameters and not any(request.GET.get(name) for name in self.narrowing):
-            messages.warning(request, f"The {self.title} filter applies once a user id or a session id is chosen: "
-                                      "without one it would read the whole table.")
+            messages.warning(
+                request,
+                f"The {self.title} filter applies once a user id or a session id is chosen: "
+                "without one it would read the whole table.",
+            )
             return queryset
         return super().queryset(request, queryset)
 
@@ -343,16 +358,20 @@ def user_url(url_name: str, *, tenant_pk: int, user_id: str) -> str:
 
 def user_links(*, tenant_pk: int, user_id: str):
     """Links to everything the admin lists about one user (``USER_CHANGELISTS``)."""
-    return format_html_join(" · ", '<a href="{}">{}</a>', (
-        (user_url(url_name, tenant_pk=tenant_pk, user_id=user_id), label) for label, url_name in USER_CHANGELISTS
-    ))
+    return format_html_join(
+        " · ",
+        '<a href="{}">{}</a>',
+        ((user_url(url_name, tenant_pk=tenant_pk, user_id=user_id), label) for label, url_name in USER_CHANGELISTS),
+    )
 
 
 def session_label_text(session: Session) -> str:
     """``tenant / user / session`` as staff tell sessions apart (a page title). Not ``__str__``:
     the admin log keeps that, and a user id is personal data."""
     app = f" (app {identifier_visible(session.app_name)})" if session.app_name else ""
-    return f"{session.tenant.slug} / {identifier_visible(session.user_id)} / {identifier_visible(session.session_id)}{app}"
+    return (
+        f"{session.tenant.slug} / {identifier_visible(session.user_id)} / {identifier_visible(session.session_id)}{app}"
+    )
 
 
 def session_label(session: Session):
@@ -361,9 +380,12 @@ def session_label(session: Session):
     sessions = "admin:sessions_app_session_changelist"
     return format_html(
         '<span class="session-label"><a href="{}">{}</a> / <a href="{}">{}</a> / <a href="{}">{}</a>{}</span>',
-        reverse(sessions) + "?" + urlencode({"tenant__id__exact": session.tenant_id}), session.tenant.slug,
-        user_url(sessions, tenant_pk=session.tenant_id, user_id=session.user_id), identifier_html(session.user_id, length=False),
-        reverse("admin:sessions_app_session_change", args=[session.pk]), identifier_html(session.session_id, length=False),
+        reverse(sessions) + "?" + urlencode({"tenant__id__exact": session.tenant_id}),
+        session.tenant.slug,
+        user_url(sessions, tenant_pk=session.tenant_id, user_id=session.user_id),
+        identifier_html(session.user_id, length=False),
+        reverse("admin:sessions_app_session_change", args=[session.pk]),
+        identifier_html(session.session_id, length=False),
         format_html(" (app {})", identifier_html(session.app_name, length=False)) if session.app_name else "",
     )
 
@@ -376,8 +398,12 @@ class SessionLabelTitle:
         return str(obj)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related(
-            "tenant" if self.model is Session else "session__tenant"  # the label's, in the page's one query
+        return (
+            super()
+            .get_queryset(request)
+            .select_related(
+                "tenant" if self.model is Session else "session__tenant"  # the label's, in the page's one query
+            )
         )
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
@@ -386,7 +412,9 @@ class SessionLabelTitle:
             title = self.object_title(obj)
             context.update(
                 subtitle=f"{title} · {session_label_text(session)}" if title else session_label_text(session),
-                subtitle_html=format_html("{} · {}", title, session_label(session)) if title else session_label(session),
+                subtitle_html=format_html("{} · {}", title, session_label(session))
+                if title
+                else session_label(session),
             )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
@@ -394,20 +422,47 @@ class SessionLabelTitle:
 @admin.register(Session)
 class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
     list_display = (
-        "session_id", "user_id_shown", "tenant", "agent_id", "workspace_id", "messages", "created_at", "updated_at", "ended_at",
+        "session_id",
+        "user_id_shown",
+        "tenant",
+        "agent_id",
+        "workspace_id",
+        "messages",
+        "created_at",
+        "updated_at",
+        "ended_at",
     )
     list_select_related = ("tenant",)
     list_filter = ("tenant", EndedFilter, UserIdFilter, AgentFilter, WorkspaceFilter, "created_at", "updated_at")
     # Exact, case-sensitive: served by the user_id and session_id indexes ("=user_id" would compile
     # to UPPER(user_id) = UPPER(%s), which no index serves).
     search_fields = ("user_id__exact", "session_id__exact")
-    search_help_text = ("Exact user id or session id: case, spaces and invisible characters count. "
-                        "To find one user's session, search the session id and filter by user id.")
+    search_help_text = (
+        "Exact user id or session id: case, spaces and invisible characters count. "
+        "To find one user's session, search the session id and filter by user id."
+    )
     ordering = ("-id",)
     fieldsets = (
-        (None, {"fields": ("tenant", "user_id_linked", "session_id", "agent_id", "workspace_id", "messages",
-                           "last_seq", "history_generation", "created_at", "updated_at", "ended_at", "version",
-                           "metadata_json")}),
+        (
+            None,
+            {
+                "fields": (
+                    "tenant",
+                    "user_id_linked",
+                    "session_id",
+                    "agent_id",
+                    "workspace_id",
+                    "messages",
+                    "last_seq",
+                    "history_generation",
+                    "created_at",
+                    "updated_at",
+                    "ended_at",
+                    "version",
+                    "metadata_json",
+                )
+            },
+        ),
         ("Forks", {"fields": ("forked_from", "forks")}),
         ("Latest messages", {"fields": ("latest_messages",)}),
         ("Rounds", {"fields": ("latest_rounds",)}),
@@ -415,17 +470,44 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         ("Agent transitions", {"fields": ("transitions",)}),
         ("Working state", {"fields": ("working_state",)}),
     )
-    readonly_fields = ("user_id_linked", "messages", "last_seq", "history_generation", "forked_from", "forks",
-                       "metadata_json", "latest_messages", "latest_rounds", "checkpoints", "transitions", "working_state",
-                       "app_name", "framework", "adk_events")
+    readonly_fields = (
+        "user_id_linked",
+        "messages",
+        "last_seq",
+        "history_generation",
+        "forked_from",
+        "forks",
+        "metadata_json",
+        "latest_messages",
+        "latest_rounds",
+        "checkpoints",
+        "transitions",
+        "working_state",
+        "app_name",
+        "framework",
+        "adk_events",
+    )
 
     def get_fieldsets(self, request, obj=None):
         """A Google ADK session shows its events and state as ADK has them, not REST messages."""
         if obj is None or obj.framework != "adk":
             return self.fieldsets
         return (
-            (None, {"fields": ("tenant", "app_name", "framework", "user_id_linked", "session_id", "created_at",
-                               "updated_at", "version")}),
+            (
+                None,
+                {
+                    "fields": (
+                        "tenant",
+                        "app_name",
+                        "framework",
+                        "user_id_linked",
+                        "session_id",
+                        "created_at",
+                        "updated_at",
+                        "version",
+                    )
+                },
+            ),
             ("ADK events and state", {"fields": ("adk_events",)}),
         )
 
@@ -437,7 +519,9 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
     @admin.display(description="user id")
     def user_id_linked(self, obj: Session):
         """The user id, spelled out, with links to everything else the admin holds about that user."""
-        return format_html("{} — {}", identifier_html(obj.user_id), user_links(tenant_pk=obj.tenant_id, user_id=obj.user_id))
+        return format_html(
+            "{} — {}", identifier_html(obj.user_id), user_links(tenant_pk=obj.tenant_id, user_id=obj.user_id)
+        )
 
     # Named apart from the model's message_count column, whose verbose name ("message count")
     # the admin would otherwise use as the header of a narrow column.
@@ -461,40 +545,59 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         if not forks:
             return "No forks."
         return format_html_join(
-            ", ", '<a href="{}">{}</a>', ((reverse("admin:sessions_app_session_change", args=[pk]), sid) for pk, sid in forks)
+            ", ",
+            '<a href="{}">{}</a>',
+            ((reverse("admin:sessions_app_session_change", args=[pk]), sid) for pk, sid in forks),
         )
 
     metadata_json = json_display("metadata")
 
     @admin.display(description="")
     def latest_messages(self, obj: Session):
-        return render_to_string("admin/sessions_app/session/latest_messages.html", {
-            "messages": [(m, content_text(m.content)) for m in selectors.message_recent(session=obj, limit=LATEST_MESSAGES)],
-            "total": obj.message_count,
-            "history_url": history_url(Message, obj),
-        })
+        return render_to_string(
+            "admin/sessions_app/session/latest_messages.html",
+            {
+                "messages": [
+                    (m, content_text(m.content)) for m in selectors.message_recent(session=obj, limit=LATEST_MESSAGES)
+                ],
+                "total": obj.message_count,
+                "history_url": history_url(Message, obj),
+            },
+        )
 
     @admin.display(description="")
     def latest_rounds(self, obj: Session):
         rounds = list(Round.objects.filter(session=obj).order_by("-round_id")[:LATEST_ROUNDS])
-        return render_to_string("admin/sessions_app/session/json_rows.html", {
-            "rows": [(f"Round {r.round_id}", r.updated_at, json_text(r.state)) for r in rounds],
-            "all_url": history_url(Round, obj), "empty": "No rounds.",
-        })
+        return render_to_string(
+            "admin/sessions_app/session/json_rows.html",
+            {
+                "rows": [(f"Round {r.round_id}", r.updated_at, json_text(r.state)) for r in rounds],
+                "all_url": history_url(Round, obj),
+                "empty": "No rounds.",
+            },
+        )
 
     @admin.display(description="")
     def checkpoints(self, obj: Session):
         checkpoints = list(Checkpoint.objects.filter(session=obj).order_by("-id")[:LATEST_ROUNDS])
-        return render_to_string("admin/sessions_app/session/json_rows.html", {
-            "rows": [(c.label, c.created_at, json_text(c.state)) for c in checkpoints],
-            "all_url": history_url(Checkpoint, obj), "empty": "No checkpoints.",
-        })
+        return render_to_string(
+            "admin/sessions_app/session/json_rows.html",
+            {
+                "rows": [(c.label, c.created_at, json_text(c.state)) for c in checkpoints],
+                "all_url": history_url(Checkpoint, obj),
+                "empty": "No checkpoints.",
+            },
+        )
 
     @admin.display(description="")
     def transitions(self, obj: Session):
-        return render_to_string("admin/sessions_app/session/transitions.html", {
-            "transitions": selectors.transition_list(session=obj)[:50], "all_url": history_url(AgentTransition, obj),
-        })
+        return render_to_string(
+            "admin/sessions_app/session/transitions.html",
+            {
+                "transitions": selectors.transition_list(session=obj)[:50],
+                "all_url": history_url(AgentTransition, obj),
+            },
+        )
 
     @admin.display(description="")
     def working_state(self, obj: Session):
@@ -503,9 +606,13 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
     @admin.display(description="")
     def adk_events(self, obj: Session):
         # The page's template tag (project level) merges in the user: state, which is user data.
-        return render_to_string("admin/sessions_app/session/adk.html", {
-            "session": obj, "all_url": history_url(AdkEvent, obj),
-        })
+        return render_to_string(
+            "admin/sessions_app/session/adk.html",
+            {
+                "session": obj,
+                "all_url": history_url(AdkEvent, obj),
+            },
+        )
 
 
 class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
@@ -516,8 +623,10 @@ class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
     # Exact user id or session id, matched on the session (``search``): the session table's
     # user_id and session_id indexes serve it.
     search_fields = ("session__user_id__exact", "session__session_id__exact")
-    search_help_text = ("Exact user id or session id of the session: case, spaces and invisible characters count. "
-                        "Narrow with the filters (tenant, user id, session id).")
+    search_help_text = (
+        "Exact user id or session id of the session: case, spaces and invisible characters count. "
+        "Narrow with the filters (tenant, user id, session id)."
+    )
     list_filter = (SessionTenantFilter, SessionUserIdFilter, SessionIdFilter)
 
     @admin.display(description="session", ordering="session_id")
@@ -536,8 +645,19 @@ class MessageAdmin(SessionChildAdmin):
     list_filter = (*SessionChildAdmin.list_filter, RoleFilter, ("created_at", NarrowedDateFilter))
     ordering = ("session_id", "seq")  # the (session, seq) unique index
     list_per_page = 100
-    fields = ("session_link", "seq", "client_id", "role", "name", "type", "status", "content_json", "metadata_json",
-              "usage_json", "created_at")
+    fields = (
+        "session_link",
+        "seq",
+        "client_id",
+        "role",
+        "name",
+        "type",
+        "status",
+        "content_json",
+        "metadata_json",
+        "usage_json",
+        "created_at",
+    )
     readonly_fields = ("session_link", "content_json", "metadata_json", "usage_json")
 
     @admin.display(description="content")
@@ -623,23 +743,47 @@ class LangGraphThreadAdmin(ReadOnlyAdmin):
     @admin.display(description="checkpoints, newest first")
     def timeline(self, obj: LangGraphThread):
         checkpoints = list(langgraph_selectors.thread_timeline(thread=obj)[:LANGGRAPH_TIMELINE])
-        return render_to_string("admin/sessions_app/langgraphthread/timeline.html", {
-            "rows": [
-                (c, reverse("admin:sessions_app_langgraphcheckpoint_change", args=[c.pk]), json_text(c.metadata))
-                for c in checkpoints
-            ],
-            "all_url": reverse("admin:sessions_app_langgraphcheckpoint_changelist") + f"?session__id__exact={obj.pk}",
-            "more": len(checkpoints) == LANGGRAPH_TIMELINE,
-        })
+        return render_to_string(
+            "admin/sessions_app/langgraphthread/timeline.html",
+            {
+                "rows": [
+                    (c, reverse("admin:sessions_app_langgraphcheckpoint_change", args=[c.pk]), json_text(c.metadata))
+                    for c in checkpoints
+                ],
+                "all_url": reverse("admin:sessions_app_langgraphcheckpoint_changelist")
+                + f"?session__id__exact={obj.pk}",
+                "more": len(checkpoints) == LANGGRAPH_TIMELINE,
+            },
+        )
 
 
 @admin.register(LangGraphCheckpoint)
 class LangGraphCheckpointAdmin(SessionChildAdmin):
-    list_display = ("checkpoint_id", "session_link", "checkpoint_ns", "step", "source", "parent_checkpoint_id", "created_at")
+    list_display = (
+        "checkpoint_id",
+        "session_link",
+        "checkpoint_ns",
+        "step",
+        "source",
+        "parent_checkpoint_id",
+        "created_at",
+    )
     list_display_links = ("checkpoint_id",)
     ordering = ("-session_id", "-checkpoint_id")  # the (session, checkpoint_id) index, read backwards
-    fields = ("session_link", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "step", "source", "run_id",
-              "created_at", "metadata_json", "channel_versions_json", "state", "pending_writes")
+    fields = (
+        "session_link",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "parent_checkpoint_id",
+        "step",
+        "source",
+        "run_id",
+        "created_at",
+        "metadata_json",
+        "channel_versions_json",
+        "state",
+        "pending_writes",
+    )
     readonly_fields = ("session_link", "metadata_json", "channel_versions_json", "state", "pending_writes")
 
     def get_queryset(self, request):
@@ -656,9 +800,12 @@ class LangGraphCheckpointAdmin(SessionChildAdmin):
     @admin.display(description="pending writes")
     def pending_writes(self, obj: LangGraphCheckpoint):
         writes = langgraph_selectors.checkpoint_tuples([obj])[0].writes
-        return render_to_string("admin/sessions_app/langgraphthread/writes.html", {
-            "writes": [(w, stored_value(w.value_type, w.value, w.rendered)) for w in writes],
-        })
+        return render_to_string(
+            "admin/sessions_app/langgraphthread/writes.html",
+            {
+                "writes": [(w, stored_value(w.value_type, w.value, w.rendered)) for w in writes],
+            },
+        )
 
 
 @admin.register(LangGraphWrite)
@@ -666,13 +813,24 @@ class LangGraphWriteAdmin(SessionChildAdmin):
     list_display = ("id", "session_link", "checkpoint_id", "task_id", "idx", "channel", "created_at")
     list_display_links = ("id",)
     ordering = ("-id",)
-    fields = ("session_link", "checkpoint_ns", "checkpoint_id", "task_id", "task_path", "idx", "channel", "created_at",
-              "value_display")
+    fields = (
+        "session_link",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "task_id",
+        "task_path",
+        "idx",
+        "channel",
+        "created_at",
+        "value_display",
+    )
     readonly_fields = ("session_link", "value_display")
 
     @admin.display(description="value")
     def value_display(self, obj: LangGraphWrite):
         return stored_value(obj.value_type, obj.value, obj.rendered)
+
+
 # --- Google ADK -----------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 Every row carries its tenant and user id (copied from its session, never changed) so rows can be
 distributed by owner later. Each Meta names the queries its indexes serve.
 """
+
 from django.db import models
 from django.utils import timezone
 
@@ -296,9 +297,7 @@ class LangGraphCheckpoint(models.Model):
         constraints = [
             # Serves: get one checkpoint; the latest of a namespace; list a namespace newest first
             # (cursor = checkpoint id, which LangGraph makes monotonic).
-            models.UniqueConstraint(
-                fields=["session", "checkpoint_ns", "checkpoint_id"], name="lg_checkpoint_unique"
-            ),
+            models.UniqueConstraint(fields=["session", "checkpoint_ns", "checkpoint_id"], name="lg_checkpoint_unique"),
         ]
         indexes = [
             # Serves: list every namespace of a thread newest first.
@@ -415,17 +414,22 @@ class RetentionPolicy(models.Model):
         null=True, blank=True, help_text="Keep only this many rounds (the largest round ids) per session."
     )
     keep_latest_checkpoints = models.PositiveIntegerField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="Keep only this many LangGraph checkpoints (the newest) per thread namespace, with their writes.",
     )
     drop_messages_after_days = models.PositiveIntegerField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="Drop messages older than this many days from sessions that live on (off when empty).",
     )
     updated_at = models.DateTimeField(default=timezone.now)
 
     RULES = (
-        "delete_ended_after_days", "end_idle_after_days", "keep_latest_rounds", "keep_latest_checkpoints",
+        "delete_ended_after_days",
+        "end_idle_after_days",
+        "keep_latest_rounds",
+        "keep_latest_checkpoints",
         "drop_messages_after_days",
     )
 

@@ -1,5 +1,6 @@
 """Reads of process state. Every function takes the caller's tenant (or an object already
 fetched through it), so nothing outside the tenant is reachable; each query is index-served."""
+
 from __future__ import annotations
 
 import json
@@ -49,9 +50,7 @@ def session_get(*, tenant: Tenant, user_id: str, session_id: str, app_name: str 
 
 
 # Served by the (tenant, user_id, session_id, app_name) unique index.
-_SESSION_GET_SQL = (
-    f'SELECT * FROM "{Session._meta.db_table}" WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s'
-)
+_SESSION_GET_SQL = f'SELECT * FROM "{Session._meta.db_table}" WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s'
 
 
 def session_list(
@@ -149,7 +148,9 @@ def round_list(*, session: Session) -> QuerySet[Round]:
 
 def checkpoint_latest(*, session: Session, label: str) -> Checkpoint:
     """The newest checkpoint with ``label`` (insertion order breaks ties)."""
-    checkpoint = Checkpoint.objects.filter(session=session, label=clean_identifier(label, field="label")).order_by("-id").first()
+    checkpoint = (
+        Checkpoint.objects.filter(session=session, label=clean_identifier(label, field="label")).order_by("-id").first()
+    )
     if checkpoint is None:
         raise NotFound(f"No checkpoint labelled {label!r}.")
     return checkpoint
@@ -193,8 +194,16 @@ def transition_list(*, session: Session) -> QuerySet[AgentTransition]:
 # --- One data subject's process state (erasure preview, residue check, subject export) -----
 
 PROCESS_STATE_CATEGORIES = (
-    "sessions", "messages", "message_pops", "rounds", "checkpoints", "transitions", "working_state",
-    "langgraph_checkpoints", "langgraph_writes", "adk_events",
+    "sessions",
+    "messages",
+    "message_pops",
+    "rounds",
+    "checkpoints",
+    "transitions",
+    "working_state",
+    "langgraph_checkpoints",
+    "langgraph_writes",
+    "adk_events",
 )
 
 
@@ -230,8 +239,17 @@ def subject_process_state_counts(*, tenant: Tenant, user_id: str, existed_at: da
 def subject_process_state_tables() -> list[str]:
     """The tables an erasure of process state deletes from (their statistics are refreshed after)."""
     models = (
-        Session, Message, MessagePop, Round, Checkpoint, AgentTransition, WorkingStateEntry, LangGraphThread,
-        LangGraphCheckpoint, LangGraphWrite, AdkEvent,
+        Session,
+        Message,
+        MessagePop,
+        Round,
+        Checkpoint,
+        AgentTransition,
+        WorkingStateEntry,
+        LangGraphThread,
+        LangGraphCheckpoint,
+        LangGraphWrite,
+        AdkEvent,
     )
     return [model._meta.db_table for model in models]
 
@@ -251,8 +269,15 @@ def _iso(value: datetime | None) -> str | None:
 def message_as_dict(m: Message) -> dict[str, Any]:
     """A message as JSON-ready data, the fields the API shows (export, a pop's kept answer)."""
     return {
-        "seq": m.seq, "client_id": m.client_id, "role": m.role, "type": m.type, "status": m.status,
-        "name": m.name, "content": m.content, "metadata": m.metadata, "usage": m.usage,
+        "seq": m.seq,
+        "client_id": m.client_id,
+        "role": m.role,
+        "type": m.type,
+        "status": m.status,
+        "name": m.name,
+        "content": m.content,
+        "metadata": m.metadata,
+        "usage": m.usage,
         "created_at": _iso(m.created_at),
     }
 
@@ -264,7 +289,14 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[s
     sessions = list(subject_sessions(tenant=tenant, user_id=user_id).order_by("created_at", "id"))
     in_sessions = {"session_id__in": [s.pk for s in sessions]}
     by_session: dict[int, dict[str, list]] = {
-        s.pk: {"messages": [], "popped_messages": [], "rounds": [], "checkpoints": [], "transitions": [], "adk_events": []}
+        s.pk: {
+            "messages": [],
+            "popped_messages": [],
+            "rounds": [],
+            "checkpoints": [],
+            "transitions": [],
+            "adk_events": [],
+        }
         for s in sessions
     }
     langgraph = _langgraph_export(in_sessions)
@@ -275,7 +307,12 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[s
         by_session[p.session_id]["popped_messages"].append(p.message)
     for r in Round.objects.filter(**in_sessions).order_by("session_id", "round_id"):
         by_session[r.session_id]["rounds"].append(
-            {"round_id": r.round_id, "state": r.state, "created_at": _iso(r.created_at), "updated_at": _iso(r.updated_at)}
+            {
+                "round_id": r.round_id,
+                "state": r.state,
+                "created_at": _iso(r.created_at),
+                "updated_at": _iso(r.updated_at),
+            }
         )
     for c in Checkpoint.objects.filter(**in_sessions).order_by("session_id", "id"):
         by_session[c.session_id]["checkpoints"].append(
@@ -284,7 +321,10 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[s
     for t in AgentTransition.objects.filter(**in_sessions).order_by("session_id", "id"):
         by_session[t.session_id]["transitions"].append(
             {
-                "from_agent": t.from_agent, "to_agent": t.to_agent, "reason": t.reason, "metadata": t.metadata,
+                "from_agent": t.from_agent,
+                "to_agent": t.to_agent,
+                "reason": t.reason,
+                "metadata": t.metadata,
                 "created_at": _iso(t.created_at),
             }
         )
@@ -293,11 +333,17 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[s
         by_session[e.session_id]["adk_events"].append({"seq": e.seq, "event": json.loads(e.data)})
     return [
         {
-            "session_id": s.session_id, "app_name": s.app_name, "framework": s.framework,
+            "session_id": s.session_id,
+            "app_name": s.app_name,
+            "framework": s.framework,
             "forked_from_session_id": s.forked_from_session_id,
             "durable_state": json.loads(s.durable_state) if s.durable_state else None,
-            "agent_id": s.agent_id, "workspace_id": s.workspace_id, "metadata": s.metadata,
-            "created_at": _iso(s.created_at), "updated_at": _iso(s.updated_at), "ended_at": _iso(s.ended_at),
+            "agent_id": s.agent_id,
+            "workspace_id": s.workspace_id,
+            "metadata": s.metadata,
+            "created_at": _iso(s.created_at),
+            "updated_at": _iso(s.updated_at),
+            "ended_at": _iso(s.ended_at),
             **by_session[s.pk],
             "working_state": working_state_get(session=s),
             **({"langgraph": langgraph[s.pk]} if s.pk in langgraph else {}),
@@ -316,18 +362,30 @@ def _langgraph_export(in_sessions: dict[str, Any]) -> dict[int, dict[str, Any]]:
     for c in LangGraphCheckpoint.objects.filter(**in_sessions).order_by("session_id", "checkpoint_ns", "checkpoint_id"):
         export[c.session_id]["checkpoints"].append(
             {
-                "checkpoint_ns": c.checkpoint_ns, "checkpoint_id": c.checkpoint_id,
-                "parent_checkpoint_id": c.parent_checkpoint_id, "metadata": c.metadata,
-                "channel_versions": c.channel_versions, "channel_values": c.rendered,
-                "value_type": c.value_type, "value_bytes": len(c.value), "created_at": _iso(c.created_at),
+                "checkpoint_ns": c.checkpoint_ns,
+                "checkpoint_id": c.checkpoint_id,
+                "parent_checkpoint_id": c.parent_checkpoint_id,
+                "metadata": c.metadata,
+                "channel_versions": c.channel_versions,
+                "channel_values": c.rendered,
+                "value_type": c.value_type,
+                "value_bytes": len(c.value),
+                "created_at": _iso(c.created_at),
             }
         )
     for w in LangGraphWrite.objects.filter(**in_sessions).order_by("session_id", "checkpoint_id", "task_id", "idx"):
         export[w.session_id]["writes"].append(
             {
-                "checkpoint_ns": w.checkpoint_ns, "checkpoint_id": w.checkpoint_id, "task_id": w.task_id,
-                "task_path": w.task_path, "idx": w.idx, "channel": w.channel, "value": w.rendered,
-                "value_type": w.value_type, "value_bytes": len(w.value), "created_at": _iso(w.created_at),
+                "checkpoint_ns": w.checkpoint_ns,
+                "checkpoint_id": w.checkpoint_id,
+                "task_id": w.task_id,
+                "task_path": w.task_path,
+                "idx": w.idx,
+                "channel": w.channel,
+                "value": w.rendered,
+                "value_type": w.value_type,
+                "value_bytes": len(w.value),
+                "created_at": _iso(w.created_at),
             }
         )
     return export
@@ -356,9 +414,7 @@ def activity_summary(*, days: int = 30) -> dict[str, Any]:
         "sessions": Session.objects.count(),
         "messages": Session.objects.aggregate(n=Sum("message_count"))["n"] or 0,
         "active_sessions_today": Session.objects.filter(ended_at__isnull=True, updated_at__gte=today_start).count(),
-        "messages_per_day": [
-            (day, counts.get(day, 0)) for day in (start_day + timedelta(days=i) for i in range(days))
-        ],
+        "messages_per_day": [(day, counts.get(day, 0)) for day in (start_day + timedelta(days=i) for i in range(days))],
     }
 
 

@@ -6,6 +6,7 @@ after its last write, and never evict a live entry before that. Patches merge to
 Callers (sessions_app.services) hold the session's row lock around writes, so a write cannot
 slip in after the session ended.
 """
+
 from __future__ import annotations
 
 import json
@@ -191,6 +192,4 @@ def _build_store(backend: str, url: str, ttl: int) -> WorkingStateStore:
 
 def get_store() -> WorkingStateStore:
     """The store selected by settings (re-read each call so tests can override settings)."""
-    return _build_store(
-        settings.WORKING_STATE_BACKEND, settings.REDIS_URL, settings.WORKING_STATE_TTL_SECONDS
-    )
+    return _build_store(settings.WORKING_STATE_BACKEND, settings.REDIS_URL, settings.WORKING_STATE_TTL_SECONDS)

@@ -1,4 +1,5 @@
 """House rules of DESIGN.md that code review alone would let slip."""
+
 from pathlib import Path
 
 from importlinter.cli import lint_imports

@@ -1,4 +1,5 @@
 """What the commands tell a person who asks them for help (issue 15, item 12)."""
+
 import subprocess
 import sys
 from io import StringIO
@@ -41,7 +42,9 @@ def test_quickstart_says_how_to_change_an_unchanged_password(monkeypatch):
 
 
 def test_benchmarks_help_lists_the_suites_and_the_default():
-    text = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     from benchmarks.__main__ import SUITES
 
     assert all(suite in text for suite in (*SUITES, "all", "summary"))

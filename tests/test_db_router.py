@@ -5,6 +5,7 @@ it proves where each query goes, not replication (tests/multinode does that agai
 lagging streaming replica). Tests commit, because a second connection never sees a test's
 rolled-back transaction.
 """
+
 import copy
 import json
 import os
@@ -232,12 +233,15 @@ def _settings_of(**env: str) -> subprocess.CompletedProcess:
         "import json, agentstate.settings as s; print(json.dumps({'replicas': s.DATABASE_REPLICAS, "
         "'databases': s.DATABASES}, default=str))"
     )
-    return subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_replica_urls_become_aliases_mirrored_in_tests_and_pooling_turns_server_side_cursors_off():
     result = _settings_of(
-        DATABASE_URL="postgres://app@primary:6432/agentstate", DATABASE_TRANSACTION_POOLING="true",
+        DATABASE_URL="postgres://app@primary:6432/agentstate",
+        DATABASE_TRANSACTION_POOLING="true",
         DATABASE_REPLICA_URLS="postgres://app@replica-a:5432/agentstate, postgres://app@replica-b:5432/agentstate",
     )
     assert result.returncode == 0, result.stderr

@@ -1,6 +1,7 @@
 """The wheel carries every package of the service: pyproject.toml lists them (it must, to map the
 top-level templates/ folder into the wheel), so a new package left off the list would be missing
 from an installed service while every test in the checkout passes."""
+
 import tomllib
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """The serve command of the README: migrated, cache table made, admin login printed or from env."""
+
 from io import StringIO
 
 import pytest

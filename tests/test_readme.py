@@ -1,4 +1,5 @@
 """The README's promises that a new user relies on."""
+
 import re
 from pathlib import Path
 

@@ -1,5 +1,6 @@
 """Settings come from the environment; with nothing set the service runs on a SQLite file in the
 checkout whose connections queue writers (IMMEDIATE), use WAL and overwrite deleted rows."""
+
 import json
 import os
 import sqlite3
@@ -42,14 +43,17 @@ def test_with_no_environment_the_database_is_a_sqlite_file_in_the_checkout(defau
     assert database["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
     assert default_settings["debug"] is True
     assert (default_settings["cache"], default_settings["working_state"]) == (
-        "django.core.cache.backends.db.DatabaseCache", "database",
+        "django.core.cache.backends.db.DatabaseCache",
+        "database",
     )
 
 
 @pytest.fixture
 def scratch_connection(default_settings, tmp_path, django_db_blocker):
     """A real Django connection with the default settings' options, on a scratch file."""
-    probe = ConnectionHandler({"default": {**default_settings["database"], "NAME": str(tmp_path / "probe.sqlite3")}})["default"]
+    probe = ConnectionHandler({"default": {**default_settings["database"], "NAME": str(tmp_path / "probe.sqlite3")}})[
+        "default"
+    ]
     with django_db_blocker.unblock():
         yield probe
         probe.close()
@@ -75,7 +79,9 @@ def test_default_sqlite_transactions_take_the_write_lock_up_front(scratch_connec
     scratch_connection.ensure_connection()
     other = sqlite3.connect(scratch_connection.settings_dict["NAME"], timeout=0, isolation_level=None)
     try:
-        scratch_connection.set_autocommit(False, force_begin_transaction_with_broken_autocommit=True)  # as atomic() does
+        scratch_connection.set_autocommit(
+            False, force_begin_transaction_with_broken_autocommit=True
+        )  # as atomic() does
         with pytest.raises(sqlite3.OperationalError, match="locked"):
             other.execute("BEGIN IMMEDIATE")
         scratch_connection.rollback()
@@ -107,11 +113,15 @@ def test_environment_variables_select_postgresql_redis_and_the_django_settings()
     database = configured["database"]
     assert database["ENGINE"] == "django.db.backends.postgresql"
     assert (database["NAME"], database["HOST"], database["PORT"], database["USER"]) == (
-        "agentstate", "db.internal", 5433, "agent",
+        "agentstate",
+        "db.internal",
+        5433,
+        "agent",
     )
     assert "transaction_mode" not in database.get("OPTIONS", {})
     assert (configured["cache"], configured["working_state"]) == (
-        "django.core.cache.backends.redis.RedisCache", "redis",
+        "django.core.cache.backends.redis.RedisCache",
+        "redis",
     )
     assert configured["debug"] is False
     assert configured["allowed_hosts"] == ["a.example", "b.example"]
@@ -140,5 +150,7 @@ def test_each_path_the_settings_name_imports_first_in_a_fresh_process(dotted_pat
         "try:\n    import_module(path)\nexcept ImportError:\n    import_string(path)\n"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agentstate.settings"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr[-2000:]

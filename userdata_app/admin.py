@@ -8,6 +8,7 @@ Django's delete_selected), acting only on the posted confirmation, and needs the
 A subject's user id is taken exactly as typed (never stripped) and shown with its invisible
 characters spelled out: "alice" and "alice\u00a0" are two people.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,10 @@ class UserDatumAdmin(ReadOnlyAdmin):
     list_select_related = ("tenant",)
     list_filter = ("tenant", UserIdFilter)
     search_fields = ("user_id__exact", "key__exact")  # exact, case-sensitive: served by their indexes
-    search_help_text = ("Exact user id or key: case, spaces and invisible characters count. "
-                        "To find one user's key, search the key and filter by user id.")
+    search_help_text = (
+        "Exact user id or key: case, spaces and invisible characters count. "
+        "To find one user's key, search the key and filter by user id."
+    )
     ordering = ("-id",)
     fields = ("tenant", "user_id_shown", "key", "value_json", "created_at", "updated_at")
     readonly_fields = ("user_id_shown", "value_json")
@@ -71,7 +74,11 @@ class AdkUserStateAdmin(ReadOnlyAdmin):
 
     @admin.display(description="state")
     def state_json(self, obj: AdkUserState):
-        return format_html('<pre class="json">{}</pre>', json.dumps(json.loads(obj.state), indent=2, ensure_ascii=False))
+        return format_html(
+            '<pre class="json">{}</pre>', json.dumps(json.loads(obj.state), indent=2, ensure_ascii=False)
+        )
+
+
 USER_CHANGELISTS.append(("user data", "admin:userdata_app_userdatum_changelist"))  # linked from a session's user id
 
 
@@ -106,7 +113,8 @@ class IdentifierField(forms.CharField):
 
 class ErasureSubjectForm(forms.ModelForm):
     user_id = IdentifierField(
-        field="user_id", label="User id",
+        field="user_id",
+        label="User id",
         help_text="Exactly as the API stored it: spaces, no-break spaces and case count.",
     )
 
@@ -180,7 +188,9 @@ class OpenFilter(admin.SimpleListFilter):
 
 def count_rows(counts: dict[str, int]):
     """Table rows "category | rows" for a preview or a receipt."""
-    return format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", ((erasure.CATEGORY_LABELS.get(c, c), n) for c, n in counts.items()))
+    return format_html_join(
+        "", "<tr><td>{}</td><td>{}</td></tr>", ((erasure.CATEGORY_LABELS.get(c, c), n) for c, n in counts.items())
+    )
 
 
 def status_label(status: str) -> str:
@@ -198,7 +208,9 @@ class ExtendForm(forms.Form):
 
 
 class HoldForm(forms.Form):
-    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), help_text="The legal hold (recorded). No personal data.")
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), help_text="The legal hold (recorded). No personal data."
+    )
 
 
 class ReleaseForm(forms.Form):
@@ -206,9 +218,13 @@ class ReleaseForm(forms.Form):
 
 
 class RejectForm(forms.Form):
-    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), help_text="Why the request is refused (recorded).")
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), help_text="Why the request is refused (recorded)."
+    )
     subject_informed_on = forms.DateField(
-        label="Person told on", widget=forms.DateInput(attrs={"type": "date"}), help_text="The date the person was told."
+        label="Person told on",
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="The date the person was told.",
     )
 
 
@@ -217,19 +233,45 @@ PERMISSION_LABELS = {codename: f"“{name}”" for codename, name in ErasureRequ
 
 # step -> (button label, form, service call); which status allows which step is erasure.STEPS.
 LIFECYCLE_STEPS = {
-    "verify": ("Mark verified", None, lambda obj, data, actor: erasure.erasure_request_verify(request=obj, actor=actor)),
-    "extend": ("Extend deadline", ExtendForm,
-               lambda obj, data, actor: erasure.erasure_request_extend(request=obj, actor=actor, **data)),
-    "hold": ("Put on legal hold", HoldForm, lambda obj, data, actor: erasure.erasure_request_hold(request=obj, actor=actor, **data)),
-    "release": ("Release hold", ReleaseForm,
-                lambda obj, data, actor: erasure.erasure_request_release(request=obj, actor=actor, **data)),
-    "reject": ("Reject", RejectForm, lambda obj, data, actor: erasure.erasure_request_reject(request=obj, actor=actor, **data)),
+    "verify": (
+        "Mark verified",
+        None,
+        lambda obj, data, actor: erasure.erasure_request_verify(request=obj, actor=actor),
+    ),
+    "extend": (
+        "Extend deadline",
+        ExtendForm,
+        lambda obj, data, actor: erasure.erasure_request_extend(request=obj, actor=actor, **data),
+    ),
+    "hold": (
+        "Put on legal hold",
+        HoldForm,
+        lambda obj, data, actor: erasure.erasure_request_hold(request=obj, actor=actor, **data),
+    ),
+    "release": (
+        "Release hold",
+        ReleaseForm,
+        lambda obj, data, actor: erasure.erasure_request_release(request=obj, actor=actor, **data),
+    ),
+    "reject": (
+        "Reject",
+        RejectForm,
+        lambda obj, data, actor: erasure.erasure_request_reject(request=obj, actor=actor, **data),
+    ),
 }
 
 
 @admin.register(ErasureRequest)
 class ErasureRequestAdmin(admin.ModelAdmin):
-    list_display = ("request_label", "status_badge", "scope_short", "subject_count", "received_on", "due", "status_changed_at")
+    list_display = (
+        "request_label",
+        "status_badge",
+        "scope_short",
+        "subject_count",
+        "received_on",
+        "due",
+        "status_changed_at",
+    )
     list_display_links = ("request_label",)
     list_filter = (OpenFilter, "status", "scope")
     ordering = ("-id",)
@@ -268,46 +310,78 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     def due(self, obj: ErasureRequest):
         extended = " (extended)" if obj.is_extended else ""
         if obj.is_overdue:
-            return format_html('<span class="overdue-date">{}{}</span> <span class="status-badge status-overdue">overdue</span>', obj.due_on, extended)
+            return format_html(
+                '<span class="overdue-date">{}{}</span> <span class="status-badge status-overdue">overdue</span>',
+                obj.due_on,
+                extended,
+            )
         return f"{obj.due_on}{extended}"
 
     @admin.display(description="erased")
     def receipt_display(self, obj: ErasureRequest):
         receipt = obj.receipt
         hashes = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            "",
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
             ((s["tenant"], s["key_id"], s["hmac_sha256"]) for s in receipt.subjects),
         )
         return format_html(
             '<p class="receipt-tools"><a class="button" href="{}" download>Download receipt (JSON)</a> '
             '<button type="button" class="button" onclick="window.print()">Print receipt</button></p>'
-            '<p>Executed {} by <strong>{}</strong>, scope <strong>{}</strong>.</p>'
+            "<p>Executed {} by <strong>{}</strong>, scope <strong>{}</strong>.</p>"
             '<div class="erasure-receipt"><table class="erasure-counts"><thead><tr><th>erased</th><th>rows</th></tr></thead><tbody>{}</tbody></table>'
             '<table class="erasure-hashes"><caption>Subject hashes (HMAC-SHA256 of ["tenant","user id"]; no user id is kept)</caption>'
             "<thead><tr><th>tenant</th><th>key id</th><th>hmac_sha256</th></tr></thead><tbody>{}</tbody></table></div>",
             reverse("admin:userdata_app_erasurerequest_receipt", args=[obj.pk]),
-            receipt.executed_at.strftime("%Y-%m-%d %H:%M:%S UTC"), receipt.executed_by_name, receipt.get_scope_display(),
-            count_rows(receipt.counts), hashes,
+            receipt.executed_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+            receipt.executed_by_name,
+            receipt.get_scope_display(),
+            count_rows(receipt.counts),
+            hashes,
         )
 
     @admin.display(description="history")
     def events_display(self, obj: ErasureRequest):
         rows = format_html_join(
-            "", "<tr><td class='nowrap'>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((e.at.strftime("%Y-%m-%d %H:%M:%S"), e.actor_name, f"{status_label(e.from_status)} → {status_label(e.to_status)}", e.note)
-             for e in obj.events.order_by("at", "id")),
+            "",
+            "<tr><td class='nowrap'>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    e.at.strftime("%Y-%m-%d %H:%M:%S"),
+                    e.actor_name,
+                    f"{status_label(e.from_status)} → {status_label(e.to_status)}",
+                    e.note,
+                )
+                for e in obj.events.order_by("at", "id")
+            ),
         )
-        return format_html('<table class="agentstate-table"><thead><tr><th>when</th><th>who</th><th>step</th><th>note</th></tr></thead><tbody>{}</tbody></table>', rows)
+        return format_html(
+            '<table class="agentstate-table"><thead><tr><th>when</th><th>who</th><th>step</th><th>note</th></tr></thead><tbody>{}</tbody></table>',
+            rows,
+        )
 
     @admin.display(description="rows that would be erased now")
     def preview_display(self, obj: ErasureRequest):
-        return format_html('<table class="erasure-counts"><tbody>{}</tbody></table>', count_rows(erasure.erasure_preview(request=obj)))
+        return format_html(
+            '<table class="erasure-counts"><tbody>{}</tbody></table>', count_rows(erasure.erasure_preview(request=obj))
+        )
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:
             return ((None, {"fields": ("scope", "received_at", "requested_by", "reason")}),)
         status_fields = ["status_badge", "due", "status_changed_at"]
-        status_fields += [name for name in ("extension_reason", "hold_reason", "rejection_reason", "subject_informed_on", "failure", "storage_pending") if getattr(obj, name)]
+        status_fields += [
+            name
+            for name in (
+                "extension_reason",
+                "hold_reason",
+                "rejection_reason",
+                "subject_informed_on",
+                "failure",
+                "storage_pending",
+            )
+            if getattr(obj, name)
+        ]
         fieldsets = [
             ("Status", {"fields": status_fields}),
             ("Request", {"fields": ("scope", "received_at", "requested_by", "reason")}),
@@ -320,8 +394,20 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         return fieldsets
 
     def get_readonly_fields(self, request, obj=None):
-        displays = ("status_badge", "due", "status_changed_at", "extension_reason", "hold_reason", "rejection_reason",
-                    "subject_informed_on", "failure", "storage_pending", "receipt_display", "events_display", "preview_display")
+        displays = (
+            "status_badge",
+            "due",
+            "status_changed_at",
+            "extension_reason",
+            "hold_reason",
+            "rejection_reason",
+            "subject_informed_on",
+            "failure",
+            "storage_pending",
+            "receipt_display",
+            "events_display",
+            "preview_display",
+        )
         if obj is None:
             return displays
         if obj.status != Status.RECEIVED:
@@ -353,7 +439,9 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             for pk in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME):
                 self.opts.pk.run_validators(self.opts.pk.to_python(pk))  # a number, in the column's range
         except ValidationError:
-            self.message_user(request, "The selection holds a key that is not an erasure request: nothing done.", messages.ERROR)
+            self.message_user(
+                request, "The selection holds a key that is not an erasure request: nothing done.", messages.ERROR
+            )
             return None
         return super().response_action(request, queryset)
 
@@ -367,10 +455,26 @@ class ErasureRequestAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         return [
-            path("<path:object_id>/lifecycle/<slug:step>/", self.admin_site.admin_view(self.lifecycle_view), name="userdata_app_erasurerequest_lifecycle"),
-            path("<path:object_id>/execute/", self.admin_site.admin_view(self.execute_view), name="userdata_app_erasurerequest_execute"),
-            path("<path:object_id>/export/", self.admin_site.admin_view(self.export_view), name="userdata_app_erasurerequest_export"),
-            path("<path:object_id>/receipt/", self.admin_site.admin_view(self.receipt_view), name="userdata_app_erasurerequest_receipt"),
+            path(
+                "<path:object_id>/lifecycle/<slug:step>/",
+                self.admin_site.admin_view(self.lifecycle_view),
+                name="userdata_app_erasurerequest_lifecycle",
+            ),
+            path(
+                "<path:object_id>/execute/",
+                self.admin_site.admin_view(self.execute_view),
+                name="userdata_app_erasurerequest_execute",
+            ),
+            path(
+                "<path:object_id>/export/",
+                self.admin_site.admin_view(self.export_view),
+                name="userdata_app_erasurerequest_export",
+            ),
+            path(
+                "<path:object_id>/receipt/",
+                self.admin_site.admin_view(self.receipt_view),
+                name="userdata_app_erasurerequest_receipt",
+            ),
             *super().get_urls(),
         ]
 
@@ -396,7 +500,11 @@ class ErasureRequestAdmin(admin.ModelAdmin):
                 missing_permissions=[
                     (what, PERMISSION_LABELS[codename])
                     for what, codename, shown in (
-                        (", ".join(label.lower() for _, label in steps), "review_erasure", bool(steps) and not may_review),
+                        (
+                            ", ".join(label.lower() for _, label in steps),
+                            "review_erasure",
+                            bool(steps) and not may_review,
+                        ),
                         ("execute erasure", "execute_erasure", executable and not may_execute),
                         ("export subject data", "export_subject_data", exportable and not may_export),
                     )
@@ -427,7 +535,9 @@ class ErasureRequestAdmin(admin.ModelAdmin):
                 self.message_user(request, exc.message, messages.ERROR)
             else:
                 self.log_change(request, obj, f"{label} ({obj.get_status_display()})")
-                self.message_user(request, f"{obj}: {label.lower()} — now {obj.get_status_display().lower()}.", messages.SUCCESS)
+                self.message_user(
+                    request, f"{obj}: {label.lower()} — now {obj.get_status_display().lower()}.", messages.SUCCESS
+                )
                 return HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
         context = {
             **self.admin_site.each_context(request),
@@ -449,7 +559,9 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         executable = [obj for obj in selected if erasure.step_allowed(obj, "execute")]
         skipped = [obj for obj in selected if obj not in executable]
         if not executable:
-            self.message_user(request, "None of the selected requests is verified: nothing to execute.", messages.WARNING)
+            self.message_user(
+                request, "None of the selected requests is verified: nothing to execute.", messages.WARNING
+            )
             return None
         if request.POST.get("post") == "yes":
             receipts = []
@@ -461,16 +573,23 @@ class ErasureRequestAdmin(admin.ModelAdmin):
                 else:
                     self.log_change(request, obj, "Executed erasure; receipt kept")
             for receipt in receipts:
-                self.message_user(request, f"{receipt.request}: erased ({erasure.counts_text(receipt.counts)}). The receipt is below.",
-                                  messages.SUCCESS)
+                self.message_user(
+                    request,
+                    f"{receipt.request}: erased ({erasure.counts_text(receipt.counts)}). The receipt is below.",
+                    messages.SUCCESS,
+                )
             if len(executable) == 1:
-                return HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[executable[0].pk]))
+                return HttpResponseRedirect(
+                    reverse("admin:userdata_app_erasurerequest_change", args=[executable[0].pk])
+                )
             return None
         previews = [
             {
                 "request": obj,
-                "subjects": [(s.tenant.slug, identifier_html(s.user_id))
-                             for s in obj.subjects.select_related("tenant").exclude(user_id="").order_by("id")],
+                "subjects": [
+                    (s.tenant.slug, identifier_html(s.user_id))
+                    for s in obj.subjects.select_related("tenant").exclude(user_id="").order_by("id")
+                ],
                 "counts": (counts := erasure.erasure_preview(request=obj)),
                 "count_rows": count_rows(counts),
                 "kept": obj.scope == ErasureRequest.Scope.USER_DATA,
@@ -506,16 +625,25 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             raise PermissionDenied
         if obj.status != Status.EXECUTED:
             raise Http404("This request has no receipt: it was not executed.")
-        return json_attachment(erasure.receipt_document(receipt=obj.receipt), filename=f"erasure-receipt-request-{obj.pk}.json")
+        return json_attachment(
+            erasure.receipt_document(receipt=obj.receipt), filename=f"erasure-receipt-request-{obj.pk}.json"
+        )
 
     # --- Subject access export ----------------------------------------------------------------
 
     @admin.action(permissions=["export_subject_data"], description="Export everything held about the subjects (JSON)")
     def export_subject_data(self, request, queryset):
-        subjects = ErasureSubject.objects.filter(request__in=queryset).exclude(user_id="").select_related("tenant").order_by("id")
+        subjects = (
+            ErasureSubject.objects.filter(request__in=queryset)
+            .exclude(user_id="")
+            .select_related("tenant")
+            .order_by("id")
+        )
         pairs = list(dict.fromkeys((s.tenant, s.user_id) for s in subjects))
         if not pairs:
-            self.message_user(request, "No subject ids left to export (executed requests keep only hashes).", messages.WARNING)
+            self.message_user(
+                request, "No subject ids left to export (executed requests keep only hashes).", messages.WARNING
+            )
             return None
         ids = "-".join(str(pk) for pk in sorted(queryset.values_list("pk", flat=True)))
         return json_attachment(subject_export(subjects=pairs), filename=f"subject-export-request-{ids}.json")
@@ -533,4 +661,3 @@ def json_attachment(document: dict, *, filename: str) -> HttpResponse:
     response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
-

@@ -3,6 +3,7 @@
 No foreign key points into sessions_app: deleting a session never touches user data, and
 erasing a person's data never cascades into process state by accident.
 """
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -63,7 +64,9 @@ class ErasureRequest(models.Model):
     scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.USER_DATA)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED, editable=False)
     requested_by = models.CharField(
-        max_length=200, blank=True, help_text="How the request reached you (e.g. a ticket number). Not the subject's name or e-mail."
+        max_length=200,
+        blank=True,
+        help_text="How the request reached you (e.g. a ticket number). Not the subject's name or e-mail.",
     )
     reason = models.TextField(blank=True, help_text="Notes on the request. Do not enter personal data.")
     received_at = models.DateTimeField(default=timezone.now)
@@ -71,10 +74,13 @@ class ErasureRequest(models.Model):
     extension_reason = models.TextField(blank=True, editable=False)
     hold_reason = models.TextField(blank=True, editable=False)
     rejection_reason = models.TextField(blank=True, editable=False)
-    subject_informed_on = models.DateField(null=True, blank=True, editable=False, help_text="When the person was told of the rejection.")
+    subject_informed_on = models.DateField(
+        null=True, blank=True, editable=False, help_text="When the person was told of the rejection."
+    )
     failure = models.TextField(blank=True, editable=False, help_text="Why the last execution was rolled back.")
     storage_pending = models.TextField(
-        blank=True, editable=False,
+        blank=True,
+        editable=False,
         help_text="Copies of erased rows the database still held after the erasure committed (e.g. SQLite's WAL "
         "file while a reader had it open); `manage.py erasure_storage_cleanup` retries. Empty when none.",
     )
@@ -140,7 +146,9 @@ class ErasureEvent(models.Model):
     from_status = models.CharField(max_length=16, blank=True)
     to_status = models.CharField(max_length=16)
     note = models.TextField(blank=True)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     actor_name = models.CharField(max_length=150, blank=True, help_text="Kept when the staff account is deleted.")
     at = models.DateTimeField(default=timezone.now)
 
@@ -159,7 +167,9 @@ class ErasureReceipt(models.Model):
     counts = models.JSONField(default=dict)
     subjects = models.JSONField(default=list, help_text='[{"tenant": slug, "hmac_sha256": hex, "key_id": id}]')
     executed_at = models.DateTimeField(default=timezone.now)
-    executed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    executed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     executed_by_name = models.CharField(max_length=150, blank=True)
 
     def __str__(self) -> str:

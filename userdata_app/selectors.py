@@ -1,4 +1,5 @@
 """Reads of user-attributed data, always within one tenant."""
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -1,4 +1,5 @@
 """Writes to user-attributed data."""
+
 from __future__ import annotations
 
 from datetime import datetime

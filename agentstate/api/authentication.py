@@ -5,6 +5,7 @@ agents may send either, so this class reads both and resolves the key (cached pe
 agentstate.tenancy.selectors) to its tenant and scope. ``request.auth`` is the APIKey,
 ``request.user`` stays anonymous; staff log in with Django sessions instead.
 """
+
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser
@@ -52,7 +53,11 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema):
         return [
-            {"type": "apiKey", "in": "header", "name": "Authorization",
-             "description": "`Api-Key <key>`, as printed by `manage.py create_api_key`."},
+            {
+                "type": "apiKey",
+                "in": "header",
+                "name": "Authorization",
+                "description": "`Api-Key <key>`, as printed by `manage.py create_api_key`.",
+            },
             {"type": "apiKey", "in": "header", "name": "X-Api-Key", "description": "The key alone."},
         ]

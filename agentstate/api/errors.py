@@ -6,6 +6,7 @@ on 429); domain errors carry their own status and code (agentstate.exceptions). 
 handlers (``handler404`` ...) answer the same shape for API requests no DRF view saw
 (agentstate.site.errors calls them for paths under /api/).
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@ A write carrying ``If-Match`` passes the version it names to the service as
 ``expected_version``; the service's compare-and-set turns a stale one into a 412. Django's
 ConditionalGetMiddleware is not used: its weak ETags never satisfy If-Match.
 """
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """Cursor pagination for every list: a stable, unique ordering served by an index, no COUNT, and
 the same cost on page 1 and page 1,000. ``page_size`` (default 100) is capped at 500."""
+
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -29,9 +30,7 @@ class CursorPagination(pagination.CursorPagination):
         except ValueError:
             size = 0
         if not 1 <= size <= self.max_page_size:
-            raise ValidationError(
-                {self.page_size_query_param: [f"must be an integer from 1 to {self.max_page_size}."]}
-            )
+            raise ValidationError({self.page_size_query_param: [f"must be an integer from 1 to {self.max_page_size}."]})
         return size
 
     def get_schema_operation_parameters(self, view):
@@ -40,7 +39,10 @@ class CursorPagination(pagination.CursorPagination):
         for parameter in parameters:
             if parameter["name"] == self.page_size_query_param:
                 parameter["schema"] = {
-                    "type": "integer", "minimum": 1, "maximum": self.max_page_size, "default": self.page_size,
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": self.max_page_size,
+                    "default": self.page_size,
                 }
         return parameters
 

@@ -1,5 +1,6 @@
 """The JSON parser, with the body limit DRF does not apply when it streams a JSON body, and the
 nesting limit the standard parser lacks."""
+
 from __future__ import annotations
 
 import io

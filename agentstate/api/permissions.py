@@ -1,6 +1,7 @@
 """Who may call the API: any valid API key of a tenant (agent or compliance scope), or a staff
 login allowed to act as a tenant; compliance endpoints need a compliance key, or the permission the
 admin requires for the same act."""
+
 from __future__ import annotations
 
 from rest_framework import permissions

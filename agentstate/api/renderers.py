@@ -6,6 +6,7 @@ writes (floats may spell an exponent differently): compact, UTF-8, U+2028/U+2029
 encoder. Anything orjson refuses (integers past 64 bits, nesting past its limit) and indented
 output go through DRF's renderer unchanged.
 """
+
 from __future__ import annotations
 
 import orjson

@@ -1,5 +1,6 @@
 """OpenAPI schema (drf-spectacular): every operation lists the error responses it can give, all
 in the one error shape, besides the ones its view declares (409, 412)."""
+
 from __future__ import annotations
 
 from drf_spectacular import openapi

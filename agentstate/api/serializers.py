@@ -1,4 +1,5 @@
 """Serializer plumbing shared by the apps' APIs."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

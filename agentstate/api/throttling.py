@@ -1,4 +1,5 @@
 """Rate limit per API key (or staff user), not per client address: agents share NATs."""
+
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 

@@ -1,4 +1,5 @@
 """The base of every tenant endpoint."""
+
 from __future__ import annotations
 
 from rest_framework import exceptions, serializers

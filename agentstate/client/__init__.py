@@ -3,6 +3,7 @@ AgentScope drop-in adapters ``RemoteStateService`` and ``RemoteSessionHistorySer
 
 Needs only httpx and pydantic: it imports nothing from Django or the server's apps.
 """
+
 from agentstate.client.agentscope import RemoteSessionHistoryService, RemoteStateService
 from agentstate.client.clients import AgentStateClient, AsyncAgentStateClient
 from agentstate.client.errors import (

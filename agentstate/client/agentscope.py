@@ -4,6 +4,7 @@ Same method names, arguments and return types as the in-memory services in the s
 as ``Cls(base_url, api_key)``. Where the server is stricter than a dict, the adapters keep the
 seed's observable behaviour without destroying data; docs/CLIENT.md lists each difference.
 """
+
 from __future__ import annotations
 
 import logging
@@ -20,8 +21,16 @@ logger = logging.getLogger("agentstate.client")
 
 DEFAULT_SESSION_ID = "default"
 # AgentScope Message fields the server stores, under the server's name when it differs.
-_STORED_FIELDS = {"id": "client_id", "type": "type", "status": "status", "role": "role", "name": "name",
-                  "content": "content", "metadata": "metadata", "usage": "usage"}
+_STORED_FIELDS = {
+    "id": "client_id",
+    "type": "type",
+    "status": "status",
+    "role": "role",
+    "name": "name",
+    "content": "content",
+    "metadata": "metadata",
+    "usage": "usage",
+}
 
 
 class Message(BaseModel):

@@ -3,6 +3,7 @@
 The sync and async clients share everything here; each only moves the bytes and sleeps between
 attempts, so both behave the same by construction.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -122,8 +123,13 @@ class Call(Generic[T]):
     @property
     def request(self) -> dict[str, Any]:
         """Keyword arguments for ``httpx.Client.request`` / ``httpx.AsyncClient.request``."""
-        return {"method": self.method, "url": self.url, "params": self.params, "json": self.json,
-                "headers": self.headers}
+        return {
+            "method": self.method,
+            "url": self.url,
+            "params": self.params,
+            "json": self.json,
+            "headers": self.headers,
+        }
 
     def with_cursor(self, cursor: str) -> Call[T]:
         return dataclasses.replace(self, params={**(self.params or {}), "cursor": cursor})

@@ -3,6 +3,7 @@
 They only move bytes and sleep between retries; the endpoints, retry rules and error mapping are
 shared (``endpoints``, ``calls``, ``errors``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,8 +35,15 @@ class AgentStateClient(Endpoints):
     repeat, failed in any transport way) is tried, after 0.2 s, 0.4 s, ...; ``timeout`` is in seconds.
     """
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float = 10.0, retries: int = 2,
-                 transport: httpx.BaseTransport | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 10.0,
+        retries: int = 2,
+        transport: httpx.BaseTransport | None = None,
+    ):
         self.retries = retries
         self._http = httpx.Client(transport=transport, **_http_options(base_url, api_key, timeout))
 
@@ -67,8 +75,15 @@ class AsyncAgentStateClient(Endpoints):
     Use as an async context manager, or await ``aclose()``.
     """
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float = 10.0, retries: int = 2,
-                 transport: httpx.AsyncBaseTransport | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 10.0,
+        retries: int = 2,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ):
         self.retries = retries
         self._http = httpx.AsyncClient(transport=transport, **_http_options(base_url, api_key, timeout))
 

@@ -5,6 +5,7 @@ returns the result, ``AsyncAgentStateClient`` returns an awaitable of the same r
 methods return one ``Page``; the matching ``*_iter`` methods follow ``next`` to the end.
 Identifiers come first and positionally; everything else is keyword-only.
 """
+
 from __future__ import annotations
 
 import abc
@@ -29,10 +30,18 @@ from agentstate.client.models import (
     UserDatum,
 )
 
-SESSION_FILTERS = frozenset({
-    "user_id", "agent_id", "workspace_id", "ended",
-    "created_after", "created_before", "updated_after", "updated_before",
-})
+SESSION_FILTERS = frozenset(
+    {
+        "user_id",
+        "agent_id",
+        "workspace_id",
+        "ended",
+        "created_after",
+        "created_before",
+        "updated_after",
+        "updated_before",
+    }
+)
 
 
 def _session_list(filters: dict[str, Any], page_size: int | None, cursor: str | None) -> Call[Page[SessionRecord]]:
@@ -93,8 +102,9 @@ class Endpoints(abc.ABC):
         metadata: dict[str, Any] | None = None,
     ) -> SessionRecord:
         """Create a session (blank ``session_id``: the server picks a UUID); an existing id raises Conflict."""
-        payload = _given(user_id=user_id, session_id=session_id, agent_id=agent_id, workspace_id=workspace_id,
-                         metadata=metadata)
+        payload = _given(
+            user_id=user_id, session_id=session_id, agent_id=agent_id, workspace_id=workspace_id, metadata=metadata
+        )
         return self._call(Call("POST", f"{API}/sessions/", as_model(SessionRecord), json=payload))
 
     def session_get(self, user_id: str, session_id: str) -> SessionRecord:
@@ -113,19 +123,34 @@ class Endpoints(abc.ABC):
         """Change the given fields (None leaves one as it is); a stale ``expected_version`` raises
         PreconditionFailed."""
         payload = _given(agent_id=agent_id, workspace_id=workspace_id, metadata=metadata)
-        return self._call(Call("PATCH", session_url(user_id, session_id), as_model(SessionRecord), json=payload,
-                               headers=if_match(expected_version)))
+        return self._call(
+            Call(
+                "PATCH",
+                session_url(user_id, session_id),
+                as_model(SessionRecord),
+                json=payload,
+                headers=if_match(expected_version),
+            )
+        )
 
     def session_end(self, user_id: str, session_id: str, *, expected_version: int | None = None) -> SessionRecord:
         """Mark the session ended: it stays readable, refuses new writes, and its working state is gone.
         A stale ``expected_version`` of a live session raises PreconditionFailed."""
-        return self._call(Call("POST", session_url(user_id, session_id, "end"), as_model(SessionRecord),
-                               headers=if_match(expected_version)))
+        return self._call(
+            Call(
+                "POST",
+                session_url(user_id, session_id, "end"),
+                as_model(SessionRecord),
+                headers=if_match(expected_version),
+            )
+        )
 
     def session_delete(self, user_id: str, session_id: str, *, expected_version: int | None = None) -> None:
         """Delete the session with its messages, rounds, checkpoints, transitions and working state;
         a stale ``expected_version`` raises PreconditionFailed and deletes nothing."""
-        return self._call(Call("DELETE", session_url(user_id, session_id), as_nothing, headers=if_match(expected_version)))
+        return self._call(
+            Call("DELETE", session_url(user_id, session_id), as_nothing, headers=if_match(expected_version))
+        )
 
     def session_restore(self, user_id: str, session_id: str) -> SessionRestore:
         return self._call(Call("GET", session_url(user_id, session_id, "restore"), as_model(SessionRestore)))
@@ -151,8 +176,15 @@ class Endpoints(abc.ABC):
         stored ones instead of storing twice), so it is retried on connection errors like a GET."""
         items = [dict(messages)] if isinstance(messages, Mapping) else [dict(m) for m in messages]
         retry_safe = bool(items) and all(item.get("client_id") for item in items)
-        return self._call(Call("POST", session_url(user_id, session_id, "messages"), _appended,
-                               json={"messages": items}, idempotent=retry_safe))
+        return self._call(
+            Call(
+                "POST",
+                session_url(user_id, session_id, "messages"),
+                _appended,
+                json={"messages": items},
+                idempotent=retry_safe,
+            )
+        )
 
     def message_list(
         self,
@@ -169,7 +201,12 @@ class Endpoints(abc.ABC):
         return self._call(_messages(user_id, session_id, params))
 
     def message_iter(
-        self, user_id: str, session_id: str, *, after_seq: int | None = None, role: str | None = None,
+        self,
+        user_id: str,
+        session_id: str,
+        *,
+        after_seq: int | None = None,
+        role: str | None = None,
         page_size: int | None = None,
     ) -> Iterator[MessageRecord]:
         params = query(after_seq=after_seq, role=role, page_size=page_size)
@@ -179,8 +216,11 @@ class Endpoints(abc.ABC):
         self, user_id: str, session_id: str, count: int, *, role: str | None = None
     ) -> list[MessageRecord]:
         """The last ``count`` messages (of ``role``, if given), in ``seq`` order."""
-        return self._call(Call("GET", session_url(user_id, session_id, "messages"), _recent_page,
-                               params=query(recent=count, role=role)))
+        return self._call(
+            Call(
+                "GET", session_url(user_id, session_id, "messages"), _recent_page, params=query(recent=count, role=role)
+            )
+        )
 
     def message_pop(
         self, user_id: str, session_id: str, *, idempotency_key: str | None = None, expected_last_seq: int | None = None
@@ -191,8 +231,9 @@ class Endpoints(abc.ABC):
         connection errors: the server answers a retry with the first answer and pops nothing twice.
         ``expected_last_seq``: the newest seq you saw; if it is no longer the newest, PreconditionFailed."""
         payload = _given(idempotency_key=idempotency_key or str(uuid.uuid4()), expected_last_seq=expected_last_seq)
-        return self._call(Call("POST", session_url(user_id, session_id, "messages", "pop"), _popped, json=payload,
-                               idempotent=True))
+        return self._call(
+            Call("POST", session_url(user_id, session_id, "messages", "pop"), _popped, json=payload, idempotent=True)
+        )
 
     def message_rewind(
         self,
@@ -206,13 +247,20 @@ class Endpoints(abc.ABC):
         """Remove every message after ``after_seq`` (and, with ``after_round``, every round after it).
         Give ``expected_last_seq`` so a rewind never removes an append you did not see."""
         payload = _given(after_seq=after_seq, after_round=after_round, expected_last_seq=expected_last_seq)
-        return self._call(Call("POST", session_url(user_id, session_id, "messages", "rewind"), as_model(HistoryEdit),
-                               json=payload))
+        return self._call(
+            Call("POST", session_url(user_id, session_id, "messages", "rewind"), as_model(HistoryEdit), json=payload)
+        )
 
     def message_clear(self, user_id: str, session_id: str, *, expected_last_seq: int | None = None) -> HistoryEdit:
         """Remove every message, keeping the session (its rounds, checkpoints and counters)."""
-        return self._call(Call("POST", session_url(user_id, session_id, "messages", "clear"), as_model(HistoryEdit),
-                               json=_given(expected_last_seq=expected_last_seq)))
+        return self._call(
+            Call(
+                "POST",
+                session_url(user_id, session_id, "messages", "clear"),
+                as_model(HistoryEdit),
+                json=_given(expected_last_seq=expected_last_seq),
+            )
+        )
 
     def session_fork(
         self,
@@ -229,8 +277,13 @@ class Endpoints(abc.ABC):
         all) into a new session of the same user (blank ``new_session_id``: a UUID) with the parent's
         agent, workspace and metadata (or ``metadata``); its ``forked_from`` names the parent. An
         existing ``new_session_id`` raises Conflict."""
-        payload = _given(new_session_id=new_session_id, up_to_seq=up_to_seq, up_to_round=up_to_round,
-                         expected_last_seq=expected_last_seq, metadata=metadata)
+        payload = _given(
+            new_session_id=new_session_id,
+            up_to_seq=up_to_seq,
+            up_to_round=up_to_round,
+            expected_last_seq=expected_last_seq,
+            metadata=metadata,
+        )
         return self._call(Call("POST", session_url(user_id, session_id, "fork"), as_model(SessionRecord), json=payload))
 
     # --- rounds ---------------------------------------------------------------------------------
@@ -246,8 +299,16 @@ class Endpoints(abc.ABC):
         """Save a state snapshot, creating the session if missing: as round ``max + 1`` (or 1), or
         overwriting ``round_id`` (then safe to retry, and ``expected_version`` guards it)."""
         payload = _given(state=state, round_id=round_id)
-        return self._call(Call("POST", session_url(user_id, session_id, "rounds"), as_model(Round), json=payload,
-                               headers=if_match(expected_version), idempotent=round_id is not None))
+        return self._call(
+            Call(
+                "POST",
+                session_url(user_id, session_id, "rounds"),
+                as_model(Round),
+                json=payload,
+                headers=if_match(expected_version),
+                idempotent=round_id is not None,
+            )
+        )
 
     def round_put(
         self,
@@ -259,8 +320,15 @@ class Endpoints(abc.ABC):
         expected_version: int | None = None,
     ) -> Round:
         """Write round ``round_id``; a stale ``expected_version`` raises PreconditionFailed."""
-        return self._call(Call("PUT", session_url(user_id, session_id, "rounds", _round(round_id)), as_model(Round),
-                               json={"state": state}, headers=if_match(expected_version)))
+        return self._call(
+            Call(
+                "PUT",
+                session_url(user_id, session_id, "rounds", _round(round_id)),
+                as_model(Round),
+                json={"state": state},
+                headers=if_match(expected_version),
+            )
+        )
 
     def round_get(self, user_id: str, session_id: str, round_id: int) -> Round:
         return self._call(Call("GET", session_url(user_id, session_id, "rounds", _round(round_id)), as_model(Round)))
@@ -299,8 +367,14 @@ class Endpoints(abc.ABC):
 
     def checkpoint_latest(self, user_id: str, session_id: str, label: str) -> Checkpoint:
         """The newest checkpoint with ``label``; NotFound when there is none."""
-        return self._call(Call("GET", session_url(user_id, session_id, "checkpoints", "latest"), as_model(Checkpoint),
-                               params=query(label=label)))
+        return self._call(
+            Call(
+                "GET",
+                session_url(user_id, session_id, "checkpoints", "latest"),
+                as_model(Checkpoint),
+                params=query(label=label),
+            )
+        )
 
     def checkpoint_list(
         self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None
@@ -340,8 +414,9 @@ class Endpoints(abc.ABC):
     ) -> Transition:
         """Record a hand-off to ``to_agent``."""
         payload = _given(to_agent=to_agent, from_agent=from_agent, reason=reason, metadata=metadata)
-        return self._call(Call("POST", session_url(user_id, session_id, "transitions"), as_model(Transition),
-                               json=payload))
+        return self._call(
+            Call("POST", session_url(user_id, session_id, "transitions"), as_model(Transition), json=payload)
+        )
 
     def transition_list(
         self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None

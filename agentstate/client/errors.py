@@ -4,6 +4,7 @@ The server answers every error as ``{"error": {"code", "message", "fields"}}``; 
 the status into an exception class and keeps the code, message and fields, so callers can catch
 what they can handle (``NotFound``, ``Conflict`` with ``.code``, ...) and let the rest rise.
 """
+
 from __future__ import annotations
 
 import email.utils

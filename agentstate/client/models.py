@@ -4,6 +4,7 @@ Models accept fields they do not know (``extra="allow"``) so an older client kee
 the server adds one. ``version`` is the number the server sends as ``ETag``; pass it back as
 ``expected_version`` to make a write fail (412) if someone else wrote in between.
 """
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -15,6 +15,7 @@ the empty string -> ``%``), so ordinary ids are stored as they are and erasure f
 the same user id. Importing this module registers the ``agentstate`` (HTTP) and ``agentstates``
 (HTTPS) URI schemes in ADK's service registry.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,9 +51,7 @@ def identifier_encode(value: str) -> str:
     """An ADK id as an agentstate identifier (reversible, the identity on ordinary ids)."""
     if value == "":
         return "%"
-    return "".join(
-        f"%{ord(ch):02X}" if ch in "%/" or unicodedata.category(ch) == "Cc" else ch for ch in value
-    )
+    return "".join(f"%{ord(ch):02X}" if ch in "%/" or unicodedata.category(ch) == "Cc" else ch for ch in value)
 
 
 def identifier_decode(value: str) -> str:
@@ -77,8 +76,16 @@ class AgentStateSessionService(BaseSessionService):
 
     list_page_size = 500  # sessions per request of list_sessions (the server's maximum)
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None, *, uri: str | None = None,
-                 timeout: float = 30.0, transport: httpx.AsyncBaseTransport | None = None, **_registry_kwargs: Any):
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        uri: str | None = None,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        **_registry_kwargs: Any,
+    ):
         if uri is not None:
             base_url = base_url_from_uri(uri)
         api_key = api_key or os.environ.get(API_KEY_ENV)
@@ -87,7 +94,9 @@ class AgentStateSessionService(BaseSessionService):
         if not api_key:
             raise ValueError(f"AgentStateSessionService needs an API key (api_key=..., or {API_KEY_ENV}).")
         self._options = {
-            "base_url": base_url, "timeout": timeout, "transport": transport,
+            "base_url": base_url,
+            "timeout": timeout,
+            "transport": transport,
             "headers": {"X-Api-Key": api_key, "Accept": "application/json", "User-Agent": USER_AGENT},
         }
         self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
@@ -137,8 +146,9 @@ class AgentStateSessionService(BaseSessionService):
 
     # --- BaseSessionService ---------------------------------------------------------------------
 
-    async def create_session(self, *, app_name: str, user_id: str, state: Optional[dict[str, Any]] = None,
-                             session_id: Optional[str] = None) -> Session:
+    async def create_session(
+        self, *, app_name: str, user_id: str, state: Optional[dict[str, Any]] = None, session_id: Optional[str] = None
+    ) -> Session:
         body: dict[str, Any] = {"state": _state_text(state or {})}
         if session_id is not None and session_id.strip():
             body["session_id"] = identifier_encode(session_id.strip())
@@ -150,8 +160,9 @@ class AgentStateSessionService(BaseSessionService):
             raise
         return _session(response.json(), events=[])
 
-    async def get_session(self, *, app_name: str, user_id: str, session_id: str,
-                          config: Optional[GetSessionConfig] = None) -> Optional[Session]:
+    async def get_session(
+        self, *, app_name: str, user_id: str, session_id: str, config: Optional[GetSessionConfig] = None
+    ) -> Optional[Session]:
         params: dict[str, Any] = {}
         if config is not None and config.num_recent_events is not None:
             params["num_recent_events"] = config.num_recent_events
@@ -248,8 +259,11 @@ def _state_text(state: dict[str, Any]) -> str:
 
 def _session(document: dict[str, Any], *, events: list[Event]) -> Session:
     session = Session(
-        id=identifier_decode(document["id"]), app_name=identifier_decode(document["app_name"]),
-        user_id=identifier_decode(document["user_id"]), state=document["state"], events=events,
+        id=identifier_decode(document["id"]),
+        app_name=identifier_decode(document["app_name"]),
+        user_id=identifier_decode(document["user_id"]),
+        state=document["state"],
+        events=events,
         last_update_time=document["last_update_time"],
     )
     session._storage_update_marker = f"{_MARKER_PREFIX}{document['version']}"

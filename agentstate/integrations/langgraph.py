@@ -14,6 +14,7 @@ Text the database cannot hold (NUL, lone surrogates) is mapped reversibly in eve
 metadata key and value: each such character, and the private-use character U+E000 used as the
 escape, becomes U+E000 followed by its code point in four hex digits (docs/CLIENT.md).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -193,13 +194,16 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
             "checkpoint_id": escape_text(checkpoint["id"]),
             "parent_checkpoint_id": None if parent_id is None else escape_text(parent_id),
             "checkpoint": {
-                "type": type_, "data": _b64(data),
+                "type": type_,
+                "data": _b64(data),
                 "rendered": rendered.get("channel_values") if isinstance(rendered, dict) else None,
             },
             "metadata": _escape_json(get_serializable_checkpoint_metadata(config, metadata)),
             "channel_versions": _escape_json(checkpoint["channel_versions"]),
         }
-        stored = {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}}
+        stored = {
+            "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}
+        }
         return Call("POST", f"{BASE}/checkpoints/", as_nothing, json=body, idempotent=True), stored
 
     def _writes_call(
@@ -238,7 +242,10 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         return Call("GET", f"{BASE}/checkpoint/", parse, params=params, answers=frozenset({404}))
 
     def _list_call(
-        self, config: RunnableConfig | None, filter: dict[str, Any] | None, before: RunnableConfig | None,
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
         limit: int | None,
     ) -> Call[dict[str, Any]]:
         params: dict[str, str] = {"page_size": str(min(limit, PAGE_SIZE) if limit else PAGE_SIZE)}
@@ -258,8 +265,13 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         checkpoint_ns = unescape_text(item["checkpoint_ns"])
 
         def config(checkpoint_id: str) -> RunnableConfig:
-            return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
-                                     "checkpoint_id": unescape_text(checkpoint_id)}}
+            return {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": unescape_text(checkpoint_id),
+                }
+            }
 
         def value(typed: dict[str, str]) -> Any:
             return self.serde.loads_typed((typed["type"], base64.b64decode(typed["data"])))
@@ -281,16 +293,27 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         return Call("POST", f"{BASE}/{path}/", as_json, json=body, idempotent=True)
 
     def _delete_thread_call(self, thread_id: str) -> Call[None]:
-        return Call("POST", f"{BASE}/threads/delete/", as_nothing,
-                    json={"thread_id": escape_text(str(thread_id))}, idempotent=True)
+        return Call(
+            "POST",
+            f"{BASE}/threads/delete/",
+            as_nothing,
+            json={"thread_id": escape_text(str(thread_id))},
+            idempotent=True,
+        )
 
     def _copy_call(self, source_thread_id: str, target_thread_id: str) -> Call[Any]:
-        return self._count_call("threads/copy", {"source_thread_id": escape_text(str(source_thread_id)),
-                                                 "target_thread_id": escape_text(str(target_thread_id))})
+        return self._count_call(
+            "threads/copy",
+            {
+                "source_thread_id": escape_text(str(source_thread_id)),
+                "target_thread_id": escape_text(str(target_thread_id)),
+            },
+        )
 
     def _prune_call(self, thread_ids: Sequence[str], strategy: str) -> Call[Any]:
-        return self._count_call("threads/prune", {"thread_ids": [escape_text(str(t)) for t in thread_ids],
-                                                  "strategy": strategy})
+        return self._count_call(
+            "threads/prune", {"thread_ids": [escape_text(str(t)) for t in thread_ids], "strategy": strategy}
+        )
 
     def _runs_call(self, run_ids: Sequence[str]) -> Call[Any]:
         return self._count_call("runs/delete", {"run_ids": [escape_text(str(r)) for r in run_ids]})
@@ -314,8 +337,12 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         return self._run(self._get_call(config))
 
     def list(
-        self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None, limit: int | None = None,
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         call, remaining = self._list_call(config, filter, before, limit), limit
         while call is not None:
@@ -326,7 +353,10 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
             call = next_call
 
     def put(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         call, stored = self._put_call(config, checkpoint, metadata)
@@ -357,8 +387,12 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         return await self._arun(self._get_call(config))
 
     async def alist(
-        self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None, limit: int | None = None,
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         call, remaining = self._list_call(config, filter, before, limit), limit
         while call is not None:
@@ -369,7 +403,10 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
             call = next_call
 
     async def aput(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         call, stored = self._put_call(config, checkpoint, metadata)

@@ -15,6 +15,7 @@ Branches: the SDK keeps one session id with a current-branch pointer; agentstate
 the branch it came from (same user and workspace, ``metadata.openai_agents.branch`` its name).
 docs/CLIENT.md lists the mapping and its deviations. Imports no Django.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -226,11 +227,15 @@ class AgentStateSession(SessionABC):
             suffix = 1
             while True:
                 candidate = name or f"branch_from_turn_{turn_number}_{int(time.time())}" + (
-                    f"_{suffix}" if suffix > 1 else "")
+                    f"_{suffix}" if suffix > 1 else ""
+                )
                 try:
                     await api.session_fork(
-                        self.user_id, self._current(), branch_session_id(self.session_id, candidate),
-                        up_to_seq=turn_seq - 1, metadata=self._metadata(candidate),
+                        self.user_id,
+                        self._current(),
+                        branch_session_id(self.session_id, candidate),
+                        up_to_seq=turn_seq - 1,
+                        metadata=self._metadata(candidate),
                     )
                     break
                 except Conflict:
@@ -256,9 +261,7 @@ class AgentStateSession(SessionABC):
             raise ValueError("Cannot delete the 'main' branch")
         if branch_id == self._branch:
             if not force:
-                raise ValueError(
-                    f"Cannot delete current branch '{branch_id}'. Use force=True or switch branches first"
-                )
+                raise ValueError(f"Cannot delete current branch '{branch_id}'. Use force=True or switch branches first")
             async with self._api() as api:
                 if not await self._branch_exists(api, branch_id):
                     raise ValueError(f"Branch '{branch_id}' does not exist")
@@ -282,10 +285,15 @@ class AgentStateSession(SessionABC):
                 user_turns = 0
                 async for _ in api.message_iter(self.user_id, record.session_id, role="user", page_size=RECENT_MAX):
                     user_turns += 1
-                branches.append({
-                    "branch_id": name, "message_count": record.message_count, "user_turns": user_turns,
-                    "is_current": name == self._branch, "created_at": record.created_at.isoformat(),
-                })
+                branches.append(
+                    {
+                        "branch_id": name,
+                        "message_count": record.message_count,
+                        "user_turns": user_turns,
+                        "is_current": name == self._branch,
+                        "created_at": record.created_at.isoformat(),
+                    }
+                )
         return branches
 
     @property
@@ -319,8 +327,12 @@ class AgentStateSession(SessionABC):
         """Create branch ``main`` (a branch other than main exists from its creation); a concurrent
         create is fine."""
         try:
-            await api.session_create(self.user_id, self._current(), workspace_id=main_session_id(self.session_id),
-                                     metadata=self._metadata(self._branch))
+            await api.session_create(
+                self.user_id,
+                self._current(),
+                workspace_id=main_session_id(self.session_id),
+                metadata=self._metadata(self._branch),
+            )
         except Conflict:
             pass
 

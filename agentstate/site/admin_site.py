@@ -1,4 +1,5 @@
 """The admin site: the dashboard as its home page and room for the wide changelists."""
+
 from django.contrib import admin
 
 

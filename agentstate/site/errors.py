@@ -1,6 +1,7 @@
 """Error pages chosen by where the request went: the API's JSON error shape under /api/ (a client
 parses it), the admin's own pages under the admin (staff keep the header, the breadcrumbs and the
 way back), Django's plain pages elsewhere."""
+
 from django.contrib import admin
 from django.shortcuts import render
 from django.urls import reverse

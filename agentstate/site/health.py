@@ -1,6 +1,7 @@
 """Probes. ``/livez``: the process answers (restart it when not); ``/healthz`` (also ``/readyz``):
 it can serve — the database, the cache and, when it lives in Redis, the working-state store (send
 it no traffic when not). Project level: it probes what the apps use."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """``/``: a small page saying where things are (the admin's "View site" link leads here)."""
+
 from django.views.generic import TemplateView
 
 

@@ -2,6 +2,7 @@
 saving); revoking goes through the revoke action, never an edit. Changing a key's expiry, deleting
 a key or deleting a tenant go through agentstate.tenancy.services, so this process stops trusting
 the affected keys at once."""
+
 from django.contrib import admin, messages
 from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey as UnusedLibraryAPIKey

@@ -1,4 +1,5 @@
 """Tenants, the unit of isolation (every stored row belongs to exactly one), and their API keys."""
+
 from django.db import models
 from rest_framework_api_key.models import AbstractAPIKey, BaseAPIKeyManager
 

@@ -7,6 +7,7 @@ is checked on every request. A change made through agentstate.tenancy.services (
 them) clears this process's cache at once; other processes see revocation, deletion, a new expiry
 date or a deleted tenant once their cached entry expires, at most that many seconds later.
 """
+
 from __future__ import annotations
 
 import hashlib

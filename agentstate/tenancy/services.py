@@ -4,6 +4,7 @@ Every write that can stop a key from working (revoke, expiry, delete, deleting i
 through here, so this process forgets its verified keys at once; other processes within
 ``API_KEY_CACHE_SECONDS`` (agentstate.tenancy.selectors).
 """
+
 from datetime import datetime
 
 from django.utils.text import slugify

@@ -1,6 +1,7 @@
 """Reads of ADK sessions: one session, a window of its events in pages, an app's sessions in
 pages, an app's state. Every query is index-served and bounded by a page size, whatever the size
 of the session or the app."""
+
 from __future__ import annotations
 
 import base64
@@ -72,7 +73,11 @@ def adk_event_window(
     if num_recent_events is None:
         start = (after_timestamp, 0) if after_timestamp is not None else (float("-inf"), 0)
     else:
-        found = list(events.order_by("-timestamp", "-seq").values_list("timestamp", "seq")[num_recent_events - 1:num_recent_events])
+        found = list(
+            events.order_by("-timestamp", "-seq").values_list("timestamp", "seq")[
+                num_recent_events - 1 : num_recent_events
+            ]
+        )
         start = found[0] if found else ((after_timestamp, 0) if after_timestamp is not None else (float("-inf"), 0))
     return EventCursor(timestamp=start[0], seq=start[1], last_seq=session.last_seq)
 
@@ -100,7 +105,11 @@ class SessionPage:
 
 
 def adk_session_list(
-    *, tenant: Tenant, app_name: str, user_id: str | None = None, cursor: str | None = None,
+    *,
+    tenant: Tenant,
+    app_name: str,
+    user_id: str | None = None,
+    cursor: str | None = None,
     page_size: int = SESSION_PAGE_SIZE,
 ) -> SessionPage:
     """An app's sessions (one user's, or every user's) as ADK orders them: last update oldest
@@ -121,9 +130,7 @@ def adk_session_list(
             | Q(last_update_time=updated, user_id__gt=after_user)
             | Q(last_update_time=updated, user_id=after_user, session_id__gt=after_session)
         )
-    rows = list(
-        sessions.order_by("last_update_time", "user_id", "session_id").defer("metadata")[: page_size + 1]
-    )
+    rows = list(sessions.order_by("last_update_time", "user_id", "session_id").defer("metadata")[: page_size + 1])
     following = None
     if len(rows) > page_size:
         rows.pop()

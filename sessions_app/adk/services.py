@@ -6,6 +6,7 @@ the stored one gets ``StaleSession``, as ADK's database and SQLite services rais
 ``StaleSessionError``. The ``user:`` parts are returned to the caller (agentstate.site.adk), which
 stores them as user data in the same transaction.
 """
+
 from __future__ import annotations
 
 import time
@@ -52,8 +53,15 @@ def adk_session_create(
     parts = state_split(state)
     now = timezone.now()
     session = Session(
-        tenant=tenant, user_id=user_id, session_id=session_id, app_name=app_name, framework=FRAMEWORK,
-        durable_state=json_text(parts["session"]), last_update_time=time.time(), created_at=now, updated_at=now,
+        tenant=tenant,
+        user_id=user_id,
+        session_id=session_id,
+        app_name=app_name,
+        framework=FRAMEWORK,
+        durable_state=json_text(parts["session"]),
+        last_update_time=time.time(),
+        created_at=now,
+        updated_at=now,
     )
     try:
         with transaction.atomic():
@@ -100,11 +108,17 @@ def adk_event_append(
     timestamp, delta = _event_fields(event)
     parts = state_split(delta)
     if parts["user"]:  # user: values are user data: the stored event never holds them
-        event["actions"]["state_delta"] = {key: value for key, value in delta.items() if not key.startswith(USER_PREFIX)}
+        event["actions"]["state_delta"] = {
+            key: value for key, value in delta.items() if not key.startswith(USER_PREFIX)
+        }
     session_state = json_object(locked.durable_state)
     session_state.update(parts["session"])
     # Under the row lock the stored values are the locked ones: set them on the object too.
-    locked.durable_state, locked.last_update_time, locked.updated_at = json_text(session_state), timestamp, timezone.now()
+    locked.durable_state, locked.last_update_time, locked.updated_at = (
+        json_text(session_state),
+        timestamp,
+        timezone.now(),
+    )
     locked.last_seq += 1
     locked.version += 1
     locked.save(update_fields=["durable_state", "last_update_time", "updated_at", "last_seq", "version"])
@@ -112,15 +126,23 @@ def adk_event_append(
     if parts["app"]:
         _app_state_update(tenant_id=locked.tenant_id, app_name=locked.app_name, delta=parts["app"])
     stored = AdkEvent.objects.create(
-        session=locked, tenant_id=locked.tenant_id, user_id=locked.user_id, seq=seq, event_id=_text(event["id"]),
-        invocation_id=_text(event.get("invocation_id")), author=_text(event.get("author")), timestamp=timestamp,
-        text=_preview(event), data=json_text(event),
+        session=locked,
+        tenant_id=locked.tenant_id,
+        user_id=locked.user_id,
+        seq=seq,
+        event_id=_text(event["id"]),
+        invocation_id=_text(event.get("invocation_id")),
+        author=_text(event.get("author")),
+        timestamp=timestamp,
+        text=_preview(event),
+        data=json_text(event),
     )
     return AdkEventAppended(session=locked, event=stored, user_delta=parts["user"])
 
 
-def _check_not_stale(locked: Session, expected_version: int | None, last_update_time: float | None,
-                     last_event_id: str | None) -> None:
+def _check_not_stale(
+    locked: Session, expected_version: int | None, last_update_time: float | None, last_event_id: str | None
+) -> None:
     if expected_version is not None:
         if expected_version != locked.version:
             raise StaleSession(
@@ -130,7 +152,12 @@ def _check_not_stale(locked: Session, expected_version: int | None, last_update_
         return
     if last_update_time is None or locked.last_update_time is None or locked.last_update_time <= last_update_time:
         return
-    latest = AdkEvent.objects.filter(session=locked).order_by("-timestamp", "-seq").values_list("event_id", flat=True).first()
+    latest = (
+        AdkEvent.objects.filter(session=locked)
+        .order_by("-timestamp", "-seq")
+        .values_list("event_id", flat=True)
+        .first()
+    )
     if latest != (None if last_event_id is None else _text(last_event_id)):
         raise StaleSession(
             "The last_update_time provided in the session object is earlier than the update_time in "
@@ -183,4 +210,3 @@ def _app_state_update(*, tenant_id: int, app_name: str, delta: dict[str, Any]) -
     state = json_object(row.state)
     state.update(delta)
     AdkAppState.objects.filter(pk=row.pk).update(state=json_text(state), updated_at=timezone.now())
-

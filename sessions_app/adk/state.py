@@ -5,6 +5,7 @@ ADK splits one state dict by key prefix: ``app:`` (the app's), ``user:`` (the us
 they come back exactly as written, and a NUL character (which PostgreSQL's jsonb refuses and ADK's
 own SQLite store keeps) stays an escape in the text.
 """
+
 from __future__ import annotations
 
 import json

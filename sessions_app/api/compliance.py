@@ -1,5 +1,6 @@
 """Compliance endpoints of process state under /api/v1/compliance/: the tenant's retention policy,
 read-only here (staff edit it in the admin). Compliance keys, or staff allowed to view policies."""
+
 from __future__ import annotations
 
 from django.urls import re_path
@@ -14,11 +15,21 @@ from sessions_app.selectors import retention_policy_as_dict
 
 class RetentionPolicySerializer(serializers.Serializer):
     configured = serializers.BooleanField(help_text="False: the tenant has no policy and everything is kept.")
-    delete_ended_after_days = serializers.IntegerField(allow_null=True, help_text="Ended sessions are deleted this many days after they ended.")
-    end_idle_after_days = serializers.IntegerField(allow_null=True, help_text="Live sessions idle this many days are ended.")
-    keep_latest_rounds = serializers.IntegerField(allow_null=True, help_text="Rounds kept per session (the largest ids).")
-    keep_latest_checkpoints = serializers.IntegerField(allow_null=True, help_text="LangGraph checkpoints kept per thread namespace.")
-    drop_messages_after_days = serializers.IntegerField(allow_null=True, help_text="Messages older than this are dropped (null: off).")
+    delete_ended_after_days = serializers.IntegerField(
+        allow_null=True, help_text="Ended sessions are deleted this many days after they ended."
+    )
+    end_idle_after_days = serializers.IntegerField(
+        allow_null=True, help_text="Live sessions idle this many days are ended."
+    )
+    keep_latest_rounds = serializers.IntegerField(
+        allow_null=True, help_text="Rounds kept per session (the largest ids)."
+    )
+    keep_latest_checkpoints = serializers.IntegerField(
+        allow_null=True, help_text="LangGraph checkpoints kept per thread namespace."
+    )
+    drop_messages_after_days = serializers.IntegerField(
+        allow_null=True, help_text="Messages older than this are dropped (null: off)."
+    )
     updated_at = serializers.DateTimeField(allow_null=True)
 
 

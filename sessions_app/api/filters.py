@@ -1,5 +1,6 @@
 """Filters of the session list (django-filter). The selector applies them; each one is served by
 an index of Session (see its Meta) or, for the unindexed ones, bounded by ``user_id``."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -40,5 +41,7 @@ class SessionFilter(django_filters.FilterSet):
         if "user_id" not in given:
             unserved = [name for name in NEEDS_USER_ID if name in given]
             if unserved:
-                raise ValidationError({name: ["Needs user_id: no index serves it across a whole tenant."] for name in unserved})
+                raise ValidationError(
+                    {name: ["Needs user_id: no index serves it across a whole tenant."] for name in unserved}
+                )
         return selectors.session_list(tenant=self.request.tenant, **given)

@@ -3,6 +3,7 @@
 Input serializers check only types and shape (and refuse unknown fields, so a typo is a 400, not
 a silent no-op); every rule (identifiers, JSON limits, counters) is checked by the services.
 """
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -25,11 +26,18 @@ def _optional_text(help_text: str) -> serializers.CharField:
     {
         "oneOf": [
             {"type": "string"},
-            {"type": "array", "items": {"type": "object", "properties": {"type": {"type": "string"}},
-                                        "required": ["type"], "additionalProperties": True}},
+            {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"type": {"type": "string"}},
+                    "required": ["type"],
+                    "additionalProperties": True,
+                },
+            },
         ],
         "nullable": True,
-        "description": "A string, a list of typed parts ({\"type\": ..., ...}), or null.",
+        "description": 'A string, a list of typed parts ({"type": ..., ...}), or null.',
     }
 )
 class ContentField(serializers.JSONField):
@@ -52,10 +60,11 @@ class SessionSerializer(Output):
     last_seq = serializers.IntegerField(help_text="The last seq ever given; never reused, so edits leave gaps.")
     history_generation = serializers.IntegerField(
         help_text="Advanced by every pop, rewind or clear that removed something: a reader following after_seq "
-                  "whose generation changed must read the history again."
+        "whose generation changed must read the history again."
     )
     forked_from = serializers.DictField(
-        allow_null=True, source="fork_origin",
+        allow_null=True,
+        source="fork_origin",
         help_text="For a fork: {session_id, seq, round} of the session and point it was copied from; else null.",
     )
     version = serializers.IntegerField(help_text="Also sent as the ETag; send it back as If-Match.")
@@ -114,9 +123,10 @@ class MessageAppendedSerializer(Output):
 
 def _expected_last_seq():
     return serializers.IntegerField(
-        required=False, allow_null=True,
+        required=False,
+        allow_null=True,
         help_text="The newest seq you saw (0: an empty history): if the history's newest message is another one, "
-                  "nothing changes and the answer is 412.",
+        "nothing changes and the answer is 412.",
     )
 
 
@@ -131,8 +141,9 @@ class MessagePoppedSerializer(Output):
 
 class MessageRewindInput(StrictInput):
     after_seq = serializers.IntegerField(help_text="Every message with a larger seq is removed.")
-    after_round = serializers.IntegerField(required=False, allow_null=True,
-                                           help_text="Also remove every round with a larger round_id.")
+    after_round = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Also remove every round with a larger round_id."
+    )
     expected_last_seq = _expected_last_seq()
 
 
@@ -148,21 +159,29 @@ class HistoryEditSerializer(Output):
 
 class SessionForkInput(StrictInput):
     new_session_id = _optional_text("The fork's session id (same user); blank or absent: a new UUID.")
-    up_to_seq = serializers.IntegerField(required=False, allow_null=True,
-                                         help_text="Copy messages with seq up to this one; absent: all.")
-    up_to_round = serializers.IntegerField(required=False, allow_null=True,
-                                           help_text="Copy rounds with round_id up to this one; absent: all.")
+    up_to_seq = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Copy messages with seq up to this one; absent: all."
+    )
+    up_to_round = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Copy rounds with round_id up to this one; absent: all."
+    )
     expected_last_seq = _expected_last_seq()
-    metadata = serializers.DictField(required=False, allow_null=True,
-                                     help_text="The fork's metadata; absent: the parent's.")
+    metadata = serializers.DictField(
+        required=False, allow_null=True, help_text="The fork's metadata; absent: the parent's."
+    )
 
 
 class MessageQuery(serializers.Serializer):
-    after_seq = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1,
-                                         help_text="Only messages with a larger seq.")
+    after_seq = serializers.IntegerField(
+        required=False, min_value=0, max_value=2**63 - 1, help_text="Only messages with a larger seq."
+    )
     role = serializers.CharField(required=False, help_text="Only messages of this role.")
-    recent = serializers.IntegerField(required=False, min_value=1, max_value=MAX_RECENT,
-                                      help_text="The last N messages (in seq order), as one page with no next.")
+    recent = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_RECENT,
+        help_text="The last N messages (in seq order), as one page with no next.",
+    )
 
     def validate(self, attrs):
         if "recent" in attrs and "after_seq" in attrs:
@@ -190,8 +209,9 @@ class RoundSummarySerializer(Output):
 
 class RoundSaveInput(StrictInput):
     state = serializers.DictField()
-    round_id = serializers.IntegerField(required=False, allow_null=True,
-                                        help_text="0..2147483647; absent: the largest round id + 1 (or 1).")
+    round_id = serializers.IntegerField(
+        required=False, allow_null=True, help_text="0..2147483647; absent: the largest round id + 1 (or 1)."
+    )
 
 
 class RoundPutInput(StrictInput):
@@ -216,9 +236,15 @@ class CheckpointSummarySerializer(Output):
 
 class CheckpointCreateInput(StrictInput):
     label = _text()
-    include_keys = serializers.ListField(child=_text(), required=False, allow_null=True,
-                                         help_text="Working-state keys to promote (missing ones skipped); absent: all.")
-    state = serializers.DictField(required=False, allow_null=True, help_text="A state to store instead of the working state.")
+    include_keys = serializers.ListField(
+        child=_text(),
+        required=False,
+        allow_null=True,
+        help_text="Working-state keys to promote (missing ones skipped); absent: all.",
+    )
+    state = serializers.DictField(
+        required=False, allow_null=True, help_text="A state to store instead of the working state."
+    )
 
 
 class CheckpointQuery(serializers.Serializer):

@@ -1,5 +1,6 @@
 """Routes of the process-state API under /api/v1/. A trailing slash is optional: a client that
 forgets it gets the endpoint, not a redirect that drops its body."""
+
 from django.urls import include, re_path
 
 from sessions_app.api import views

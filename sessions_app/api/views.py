@@ -4,6 +4,7 @@ Each view checks the request's shape, calls one service or selector with the cal
 shapes the answer; no rule lives here. Sessions and rounds carry an ETag (their version) and honour
 If-Match through the services' compare-and-set.
 """
+
 from __future__ import annotations
 
 from django_filters.rest_framework import DjangoFilterBackend
@@ -26,7 +27,10 @@ from sessions_app.api.filters import SessionFilter
 from sessions_app.models import Session
 
 IF_MATCH = OpenApiParameter(
-    "If-Match", str, OpenApiParameter.HEADER, required=False,
+    "If-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
     description='The ETag you read (e.g. "3"): the write happens only if nobody changed it since (else 412).',
 )
 
@@ -80,7 +84,9 @@ class SessionListView(TenantAPIView, generics.GenericAPIView):
     )
     def post(self, request):
         session = services.session_create(tenant=request.tenant, **validated(s.SessionCreateInput, request.data))
-        return etags.with_etag(Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED), session.version)
+        return etags.with_etag(
+            Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED), session.version
+        )
 
 
 class SessionDetailView(SessionScopedView):
@@ -104,7 +110,8 @@ class SessionDetailView(SessionScopedView):
 
     @extend_schema(
         summary="Delete a session with its history, rounds, checkpoints, transitions, working state",
-        parameters=[IF_MATCH], responses={204: None, **error_responses(412)},
+        parameters=[IF_MATCH],
+        responses={204: None, **error_responses(412)},
     )
     def delete(self, request, user_id, session_id):
         services.session_delete(session=self.get_session(), expected_version=session_if_match(request))
@@ -114,16 +121,21 @@ class SessionDetailView(SessionScopedView):
 class SessionEndView(SessionScopedView):
     body_required = False
 
-    @extend_schema(summary="End a session (its working state is discarded)", request=None, parameters=[IF_MATCH],
-                   responses={200: s.SessionSerializer, **error_responses(412)})
+    @extend_schema(
+        summary="End a session (its working state is discarded)",
+        request=None,
+        parameters=[IF_MATCH],
+        responses={200: s.SessionSerializer, **error_responses(412)},
+    )
     def post(self, request, user_id, session_id):
         session = services.session_end(session=self.get_session(), expected_version=session_if_match(request))
         return etags.with_etag(Response(s.SessionSerializer(session).data), session.version)
 
 
 class SessionRestoreView(SessionScopedView):
-    @extend_schema(summary="What survives a session: its checkpoints and live working state",
-                   responses={200: s.RestoreSerializer})
+    @extend_schema(
+        summary="What survives a session: its checkpoints and live working state", responses={200: s.RestoreSerializer}
+    )
     def get(self, request, user_id, session_id):
         restored = selectors.session_restore(tenant=request.tenant, user_id=user_id, session_id=session_id)
         return Response(s.RestoreSerializer(restored).data)
@@ -140,8 +152,8 @@ class MessageListView(SessionScopedView):
         parameters=[s.MessageQuery],
         responses={200: s.MessageSerializer(many=True)},
         description="Pages in seq order (follow `next`); `recent=N` returns the last N as one page. "
-                    "`X-History-Generation` is the session's history generation: if it changes between pages, an "
-                    "edit removed messages and the history should be read again.",
+        "`X-History-Generation` is the session's history generation: if it changes between pages, an "
+        "edit removed messages and the history should be read again.",
     )
     def get(self, request, user_id, session_id):
         query = validated(s.MessageQuery, request.query_params)
@@ -149,7 +161,9 @@ class MessageListView(SessionScopedView):
         role = query.get("role")
         if "recent" in query:
             recent = selectors.message_recent(session=session, limit=query["recent"], role=role, fields=MESSAGE_FIELDS)
-            response = Response({"next": None, "previous": None, "results": s.MessageSerializer(recent, many=True).data})
+            response = Response(
+                {"next": None, "previous": None, "results": s.MessageSerializer(recent, many=True).data}
+            )
         else:
             messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
             response = self.paginated(messages.values(*MESSAGE_FIELDS), serializer_class=s.MessageSerializer)
@@ -166,12 +180,12 @@ class MessageListView(SessionScopedView):
             200: OpenApiResponse(s.MessageAppendedSerializer, description="Every message was a retry: nothing stored."),
             **error_responses(409),
         },
-        description="Body `{\"messages\": [...]}`, or one message object as the whole body.",
+        description='Body `{"messages": [...]}`, or one message object as the whole body.',
     )
     def post(self, request, user_id, session_id):
         body = request.data
         if not isinstance(body, dict):
-            raise ValidationError({"messages": ["Send {\"messages\": [...]} or one message object."]})
+            raise ValidationError({"messages": ['Send {"messages": [...]} or one message object.']})
         if "messages" in body:
             extra = sorted(set(body) - {"messages"})
             if extra:
@@ -194,7 +208,7 @@ class MessagePopView(SessionScopedView):
         request=s.MessagePopInput,
         responses={200: s.MessagePoppedSerializer, **error_responses(409, 412)},
         description="Concurrent pops each get a different message or null. With `idempotency_key`, a retry returns "
-                    "the first answer and pops nothing. The seq is never reused; `history_generation` advances.",
+        "the first answer and pops nothing. The seq is never reused; `history_generation` advances.",
     )
     def post(self, request, user_id, session_id):
         data = validated(s.MessagePopInput, request.data or {})
@@ -234,7 +248,7 @@ class SessionForkView(SessionScopedView):
         request=s.SessionForkInput,
         responses={201: s.SessionSerializer, **error_responses(409, 412)},
         description="One transaction, a fixed number of statements whatever the size. The fork records where it "
-                    "came from (`forked_from`); an ended session can be forked.",
+        "came from (`forked_from`); an ended session can be forked.",
     )
     def post(self, request, user_id, session_id):
         fork = services.session_fork(session=self.get_session(), **validated(s.SessionForkInput, request.data or {}))
@@ -259,13 +273,20 @@ class RoundWriteMixin:
                 raise PreconditionFailed("If-Match needs an existing round: give its round_id.")
             try:
                 expected = selectors.round_get(
-                    tenant=self.request.tenant, user_id=kwargs["user_id"], session_id=kwargs["session_id"], round_id=round_id
+                    tenant=self.request.tenant,
+                    user_id=kwargs["user_id"],
+                    session_id=kwargs["session_id"],
+                    round_id=round_id,
                 ).version
             except NotFound:
                 raise PreconditionFailed("If-Match: * needs an existing round.") from None
         round_ = services.round_save(
-            tenant=self.request.tenant, user_id=kwargs["user_id"], session_id=kwargs["session_id"],
-            state=state, round_id=round_id, expected_version=expected,
+            tenant=self.request.tenant,
+            user_id=kwargs["user_id"],
+            session_id=kwargs["session_id"],
+            state=state,
+            round_id=round_id,
+            expected_version=expected,
         )
         return _round_response(round_, written=True)
 
@@ -334,7 +355,9 @@ class RoundDetailView(RoundWriteMixin, SessionScopedView):
 class CheckpointListView(SessionScopedView):
     pagination_class = InsertionPagination
 
-    @extend_schema(summary="List checkpoints (id, label, time)", responses={200: s.CheckpointSummarySerializer(many=True)})
+    @extend_schema(
+        summary="List checkpoints (id, label, time)", responses={200: s.CheckpointSummarySerializer(many=True)}
+    )
     def get(self, request, user_id, session_id):
         return self.paginated(
             selectors.checkpoint_list(session=self.get_session()),
@@ -353,11 +376,16 @@ class CheckpointListView(SessionScopedView):
 
 
 class CheckpointLatestView(SessionScopedView):
-    @extend_schema(summary="The newest checkpoint with a label", parameters=[s.CheckpointQuery],
-                   responses={200: s.CheckpointSerializer})
+    @extend_schema(
+        summary="The newest checkpoint with a label",
+        parameters=[s.CheckpointQuery],
+        responses={200: s.CheckpointSerializer},
+    )
     def get(self, request, user_id, session_id):
         label = validated(s.CheckpointQuery, request.query_params)["label"]
-        return Response(s.CheckpointSerializer(selectors.checkpoint_latest(session=self.get_session(), label=label)).data)
+        return Response(
+            s.CheckpointSerializer(selectors.checkpoint_latest(session=self.get_session(), label=label)).data
+        )
 
 
 # --- Working state ----------------------------------------------------------------------------
@@ -368,13 +396,19 @@ class WorkingStateView(SessionScopedView):
     def get(self, request, user_id, session_id):
         return Response(selectors.working_state_get(session=self.get_session()))
 
-    @extend_schema(summary="Replace the working state", request=OpenApiTypes.OBJECT,
-                   responses={200: OpenApiTypes.OBJECT, **error_responses(409)})
+    @extend_schema(
+        summary="Replace the working state",
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, **error_responses(409)},
+    )
     def put(self, request, user_id, session_id):
         return Response(services.working_state_replace(session=self.get_session(), data=request.data))
 
-    @extend_schema(summary="Merge top-level keys (null removes a key)", request=OpenApiTypes.OBJECT,
-                   responses={200: OpenApiTypes.OBJECT, **error_responses(409)})
+    @extend_schema(
+        summary="Merge top-level keys (null removes a key)",
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, **error_responses(409)},
+    )
     def patch(self, request, user_id, session_id):
         return Response(services.working_state_patch(session=self.get_session(), changes=request.data))
 
@@ -397,8 +431,11 @@ class TransitionListView(SessionScopedView):
             serializer_class=s.TransitionSerializer,
         )
 
-    @extend_schema(summary="Record a hand-off between agents", request=s.TransitionInput,
-                   responses={201: s.TransitionSerializer, **error_responses(409)})
+    @extend_schema(
+        summary="Record a hand-off between agents",
+        request=s.TransitionInput,
+        responses={201: s.TransitionSerializer, **error_responses(409)},
+    )
     def post(self, request, user_id, session_id):
         data = validated(s.TransitionInput, request.data)
         transition = services.transition_record(session=self.get_session(), **data)

@@ -1,6 +1,7 @@
 """REST endpoints of the LangGraph checkpointer under /api/v1/langgraph/: thin views over
 sessions_app.langgraph's services and selectors. Identifiers travel in bodies and query strings,
 never in paths, so any LangGraph id (with ``/``, any length) fits."""
+
 from __future__ import annotations
 
 import base64
@@ -131,8 +132,13 @@ def _tuple_data(item: selectors.CheckpointTuple) -> dict:
         "metadata": c.metadata,
         "checkpoint": {"type": c.value_type, "data": _b64(c.value)},
         "pending_writes": [
-            {"task_id": w.task_id, "task_path": w.task_path, "idx": w.idx, "channel": w.channel,
-             "value": {"type": w.value_type, "data": _b64(w.value)}}
+            {
+                "task_id": w.task_id,
+                "task_path": w.task_path,
+                "idx": w.idx,
+                "channel": w.channel,
+                "value": {"type": w.value_type, "data": _b64(w.value)},
+            }
             for w in item.writes
         ],
     }
@@ -147,21 +153,30 @@ class CheckpointPagination(CursorPagination):
 class CheckpointListView(TenantAPIView):
     pagination_class = CheckpointPagination
 
-    @extend_schema(summary="LangGraph: list checkpoints newest first (alist)", parameters=[ListQuery],
-                   responses={200: CheckpointPage})
+    @extend_schema(
+        summary="LangGraph: list checkpoints newest first (alist)",
+        parameters=[ListQuery],
+        responses={200: CheckpointPage},
+    )
     def get(self, request):
         query = validated(ListQuery, request.query_params)
         rows = selectors.checkpoint_list(
-            tenant=request.tenant, thread_id=query.get("thread_id"), checkpoint_ns=query.get("checkpoint_ns"),
-            before=query.get("before"), metadata_filter=selectors.parse_filter(query.get("filter")),
+            tenant=request.tenant,
+            thread_id=query.get("thread_id"),
+            checkpoint_ns=query.get("checkpoint_ns"),
+            before=query.get("before"),
+            metadata_filter=selectors.parse_filter(query.get("filter")),
         )
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
         tuples = selectors.checkpoint_tuples(page, thread_id=query.get("thread_id"))
         return paginator.get_paginated_response([_tuple_data(t) for t in tuples])
 
-    @extend_schema(summary="LangGraph: store a checkpoint (aput)", request=CheckpointPutInput,
-                   responses={201: StoredOut, **error_responses(409)})
+    @extend_schema(
+        summary="LangGraph: store a checkpoint (aput)",
+        request=CheckpointPutInput,
+        responses={201: StoredOut, **error_responses(409)},
+    )
     def post(self, request):
         data = validated(CheckpointPutInput, request.data)
         services.checkpoint_put(tenant=request.tenant, **data)
@@ -170,8 +185,11 @@ class CheckpointListView(TenantAPIView):
 
 
 class CheckpointDetailView(TenantAPIView):
-    @extend_schema(summary="LangGraph: one checkpoint with its pending writes, or the newest (aget_tuple)",
-                   parameters=[CheckpointQuery], responses={200: CheckpointTupleOut, **error_responses(404)})
+    @extend_schema(
+        summary="LangGraph: one checkpoint with its pending writes, or the newest (aget_tuple)",
+        parameters=[CheckpointQuery],
+        responses={200: CheckpointTupleOut, **error_responses(404)},
+    )
     def get(self, request):
         query = validated(CheckpointQuery, request.query_params)
         checkpoint = selectors.checkpoint_get(tenant=request.tenant, **query)
@@ -181,37 +199,52 @@ class CheckpointDetailView(TenantAPIView):
 
 
 class WritesView(TenantAPIView):
-    @extend_schema(summary="LangGraph: store a task's pending writes (aput_writes)", request=WritesPutInput,
-                   responses={201: CountOut, **error_responses(409)})
+    @extend_schema(
+        summary="LangGraph: store a task's pending writes (aput_writes)",
+        request=WritesPutInput,
+        responses={201: CountOut, **error_responses(409)},
+    )
     def post(self, request):
         count = services.writes_put(tenant=request.tenant, **validated(WritesPutInput, request.data))
         return Response({"count": count}, status=status.HTTP_201_CREATED)
 
 
 class ThreadDeleteView(TenantAPIView):
-    @extend_schema(summary="LangGraph: delete a thread with its checkpoints and writes (adelete_thread)",
-                   request=ThreadInput, responses={204: None})
+    @extend_schema(
+        summary="LangGraph: delete a thread with its checkpoints and writes (adelete_thread)",
+        request=ThreadInput,
+        responses={204: None},
+    )
     def post(self, request):
         services.thread_delete(tenant=request.tenant, **validated(ThreadInput, request.data))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ThreadCopyView(TenantAPIView):
-    @extend_schema(summary="LangGraph: copy a thread's checkpoints and writes to another (acopy_thread)",
-                   request=CopyInput, responses={200: CountOut, **error_responses(409)})
+    @extend_schema(
+        summary="LangGraph: copy a thread's checkpoints and writes to another (acopy_thread)",
+        request=CopyInput,
+        responses={200: CountOut, **error_responses(409)},
+    )
     def post(self, request):
         return Response({"count": services.thread_copy(tenant=request.tenant, **validated(CopyInput, request.data))})
 
 
 class PruneView(TenantAPIView):
-    @extend_schema(summary="LangGraph: prune threads, keep_latest or delete (aprune)", request=PruneInput,
-                   responses={200: CountOut})
+    @extend_schema(
+        summary="LangGraph: prune threads, keep_latest or delete (aprune)",
+        request=PruneInput,
+        responses={200: CountOut},
+    )
     def post(self, request):
         return Response({"count": services.threads_prune(tenant=request.tenant, **validated(PruneInput, request.data))})
 
 
 class RunsDeleteView(TenantAPIView):
-    @extend_schema(summary="LangGraph: delete the checkpoints and writes of runs (adelete_for_runs)",
-                   request=RunsInput, responses={200: CountOut})
+    @extend_schema(
+        summary="LangGraph: delete the checkpoints and writes of runs (adelete_for_runs)",
+        request=RunsInput,
+        responses={200: CountOut},
+    )
     def post(self, request):
         return Response({"count": services.runs_delete(tenant=request.tenant, **validated(RunsInput, request.data))})

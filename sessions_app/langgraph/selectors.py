@@ -1,6 +1,7 @@
 """Reads of the LangGraph checkpointer. Every query is scoped by the caller's tenant and served
 by an index: a thread by (tenant, key), checkpoints by (session, namespace, id) or (session, id),
 a page's writes by (session, checkpoint id)."""
+
 from __future__ import annotations
 
 import json

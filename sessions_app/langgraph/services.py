@@ -1,5 +1,6 @@
 """Writes of the LangGraph checkpointer: threads, checkpoints, pending writes, and the thread-wide
 operations (delete, copy, prune, delete for runs). Each call is one transaction."""
+
 from __future__ import annotations
 
 import base64
@@ -135,8 +136,11 @@ def thread_for_write(*, tenant: Tenant, thread_id: str, user_id: str | None, def
         try:
             with transaction.atomic():
                 session = Session.objects.create(
-                    tenant=tenant, user_id=owner, session_id=_session_id_for(thread_id),
-                    app_name=APP_NAME, framework=FRAMEWORK,
+                    tenant=tenant,
+                    user_id=owner,
+                    session_id=_session_id_for(thread_id),
+                    app_name=APP_NAME,
+                    framework=FRAMEWORK,
                 )
                 LangGraphThread.objects.create(
                     session=session, tenant=tenant, user_id=owner, thread_id=thread_id, thread_key=key
@@ -190,15 +194,35 @@ def checkpoint_put(
     thread = thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
     # One INSERT ... ON CONFLICT DO UPDATE: a repeated put replaces the checkpoint.
     LangGraphCheckpoint.objects.bulk_create(
-        [LangGraphCheckpoint(
-            session_id=thread.pk, tenant=tenant, user_id=thread.user_id, checkpoint_ns=checkpoint_ns,
-            checkpoint_id=checkpoint_id, parent_checkpoint_id=parent_checkpoint_id, metadata=metadata,
-            channel_versions=channel_versions, **_metadata_columns(metadata),
-            value_type=value.type, value=value.data, rendered=value.rendered,
-        )],
-        update_conflicts=True, unique_fields=["session", "checkpoint_ns", "checkpoint_id"],
-        update_fields=["parent_checkpoint_id", "metadata", "channel_versions", "run_id", "step", "source",
-                       "value_type", "value", "rendered"],
+        [
+            LangGraphCheckpoint(
+                session_id=thread.pk,
+                tenant=tenant,
+                user_id=thread.user_id,
+                checkpoint_ns=checkpoint_ns,
+                checkpoint_id=checkpoint_id,
+                parent_checkpoint_id=parent_checkpoint_id,
+                metadata=metadata,
+                channel_versions=channel_versions,
+                **_metadata_columns(metadata),
+                value_type=value.type,
+                value=value.data,
+                rendered=value.rendered,
+            )
+        ],
+        update_conflicts=True,
+        unique_fields=["session", "checkpoint_ns", "checkpoint_id"],
+        update_fields=[
+            "parent_checkpoint_id",
+            "metadata",
+            "channel_versions",
+            "run_id",
+            "step",
+            "source",
+            "value_type",
+            "value",
+            "rendered",
+        ],
     )
 
 
@@ -234,16 +258,27 @@ def writes_put(
     thread = thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
     objects = [
         LangGraphWrite(
-            session_id=thread.pk, tenant=tenant, user_id=thread.user_id, checkpoint_ns=checkpoint_ns,
-            checkpoint_id=checkpoint_id, task_id=task_id, task_path=task_path, idx=idx, channel=channel,
-            value_type=value.type, value=value.data, rendered=value.rendered,
+            session_id=thread.pk,
+            tenant=tenant,
+            user_id=thread.user_id,
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint_id,
+            task_id=task_id,
+            task_path=task_path,
+            idx=idx,
+            channel=channel,
+            value_type=value.type,
+            value=value.data,
+            rendered=value.rendered,
         )
         for idx, channel, value in rows
     ]
     unique = ["session", "checkpoint_id", "checkpoint_ns", "task_id", "idx"]
     if replace:
         LangGraphWrite.objects.bulk_create(
-            objects, update_conflicts=True, unique_fields=unique,
+            objects,
+            update_conflicts=True,
+            unique_fields=unique,
             update_fields=["task_path", "channel", "value_type", "value", "rendered"],
         )
     else:
@@ -284,9 +319,7 @@ def thread_copy(*, tenant: Tenant, source_thread_id: str, target_thread_id: str)
     )
     copied = 0
     for model in (LangGraphCheckpoint, LangGraphWrite):
-        columns = [
-            f.column for f in model._meta.concrete_fields if f.column not in ("id", "session_id", "user_id")
-        ]
+        columns = [f.column for f in model._meta.concrete_fields if f.column not in ("id", "session_id", "user_id")]
         quote = connection.ops.quote_name
         names = ", ".join(quote(c) for c in columns)
         sql = (
@@ -311,7 +344,9 @@ def _threads_find(*, tenant: Tenant, thread_ids: Any) -> list[int]:
 def orphan_writes_delete(session_pks) -> int:
     """Writes whose checkpoint is gone."""
     has_checkpoint = LangGraphCheckpoint.objects.filter(
-        session_id=OuterRef("session_id"), checkpoint_ns=OuterRef("checkpoint_ns"), checkpoint_id=OuterRef("checkpoint_id")
+        session_id=OuterRef("session_id"),
+        checkpoint_ns=OuterRef("checkpoint_ns"),
+        checkpoint_id=OuterRef("checkpoint_id"),
     )
     return LangGraphWrite.objects.filter(session_id__in=session_pks).exclude(Exists(has_checkpoint)).delete()[0]
 
@@ -329,9 +364,13 @@ def threads_prune(*, tenant: Tenant, thread_ids: Any, strategy: Any) -> int:
     list(Session.objects.select_for_update().filter(pk__in=session_pks).order_by("pk").values_list("pk", flat=True))
     doomed = LangGraphCheckpoint.objects.filter(session_id__in=session_pks)
     if strategy == "keep_latest":
-        latest = LangGraphCheckpoint.objects.filter(
-            session_id=OuterRef("session_id"), checkpoint_ns=OuterRef("checkpoint_ns")
-        ).order_by("-checkpoint_id").values("checkpoint_id")[:1]
+        latest = (
+            LangGraphCheckpoint.objects.filter(
+                session_id=OuterRef("session_id"), checkpoint_ns=OuterRef("checkpoint_ns")
+            )
+            .order_by("-checkpoint_id")
+            .values("checkpoint_id")[:1]
+        )
         doomed = doomed.exclude(checkpoint_id=Subquery(latest))
     deleted = doomed.delete()[0]
     orphan_writes_delete(session_pks)

@@ -1,4 +1,5 @@
 """Routes of the LangGraph checkpointer, under /api/v1/langgraph/ (trailing slash optional)."""
+
 from django.urls import re_path
 
 from sessions_app.langgraph import api

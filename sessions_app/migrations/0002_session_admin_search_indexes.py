@@ -4,19 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0001_initial'),
-        ('tenancy', '0002_api_keys'),
+        ("sessions_app", "0001_initial"),
+        ("tenancy", "0002_api_keys"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='session',
-            index=models.Index(fields=['user_id'], name='session_user_id'),
+            model_name="session",
+            index=models.Index(fields=["user_id"], name="session_user_id"),
         ),
         migrations.AddIndex(
-            model_name='session',
-            index=models.Index(fields=['session_id'], name='session_session_id'),
+            model_name="session",
+            index=models.Index(fields=["session_id"], name="session_session_id"),
         ),
     ]

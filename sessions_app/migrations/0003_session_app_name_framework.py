@@ -4,29 +4,30 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0002_session_admin_search_indexes'),
-        ('tenancy', '0002_api_keys'),
+        ("sessions_app", "0002_session_admin_search_indexes"),
+        ("tenancy", "0002_api_keys"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='session',
-            name='session_unique_per_user',
+            model_name="session",
+            name="session_unique_per_user",
         ),
         migrations.AddField(
-            model_name='session',
-            name='app_name',
-            field=models.CharField(blank=True, db_default='', default='', max_length=128),
+            model_name="session",
+            name="app_name",
+            field=models.CharField(blank=True, db_default="", default="", max_length=128),
         ),
         migrations.AddField(
-            model_name='session',
-            name='framework',
-            field=models.CharField(blank=True, db_default='', default='', max_length=32),
+            model_name="session",
+            name="framework",
+            field=models.CharField(blank=True, db_default="", default="", max_length=32),
         ),
         migrations.AddConstraint(
-            model_name='session',
-            constraint=models.UniqueConstraint(fields=('tenant', 'user_id', 'session_id', 'app_name'), name='session_unique_per_user'),
+            model_name="session",
+            constraint=models.UniqueConstraint(
+                fields=("tenant", "user_id", "session_id", "app_name"), name="session_unique_per_user"
+            ),
         ),
     ]

@@ -6,72 +6,134 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0003_session_app_name_framework'),
-        ('tenancy', '0002_api_keys'),
+        ("sessions_app", "0003_session_app_name_framework"),
+        ("tenancy", "0002_api_keys"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='LangGraphCheckpoint',
+            name="LangGraphCheckpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('checkpoint_ns', models.TextField(blank=True, default='')),
-                ('checkpoint_id', models.TextField()),
-                ('parent_checkpoint_id', models.TextField(blank=True, null=True)),
-                ('run_id', models.TextField(blank=True, null=True)),
-                ('step', models.BigIntegerField(blank=True, null=True)),
-                ('source', models.CharField(blank=True, default='', max_length=32)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('channel_versions', models.JSONField(blank=True, default=dict)),
-                ('value_type', models.CharField(max_length=32)),
-                ('value', models.BinaryField()),
-                ('rendered', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('session', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='sessions_app.session')),
-                ('tenant', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenancy.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("checkpoint_ns", models.TextField(blank=True, default="")),
+                ("checkpoint_id", models.TextField()),
+                ("parent_checkpoint_id", models.TextField(blank=True, null=True)),
+                ("run_id", models.TextField(blank=True, null=True)),
+                ("step", models.BigIntegerField(blank=True, null=True)),
+                ("source", models.CharField(blank=True, default="", max_length=32)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("channel_versions", models.JSONField(blank=True, default=dict)),
+                ("value_type", models.CharField(max_length=32)),
+                ("value", models.BinaryField()),
+                ("rendered", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="sessions_app.session",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="tenancy.tenant",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['session', 'checkpoint_id'], name='lg_checkpoint_thread_order'), models.Index(fields=['tenant', 'run_id'], name='lg_checkpoint_run'), models.Index(fields=['tenant', 'checkpoint_id'], name='lg_checkpoint_tenant_order')],
-                'constraints': [models.UniqueConstraint(fields=('session', 'checkpoint_ns', 'checkpoint_id'), name='lg_checkpoint_unique')],
+                "indexes": [
+                    models.Index(fields=["session", "checkpoint_id"], name="lg_checkpoint_thread_order"),
+                    models.Index(fields=["tenant", "run_id"], name="lg_checkpoint_run"),
+                    models.Index(fields=["tenant", "checkpoint_id"], name="lg_checkpoint_tenant_order"),
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("session", "checkpoint_ns", "checkpoint_id"), name="lg_checkpoint_unique"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='LangGraphThread',
+            name="LangGraphThread",
             fields=[
-                ('session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='langgraph_thread', serialize=False, to='sessions_app.session')),
-                ('user_id', models.CharField(max_length=128)),
-                ('thread_id', models.TextField()),
-                ('thread_key', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('tenant', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenancy.tenant')),
+                (
+                    "session",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="langgraph_thread",
+                        serialize=False,
+                        to="sessions_app.session",
+                    ),
+                ),
+                ("user_id", models.CharField(max_length=128)),
+                ("thread_id", models.TextField()),
+                ("thread_key", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="tenancy.tenant",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('tenant', 'thread_key'), name='lg_thread_unique_per_tenant')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("tenant", "thread_key"), name="lg_thread_unique_per_tenant")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='LangGraphWrite',
+            name="LangGraphWrite",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('checkpoint_ns', models.TextField(blank=True, default='')),
-                ('checkpoint_id', models.TextField()),
-                ('task_id', models.TextField()),
-                ('task_path', models.TextField(blank=True, default='')),
-                ('idx', models.IntegerField()),
-                ('channel', models.TextField()),
-                ('value_type', models.CharField(max_length=32)),
-                ('value', models.BinaryField()),
-                ('rendered', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('session', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='sessions_app.session')),
-                ('tenant', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenancy.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("checkpoint_ns", models.TextField(blank=True, default="")),
+                ("checkpoint_id", models.TextField()),
+                ("task_id", models.TextField()),
+                ("task_path", models.TextField(blank=True, default="")),
+                ("idx", models.IntegerField()),
+                ("channel", models.TextField()),
+                ("value_type", models.CharField(max_length=32)),
+                ("value", models.BinaryField()),
+                ("rendered", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="sessions_app.session",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="tenancy.tenant",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('session', 'checkpoint_id', 'checkpoint_ns', 'task_id', 'idx'), name='lg_write_unique')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("session", "checkpoint_id", "checkpoint_ns", "task_id", "idx"), name="lg_write_unique"
+                    )
+                ],
             },
         ),
     ]

@@ -11,70 +11,80 @@ def count_existing_messages(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0004_langgraph_checkpointer'),
-        ('tenancy', '0002_api_keys'),
+        ("sessions_app", "0004_langgraph_checkpointer"),
+        ("tenancy", "0002_api_keys"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MessagePop',
+            name="MessagePop",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('key', models.CharField(max_length=128)),
-                ('message', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("key", models.CharField(max_length=128)),
+                ("message", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
         ),
         migrations.AddField(
-            model_name='session',
-            name='forked_from_round',
+            model_name="session",
+            name="forked_from_round",
             field=models.BigIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='session',
-            name='forked_from_seq',
+            model_name="session",
+            name="forked_from_seq",
             field=models.BigIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='session',
-            name='forked_from_session_id',
-            field=models.CharField(blank=True, db_default='', default='', max_length=128),
+            model_name="session",
+            name="forked_from_session_id",
+            field=models.CharField(blank=True, db_default="", default="", max_length=128),
         ),
         migrations.AddField(
-            model_name='session',
-            name='history_generation',
+            model_name="session",
+            name="history_generation",
             field=models.BigIntegerField(db_default=0, default=0, editable=False),
         ),
         migrations.AddField(
-            model_name='session',
-            name='message_count',
+            model_name="session",
+            name="message_count",
             field=models.BigIntegerField(db_default=0, default=0, editable=False),
         ),
         migrations.AddField(
-            model_name='session',
-            name='parent',
-            field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='forks', to='sessions_app.session'),
+            model_name="session",
+            name="parent",
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="forks",
+                to="sessions_app.session",
+            ),
         ),
         migrations.AddIndex(
-            model_name='session',
-            index=models.Index(condition=models.Q(('parent__isnull', False)), fields=['parent'], name='session_parent'),
+            model_name="session",
+            index=models.Index(condition=models.Q(("parent__isnull", False)), fields=["parent"], name="session_parent"),
         ),
         migrations.AddField(
-            model_name='messagepop',
-            name='session',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='sessions_app.session'),
+            model_name="messagepop",
+            name="session",
+            field=models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="sessions_app.session"
+            ),
         ),
         migrations.AddField(
-            model_name='messagepop',
-            name='tenant',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenancy.tenant'),
+            model_name="messagepop",
+            name="tenant",
+            field=models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="tenancy.tenant"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='messagepop',
-            constraint=models.UniqueConstraint(fields=('session', 'key'), name='message_pop_unique_key'),
+            model_name="messagepop",
+            constraint=models.UniqueConstraint(fields=("session", "key"), name="message_pop_unique_key"),
         ),
         migrations.RunPython(count_existing_messages, migrations.RunPython.noop),
     ]

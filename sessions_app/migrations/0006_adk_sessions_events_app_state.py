@@ -6,79 +6,89 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0005_history_edits_and_forks'),
-        ('tenancy', '0002_api_keys'),
+        ("sessions_app", "0005_history_edits_and_forks"),
+        ("tenancy", "0002_api_keys"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AdkAppState',
+            name="AdkAppState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('app_name', models.CharField(max_length=128)),
-                ('state', models.TextField(default='{}')),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("app_name", models.CharField(max_length=128)),
+                ("state", models.TextField(default="{}")),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'verbose_name': 'ADK app state',
+                "verbose_name": "ADK app state",
             },
         ),
         migrations.CreateModel(
-            name='AdkEvent',
+            name="AdkEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('seq', models.BigIntegerField()),
-                ('event_id', models.TextField()),
-                ('invocation_id', models.TextField(blank=True, default='')),
-                ('author', models.TextField(blank=True, default='')),
-                ('timestamp', models.FloatField()),
-                ('text', models.TextField(blank=True, default='')),
-                ('data', models.TextField()),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("seq", models.BigIntegerField()),
+                ("event_id", models.TextField()),
+                ("invocation_id", models.TextField(blank=True, default="")),
+                ("author", models.TextField(blank=True, default="")),
+                ("timestamp", models.FloatField()),
+                ("text", models.TextField(blank=True, default="")),
+                ("data", models.TextField()),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
         ),
         migrations.AddField(
-            model_name='session',
-            name='durable_state',
-            field=models.TextField(blank=True, db_default='', default=''),
+            model_name="session",
+            name="durable_state",
+            field=models.TextField(blank=True, db_default="", default=""),
         ),
         migrations.AddField(
-            model_name='session',
-            name='last_update_time',
+            model_name="session",
+            name="last_update_time",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddIndex(
-            model_name='session',
-            index=models.Index(fields=['tenant', 'app_name', 'last_update_time', 'user_id', 'session_id'], name='session_app_updated'),
+            model_name="session",
+            index=models.Index(
+                fields=["tenant", "app_name", "last_update_time", "user_id", "session_id"], name="session_app_updated"
+            ),
         ),
         migrations.AddField(
-            model_name='adkappstate',
-            name='tenant',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenancy.tenant'),
+            model_name="adkappstate",
+            name="tenant",
+            field=models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="tenancy.tenant"
+            ),
         ),
         migrations.AddField(
-            model_name='adkevent',
-            name='session',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='adk_events', to='sessions_app.session'),
+            model_name="adkevent",
+            name="session",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="adk_events",
+                to="sessions_app.session",
+            ),
         ),
         migrations.AddField(
-            model_name='adkevent',
-            name='tenant',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenancy.tenant'),
+            model_name="adkevent",
+            name="tenant",
+            field=models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="tenancy.tenant"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='adkappstate',
-            constraint=models.UniqueConstraint(fields=('tenant', 'app_name'), name='adk_app_state_unique'),
+            model_name="adkappstate",
+            constraint=models.UniqueConstraint(fields=("tenant", "app_name"), name="adk_app_state_unique"),
         ),
         migrations.AddIndex(
-            model_name='adkevent',
-            index=models.Index(fields=['session', 'timestamp', 'seq'], name='adk_event_order'),
+            model_name="adkevent",
+            index=models.Index(fields=["session", "timestamp", "seq"], name="adk_event_order"),
         ),
         migrations.AddConstraint(
-            model_name='adkevent',
-            constraint=models.UniqueConstraint(fields=('session', 'seq'), name='adk_event_unique_seq'),
+            model_name="adkevent",
+            constraint=models.UniqueConstraint(fields=("session", "seq"), name="adk_event_unique_seq"),
         ),
     ]

@@ -6,40 +6,79 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0006_adk_sessions_events_app_state'),
-        ('tenancy', '0002_api_keys'),
+        ("sessions_app", "0006_adk_sessions_events_app_state"),
+        ("tenancy", "0002_api_keys"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RetentionPolicy',
+            name="RetentionPolicy",
             fields=[
-                ('tenant', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='+', serialize=False, to='tenancy.tenant')),
-                ('delete_ended_after_days', models.PositiveIntegerField(blank=True, help_text='Delete ended sessions this many days after they ended.', null=True)),
-                ('end_idle_after_days', models.PositiveIntegerField(blank=True, help_text='End live sessions nobody wrote to for this many days.', null=True)),
-                ('keep_latest_rounds', models.PositiveIntegerField(blank=True, help_text='Keep only this many rounds (the largest round ids) per session.', null=True)),
-                ('keep_latest_checkpoints', models.PositiveIntegerField(blank=True, help_text='Keep only this many LangGraph checkpoints (the newest) per thread namespace, with their writes.', null=True)),
-                ('drop_messages_after_days', models.PositiveIntegerField(blank=True, help_text='Drop messages older than this many days from sessions that live on (off when empty).', null=True)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "tenant",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="+",
+                        serialize=False,
+                        to="tenancy.tenant",
+                    ),
+                ),
+                (
+                    "delete_ended_after_days",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="Delete ended sessions this many days after they ended.", null=True
+                    ),
+                ),
+                (
+                    "end_idle_after_days",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="End live sessions nobody wrote to for this many days.", null=True
+                    ),
+                ),
+                (
+                    "keep_latest_rounds",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Keep only this many rounds (the largest round ids) per session.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "keep_latest_checkpoints",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Keep only this many LangGraph checkpoints (the newest) per thread namespace, with their writes.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "drop_messages_after_days",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Drop messages older than this many days from sessions that live on (off when empty).",
+                        null=True,
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'verbose_name_plural': 'retention policies',
+                "verbose_name_plural": "retention policies",
             },
         ),
         migrations.CreateModel(
-            name='RetentionRun',
+            name="RetentionRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('started_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('duration_seconds', models.FloatField(default=0)),
-                ('dry_run', models.BooleanField(default=False)),
-                ('tenant_slug', models.CharField(blank=True, default='', max_length=64)),
-                ('counts', models.JSONField(blank=True, default=dict)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("started_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("duration_seconds", models.FloatField(default=0)),
+                ("dry_run", models.BooleanField(default=False)),
+                ("tenant_slug", models.CharField(blank=True, default="", max_length=64)),
+                ("counts", models.JSONField(blank=True, default=dict)),
             ],
             options={
-                'indexes': [models.Index(fields=['-started_at'], name='retention_run_recent')],
+                "indexes": [models.Index(fields=["-started_at"], name="retention_run_recent")],
             },
         ),
     ]

@@ -4,23 +4,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0007_retention'),
-        ('tenancy', '0002_api_keys'),
+        ("sessions_app", "0007_retention"),
+        ("tenancy", "0002_api_keys"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='session',
-            index=models.Index(fields=['created_at'], name='session_created'),
+            model_name="session",
+            index=models.Index(fields=["created_at"], name="session_created"),
         ),
         migrations.AddIndex(
-            model_name='session',
-            index=models.Index(fields=['agent_id'], name='session_agent_id'),
+            model_name="session",
+            index=models.Index(fields=["agent_id"], name="session_agent_id"),
         ),
         migrations.AddIndex(
-            model_name='session',
-            index=models.Index(fields=['workspace_id'], name='session_workspace_id'),
+            model_name="session",
+            index=models.Index(fields=["workspace_id"], name="session_workspace_id"),
         ),
     ]

@@ -1,6 +1,7 @@
 """Writes to process state. Every rule of sessions, history (appends and edits), rounds, checkpoints, transitions and
 working state lives in exactly one function of this package, one module per entity; views, admin
 and commands call them through this package (``from sessions_app import services``)."""
+
 from sessions_app.services.checkpoints import checkpoint_create
 from sessions_app.services.history import HistoryEdit, message_clear, message_pop, message_rewind, session_fork
 from sessions_app.services.messages import MAX_MESSAGES_PER_APPEND, AppendResult, message_append

@@ -1,4 +1,5 @@
 """Labelled checkpoints, promoted from working state or given directly."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -10,6 +11,7 @@ from agentstate.validation import clean_identifier, clean_json
 from sessions_app import selectors
 from sessions_app.models import Checkpoint, Session
 from sessions_app.services.live import lock_session
+
 
 def checkpoint_create(
     *,

@@ -8,6 +8,7 @@ newest ``seq`` its caller saw (``expected_last_seq``): if the history's newest m
 one, nothing changes (``PreconditionFailed``). Ended sessions refuse edits; fork only reads its
 source, so an ended session can be forked.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -105,7 +106,9 @@ def message_pop(
         Message.objects.filter(pk=newest.pk).delete()
         _record_edit(session, removed_messages=1, removed_rounds=0)
     if key is not None:
-        MessagePop.objects.create(session=session, tenant_id=session.tenant_id, user_id=session.user_id, key=key, message=popped)
+        MessagePop.objects.create(
+            session=session, tenant_id=session.tenant_id, user_id=session.user_id, key=key, message=popped
+        )
     return popped
 
 
@@ -184,10 +187,21 @@ def session_fork(
     round_limit = source.last_round_id if up_to_round is None else min(up_to_round, source.last_round_id)
     now = timezone.now()
     fork = Session(
-        tenant_id=source.tenant_id, user_id=source.user_id, session_id=new_id, app_name=source.app_name,
-        framework=source.framework, agent_id=source.agent_id, workspace_id=source.workspace_id,
-        metadata=source.metadata if metadata is None else metadata, created_at=now, updated_at=now, last_seq=seq_limit,
-        parent=source, forked_from_session_id=source.session_id, forked_from_seq=seq_limit, forked_from_round=round_limit,
+        tenant_id=source.tenant_id,
+        user_id=source.user_id,
+        session_id=new_id,
+        app_name=source.app_name,
+        framework=source.framework,
+        agent_id=source.agent_id,
+        workspace_id=source.workspace_id,
+        metadata=source.metadata if metadata is None else metadata,
+        created_at=now,
+        updated_at=now,
+        last_seq=seq_limit,
+        parent=source,
+        forked_from_session_id=source.session_id,
+        forked_from_seq=seq_limit,
+        forked_from_round=round_limit,
     )
     try:
         with transaction.atomic():

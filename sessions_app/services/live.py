@@ -1,5 +1,6 @@
 """Building blocks the process-state services share: the session's row lock, the one-statement
 "touch a live session" update, and the rules for a missing, ended or stale session."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -37,9 +38,7 @@ def session_get_or_create(*, tenant: Tenant, user_id: str, session_id: str) -> S
         return Session.objects.get(tenant=tenant, user_id=user_id, session_id=session_id, app_name="")
 
 
-def update_live_session(
-    session: Session, assignments: str = "", params: list[Any] = (), returning: str = "id"
-) -> Any:
+def update_live_session(session: Session, assignments: str = "", params: list[Any] = (), returning: str = "id") -> Any:
     """Run ``UPDATE session SET <assignments>, updated_at = now WHERE pk AND not ended RETURNING
     <returning>``: one round trip that locks the row. Raises if the session ended or is gone."""
     table = connection.ops.quote_name(Session._meta.db_table)

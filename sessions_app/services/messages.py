@@ -5,6 +5,7 @@ Ordering rule: the per-session counter (message ``seq``) is reserved with one ``
 numbers are gap-free between edits (services/history.py), never reused, and the append fails
 cleanly once the session has ended.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -91,7 +92,17 @@ def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) ->
     now = timezone.now()
     fields = [Message._meta.get_field(name) for name in _MESSAGE_COLUMNS]
     row = "(" + ", ".join(["%s"] * (len(fields) + 1)) + ")"
-    params: list[Any] = [len(fresh), len(fresh), now, session.pk, session.pk, session.tenant_id, session.user_id, len(fresh), now]
+    params: list[Any] = [
+        len(fresh),
+        len(fresh),
+        now,
+        session.pk,
+        session.pk,
+        session.tenant_id,
+        session.user_id,
+        len(fresh),
+        now,
+    ]
     for position, message in enumerate(fresh):
         params.append(position)
         params.extend(field.get_db_prep_save(message[field.name], connection) for field in fields)
@@ -116,7 +127,13 @@ def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) ->
     created = []
     for (pk, seq), fields_ in zip(inserted, fresh):
         message = Message(
-            id=pk, session=session, tenant_id=session.tenant_id, user_id=session.user_id, seq=seq, created_at=now, **fields_
+            id=pk,
+            session=session,
+            tenant_id=session.tenant_id,
+            user_id=session.user_id,
+            seq=seq,
+            created_at=now,
+            **fields_,
         )
         message._state.adding, message._state.db = False, connection.alias
         created.append(message)

@@ -8,6 +8,7 @@ under the write. A run interrupted between batches leaves every committed batch 
 next run finishes the rest. Retention is housekeeping, not erasure: it writes no receipt and no
 erased-subject entry.
 """
+
 from __future__ import annotations
 
 import time
@@ -45,7 +46,9 @@ def _clean_rule(name: str, value: Any) -> int | None:
         return None
     limit, what = (MAX_DAYS, "days") if name.endswith("_days") else (MAX_KEEP, "items")
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
-        raise InvalidInput.for_field(name, f"must be a whole number of {what} from 1 to {limit}, or empty (keep everything).")
+        raise InvalidInput.for_field(
+            name, f"must be a whole number of {what} from 1 to {limit}, or empty (keep everything)."
+        )
     return value
 
 
@@ -60,14 +63,18 @@ def retention_policy_clean(**values: Any) -> dict[str, int | None]:
         except InvalidInput as exc:
             errors.update(exc.fields)
     if errors:
-        raise InvalidInput("Invalid retention policy: " + "; ".join(f"{k} {v[0]}" for k, v in errors.items()), fields=errors)
+        raise InvalidInput(
+            "Invalid retention policy: " + "; ".join(f"{k} {v[0]}" for k, v in errors.items()), fields=errors
+        )
     return cleaned
 
 
 def retention_policy_save(*, tenant: Tenant, **values: Any) -> RetentionPolicy:
     """Create or replace the tenant's policy (rules not given become empty: keep everything)."""
     cleaned = retention_policy_clean(**values)
-    policy, _ = RetentionPolicy.objects.update_or_create(tenant=tenant, defaults={**cleaned, "updated_at": timezone.now()})
+    policy, _ = RetentionPolicy.objects.update_or_create(
+        tenant=tenant, defaults={**cleaned, "updated_at": timezone.now()}
+    )
     return policy
 
 
@@ -127,9 +134,7 @@ class _Sweep:
         if self.dry_run:
             return len(pks)
         working_state_clear_on_commit(pks)
-        return matching.update(
-            ended_at=self.now, updated_at=self.now, version=F("version") + 1
-        )
+        return matching.update(ended_at=self.now, updated_at=self.now, version=F("version") + 1)
 
     def _doomed_latest(self, model, pks: list[int], partition: list[str], order: str, keep: int) -> list[int]:
         """Row ids past the ``keep`` newest per partition, among these sessions (one statement)."""
@@ -148,7 +153,11 @@ class _Sweep:
         """LangGraph's keep-latest per namespace, with K kept: the writes of kept checkpoints stay,
         orphaned writes go, so every thread's latest state can still be rebuilt."""
         doomed = self._doomed_latest(
-            LangGraphCheckpoint, pks, ["session_id", "checkpoint_ns"], "checkpoint_id", self.policy.keep_latest_checkpoints
+            LangGraphCheckpoint,
+            pks,
+            ["session_id", "checkpoint_ns"],
+            "checkpoint_id",
+            self.policy.keep_latest_checkpoints,
         )
         if self.dry_run or not doomed:
             return len(doomed)
@@ -159,14 +168,19 @@ class _Sweep:
     def _drop_messages(self, pks: list[int], matching) -> int:
         """Drop old messages and keep each session's counters true: message_count goes down by what
         went, history_generation advances as after an edit. Three statements whatever the batch."""
-        old = Message.objects.filter(session_id__in=pks, created_at__lt=self.now - timedelta(days=self.policy.drop_messages_after_days))
+        old = Message.objects.filter(
+            session_id__in=pks, created_at__lt=self.now - timedelta(days=self.policy.drop_messages_after_days)
+        )
         per_session = dict(old.values("session_id").annotate(n=Count("pk")).values_list("session_id", "n").order_by())
         if self.dry_run or not per_session:
             return sum(per_session.values())
         removed = old.delete()[0]
         Session.objects.filter(pk__in=list(per_session)).update(
-            message_count=F("message_count") - Case(
-                *(When(pk=pk, then=Value(n)) for pk, n in per_session.items()), default=Value(0), output_field=IntegerField()
+            message_count=F("message_count")
+            - Case(
+                *(When(pk=pk, then=Value(n)) for pk, n in per_session.items()),
+                default=Value(0),
+                output_field=IntegerField(),
             ),
             history_generation=F("history_generation") + 1,
         )
@@ -179,7 +193,9 @@ class _Sweep:
             self._run(ENDED_SESSIONS, Session.objects.filter(ended_at__lt=cutoff), self._delete_ended)
         if policy.end_idle_after_days:
             cutoff = now - timedelta(days=policy.end_idle_after_days)
-            self._run(IDLE_SESSIONS, Session.objects.filter(ended_at__isnull=True, updated_at__lt=cutoff), self._end_idle)
+            self._run(
+                IDLE_SESSIONS, Session.objects.filter(ended_at__isnull=True, updated_at__lt=cutoff), self._end_idle
+            )
         if policy.keep_latest_rounds:
             self._run(ROUNDS, Session.objects.filter(last_round_id__gt=0), self._prune_rounds)
         if policy.keep_latest_checkpoints:
@@ -208,12 +224,20 @@ def retention_apply(
     counts: dict[str, dict[str, int]] = {}
     for policy in policies:
         sweep = _Sweep(
-            tenant=policy.tenant, policy=policy, now=started, dry_run=dry_run, batch_size=batch_size,
-            on_batch=on_batch, with_totals=with_totals,
+            tenant=policy.tenant,
+            policy=policy,
+            now=started,
+            dry_run=dry_run,
+            batch_size=batch_size,
+            on_batch=on_batch,
+            with_totals=with_totals,
         )
         sweep.run()
         counts[policy.tenant.slug] = sweep.counts
     return RetentionRun.objects.create(
-        started_at=started, duration_seconds=time.monotonic() - clock, dry_run=dry_run,
-        tenant_slug=tenant.slug if tenant is not None else "", counts=counts,
+        started_at=started,
+        duration_seconds=time.monotonic() - clock,
+        dry_run=dry_run,
+        tenant_slug=tenant.slug if tenant is not None else "",
+        counts=counts,
     )

@@ -1,4 +1,5 @@
 """Round snapshots: save (automatic ``max + 1`` or a given id) and delete."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,6 +14,7 @@ from agentstate.validation import ROUND_ID_MAX, clean_identifier, clean_json, cl
 from sessions_app import selectors
 from sessions_app.models import Round, Session
 from sessions_app.services.live import lock_session, session_get_or_create, update_live_session
+
 
 def round_save(
     *,
@@ -36,7 +38,12 @@ def round_save(
         if saved is not None:
             return saved
     return _round_save_locked(
-        tenant=tenant, user_id=user_id, state=state, session_id=session_id, round_id=round_id, expected_version=expected_version
+        tenant=tenant,
+        user_id=user_id,
+        state=state,
+        session_id=session_id,
+        round_id=round_id,
+        expected_version=expected_version,
     )
 
 
@@ -60,8 +67,15 @@ def _round_append_postgresql(*, tenant: Tenant, user_id: str, session_id: str, s
     if row is None:
         return None
     saved = Round(
-        id=row[0], session_id=row[1], tenant=tenant, user_id=user_id, round_id=row[2], state=state,
-        created_at=now, updated_at=now, version=1,
+        id=row[0],
+        session_id=row[1],
+        tenant=tenant,
+        user_id=user_id,
+        round_id=row[2],
+        state=state,
+        created_at=now,
+        updated_at=now,
+        version=1,
     )
     saved._state.adding, saved._state.db = False, connection.alias
     return saved
@@ -69,7 +83,13 @@ def _round_append_postgresql(*, tenant: Tenant, user_id: str, session_id: str, s
 
 @transaction.atomic
 def _round_save_locked(
-    *, tenant: Tenant, user_id: str, state: dict[str, Any], session_id: str, round_id: int | None, expected_version: int | None
+    *,
+    tenant: Tenant,
+    user_id: str,
+    state: dict[str, Any],
+    session_id: str,
+    round_id: int | None,
+    expected_version: int | None,
 ) -> Round:
     session = session_get_or_create(tenant=tenant, user_id=user_id, session_id=session_id)
     now = timezone.now()
@@ -80,7 +100,13 @@ def _round_save_locked(
         if new_id > 2**31 - 1:
             raise InvalidInput.for_field("round_id", "no automatic round id is left above the largest one.")
         return Round.objects.create(
-            session=session, tenant=tenant, user_id=user_id, round_id=new_id, state=state, created_at=now, updated_at=now
+            session=session,
+            tenant=tenant,
+            user_id=user_id,
+            round_id=new_id,
+            state=state,
+            created_at=now,
+            updated_at=now,
         )
     update_live_session(
         session,
@@ -93,7 +119,13 @@ def _round_save_locked(
         raise PreconditionFailed("The round changed since you read it (If-Match does not match).")
     if existing is None:
         return Round.objects.create(
-            session=session, tenant=tenant, user_id=user_id, round_id=round_id, state=state, created_at=now, updated_at=now
+            session=session,
+            tenant=tenant,
+            user_id=user_id,
+            round_id=round_id,
+            state=state,
+            created_at=now,
+            updated_at=now,
         )
     existing.state, existing.updated_at, existing.version = state, now, existing.version + 1
     existing.save(update_fields=["state", "updated_at", "version"])

@@ -1,4 +1,5 @@
 """Writes to sessions: create, update, end, delete."""
+
 from __future__ import annotations
 
 import uuid
@@ -14,6 +15,7 @@ from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json, clean_optional_label
 from sessions_app.models import Session
 from sessions_app.services.live import STALE_SESSION, check_version, lock_session, working_state_clear_on_commit
+
 
 @transaction.atomic  # the erased-subject check and the insert commit together
 def session_create(
@@ -44,8 +46,6 @@ def session_create(
     except IntegrityError:
         raise SessionAlreadyExists(f"Session {session.session_id!r} already exists for this user.") from None
     return session
-
-
 
 
 _UNSET: Any = object()

@@ -1,4 +1,5 @@
 """Erasure of one data subject's process state, asked for by userdata_app's erasure workflow."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -19,6 +20,7 @@ from sessions_app.models import (
     Session,
 )
 from sessions_app.services.live import working_state_clear_on_commit
+
 
 @transaction.atomic
 def subject_process_state_erase(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> dict[str, int]:

@@ -1,4 +1,5 @@
 """Agent hand-offs within a session."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,6 +10,7 @@ from agentstate.exceptions import InvalidInput
 from agentstate.validation import clean_identifier, clean_json, clean_optional_label
 from sessions_app.models import AgentTransition, Session
 from sessions_app.services.live import update_live_session
+
 
 def transition_record(
     *,

@@ -1,4 +1,5 @@
 """Writes to a live session's working state (the store itself is sessions_app.working_state)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,6 +10,7 @@ from agentstate.validation import clean_identifier, clean_json
 from sessions_app import working_state
 from sessions_app.models import Session
 from sessions_app.services.live import update_live_session
+
 
 @transaction.atomic
 def working_state_patch(*, session: Session, changes: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The staff admin: browsing stays fast and read-only; the erasure workflow end to end over HTTP;
 who may execute and export."""
+
 import json
 from datetime import timedelta
 
@@ -39,7 +40,9 @@ def officer(db):
 def browser_staff(db):
     """Staff who may browse and manage requests, but not execute erasures or export."""
     perms = ["sessions_app.view_session", "sessions_app.view_message", "userdata_app.view_userdatum"]
-    perms += [f"userdata_app.{p}_erasurerequest" for p in ("view", "add", "change")] + ["userdata_app.view_erasuresubject"]
+    perms += [f"userdata_app.{p}_erasurerequest" for p in ("view", "add", "change")] + [
+        "userdata_app.view_erasuresubject"
+    ]
     return staff("viewer", perms=perms)
 
 
@@ -137,12 +140,14 @@ def test_user_data_browse_by_tenant_user_and_key(client, officer, tenant, other_
 def test_dashboard_shows_totals_and_a_chart_without_external_files(client, officer, tenant, fresh_dashboard):
     login(client, officer)
     subject_data_create(tenant=tenant, user_id="alice", sessions=2, messages=5)
-    overdue = erasure.erasure_request_create(subjects=[(tenant, "alice")], received_at=timezone.now() - timedelta(days=40))
+    overdue = erasure.erasure_request_create(
+        subjects=[(tenant, "alice")], received_at=timezone.now() - timedelta(days=40)
+    )
     erasure.erasure_request_create(subjects=[(tenant, "bob")])
 
     page = client.get(reverse("admin:index")).content.decode()
     assert "<svg" in page and "10 messages" in page  # today's bar tooltip
-    dashboard = page[page.index("agentstate-dashboard"):page.index("</section>")]
+    dashboard = page[page.index("agentstate-dashboard") : page.index("</section>")]
     assert "http://" not in dashboard and "https://" not in dashboard
     numbers = [int(n) for n in __import__("re").findall(r'<span class="n">(\d+)</span>', dashboard)]
     assert numbers == [2, 10, 2, 2, 1]  # sessions, messages, active today, open, overdue
@@ -159,12 +164,22 @@ def test_officer_takes_a_request_from_receipt_to_executed_receipt(client, office
     subject_data_create(tenant=tenant, user_id="alice")
     subject_data_create(tenant=tenant, user_id="bob")
 
-    response = client.post(reverse("admin:userdata_app_erasurerequest_add"), {
-        "scope": "everything", "received_at_0": timezone.localdate().isoformat(), "received_at_1": "10:00:00",
-        "requested_by": "ticket 7", "reason": "",
-        "subjects-TOTAL_FORMS": "1", "subjects-INITIAL_FORMS": "0", "subjects-MIN_NUM_FORMS": "1", "subjects-MAX_NUM_FORMS": "1000",
-        "subjects-0-tenant": str(tenant.pk), "subjects-0-user_id": "alice",
-    })
+    response = client.post(
+        reverse("admin:userdata_app_erasurerequest_add"),
+        {
+            "scope": "everything",
+            "received_at_0": timezone.localdate().isoformat(),
+            "received_at_1": "10:00:00",
+            "requested_by": "ticket 7",
+            "reason": "",
+            "subjects-TOTAL_FORMS": "1",
+            "subjects-INITIAL_FORMS": "0",
+            "subjects-MIN_NUM_FORMS": "1",
+            "subjects-MAX_NUM_FORMS": "1000",
+            "subjects-0-tenant": str(tenant.pk),
+            "subjects-0-user_id": "alice",
+        },
+    )
     assert response.status_code == 302, response.context["errors"] if response.context else response
     request = ErasureRequest.objects.get()
     assert request.status == Status.RECEIVED and request.due_on is not None
@@ -178,14 +193,26 @@ def test_officer_takes_a_request_from_receipt_to_executed_receipt(client, office
     preview = client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk]})
     assert preview.status_code == 200
     assert preview.context["previews"][0]["counts"] == {
-        "user_data": 2, "sessions": 2, "messages": 6, "message_pops": 0, "rounds": 2, "checkpoints": 2, "transitions": 2,
-        "working_state": 2, "langgraph_checkpoints": 0, "langgraph_writes": 0, "adk_user_state": 0, "adk_events": 0,
+        "user_data": 2,
+        "sessions": 2,
+        "messages": 6,
+        "message_pops": 0,
+        "rounds": 2,
+        "checkpoints": 2,
+        "transitions": 2,
+        "working_state": 2,
+        "langgraph_checkpoints": 0,
+        "langgraph_writes": 0,
+        "adk_user_state": 0,
+        "adk_events": 0,
     }
     assert "Yes, erase" in preview.content.decode()
     assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["messages"] == 6
 
     done = client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"})
-    assert done.status_code == 302 and done.url == reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])
+    assert done.status_code == 302 and done.url == reverse(
+        "admin:userdata_app_erasurerequest_change", args=[request.pk]
+    )
     request.refresh_from_db()
     assert request.status == Status.EXECUTED
     assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["sessions"] == 0
@@ -213,8 +240,10 @@ def test_lifecycle_forms_record_reasons_and_refuse_bad_input(client, officer, te
     assert client.post(extend, {"months": "3", "reason": "x"}).status_code == 200  # not a choice
     client.post(extend, {"months": "2", "reason": "complex"})
     assert ErasureRequest.objects.get().due_on == erasure.add_months(due, 2)
-    client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "reject"]),
-                {"reason": "not the account holder", "subject_informed_on": "2026-03-01"})
+    client.post(
+        reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "reject"]),
+        {"reason": "not the account holder", "subject_informed_on": "2026-03-01"},
+    )
     request.refresh_from_db()
     assert request.status == Status.REJECTED and str(request.subject_informed_on) == "2026-03-01"
     page = client.get(reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])).content.decode()
@@ -245,7 +274,9 @@ def test_execute_acts_only_on_verified_requests(client, officer, tenant):
     login(client, officer)
     subject_data_create(tenant=tenant, user_id="alice", sessions=0)
     received = erasure.erasure_request_create(subjects=[(tenant, "alice")])
-    response = client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [received.pk], "post": "yes"}, follow=True)
+    response = client.post(
+        CHANGELIST, {"action": "execute_erasure", "_selected_action": [received.pk], "post": "yes"}, follow=True
+    )
     assert "nothing to execute" in response.content.decode()
     received.refresh_from_db()
     assert received.status == Status.RECEIVED
@@ -264,18 +295,37 @@ def test_export_action_downloads_everything_about_the_subjects(client, officer, 
 
 def test_subjects_cannot_change_after_verification_and_bad_ids_are_refused(client, officer, tenant):
     login(client, officer)
-    response = client.post(reverse("admin:userdata_app_erasurerequest_add"), {
-        "scope": "user_data", "received_at_0": timezone.localdate().isoformat(), "received_at_1": "10:00:00",
-        "subjects-TOTAL_FORMS": "1", "subjects-INITIAL_FORMS": "0", "subjects-MIN_NUM_FORMS": "1", "subjects-MAX_NUM_FORMS": "1000",
-        "subjects-0-tenant": str(tenant.pk), "subjects-0-user_id": "a/b",
-    })
+    response = client.post(
+        reverse("admin:userdata_app_erasurerequest_add"),
+        {
+            "scope": "user_data",
+            "received_at_0": timezone.localdate().isoformat(),
+            "received_at_1": "10:00:00",
+            "subjects-TOTAL_FORMS": "1",
+            "subjects-INITIAL_FORMS": "0",
+            "subjects-MIN_NUM_FORMS": "1",
+            "subjects-MAX_NUM_FORMS": "1000",
+            "subjects-0-tenant": str(tenant.pk),
+            "subjects-0-user_id": "a/b",
+        },
+    )
     assert response.status_code == 200 and "must not contain" in response.content.decode()
-    twice = client.post(reverse("admin:userdata_app_erasurerequest_add"), {
-        "scope": "user_data", "received_at_0": timezone.localdate().isoformat(), "received_at_1": "10:00:00",
-        "subjects-TOTAL_FORMS": "2", "subjects-INITIAL_FORMS": "0", "subjects-MIN_NUM_FORMS": "1", "subjects-MAX_NUM_FORMS": "1000",
-        "subjects-0-tenant": str(tenant.pk), "subjects-0-user_id": "alice",
-        "subjects-1-tenant": str(tenant.pk), "subjects-1-user_id": "alice",
-    })
+    twice = client.post(
+        reverse("admin:userdata_app_erasurerequest_add"),
+        {
+            "scope": "user_data",
+            "received_at_0": timezone.localdate().isoformat(),
+            "received_at_1": "10:00:00",
+            "subjects-TOTAL_FORMS": "2",
+            "subjects-INITIAL_FORMS": "0",
+            "subjects-MIN_NUM_FORMS": "1",
+            "subjects-MAX_NUM_FORMS": "1000",
+            "subjects-0-tenant": str(tenant.pk),
+            "subjects-0-user_id": "alice",
+            "subjects-1-tenant": str(tenant.pk),
+            "subjects-1-user_id": "alice",
+        },
+    )
     assert twice.status_code == 200 and "listed once" in twice.content.decode()
     assert not ErasureRequest.objects.exists()
 
@@ -294,8 +344,15 @@ def test_no_str_of_what_staff_act_on_carries_the_user_id(tenant):
     subject_data_create(tenant=tenant, user_id=user_id, sessions=1, messages=1)
     request = verified_request(subjects=[(tenant, user_id)], scope="user_data")
     objects = [
-        *Session.objects.all(), *Message.objects.all(), *Round.objects.all(), *Checkpoint.objects.all(),
-        *AgentTransition.objects.all(), *UserDatum.objects.all(), request, *request.subjects.all(), *request.events.all(),
+        *Session.objects.all(),
+        *Message.objects.all(),
+        *Round.objects.all(),
+        *Checkpoint.objects.all(),
+        *AgentTransition.objects.all(),
+        *UserDatum.objects.all(),
+        request,
+        *request.subjects.all(),
+        *request.events.all(),
     ]
     erasure.erasure_execute(request=request)
     objects += [*ErasureReceipt.objects.all(), *ErasedSubject.objects.all(), *ErasureEvent.objects.all()]

@@ -1,5 +1,6 @@
 """What staff read on the admin's pages (issue 15): every page about a session names it as
 ``tenant / user / session``, linked; the session page is tidy and leads to the user's other data."""
+
 import html
 import re
 from urllib.parse import quote
@@ -60,12 +61,12 @@ def test_the_session_page_title_names_tenant_user_and_session(client, officer, t
     subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=2)
     session = Session.objects.get()
     page = page_of(client, reverse("admin:sessions_app_session_change", args=[session.pk]))
-    title = page[page.index('<h2 class="session-title">'):]
-    title = title[:title.index("</h2>")]
+    title = page[page.index('<h2 class="session-title">') :]
+    title = title[: title.index("</h2>")]
     assert text(title) == "acme / alice / s0" and all(link in title for link in label_links(session))
     assert "<title>acme / alice / s0 |" in page
-    crumbs = page[page.index('<div class="breadcrumbs">'):]
-    assert text(crumbs[:crumbs.index("</div>")]).endswith("› acme / alice / s0")
+    crumbs = page[page.index('<div class="breadcrumbs">') :]
+    assert text(crumbs[: crumbs.index("</div>")]).endswith("› acme / alice / s0")
     assert "alice" not in str(session)  # __str__ (kept by the admin log) stays free of the user id
 
 
@@ -81,10 +82,14 @@ def test_the_session_page_has_no_stray_labels_one_date_format_and_links_the_user
     assert not re.search(r"\b[ap]\.m\.", shown)
     assert re.search(r"Created at: ?\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", shown)
 
-    user = page[page.index("field-user_id_linked"):]
-    user = user[:user.index("</div>", user.index('class="readonly"'))]
-    sessions = client.get(reverse("admin:sessions_app_session_changelist") + f"?tenant__id__exact={tenant.pk}&user_id=alice")
-    data = client.get(reverse("admin:userdata_app_userdatum_changelist") + f"?tenant__id__exact={tenant.pk}&user_id=alice")
+    user = page[page.index("field-user_id_linked") :]
+    user = user[: user.index("</div>", user.index('class="readonly"'))]
+    sessions = client.get(
+        reverse("admin:sessions_app_session_changelist") + f"?tenant__id__exact={tenant.pk}&user_id=alice"
+    )
+    data = client.get(
+        reverse("admin:userdata_app_userdatum_changelist") + f"?tenant__id__exact={tenant.pk}&user_id=alice"
+    )
     assert f'href="{sessions.request["PATH_INFO"]}?tenant__id__exact={tenant.pk}&amp;user_id=alice"' in user
     assert f'href="{data.request["PATH_INFO"]}?tenant__id__exact={tenant.pk}&amp;user_id=alice"' in user
     assert sessions.context["cl"].result_count == 2 and data.context["cl"].result_count == 2
@@ -128,7 +133,9 @@ def test_messages_filter_by_tenant_user_session_id_role_and_search(client, offic
     login(client, officer)
     assert len(rows(client, MESSAGES, tenant__id__exact=other.pk)) == 4
     assert owners(rows(client, MESSAGES, tenant__id__exact=tenant.pk, user_id="alice")) == [
-        ("acme", "alice", "s0"), ("acme", "alice", "s1")]
+        ("acme", "alice", "s0"),
+        ("acme", "alice", "s1"),
+    ]
     assert owners(rows(client, MESSAGES, user_id="alice", session_id="s1")) == [("acme", "alice", "s1")]
     assert len(rows(client, MESSAGES, session_id="s0")) == 3 + 2 + 4
     assert owners(rows(client, MESSAGES, q="bob")) == [("acme", "bob", "s0")]  # a user id or a session id, exactly
@@ -151,7 +158,10 @@ def test_rounds_checkpoints_and_transitions_filter_and_search_too(client, office
         assert owners(rows(client, url, tenant__id__exact=other.pk)) == [("globex", "alice", "s0")]
         assert owners(rows(client, url, user_id="bob")) == [("acme", "bob", "s0")]
         assert len(rows(client, url, session_id="s1")) == 1
-        assert owners(rows(client, url, q="alice", tenant__id__exact=tenant.pk)) == [("acme", "alice", "s0"), ("acme", "alice", "s1")]
+        assert owners(rows(client, url, q="alice", tenant__id__exact=tenant.pk)) == [
+            ("acme", "alice", "s0"),
+            ("acme", "alice", "s1"),
+        ]
 
 
 def test_a_child_date_filter_needs_a_user_or_a_session_and_says_so(client, officer, two_tenants):
@@ -183,9 +193,19 @@ def test_dashboard_cards_link_to_what_they_count(client, officer, tenant, fresh_
     subject_data_create(tenant=tenant, user_id="alice", sessions=2, messages=3)
     Session.objects.filter(session_id="s1").update(updated_at=timezone.now() - timedelta(days=3))  # live, idle
     page = page_of(client, reverse("admin:index"))
-    cards = dict((label, href) for href, label in re.findall(
-        r'<a class="agentstate-card[^"]*" href="([^"]+)"><span class="n">\d+</span><span>([^<]+)</span>', page))
-    assert set(cards) == {"sessions", "messages", "active sessions today", "open erasure requests", "overdue erasure requests"}
+    cards = dict(
+        (label, href)
+        for href, label in re.findall(
+            r'<a class="agentstate-card[^"]*" href="([^"]+)"><span class="n">\d+</span><span>([^<]+)</span>', page
+        )
+    )
+    assert set(cards) == {
+        "sessions",
+        "messages",
+        "active sessions today",
+        "open erasure requests",
+        "overdue erasure requests",
+    }
 
     active = client.get(html.unescape(cards["active sessions today"]))
     assert [s.session_id for s in active.context["cl"].result_list] == ["s0"]  # the idle live session is not listed
@@ -227,13 +247,19 @@ def test_staff_without_the_compliance_group_cannot_verify_hold_reject_or_extend(
     for step in ("verify", "extend", "hold", "reject"):
         assert reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, step]) not in page  # no button
     shown = text(page)
-    assert "Mark verified, extend deadline, put on legal hold, reject: needs the permission " \
-           "“Can verify, extend, hold, release and reject erasure requests”" in shown
+    assert (
+        "Mark verified, extend deadline, put on legal hold, reject: needs the permission "
+        "“Can verify, extend, hold, release and reject erasure requests”" in shown
+    )
     assert "Export subject data: needs the permission “Can export everything held about a subject”" in shown
     assert "Compliance group" in shown
 
-    for step, data in (("verify", {}), ("hold", {"reason": "x"}), ("extend", {"months": "1", "reason": "x"}),
-                       ("reject", {"reason": "x", "subject_informed_on": "2026-01-01"})):
+    for step, data in (
+        ("verify", {}),
+        ("hold", {"reason": "x"}),
+        ("extend", {"months": "1", "reason": "x"}),
+        ("reject", {"reason": "x", "subject_informed_on": "2026-01-01"}),
+    ):
         response = client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, step]), data)
         assert response.status_code == 403 and "Compliance group" in text(response.content.decode())
     request.refresh_from_db()
@@ -249,7 +275,10 @@ def test_the_compliance_group_and_superusers_may_decide(client, officer, admin_u
     request = erasure.erasure_request_create(subjects=[(tenant, "alice")])
     page = page_of(client, reverse("admin:userdata_app_erasurerequest_change", args=[request.pk]))
     assert "Mark verified" in page and 'class="erasure-missing-permissions' not in page
-    assert client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "verify"])).status_code == 302
+    assert (
+        client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "verify"])).status_code
+        == 302
+    )
     request.refresh_from_db()
     assert request.status == ErasureRequest.Status.VERIFIED
 
@@ -268,16 +297,23 @@ def test_execute_breadcrumb_receipt_download_and_one_vocabulary(client, officer,
     change = reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])
 
     confirmation = page_of(client, reverse("admin:userdata_app_erasurerequest_execute", args=[request.pk]))
-    crumbs = confirmation[confirmation.index('<div class="breadcrumbs">'):]
-    crumbs = crumbs[:crumbs.index("</div>")]
-    assert f'<a href="{change}">Erasure request #{request.pk}</a>' in crumbs and text(crumbs).endswith("› Execute erasure")
-    assert "user data" in text(confirmation) and "working state" in text(confirmation) and "user_data" not in confirmation
+    crumbs = confirmation[confirmation.index('<div class="breadcrumbs">') :]
+    crumbs = crumbs[: crumbs.index("</div>")]
+    assert f'<a href="{change}">Erasure request #{request.pk}</a>' in crumbs and text(crumbs).endswith(
+        "› Execute erasure"
+    )
+    assert (
+        "user data" in text(confirmation) and "working state" in text(confirmation) and "user_data" not in confirmation
+    )
 
-    done = client.post(reverse("admin:userdata_app_erasurerequest_changelist"),
-                       {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"}, follow=True)
+    done = client.post(
+        reverse("admin:userdata_app_erasurerequest_changelist"),
+        {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"},
+        follow=True,
+    )
     shown = text(done.content.decode())
     assert "2 user data, 0 ADK user state, 1 sessions, 2 messages" in shown  # the success message
-    history = shown[shown.index("History"):]
+    history = shown[shown.index("History") :]
     assert "Verified → Executed" in history and "2 user data" in history and "1 working state" in history
     assert "user_data" not in shown and "working_state" not in shown
 

@@ -1,5 +1,6 @@
 """The admin on big tables: searches are exact, case-sensitive equality (which an index serves),
 changelist counts stop at a cap and still paginate, dashboard figures come from the cache."""
+
 import re
 from datetime import timedelta
 
@@ -45,7 +46,9 @@ def test_session_search_is_exact_case_sensitive_equality(client, officer, tenant
 
     cl, sqls = search(client, SESSIONS, "alice")
     assert sorted((s.tenant.slug, s.user_id, s.session_id) for s in cl.result_list) == [
-        ("acme", "alice", "s0"), ("acme", "alice", "s1"), ("globex", "alice", "s0"),
+        ("acme", "alice", "s0"),
+        ("acme", "alice", "s1"),
+        ("globex", "alice", "s0"),
     ]
     assert sqls and all('"user_id" = ' in sql and "UPPER" not in sql and "LIKE" not in sql for sql in sqls), sqls
     assert search(client, SESSIONS, "ALICE")[0].result_count == 0
@@ -68,7 +71,9 @@ def test_user_data_and_erased_subject_searches_are_exact(client, officer, tenant
     assert search(client, USER_DATA, "EMAIL")[0].result_count == 0
     assert search(client, USER_DATA, "email")[0].result_count == 2
     assert search(client, USER_DATA, "Alice email")[0].result_count == 0  # one whole term, never split
-    assert [d.user_id for d in client.get(USER_DATA, {"q": "email", "user_id": "Alice"}).context["cl"].result_list] == ["Alice"]
+    assert [d.user_id for d in client.get(USER_DATA, {"q": "email", "user_id": "Alice"}).context["cl"].result_list] == [
+        "Alice"
+    ]
 
     entry = ErasedSubject.objects.create(
         subject_hash="ab" * 32, key_id="k1", scope="everything", grace_until=timezone.now() + timedelta(hours=1)
@@ -88,15 +93,15 @@ def small_pages(monkeypatch):
 
 
 def test_show_all_never_reaches_past_the_cap():
-    """"Show all" lists the whole filtered table: it must only be offered below the cap."""
+    """ "Show all" lists the whole filtered table: it must only be offered below the cap."""
     capped = [a for a in admin.site._registry.values() if issubclass(a.paginator, CappedPaginator)]
     assert capped and all(a.list_max_show_all < CappedPaginator.cap for a in capped)
 
 
 def paginator_text(response) -> str:
     html = response.content.decode()
-    paginator = html[html.index('<p class="paginator">'):]
-    return " ".join(re.sub(r"<[^>]+>", " ", paginator[:paginator.index("</p>")]).split())
+    paginator = html[html.index('<p class="paginator">') :]
+    return " ".join(re.sub(r"<[^>]+>", " ", paginator[: paginator.index("</p>")]).split())
 
 
 def test_changelist_counts_stop_at_the_cap_and_still_paginate(client, officer, tenant, small_pages):

@@ -1,4 +1,5 @@
 """load_demo_data gives a new user something to browse."""
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -40,11 +41,16 @@ def test_demo_sessions_have_believable_timelines():
         assert session.updated_at < loaded - timedelta(minutes=1)
         if session.ended_at is not None:
             assert session.ended_at >= times[-1] and session.ended_at <= loaded
-        rounds = list(Round.objects.filter(session=session).order_by("round_id").values_list("created_at", "updated_at"))
+        rounds = list(
+            Round.objects.filter(session=session).order_by("round_id").values_list("created_at", "updated_at")
+        )
         assert all(times[0] <= c <= u <= session.updated_at for c, u in rounds)
         assert len({c for c, _ in rounds}) == len(rounds)
         for model in (Checkpoint, AgentTransition):
-            assert all(times[0] <= t <= session.updated_at for t in model.objects.filter(session=session).values_list("created_at", flat=True))
+            assert all(
+                times[0] <= t <= session.updated_at
+                for t in model.objects.filter(session=session).values_list("created_at", flat=True)
+            )
     assert len({s.created_at.date() for s in sessions}) > 3  # spread over the month
     assert any(s.ended_at for s in sessions) and any(s.ended_at is None for s in sessions)
     assert any(s.ended_at is None and s.updated_at > loaded - timedelta(hours=2) for s in sessions)  # still going

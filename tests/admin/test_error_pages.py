@@ -1,5 +1,6 @@
 """Inside the admin a refused or missing page is the admin's own page (header, a way back), never
 the API's JSON; under /api/ every error stays JSON (issue 15, item 3)."""
+
 import pytest
 from django.urls import reverse
 
@@ -38,13 +39,18 @@ def test_a_tenant_link_without_the_tenant_permission_is_the_admins_403(client, v
 def test_a_missing_admin_page_is_the_admins_404(client, viewer, admin_client):
     login(client, viewer)
     assert_admin_page(client.get("/admin/no/such/page/"), 404, "Page not found")
-    assert_admin_page(admin_client.get(reverse("admin:userdata_app_erasurerequest_execute", args=["abc"])), 404, "Page not found")
+    assert_admin_page(
+        admin_client.get(reverse("admin:userdata_app_erasurerequest_execute", args=["abc"])), 404, "Page not found"
+    )
 
 
 def test_api_errors_stay_json(client, viewer):
     login(client, viewer)  # a staff session does not change the API's answers
     response = client.get("/api/v1/sessions/")
-    assert response.status_code in (401, 403) and response.json()["error"]["code"] in ("not_authenticated", "permission_denied")
+    assert response.status_code in (401, 403) and response.json()["error"]["code"] in (
+        "not_authenticated",
+        "permission_denied",
+    )
     assert client.get("/api/v1/nothing/").json()["error"]["code"] == "not_found"
 
 

@@ -1,5 +1,6 @@
 """The admin's LangGraph pages: a thread's checkpoints as a timeline (step, source, parent,
 metadata) and one checkpoint's state and pending writes, read-only."""
+
 import base64
 
 import pytest
@@ -20,15 +21,28 @@ def thread(tenant):
     for step, source in enumerate(("input", "loop", "loop")):
         checkpoint_id = f"1ef-{step}"
         services.checkpoint_put(
-            tenant=tenant, thread_id="support/42", user_id="alice", default_user_id="nobody", checkpoint_ns="",
-            checkpoint_id=checkpoint_id, parent_checkpoint_id=parent,
+            tenant=tenant,
+            thread_id="support/42",
+            user_id="alice",
+            default_user_id="nobody",
+            checkpoint_ns="",
+            checkpoint_id=checkpoint_id,
+            parent_checkpoint_id=parent,
             checkpoint=typed({"messages": [f"said at step {step}"]} if step < 2 else None),
-            metadata={"source": source, "step": step - 1, "run_id": "run-7"}, channel_versions={"messages": step + 1},
+            metadata={"source": source, "step": step - 1, "run_id": "run-7"},
+            channel_versions={"messages": step + 1},
         )
         parent = checkpoint_id
     services.writes_put(
-        tenant=tenant, thread_id="support/42", user_id=None, default_user_id="nobody", checkpoint_ns="",
-        checkpoint_id="1ef-1", task_id="task-a", task_path="~agent", replace=False,
+        tenant=tenant,
+        thread_id="support/42",
+        user_id=None,
+        default_user_id="nobody",
+        checkpoint_ns="",
+        checkpoint_id="1ef-1",
+        task_id="task-a",
+        task_path="~agent",
+        replace=False,
         writes=[{"idx": 0, "channel": "messages", "value": typed("a pending reply")}],
     )
     return LangGraphThread.objects.get(thread_id="support/42")
@@ -49,18 +63,26 @@ def test_thread_page_shows_the_checkpoints_as_a_timeline(admin_client, thread):
     assert rows.index("1ef-2") < rows.index("1ef-1") < rows.index("1ef-0")
     assert "<td>loop</td>" in rows and "<td>input</td>" in rows and "(root)" in rows
     assert "&quot;run_id&quot;: &quot;run-7&quot;" in rows
-    assert admin_client.post(reverse("admin:sessions_app_langgraphthread_change", args=[thread.pk]), {}).status_code == 403
+    assert (
+        admin_client.post(reverse("admin:sessions_app_langgraphthread_change", args=[thread.pk]), {}).status_code == 403
+    )
 
 
 def test_checkpoint_page_shows_its_state_and_pending_writes(admin_client, thread):
     with_view = LangGraphCheckpoint.objects.get(checkpoint_id="1ef-1")
-    page = admin_client.get(reverse("admin:sessions_app_langgraphcheckpoint_change", args=[with_view.pk])).content.decode()
+    page = admin_client.get(
+        reverse("admin:sessions_app_langgraphcheckpoint_change", args=[with_view.pk])
+    ).content.decode()
     assert "said at step 1" in page
     assert "task-a" in page and "a pending reply" in page
 
     without_view = LangGraphCheckpoint.objects.get(checkpoint_id="1ef-2")
-    page = admin_client.get(reverse("admin:sessions_app_langgraphcheckpoint_change", args=[without_view.pk])).content.decode()
+    page = admin_client.get(
+        reverse("admin:sessions_app_langgraphcheckpoint_change", args=[without_view.pk])
+    ).content.decode()
     assert "msgpack value, 5 bytes" in page and "No pending writes." in page
 
-    listing = admin_client.get(reverse("admin:sessions_app_langgraphcheckpoint_changelist"), {"session__id__exact": thread.pk})
+    listing = admin_client.get(
+        reverse("admin:sessions_app_langgraphcheckpoint_changelist"), {"session__id__exact": thread.pk}
+    )
     assert listing.status_code == 200 and listing.context["cl"].result_count == 3

@@ -1,5 +1,6 @@
 """Staff edit retention policies in the admin (validated by the service the API and the command
 use) and see the last retention runs on the dashboard."""
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
@@ -9,8 +10,13 @@ from sessions_app.models import RetentionPolicy, RetentionRun
 
 pytestmark = pytest.mark.django_db
 
-RULES = ("delete_ended_after_days", "end_idle_after_days", "keep_latest_rounds", "keep_latest_checkpoints",
-         "drop_messages_after_days")
+RULES = (
+    "delete_ended_after_days",
+    "end_idle_after_days",
+    "keep_latest_rounds",
+    "keep_latest_checkpoints",
+    "drop_messages_after_days",
+)
 
 
 @pytest.fixture
@@ -38,7 +44,11 @@ def test_staff_add_and_change_a_policy_through_the_admin(admin_client, tenant):
     )
     assert response.status_code == 302
     policy.refresh_from_db()
-    assert (policy.delete_ended_after_days, policy.keep_latest_checkpoints, policy.drop_messages_after_days) == (None, 3, 90)
+    assert (policy.delete_ended_after_days, policy.keep_latest_checkpoints, policy.drop_messages_after_days) == (
+        None,
+        3,
+        90,
+    )
 
 
 def test_a_bad_rule_is_shown_beside_its_field_and_nothing_is_saved(admin_client, tenant):
@@ -60,12 +70,15 @@ def test_runs_are_read_only_and_the_dashboard_shows_the_last_ones(admin_client, 
     run = services.retention_apply(dry_run=True)
 
     page = admin_client.get(reverse("admin:index")).content.decode()
-    runs = page[page.index("Last retention runs"):]
+    runs = page[page.index("Last retention runs") :]
     assert reverse("admin:sessions_app_retentionrun_change", args=[run.pk]) in runs
     assert "dry run" in runs and "all tenants" in runs
     change = admin_client.get(reverse("admin:sessions_app_retentionrun_change", args=[run.pk]))
     assert change.status_code == 200 and b'name="dry_run"' not in change.content
-    assert admin_client.post(reverse("admin:sessions_app_retentionrun_delete", args=[run.pk]), {"post": "yes"}).status_code == 403
+    assert (
+        admin_client.post(reverse("admin:sessions_app_retentionrun_delete", args=[run.pk]), {"post": "yes"}).status_code
+        == 403
+    )
     assert RetentionRun.objects.count() == 1
 
 

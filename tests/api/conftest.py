@@ -1,4 +1,5 @@
 """Fixtures of the API tests: keys of two tenants and clients that send them."""
+
 import pytest
 from rest_framework.test import APIClient
 

@@ -1,4 +1,5 @@
 """Every route of the API's URL modules, included modules too, with its full regex."""
+
 from django.urls import URLResolver
 
 

@@ -1,5 +1,6 @@
 """API keys: both headers, 401 for missing/bad/revoked/expired keys, the per-process key cache and
 its revocation delay, staff logins, scopes, the create_api_key command and the keys admin."""
+
 from datetime import timedelta
 from io import StringIO
 
@@ -144,7 +145,9 @@ def test_staff_without_permission_is_refused(staff, tenant):
 
 def test_staff_log_in_from_the_browsable_api(staff, client):
     assert client.get("/api/auth/login/").status_code == 200
-    response = client.post("/api/auth/login/", {"username": "staff", "password": "pw-staff-123", "next": "/api/v1/sessions/"})
+    response = client.post(
+        "/api/auth/login/", {"username": "staff", "password": "pw-staff-123", "next": "/api/v1/sessions/"}
+    )
     assert response.status_code == 302 and client.session.get("_auth_user_id") == str(staff.pk)
 
 
@@ -185,7 +188,9 @@ def test_compliance_scope_needs_a_compliance_key(tenant):
 
 def test_create_api_key_prints_a_working_key_once_and_creates_the_tenant(db):
     out, err = StringIO(), StringIO()
-    call_command("create_api_key", "--tenant", "newco", "--name", "worker", "--expires-days", "7", stdout=out, stderr=err)
+    call_command(
+        "create_api_key", "--tenant", "newco", "--name", "worker", "--expires-days", "7", stdout=out, stderr=err
+    )
     key = out.getvalue().strip()
     assert Tenant.objects.filter(slug="newco").exists()
     api_key = APIKey.objects.get(tenant__slug="newco")
@@ -196,7 +201,9 @@ def test_create_api_key_prints_a_working_key_once_and_creates_the_tenant(db):
 
 def test_create_api_key_compliance_scope(tenant):
     out = StringIO()
-    call_command("create_api_key", "--tenant", "acme", "--name", "dpo", "--scope", "compliance", stdout=out, stderr=StringIO())
+    call_command(
+        "create_api_key", "--tenant", "acme", "--name", "dpo", "--scope", "compliance", stdout=out, stderr=StringIO()
+    )
     assert APIKey.objects.get(name="dpo").scope == "compliance"
 
 
@@ -263,7 +270,9 @@ def test_a_key_deleted_in_the_admin_is_401_at_once(cached_key, admin_client):
 
 def test_keys_deleted_with_the_admins_bulk_action_are_401_at_once(cached_key, admin_client):
     api_key, client = cached_key
-    admin_client.post("/admin/tenancy/apikey/", {"action": "delete_selected", "_selected_action": [api_key.pk], "post": "yes"})
+    admin_client.post(
+        "/admin/tenancy/apikey/", {"action": "delete_selected", "_selected_action": [api_key.pk], "post": "yes"}
+    )
     assert not APIKey.objects.filter(pk=api_key.pk).exists()
     assert_error(client.get(URL), 401, "not_authenticated")
 

@@ -1,5 +1,6 @@
 """Another tenant's key reaches nothing of ours: every endpoint and method answers 404 or an empty
 list, writes that create land in the caller's own tenant, and our rows stay exactly as they were."""
+
 import pytest
 
 from sessions_app import services
@@ -85,14 +86,18 @@ def test_the_table_covers_every_endpoint_and_method():
             if pattern.name.startswith("langgraph-"):  # tests/integrations/test_langgraph_tenancy.py
                 continue
             view = pattern.callback.view_class
-            routes |= {(pattern.name, m) for m in view.http_method_names if m not in ("head", "options") and hasattr(view, m)}
+            routes |= {
+                (pattern.name, m) for m in view.http_method_names if m not in ("head", "options") and hasattr(view, m)
+            }
     assert routes == {(name, method) for name, method, *_ in CASES}
 
 
 @pytest.mark.parametrize("name, method, path, body, expected", CASES, ids=[f"{c[1]} {c[0]}" for c in CASES])
 def test_other_tenant_reaches_nothing(victim, tenant, other_tenant, other_api, name, method, path, body, expected):
     before = snapshot(tenant)
-    response = getattr(other_api, method)(path, body, format="json") if body is not None else getattr(other_api, method)(path)
+    response = (
+        getattr(other_api, method)(path, body, format="json") if body is not None else getattr(other_api, method)(path)
+    )
     if expected == NOT_FOUND:
         assert response.status_code == 404, response.content
         assert response.json()["error"]["code"] == "not_found"
@@ -104,7 +109,9 @@ def test_other_tenant_reaches_nothing(victim, tenant, other_tenant, other_api, n
     assert snapshot(tenant) == before
 
 
-@pytest.mark.parametrize("credentials", [{}, {"HTTP_X_API_KEY": "abcdefgh.0123456789abcdef0123456789abcdef"}], ids=["no key", "bad key"])
+@pytest.mark.parametrize(
+    "credentials", [{}, {"HTTP_X_API_KEY": "abcdefgh.0123456789abcdef0123456789abcdef"}], ids=["no key", "bad key"]
+)
 @pytest.mark.parametrize("name, method, path, body, expected", CASES, ids=[f"{c[1]} {c[0]}" for c in CASES])
 def test_every_endpoint_refuses_a_missing_or_bad_key(victim, tenant, credentials, name, method, path, body, expected):
     from rest_framework.test import APIClient

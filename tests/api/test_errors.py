@@ -1,4 +1,5 @@
 """One JSON error shape for everything a client can send wrong, and never a 500."""
+
 import json
 
 import pytest
@@ -42,8 +43,13 @@ def test_end_takes_no_body(api, session):
 
 def test_huge_integers_never_500(api, session):
     digits = "9" * 5000  # beyond Python's int parsing limit
-    assert_error(api.post(S + "messages/", f'{{"content": "x", "metadata": {{"n": {digits}}}}}',
-                          content_type="application/json"), 400, "invalid")
+    assert_error(
+        api.post(
+            S + "messages/", f'{{"content": "x", "metadata": {{"n": {digits}}}}}', content_type="application/json"
+        ),
+        400,
+        "invalid",
+    )
     big = api.post(S + "messages/", {"content": "x", "metadata": {"n": 10**40}}, format="json")
     assert big.status_code == 201 and big.json()["messages"][0]["metadata"] == {"n": 10**40}
 

@@ -1,4 +1,5 @@
 """History edits over HTTP: pop, rewind, clear, fork; their 409 / 412 / 400 answers change nothing."""
+
 import pytest
 
 from sessions_app import services
@@ -23,8 +24,18 @@ def _contents(session_pk) -> list[str]:
 def test_pop_answers_the_message_then_null_and_a_retry_pops_nothing(api, session):
     first = api.post(S + "messages/pop/", {"idempotency_key": "k1"}, format="json")
     assert first.status_code == 200 and first.json()["message"]["seq"] == 3
-    assert set(first.json()["message"]) == {"seq", "client_id", "role", "type", "status", "name", "content",
-                                            "metadata", "usage", "created_at"}
+    assert set(first.json()["message"]) == {
+        "seq",
+        "client_id",
+        "role",
+        "type",
+        "status",
+        "name",
+        "content",
+        "metadata",
+        "usage",
+        "created_at",
+    }
     again = api.post(S + "messages/pop/", {"idempotency_key": "k1"}, format="json")
     assert again.json() == first.json() and _contents(session.pk) == ["a", "b"]
     assert api.post(S + "messages/pop/").json()["message"]["content"] == "b"  # no body: a pop without a key
@@ -37,7 +48,9 @@ def test_pop_answers_the_message_then_null_and_a_retry_pops_nothing(api, session
 def test_rewind_and_clear_answer_what_they_removed_and_the_session(api, session):
     services.round_save(tenant=session.tenant, user_id="u1", session_id="s1", state={"r": 1})
     services.round_save(tenant=session.tenant, user_id="u1", session_id="s1", state={"r": 2})
-    rewound = api.post(S + "messages/rewind/", {"after_seq": 1, "after_round": 1, "expected_last_seq": 3}, format="json")
+    rewound = api.post(
+        S + "messages/rewind/", {"after_seq": 1, "after_round": 1, "expected_last_seq": 3}, format="json"
+    )
     assert rewound.status_code == 200
     body = rewound.json()
     assert (body["removed_messages"], body["removed_rounds"]) == (2, 1)
@@ -83,22 +96,25 @@ def test_fork_creates_the_session_with_its_origin_and_an_etag(api, session):
     assert own.json()["metadata"] == {"branch": "b1"}
 
 
-@pytest.mark.parametrize("path, body, field", [
-    ("messages/pop/", {"idempotency_key": "a/b"}, "idempotency_key"),
-    ("messages/pop/", {"idempotency_key": 5}, "idempotency_key"),
-    ("messages/pop/", {"expected_last_seq": -1}, "expected_last_seq"),
-    ("messages/pop/", {"key": "x"}, "key"),
-    ("messages/rewind/", {}, "after_seq"),
-    ("messages/rewind/", {"after_seq": "x"}, "after_seq"),
-    ("messages/rewind/", {"after_seq": 1.5}, "after_seq"),
-    ("messages/rewind/", {"after_seq": 2**63}, "after_seq"),
-    ("messages/rewind/", {"after_seq": 0, "after_round": 2**31}, "after_round"),
-    ("messages/clear/", {"expected_last_seq": "three"}, "expected_last_seq"),
-    ("fork/", {"new_session_id": "a/b"}, "new_session_id"),
-    ("fork/", {"up_to_seq": -1}, "up_to_seq"),
-    ("fork/", {"up_to_round": -1}, "up_to_round"),
-    ("fork/", {"metadata": ["not", "an", "object"]}, "metadata"),
-])
+@pytest.mark.parametrize(
+    "path, body, field",
+    [
+        ("messages/pop/", {"idempotency_key": "a/b"}, "idempotency_key"),
+        ("messages/pop/", {"idempotency_key": 5}, "idempotency_key"),
+        ("messages/pop/", {"expected_last_seq": -1}, "expected_last_seq"),
+        ("messages/pop/", {"key": "x"}, "key"),
+        ("messages/rewind/", {}, "after_seq"),
+        ("messages/rewind/", {"after_seq": "x"}, "after_seq"),
+        ("messages/rewind/", {"after_seq": 1.5}, "after_seq"),
+        ("messages/rewind/", {"after_seq": 2**63}, "after_seq"),
+        ("messages/rewind/", {"after_seq": 0, "after_round": 2**31}, "after_round"),
+        ("messages/clear/", {"expected_last_seq": "three"}, "expected_last_seq"),
+        ("fork/", {"new_session_id": "a/b"}, "new_session_id"),
+        ("fork/", {"up_to_seq": -1}, "up_to_seq"),
+        ("fork/", {"up_to_round": -1}, "up_to_round"),
+        ("fork/", {"metadata": ["not", "an", "object"]}, "metadata"),
+    ],
+)
 def test_bad_input_is_a_400_naming_the_field_and_changes_nothing(api, session, path, body, field):
     response = api.post(S + path, body, format="json")
     assert_error(response, 400, "invalid")

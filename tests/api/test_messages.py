@@ -1,4 +1,5 @@
 """Message history over HTTP: append (list or one, retried appends), read pages, after_seq, role, recent."""
+
 import pytest
 
 from sessions_app import services
@@ -15,15 +16,37 @@ def session(tenant):
 
 
 def test_append_a_list_returns_stored_messages_with_seqs(api, session):
-    response = api.post(M, {"messages": [
-        {"client_id": "m1", "role": "user", "content": "hi", "metadata": {"a": 1}},
-        {"client_id": "m2", "role": "assistant", "content": [{"type": "text", "text": "hello"}], "usage": {"tokens": 3}},
-    ]}, format="json")
+    response = api.post(
+        M,
+        {
+            "messages": [
+                {"client_id": "m1", "role": "user", "content": "hi", "metadata": {"a": 1}},
+                {
+                    "client_id": "m2",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "hello"}],
+                    "usage": {"tokens": 3},
+                },
+            ]
+        },
+        format="json",
+    )
     assert response.status_code == 201
     stored = response.json()["messages"]
     assert [m["seq"] for m in stored] == [1, 2]
     assert stored[1]["content"] == [{"type": "text", "text": "hello"}] and stored[1]["usage"] == {"tokens": 3}
-    assert set(stored[0]) == {"seq", "client_id", "role", "type", "status", "name", "content", "metadata", "usage", "created_at"}
+    assert set(stored[0]) == {
+        "seq",
+        "client_id",
+        "role",
+        "type",
+        "status",
+        "name",
+        "content",
+        "metadata",
+        "usage",
+        "created_at",
+    }
 
 
 def test_append_one_message_as_the_whole_body(api, session):
@@ -66,9 +89,10 @@ def test_append_to_missing_session_is_404(api):
 
 @pytest.fixture
 def history(session):
-    services.message_append(session=session, messages=[
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(7)
-    ])
+    services.message_append(
+        session=session,
+        messages=[{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(7)],
+    )
     return session
 
 

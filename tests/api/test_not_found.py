@@ -1,10 +1,13 @@
 """Every answer under /api/ is JSON, whatever DEBUG says; a missing session is named as such."""
+
 import pytest
 from django.test import Client
 
 
 @pytest.mark.parametrize("debug", [True, False])
-@pytest.mark.parametrize("path", ["/api/v1/nothing-here/", "/api/v1/users/alice/sessions/s1/nope/", "/api/v2/sessions/"])
+@pytest.mark.parametrize(
+    "path", ["/api/v1/nothing-here/", "/api/v1/users/alice/sessions/s1/nope/", "/api/v2/sessions/"]
+)
 def test_an_unknown_api_url_is_a_json_404(api, settings, debug, path):
     settings.DEBUG = debug
     response = api.get(path)
@@ -15,7 +18,9 @@ def test_an_unknown_api_url_is_a_json_404(api, settings, debug, path):
 
 def test_a_write_to_an_unknown_api_url_is_a_json_404_not_a_csrf_page():
     """Django's CSRF check must not answer an API client's write with its HTML 403 page."""
-    response = Client(enforce_csrf_checks=True).put("/api/v1/users/alice/sessions/s1/nope/", "{}", content_type="application/json")
+    response = Client(enforce_csrf_checks=True).put(
+        "/api/v1/users/alice/sessions/s1/nope/", "{}", content_type="application/json"
+    )
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
 

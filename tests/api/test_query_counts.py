@@ -1,6 +1,7 @@
 """Every endpoint runs the same number of queries against a session with 10 and with 2,000
 messages, rounds, checkpoints and transitions (and a user with 10 or 2,000 sessions and keys),
 and a small number at that. The API key is cached after the first request: auth costs no query."""
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -20,13 +21,26 @@ def populate(tenant, name: str, n: int) -> None:
     """User ``name`` with session ``name`` holding n of everything, and n - 1 more sessions and n keys."""
     session = services.session_create(tenant=tenant, user_id=name, session_id=name)
     Message.objects.bulk_create(
-        Message(session=session, tenant=tenant, user_id=name, seq=i, role="user" if i % 2 else "assistant",
-                client_id=f"c{i}", content=f"m{i}")
+        Message(
+            session=session,
+            tenant=tenant,
+            user_id=name,
+            seq=i,
+            role="user" if i % 2 else "assistant",
+            client_id=f"c{i}",
+            content=f"m{i}",
+        )
         for i in range(1, n + 1)
     )
-    Round.objects.bulk_create(Round(session=session, tenant=tenant, user_id=name, round_id=i, state={"i": i}) for i in range(1, n + 1))
-    Checkpoint.objects.bulk_create(Checkpoint(session=session, tenant=tenant, user_id=name, label="cp", state={}) for _ in range(n))
-    AgentTransition.objects.bulk_create(AgentTransition(session=session, tenant=tenant, user_id=name, to_agent="a") for _ in range(n))
+    Round.objects.bulk_create(
+        Round(session=session, tenant=tenant, user_id=name, round_id=i, state={"i": i}) for i in range(1, n + 1)
+    )
+    Checkpoint.objects.bulk_create(
+        Checkpoint(session=session, tenant=tenant, user_id=name, label="cp", state={}) for _ in range(n)
+    )
+    AgentTransition.objects.bulk_create(
+        AgentTransition(session=session, tenant=tenant, user_id=name, to_agent="a") for _ in range(n)
+    )
     Session.objects.filter(pk=session.pk).update(last_seq=n, message_count=n, last_round_id=n)
     Session.objects.bulk_create(Session(tenant=tenant, user_id=name, session_id=f"{name}-{i}") for i in range(n - 1))
     UserDatum.objects.bulk_create(UserDatum(tenant=tenant, user_id=name, key=f"k{i}", value=i) for i in range(n))

@@ -1,6 +1,7 @@
 """API answers rendered by agentstate.api.renderers.JSONRenderer (orjson) hold what DRF's own
 renderer would write: every value intact, the JavaScript-unsafe separators escaped, indentation on
 request."""
+
 import json
 
 import pytest

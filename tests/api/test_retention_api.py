@@ -1,5 +1,6 @@
 """A compliance key reads its tenant's retention policy; agent keys are refused; another tenant's
 policy never shows."""
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -27,8 +28,11 @@ def test_a_compliance_key_reads_its_tenants_policy(compliance_api, tenant, other
 
     assert body["configured"] is True
     assert {k: v for k, v in body.items() if k not in ("configured", "updated_at")} == {
-        "delete_ended_after_days": 30, "end_idle_after_days": None, "keep_latest_rounds": None,
-        "keep_latest_checkpoints": 10, "drop_messages_after_days": None,
+        "delete_ended_after_days": 30,
+        "end_idle_after_days": None,
+        "keep_latest_rounds": None,
+        "keep_latest_checkpoints": 10,
+        "drop_messages_after_days": None,
     }
 
 
@@ -36,7 +40,9 @@ def test_no_policy_reads_as_keep_everything(compliance_api):
     body = compliance_api.get(URL).json()
 
     assert body["configured"] is False and body["updated_at"] is None
-    assert all(body[rule] is None for rule in ("delete_ended_after_days", "keep_latest_rounds", "drop_messages_after_days"))
+    assert all(
+        body[rule] is None for rule in ("delete_ended_after_days", "keep_latest_rounds", "drop_messages_after_days")
+    )
 
 
 def test_an_agent_key_is_refused(api):

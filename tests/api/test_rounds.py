@@ -1,4 +1,5 @@
 """Rounds over HTTP: auto and explicit ids, latest, list, delete, ETag and If-Match (412)."""
+
 import pytest
 
 from sessions_app import services

@@ -1,5 +1,6 @@
 """The OpenAPI schema documents every endpoint with its shapes and errors; the Swagger page loads
 only local files; /healthz answers without a key."""
+
 import re
 
 import pytest
@@ -47,7 +48,11 @@ def test_every_operation_has_shapes_and_the_error_shape(schema):
                 assert "requestBody" in operation, (method, path)
             if path.startswith("/api/v1/"):
                 for code in ("400", "401", "403", "429"):
-                    assert responses[code]["content"]["application/json"]["schema"]["$ref"] == error_ref, (method, path, code)
+                    assert responses[code]["content"]["application/json"]["schema"]["$ref"] == error_ref, (
+                        method,
+                        path,
+                        code,
+                    )
                 if "{" in path:
                     assert "404" in responses
                 assert operation["security"], (method, path)

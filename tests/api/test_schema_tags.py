@@ -1,4 +1,5 @@
 """The API docs group endpoints by resource (Swagger UI shows one section per tag)."""
+
 import pytest
 from django.urls import reverse
 
@@ -18,5 +19,13 @@ def test_every_operation_has_one_resource_tag(client):
     assert tags["/api/v1/compliance/users/{user_id}/export/"]["get"] == ["compliance"]
     assert tags["/healthz/"]["get"] == ["health"]
     assert {t[0] for methods in tags.values() for t in methods.values()} >= {
-        "sessions", "messages", "rounds", "checkpoints", "transitions", "working state", "user data", "compliance", "health",
+        "sessions",
+        "messages",
+        "rounds",
+        "checkpoints",
+        "transitions",
+        "working state",
+        "user data",
+        "compliance",
+        "health",
     }

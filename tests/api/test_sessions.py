@@ -1,4 +1,5 @@
 """Sessions over HTTP: create, get, update with ETag/If-Match, end, delete, restore, list + filters."""
+
 from datetime import timedelta
 
 import pytest
@@ -18,13 +19,29 @@ def session(tenant):
 
 
 def test_create_returns_the_session_with_etag(api):
-    response = api.post("/api/v1/sessions/", {"user_id": "u1", "session_id": "  s1 ", "agent_id": "a", "metadata": {"x": 1}}, format="json")
+    response = api.post(
+        "/api/v1/sessions/",
+        {"user_id": "u1", "session_id": "  s1 ", "agent_id": "a", "metadata": {"x": 1}},
+        format="json",
+    )
     assert response.status_code == 201
     body = response.json()
     assert body["session_id"] == "s1" and body["metadata"] == {"x": 1} and body["message_count"] == 0
-    assert set(body) == {"user_id", "session_id", "agent_id", "workspace_id", "metadata", "created_at",
-                         "updated_at", "ended_at", "message_count", "last_seq", "history_generation", "forked_from",
-                         "version"}
+    assert set(body) == {
+        "user_id",
+        "session_id",
+        "agent_id",
+        "workspace_id",
+        "metadata",
+        "created_at",
+        "updated_at",
+        "ended_at",
+        "message_count",
+        "last_seq",
+        "history_generation",
+        "forked_from",
+        "version",
+    }
     assert (body["last_seq"], body["history_generation"], body["forked_from"]) == (0, 0, None)
     assert response["ETag"] == f'"{body["version"]}"'
 
@@ -35,7 +52,9 @@ def test_create_without_id_gets_a_uuid(api):
 
 
 def test_create_existing_is_409(api, session):
-    assert_error(api.post("/api/v1/sessions/", {"user_id": "u1", "session_id": "s1"}, format="json"), 409, "session_exists")
+    assert_error(
+        api.post("/api/v1/sessions/", {"user_id": "u1", "session_id": "s1"}, format="json"), 409, "session_exists"
+    )
 
 
 @pytest.mark.parametrize(
@@ -138,8 +157,13 @@ def test_restore(api, session):
 @pytest.fixture
 def many(tenant):
     for i in range(5):
-        services.session_create(tenant=tenant, user_id="u1" if i % 2 == 0 else "u2", session_id=f"s{i}",
-                                agent_id=f"a{i % 2}", workspace_id="w" if i < 2 else "")
+        services.session_create(
+            tenant=tenant,
+            user_id="u1" if i % 2 == 0 else "u2",
+            session_id=f"s{i}",
+            agent_id=f"a{i % 2}",
+            workspace_id="w" if i < 2 else "",
+        )
     services.session_end(session=Session.objects.get(session_id="s0"))
 
 
@@ -197,6 +221,9 @@ def test_page_size_defaults_to_100_and_goes_up_to_500(api, tenant):
 
 def test_a_date_filter_with_an_offset_postgresql_refuses_is_read_in_utc(api):
     """ISO 8601 allows offsets up to 23:59, PostgreSQL up to 15:59 (found by the schema fuzz)."""
-    response = api.get("/api/v1/sessions/", {"created_after": "0503-02-16T13:13:33+23:21", "created_before": "2587-09-17T08:17:57-08:07"})
+    response = api.get(
+        "/api/v1/sessions/",
+        {"created_after": "0503-02-16T13:13:33+23:21", "created_before": "2587-09-17T08:17:57-08:07"},
+    )
     assert response.status_code == 200
     assert api.get("/api/v1/sessions/", {"created_after": "0001-01-01T00:00:00+23:00"}).status_code == 400

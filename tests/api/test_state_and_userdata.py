@@ -1,4 +1,5 @@
 """Checkpoints, working state, transitions and user data over HTTP."""
+
 import pytest
 
 from sessions_app import services
@@ -82,14 +83,26 @@ def test_working_state_validation(api, session, body):
 
 
 def test_transitions_record_and_list(api, session):
-    response = api.post(S + "transitions/", {"to_agent": "b", "from_agent": "a", "reason": "handoff", "metadata": {"x": 1}}, format="json")
+    response = api.post(
+        S + "transitions/",
+        {"to_agent": "b", "from_agent": "a", "reason": "handoff", "metadata": {"x": 1}},
+        format="json",
+    )
     assert response.status_code == 201
     assert set(response.json()) == {"id", "from_agent", "to_agent", "reason", "metadata", "created_at"}
     api.post(S + "transitions/", {"to_agent": "c"}, format="json")
     assert [t["to_agent"] for t in api.get(S + "transitions/").json()["results"]] == ["b", "c"]
 
 
-@pytest.mark.parametrize("body, field", [({}, "to_agent"), ({"to_agent": ""}, "to_agent"), ({"to_agent": "b", "reason": ["x"]}, "reason"), ({"to_agent": "b", "metadata": 1}, "metadata")])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({}, "to_agent"),
+        ({"to_agent": ""}, "to_agent"),
+        ({"to_agent": "b", "reason": ["x"]}, "reason"),
+        ({"to_agent": "b", "metadata": 1}, "metadata"),
+    ],
+)
 def test_transition_validation(api, session, body, field):
     assert_error(api.post(S + "transitions/", body, format="json"), 400, "invalid", field=field)
     assert not AgentTransition.objects.exists()

@@ -1,6 +1,7 @@
 """The admin as the three staff roles see it, in headless Chromium at 1400 px (issue 15, pages
 1-6): a superuser, a Compliance officer without superuser rights, and staff without the Compliance
 group. Screenshots go to artifacts/ (git ignores it)."""
+
 import re
 
 import pytest
@@ -15,15 +16,20 @@ from tests.userdata_app.erasure_factories import compliance_group, subject_data_
 from userdata_app.models import ErasureRequest
 
 pytestmark = [
-    pytest.mark.skipif(not __import__("shutil").which(CHROMIUM), reason=f"{CHROMIUM} is missing: apt-get install chromium"),
+    pytest.mark.skipif(
+        not __import__("shutil").which(CHROMIUM), reason=f"{CHROMIUM} is missing: apt-get install chromium"
+    ),
     pytest.mark.django_db(transaction=True),
 ]
 WIDTH = 1400
 PASSWORD = "correct horse battery"
 VIEWER_PERMS = [
     *(f"sessions_app.view_{m}" for m in ("session", "message", "round", "checkpoint", "agenttransition")),
-    "userdata_app.view_userdatum", "userdata_app.view_erasurerequest", "userdata_app.add_erasurerequest",
-    "userdata_app.change_erasurerequest", "userdata_app.view_erasuresubject",
+    "userdata_app.view_userdatum",
+    "userdata_app.view_erasurerequest",
+    "userdata_app.add_erasurerequest",
+    "userdata_app.change_erasurerequest",
+    "userdata_app.view_erasuresubject",
 ]
 
 
@@ -67,11 +73,17 @@ def assert_fits(page):
 def demo(db):
     call_command("load_demo_data", "--users", "2", stdout=None)
     # Ids as long as real ones get (an e-mail address, a UUID, a long workspace name): the lists must still fit.
-    subject_data_create(tenant=Tenant.objects.get(slug="demo-acme"), user_id="margaret.hamilton-long-address@example.com",
-                        sessions=1, messages=2)
+    subject_data_create(
+        tenant=Tenant.objects.get(slug="demo-acme"),
+        user_id="margaret.hamilton-long-address@example.com",
+        sessions=1,
+        messages=2,
+    )
     Session.objects.filter(user_id__startswith="margaret").update(
-        session_id="3f2b8c1e-9d4a-4f6b-8e2a-7c5d1b0a9e37", agent_id="customer-support-escalation-agent",
-        workspace_id="enterprise-customers-emea-north")
+        session_id="3f2b8c1e-9d4a-4f6b-8e2a-7c5d1b0a9e37",
+        agent_id="customer-support-escalation-agent",
+        workspace_id="enterprise-customers-emea-north",
+    )
     return Session.objects.select_related("tenant").order_by("id").first()
 
 
@@ -86,7 +98,10 @@ def test_staff_roles_read_the_admin(live_server, browser_page, demo, role):
     cards = page.locator("a.agentstate-card")
     assert cards.count() == 5 and page.locator("div.agentstate-card").count() == 0
     svg, last = page.locator(".agentstate-chart svg"), page.locator(".agentstate-chart text.tick").last
-    assert last.bounding_box()["x"] + last.bounding_box()["width"] <= svg.bounding_box()["x"] + svg.bounding_box()["width"] + 1
+    assert (
+        last.bounding_box()["x"] + last.bounding_box()["width"]
+        <= svg.bounding_box()["x"] + svg.bounding_box()["width"] + 1
+    )
     shot(page, f"admin-{role}-1-dashboard")
     page.click("a.agentstate-card:has-text('active sessions today')")
     page.wait_for_selector("#result_list")  # load_demo_data has sessions still going
@@ -119,7 +134,9 @@ def test_staff_roles_read_the_admin(live_server, browser_page, demo, role):
     page.click("#changelist-filter a:has-text('assistant')")
     page.wait_for_url(re.compile(r"role=assistant"))
     rows = page.locator("#result_list tbody tr")
-    assert rows.count() > 0 and all(f"/ {demo.user_id} /" in t for t in page.locator("td.field-session_link").all_inner_texts())
+    assert rows.count() > 0 and all(
+        f"/ {demo.user_id} /" in t for t in page.locator("td.field-session_link").all_inner_texts()
+    )
     assert set(page.locator("td.field-role").all_inner_texts()) == {"assistant"}
     assert_fits(page)
     shot(page, f"admin-{role}-4-messages")
@@ -138,7 +155,10 @@ def test_staff_roles_read_the_admin(live_server, browser_page, demo, role):
         response = page.goto(f"{live_server.url}/admin/tenancy/tenant/{demo.tenant_id}/change/")
         assert response.status == 403 and page.locator("#site-name").count() == 1
     else:
-        assert page.locator("text=Execute erasure…").count() == 1 and page.locator(".erasure-missing-permissions").count() == 0
+        assert (
+            page.locator("text=Execute erasure…").count() == 1
+            and page.locator(".erasure-missing-permissions").count() == 0
+        )
         shot(page, f"admin-{role}-5-request")
         page.click("text=Execute erasure…")
         page.wait_for_selector("input[type=submit][value='Yes, erase']")

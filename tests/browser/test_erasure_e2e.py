@@ -1,5 +1,6 @@
 """End to end in headless Chromium: a compliance officer logs in, records and verifies an
 erasure request, previews it, confirms it and sees the receipt. Screenshots go to artifacts/."""
+
 import shutil
 from pathlib import Path
 
@@ -16,19 +17,28 @@ from tests.userdata_app.erasure_factories import compliance_group, subject_data_
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(settings.BASE_DIR) / "artifacts"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 
 pytestmark = [
-    pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"{CHROMIUM} is missing: apt-get install chromium (Debian's package; Playwright drives it, no driver needed)"),
+    pytest.mark.skipif(
+        not shutil.which(CHROMIUM),
+        reason=f"{CHROMIUM} is missing: apt-get install chromium (Debian's package; Playwright drives it, no driver needed)",
+    ),
     pytest.mark.django_db(transaction=True),
 ]
 
 
 @pytest.fixture
 def browser_page(monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
+    )
     # Playwright's sync API runs an event loop in this thread; the ORM calls in the test are
     # still plain synchronous code.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -101,7 +111,7 @@ def test_officer_previews_confirms_and_sees_the_receipt(live_server, browser_pag
 
 
 def test_an_id_with_a_trailing_no_break_space_is_shown_and_erased_exactly(live_server, browser_page, tenant):
-    """"alice" followed by U+00A0 is another person than "alice": the officer sees the marker
+    """ "alice" followed by U+00A0 is another person than "alice": the officer sees the marker
     before confirming, and the bystander keeps every row."""
     page = browser_page
     subject = "alice\u00a0"

@@ -1,4 +1,5 @@
 """A live agentstate server and API keys for the client tests."""
+
 import pytest
 
 

@@ -4,6 +4,7 @@ Each scenario is what an agent written for AgentScope's in-memory services does;
 values are what the seed's in-memory service returns for the same calls, except where
 docs/CLIENT.md documents a difference (tested separately below).
 """
+
 import logging
 import uuid
 
@@ -89,8 +90,12 @@ async def test_session_history_seed_flow(history):
     await history.append_message(session, {"role": "user", "content": [{"type": "text", "text": "hi"}]})
     assert len(session.messages) == 1 and isinstance(session.messages[0], Message)
     assert session.messages[0].id.startswith("msg_") and session.messages[0].object == "message"
-    reply = Message(role="assistant", status="completed", content=[{"type": "text", "text": "hello"}],
-                    usage={"input_tokens": 3, "output_tokens": 1})
+    reply = Message(
+        role="assistant",
+        status="completed",
+        content=[{"type": "text", "text": "hello"}],
+        usage={"input_tokens": 3, "output_tokens": 1},
+    )
     await history.append_message(session, [{"role": "user", "content": "plain text", "metadata": {"k": "v"}}, reply])
     assert session.messages[2] is reply
 
@@ -101,7 +106,9 @@ async def test_session_history_seed_flow(history):
     assert (created_by_get.id, created_by_get.messages) == ("new", [])
     listed = await history.list_sessions("u1")
     assert [(s.id, s.user_id, s.messages) for s in listed] == [
-        (generated.id, "u1", []), ("chat", "u1", []), ("new", "u1", [])
+        (generated.id, "u1", []),
+        ("chat", "u1", []),
+        ("new", "u1", []),
     ]
     assert await history.list_sessions("u2") == []
 

@@ -1,4 +1,5 @@
 """AgentStateClient against a live server: every method, every typed error, retries, async."""
+
 import httpx
 import pytest
 
@@ -79,14 +80,24 @@ def test_messages_append_list_recent_and_idempotent_retry(client):
     first = client.message_append(USER, SID, {"client_id": "m1", "role": "user", "content": "hi"})
     assert [(m.seq, m.client_id, m.content) for m in first] == [(1, "m1", "hi")]
     parts = [{"type": "text", "text": "hello"}]
-    batch = client.message_append(USER, SID, [
-        {"client_id": "m2", "role": "assistant", "content": parts, "usage": {"output_tokens": 3}},
-        {"client_id": "m3", "role": "user", "content": "bye", "metadata": {"lang": "en"}},
-    ])
+    batch = client.message_append(
+        USER,
+        SID,
+        [
+            {"client_id": "m2", "role": "assistant", "content": parts, "usage": {"output_tokens": 3}},
+            {"client_id": "m3", "role": "user", "content": "bye", "metadata": {"lang": "en"}},
+        ],
+    )
     assert [m.seq for m in batch] == [2, 3] and batch[0].content == parts
 
-    again = client.message_append(USER, SID, [{"client_id": "m2", "role": "assistant", "content": parts},
-                                               {"client_id": "m3", "role": "user", "content": "bye"}])
+    again = client.message_append(
+        USER,
+        SID,
+        [
+            {"client_id": "m2", "role": "assistant", "content": parts},
+            {"client_id": "m3", "role": "user", "content": "bye"},
+        ],
+    )
     assert [m.seq for m in again] == [2, 3]
     assert client.session_get(USER, SID).message_count == 3
 

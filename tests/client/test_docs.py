@@ -1,4 +1,5 @@
 """docs/CLIENT.md's five-line agent example runs as written, and the README shows the same one."""
+
 import ast
 import re
 from pathlib import Path

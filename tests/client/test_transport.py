@@ -1,5 +1,6 @@
 """The client's behaviour that needs no agentstate server: importability, error mapping, URL
 encoding, and retries against real sockets that fail (refused, dropped, silent)."""
+
 import socket
 import subprocess
 import sys
@@ -43,9 +44,20 @@ def _error(status, body=None, headers=None, text=None):
 
 @pytest.mark.parametrize(
     "status, cls",
-    [(400, ValidationError), (401, AuthenticationError), (403, PermissionDenied), (404, NotFound),
-     (409, Conflict), (412, PreconditionFailed), (413, ValidationError), (415, ValidationError),
-     (429, RateLimited), (500, ServerError), (503, ServerError), (405, AgentStateError)],
+    [
+        (400, ValidationError),
+        (401, AuthenticationError),
+        (403, PermissionDenied),
+        (404, NotFound),
+        (409, Conflict),
+        (412, PreconditionFailed),
+        (413, ValidationError),
+        (415, ValidationError),
+        (429, RateLimited),
+        (500, ServerError),
+        (503, ServerError),
+        (405, AgentStateError),
+    ],
 )
 def test_each_status_maps_to_its_exception(status, cls):
     error = _error(status, {"error": {"code": "c", "message": "what went wrong", "fields": {"f": ["bad"]}}})
@@ -104,6 +116,7 @@ def dropping_server():
     """A TCP server that reads each request and closes the connection without answering: the
     request reached the server, so only a request that is safe to repeat may be retried."""
     listener = socket.create_server(("127.0.0.1", 0))
+
     def serve():
         while True:
             try:

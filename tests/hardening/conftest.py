@@ -1,4 +1,5 @@
 """The API tests' keys and clients (tests/api/conftest.py), and a tenant full of data."""
+
 import pytest
 
 from sessions_app import services

@@ -1,5 +1,6 @@
 """The project's URLs plus one view that crashes the way a database error would: its message
 quotes the stored value that caused it (tests/hardening/test_logging.py)."""
+
 from django.urls import path
 
 from agentstate.urls import urlpatterns as project_urlpatterns

@@ -1,4 +1,5 @@
 """Everything agentstate stores, as plain data: compare before and after a refused request."""
+
 from django.apps import apps
 
 from sessions_app import working_state

@@ -2,6 +2,7 @@
 expired keys get 401 and change nothing; agent keys never reach a compliance endpoint (403); a
 compliance key sees only its own tenant; staff reach the subject export through the API exactly
 when the admin lets them; throttling counts per key, not per address."""
+
 from datetime import timedelta
 
 import pytest
@@ -74,7 +75,9 @@ def test_agent_keys_never_reach_compliance_endpoints(victim, tenant, api, name, 
 
 
 def test_a_compliance_key_exports_only_its_own_tenants_subject(victim, tenant, other_tenant):
-    own = keyed(api_key_create(tenant=tenant, name="dpo", scope="compliance")[1]).get(COMPLIANCE_PATHS["compliance-subject-export"])
+    own = keyed(api_key_create(tenant=tenant, name="dpo", scope="compliance")[1]).get(
+        COMPLIANCE_PATHS["compliance-subject-export"]
+    )
     foreign = keyed(api_key_create(tenant=other_tenant, name="dpo", scope="compliance")[1]).get(
         COMPLIANCE_PATHS["compliance-subject-export"]
     )
@@ -112,7 +115,9 @@ def test_throttling_counts_per_key_whichever_header_carries_it(two_per_minute, t
     ],
     ids=["erasure-only", "api-as-tenant-only", "none", "not-staff", "export"],
 )
-def test_staff_export_a_subject_through_the_api_exactly_when_the_admin_lets_them(victim, tenant, is_staff, codenames, allowed):
+def test_staff_export_a_subject_through_the_api_exactly_when_the_admin_lets_them(
+    victim, tenant, is_staff, codenames, allowed
+):
     """One permission model: the API's subject export asks staff for the permission the admin's export asks."""
     user = User.objects.create_user("clerk", password="pw-clerk-123", is_staff=is_staff)
     user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))

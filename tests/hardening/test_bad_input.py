@@ -3,6 +3,7 @@ characters and lone surrogates in text and jsonb with errors that would otherwis
 through the API, the inputs that reached a 500 before: bodies nesting deep enough to exhaust the
 parser's stack, datetimes that exist only with their offset or carry one PostgreSQL refuses, and
 forged or garbled cursors."""
+
 import base64
 from datetime import datetime
 from urllib.parse import urlencode
@@ -31,7 +32,9 @@ def test_lone_surrogates_in_ids_are_invalid_input_and_nothing_is_stored(tenant, 
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("state", [{"note": text} for text in LONE_SURROGATES] + [{text: 1} for text in LONE_SURROGATES])
+@pytest.mark.parametrize(
+    "state", [{"note": text} for text in LONE_SURROGATES] + [{text: 1} for text in LONE_SURROGATES]
+)
 def test_lone_surrogates_in_state_values_and_keys_are_invalid_input(tenant, state):
     services.round_save(tenant=tenant, user_id="u1", session_id="s1", state={"kept": True})
     with pytest.raises(InvalidInput) as raised:
@@ -70,25 +73,48 @@ def test_a_body_nesting_too_deep_is_400_naming_the_body_on_every_write(api, full
 @pytest.mark.django_db
 def test_a_body_within_the_body_depth_is_judged_by_its_fields(api, full_session):
     """Brackets inside strings do not count; a document just over its own limit still names its field."""
-    state = {"text": "[" * 100 + "\\\"" + "{" * 100}
+    state = {"text": "[" * 100 + '\\"' + "{" * 100}
     assert api.post(S + "rounds/", {"state": state}, format="json").json()["state"] == state
     refused(api, "post", S + "rounds/", '{"state": {"a": ' + nested(MAX_BODY_DEPTH - 2) + "}}", 400, "invalid", "state")
 
 
-EXTREME_IN_UTC = ["9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59.999999-00:01",
-                  "0001-01-01T00:00:00+23:59"]
-EXTREME_BUT_VALID = ["2026-01-01T00:00:00-20:00", "2026-01-01T00:00:00+23:59", "2026-01-01T00:00:00-23:59",
-                     "0001-01-01T00:00:00-01:00", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z",
-                     "9999-12-31T10:00:00+13:00"]
+EXTREME_IN_UTC = [
+    "9999-12-31T23:59:59-01:00",
+    "0001-01-01T00:00:00+01:00",
+    "9999-12-31T23:59:59.999999-00:01",
+    "0001-01-01T00:00:00+23:59",
+]
+EXTREME_BUT_VALID = [
+    "2026-01-01T00:00:00-20:00",
+    "2026-01-01T00:00:00+23:59",
+    "2026-01-01T00:00:00-23:59",
+    "0001-01-01T00:00:00-01:00",
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59.999999Z",
+    "9999-12-31T10:00:00+13:00",
+]
 DATETIME_FILTERS = ["created_after", "created_before", "updated_after", "updated_before"]
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("value", EXTREME_IN_UTC + ["2026-01-01T00:00:00+24:00", "2026-01-01T00:00:00-99:00", "10000-01-01T00:00:00Z", "0000-12-31T00:00:00Z"])
+@pytest.mark.parametrize(
+    "value",
+    EXTREME_IN_UTC
+    + ["2026-01-01T00:00:00+24:00", "2026-01-01T00:00:00-99:00", "10000-01-01T00:00:00Z", "0000-12-31T00:00:00Z"],
+)
 @pytest.mark.parametrize("name", DATETIME_FILTERS)
 def test_datetimes_that_do_not_exist_in_utc_are_400_naming_the_filter(api, full_session, name, value):
     """9999-12-31T23:59:59-01:00 overflowed on SQLite (OverflowError): a 500."""
-    refused(api, "get", "/api/v1/sessions/", None, 400, "invalid", name, QUERY_STRING=urlencode({name: value, "user_id": "u1"}))
+    refused(
+        api,
+        "get",
+        "/api/v1/sessions/",
+        None,
+        400,
+        "invalid",
+        name,
+        QUERY_STRING=urlencode({name: value, "user_id": "u1"}),
+    )
 
 
 @pytest.mark.django_db
@@ -99,7 +125,9 @@ def test_extreme_datetimes_and_offsets_filter_in_utc(api, full_session, name, va
     response = api.get("/api/v1/sessions/", {name: value, "user_id": "u1"})
     assert response.status_code == 200, response.content[:300]
     bound = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    created = full_session.created_at if name.startswith("created") else Session.objects.get(pk=full_session.pk).updated_at
+    created = (
+        full_session.created_at if name.startswith("created") else Session.objects.get(pk=full_session.pk).updated_at
+    )
     kept = created >= bound if name.endswith("after") else created < bound
     assert [s["session_id"] for s in response.json()["results"]] == (["s1"] if kept else [])
 
@@ -110,9 +138,20 @@ def forged(position: str, **extra: str) -> str:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("position", EXTREME_IN_UTC + ["not a time", "2026-02-30T00:00:00Z", "2026-01-01T00:00:00+24:00"])
+@pytest.mark.parametrize(
+    "position", EXTREME_IN_UTC + ["not a time", "2026-02-30T00:00:00Z", "2026-01-01T00:00:00+24:00"]
+)
 def test_a_session_cursor_whose_position_does_not_exist_in_utc_is_400(api, full_session, position):
-    refused(api, "get", "/api/v1/sessions/", None, 400, "invalid", "cursor", QUERY_STRING=urlencode({"cursor": forged(position)}))
+    refused(
+        api,
+        "get",
+        "/api/v1/sessions/",
+        None,
+        400,
+        "invalid",
+        "cursor",
+        QUERY_STRING=urlencode({"cursor": forged(position)}),
+    )
 
 
 @pytest.mark.django_db
@@ -127,8 +166,16 @@ def test_a_session_cursor_at_an_extreme_valid_time_pages_in_utc(api, full_sessio
 
 
 GARBLED_CURSORS = [
-    "not base64!", "%%%", "=" * 8, base64.b64encode(b"\xff\xfe").decode(), base64.b64encode(b"p=1&o=-5").decode(),
-    forged("1", o="99999999999999999999"), forged("9" * 40), forged("-" + "9" * 30), forged("x\x00y"), forged("1", r="maybe"),
+    "not base64!",
+    "%%%",
+    "=" * 8,
+    base64.b64encode(b"\xff\xfe").decode(),
+    base64.b64encode(b"p=1&o=-5").decode(),
+    forged("1", o="99999999999999999999"),
+    forged("9" * 40),
+    forged("-" + "9" * 30),
+    forged("x\x00y"),
+    forged("1", r="maybe"),
     forged("1" * 5000),
 ]
 

@@ -1,5 +1,6 @@
 """Real threads through the real API on PostgreSQL: each thread its own client and connection,
 released together. Counts are asserted, not just the absence of errors."""
+
 from collections import Counter
 
 import pytest
@@ -152,7 +153,9 @@ def test_erasure_racing_writes_for_the_same_user_leaves_nothing_in_scope(postgre
             fill = f"{t}-{n}"
             body = __import__("json").loads(__import__("json").dumps(body).replace("{n}", fill))
             answer = getattr(api, method)(path.replace("{n}", fill), body, format="json")
-            statuses.append((answer.status_code, answer.json().get("error", {}).get("code") if answer.content else None))
+            statuses.append(
+                (answer.status_code, answer.json().get("error", {}).get("code") if answer.content else None)
+            )
         return statuses
 
     results, errors = _in_threads(writers + 1, work)
@@ -160,7 +163,9 @@ def test_erasure_racing_writes_for_the_same_user_leaves_nothing_in_scope(postgre
     statuses = Counter(status for per_thread in results[:writers] for status in per_thread)
     assert all(code < 500 for code, _ in statuses), statuses
     assert {code for code, _ in statuses} <= {200, 201, 404, 409}, statuses
-    assert all(reason in ("subject_erased", "session_ended", "session_exists") for code, reason in statuses if code == 409)
+    assert all(
+        reason in ("subject_erased", "session_ended", "session_exists") for code, reason in statuses if code == 409
+    )
     assert sum(n for (code, reason), n in statuses.items() if reason == "subject_erased") > 0  # the race was real
     left = subjects_preview(subjects=[(tenant, "u1")], scope="everything")
     assert not any(left.values()), f"data of the erased subject survived: {left}"

@@ -1,6 +1,7 @@
 """Production settings: Django's deploy checks pass, static files are served with DEBUG off
 (WhiteNoise), in process and under gunicorn; gunicorn's request limits leave the app to answer
 long request lines, and neither log quotes a request."""
+
 import os
 import re
 import secrets
@@ -123,7 +124,10 @@ def gunicorn(tmp_path, collected_static):
     with log.open("wb") as sink:
         server = subprocess.Popen(
             [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py"],
-            cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
         )
         try:
             base = f"http://127.0.0.1:{port}"
@@ -170,7 +174,9 @@ def raw_request(base: str, request: bytes) -> tuple[int, str, bytes]:
             answer += chunk
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
-    content_type = next((line.split(":", 1)[1].strip() for line in lines if line.lower().startswith("content-type:")), "")
+    content_type = next(
+        (line.split(":", 1)[1].strip() for line in lines if line.lower().startswith("content-type:")), ""
+    )
     return int(lines[0].split()[1]), content_type, body
 
 

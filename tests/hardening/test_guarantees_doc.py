@@ -1,5 +1,6 @@
 """docs/GUARANTEES.md and the README's summary name real tests: each `path.py::test_name` (and each
 bare test file) exists."""
+
 import ast
 import re
 from pathlib import Path

@@ -1,5 +1,6 @@
 """Requests documented as safe to retry: sending one twice leaves the same stored contents as
 sending it once (timestamps, versions and TTLs aside), so a client may retry after a timeout."""
+
 import pytest
 
 from tests.hardening.conftest import S
@@ -13,7 +14,8 @@ def contents() -> dict:
     rows = stored_everything()
     return {
         table: [{k: v for k, v in row.items() if k not in VOLATILE} for row in table_rows]
-        if isinstance(table_rows, list) else table_rows
+        if isinstance(table_rows, list)
+        else table_rows
         for table, table_rows in rows.items()
     }
 
@@ -21,7 +23,11 @@ def contents() -> dict:
 @pytest.mark.parametrize(
     "method, path, body",
     [
-        ("post", S + "messages/", {"messages": [{"client_id": "a", "content": "x"}, {"client_id": "b", "content": "y"}]}),
+        (
+            "post",
+            S + "messages/",
+            {"messages": [{"client_id": "a", "content": "x"}, {"client_id": "b", "content": "y"}]},
+        ),
         ("post", S + "rounds/", {"state": {"x": 1}, "round_id": 7}),
         ("put", S + "rounds/7/", {"state": {"x": 2}}),
         ("put", S + "working-state/", {"x": 1}),

@@ -2,6 +2,7 @@
 shape naming the field, and nothing stored changes (every table and the working state compared
 before and after). Runs on SQLite and on PostgreSQL, which rejects NUL characters and lone
 surrogates with errors that would otherwise be 500s."""
+
 import json
 
 import pytest
@@ -111,8 +112,11 @@ def test_unknown_fields_are_400_naming_the_field(api, full_session, method, path
         ("post", S + "transitions/", {"to_agent": ["c"]}, "to_agent"),
     ],
 )
-def test_a_number_or_other_non_string_where_a_string_belongs_is_400_not_converted(api, full_session, method, path, body, field):
+def test_a_number_or_other_non_string_where_a_string_belongs_is_400_not_converted(
+    api, full_session, method, path, body, field
+):
     refused(api, method, path, body, 400, "invalid", field)
+
 
 def test_a_batch_of_500_messages_fits_and_501_is_refused(api, full_session):
     refused(api, "post", S + "messages/", {"messages": [{"content": "x"}] * 501}, 400, "invalid", "messages")
@@ -264,8 +268,12 @@ def test_unicode_identifiers_round_trip(api, tenant, user_id, session_id):
     fetched = api.get(path)
     assert fetched.status_code == 200
     assert (fetched.json()["user_id"], fetched.json()["session_id"]) == (user_id, session_id)
-    assert api.put(f"/api/v1/users/{quoted(user_id)}/data/{quoted(session_id)}/", {"value": "ok"},
-                   format="json").status_code == 200
+    assert (
+        api.put(
+            f"/api/v1/users/{quoted(user_id)}/data/{quoted(session_id)}/", {"value": "ok"}, format="json"
+        ).status_code
+        == 200
+    )
 
 
 def test_identifiers_of_exactly_128_characters_are_accepted(api, tenant):

@@ -2,6 +2,7 @@
 API keys, stored contents (messages, state, user-data values), user and session ids and the Host
 header never reach the logs, on success, on client errors and on crashes (Django's own
 django.request, django.security and development-server loggers included)."""
+
 import io
 import json
 import logging
@@ -129,7 +130,9 @@ def test_api_keys_and_stored_contents_never_reach_the_logs(log_output, api, agen
         response = api.get(path) if method == "get" else getattr(api, method)(path, body, format="json")
         statuses.append(response.status_code)
     # If-Match conflict, a wrong key that looks real, the key in the other header.
-    statuses.append(api.patch(S, {"metadata": {"m": SECRETS["metadata"]}}, format="json", HTTP_IF_MATCH='"999"').status_code)
+    statuses.append(
+        api.patch(S, {"metadata": {"m": SECRETS["metadata"]}}, format="json", HTTP_IF_MATCH='"999"').status_code
+    )
     statuses.append(Client().get(S, HTTP_AUTHORIZATION=f"Api-Key {key_prefix}.{'x' * len(key_secret)}").status_code)
     statuses.append(Client().get(S, HTTP_X_API_KEY=agent_key).status_code)
     # A crash inside the API whose exception quotes what was being stored.
@@ -205,7 +208,9 @@ def test_the_development_server_logs_only_what_the_app_never_answered(log_output
     is logged, without what was sent."""
     handler = WSGIRequestHandler.__new__(WSGIRequestHandler)
     handler.request = None
-    handler.log_message('"%s" %s %s', f"GET /api/v1/users/{USER_ID}/sessions/{SESSION_ID}/?host={HOST} HTTP/1.1", "200", "17")
+    handler.log_message(
+        '"%s" %s %s', f"GET /api/v1/users/{USER_ID}/sessions/{SESSION_ID}/?host={HOST} HTTP/1.1", "200", "17"
+    )
     handler.log_message('"%s" %s %s', f"DELETE /api/v1/users/{USER_ID}/ HTTP/1.1", "404", "17")
     handler.log_error("code %d, message %s", 400, f"Bad request syntax ('GET /{USER_ID} {SESSION_ID}')")
     assert_no_identifiers(log_output.getvalue())

@@ -1,4 +1,5 @@
 """docs/OPERATIONS.md lists every environment variable the service reads."""
+
 import re
 from pathlib import Path
 

@@ -6,6 +6,7 @@ the ids hypothesis invents (validation paths) and pinned to an existing session 
 Beyond what the schema describes, the examples include the inputs that once reached a 500: JSON
 bodies nesting hundreds of levels deep, datetimes at the ends of the calendar with any offset
 under 24 hours (and a few malformed ones), and forged or garbled pagination cursors."""
+
 import base64
 import json
 from datetime import datetime, timedelta, timezone
@@ -30,13 +31,22 @@ from userdata_app import services as userdata_services
 
 OFFSETS = st.integers(-(24 * 60 - 1), 24 * 60 - 1).map(lambda minutes: timezone(timedelta(minutes=minutes)))
 DATETIMES = st.one_of(
-    st.sampled_from([
-        "9999-12-31T23:59:59-01:00", "9999-12-31T23:59:59.999999+23:59", "0001-01-01T00:00:00+01:00",
-        "0001-01-01T00:00:00-23:59", "2026-01-01T00:00:00-20:00", "2026-01-01T00:00:00+24:00", "0000-01-01T00:00:00Z",
-    ]),
+    st.sampled_from(
+        [
+            "9999-12-31T23:59:59-01:00",
+            "9999-12-31T23:59:59.999999+23:59",
+            "0001-01-01T00:00:00+01:00",
+            "0001-01-01T00:00:00-23:59",
+            "2026-01-01T00:00:00-20:00",
+            "2026-01-01T00:00:00+24:00",
+            "0000-01-01T00:00:00Z",
+        ]
+    ),
     st.builds(
         lambda moment, offset: moment.replace(tzinfo=offset).isoformat(),
-        st.one_of(st.datetimes(max_value=datetime(1, 1, 2)), st.datetimes(min_value=datetime(9999, 12, 30)), st.datetimes()),
+        st.one_of(
+            st.datetimes(max_value=datetime(1, 1, 2)), st.datetimes(min_value=datetime(9999, 12, 30)), st.datetimes()
+        ),
         OFFSETS,
     ),
 )
@@ -45,9 +55,13 @@ FORGED_CURSORS = st.builds(
     lambda position, reverse, offset: base64.b64encode(
         urlencode({"p": position, **({"r": "1"} if reverse else {}), **({"o": offset} if offset else {})}).encode()
     ).decode(),
-    POSITIONS, st.booleans(), st.one_of(st.none(), st.integers(-5, 10**6).map(str)),
+    POSITIONS,
+    st.booleans(),
+    st.one_of(st.none(), st.integers(-5, 10**6).map(str)),
 )
-CURSORS = st.one_of(FORGED_CURSORS, st.text(max_size=60), st.binary(max_size=40).map(lambda raw: base64.b64encode(raw).decode()))
+CURSORS = st.one_of(
+    FORGED_CURSORS, st.text(max_size=60), st.binary(max_size=40).map(lambda raw: base64.b64encode(raw).decode())
+)
 schemathesis.openapi.format("date-time", DATETIMES)
 schemathesis.openapi.format("agentstate-cursor", CURSORS)
 
@@ -87,8 +101,11 @@ def flatmap_body(context, body):
     """One body in four nests 33 to 3,000 levels deep: past the document limit (32), past the body
     limit (64), and past the depth where the JSON parser exhausts Python's stack (about 950)."""
     return st.integers(0, 3).flatmap(
-        lambda choice: st.integers(33, 3000).map(lambda levels: deepened(body, levels)) if choice == 0 else st.just(body)
+        lambda choice: (
+            st.integers(33, 3000).map(lambda levels: deepened(body, levels)) if choice == 0 else st.just(body)
+        )
     )
+
 
 CHECKS = [
     checks.not_a_server_error,
@@ -104,7 +121,9 @@ FUZZ = settings(
     deadline=None,
     # The key and tenant fixtures are meant to be shared by every example of an operation.
     suppress_health_check=[
-        HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large,
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+        HealthCheck.data_too_large,
         HealthCheck.function_scoped_fixture,
     ],
 )
@@ -123,8 +142,11 @@ def _keep_the_test_transaction_open():
 
 def call(case, key: str):
     """Send the case with our key in place of the security headers schemathesis invents."""
-    headers = {name: value for name, value in (case.headers or {}).items()
-               if name.lower() not in ("authorization", "x-api-key")}
+    headers = {
+        name: value
+        for name, value in (case.headers or {}).items()
+        if name.lower() not in ("authorization", "x-api-key")
+    }
     case.headers = {**headers, "Authorization": f"Api-Key {key}"}
     case.call_and_validate(checks=CHECKS)
 

@@ -1,6 +1,7 @@
 """Staff read an ADK session on its admin page as ADK has it: events in order with author, text,
 function calls and results, state deltas (user: part included), and the merged state; app state
 per app has its own page."""
+
 from __future__ import annotations
 
 import json
@@ -28,14 +29,23 @@ def test_an_adk_session_page_shows_events_in_order_and_merged_state(staff, tenan
     api.post(base, {"session_id": "s1", "state": json.dumps({"app:units": "metric"})}, content_type="application/json")
     events = [
         {"author": "user", "content": {"parts": [{"text": "Weather in Paris?"}]}},
-        {"author": "weather_agent", "content": {"parts": [{"function_call": {"name": "get_weather", "args": {"city": "Paris"}}}]}},
-        {"author": "weather_agent", "content": {"parts": [{"function_response": {"name": "get_weather", "response": {"sky": "sunny"}}}]},
-         "actions": {"state_delta": {"user:last_city": "Paris", "lookups": 1}}},
+        {
+            "author": "weather_agent",
+            "content": {"parts": [{"function_call": {"name": "get_weather", "args": {"city": "Paris"}}}]},
+        },
+        {
+            "author": "weather_agent",
+            "content": {"parts": [{"function_response": {"name": "get_weather", "response": {"sky": "sunny"}}}]},
+            "actions": {"state_delta": {"user:last_city": "Paris", "lookups": 1}},
+        },
         {"author": "weather_agent", "content": {"parts": [{"text": "Sunny in Paris."}]}},
     ]
     for i, event in enumerate(events):
         body = {"id": f"e{i}", "timestamp": 1_700_000_000.0 + i, **event}
-        assert api.post(base + "s1/events/", {"event": json.dumps(body)}, content_type="application/json").status_code == 201
+        assert (
+            api.post(base + "s1/events/", {"event": json.dumps(body)}, content_type="application/json").status_code
+            == 201
+        )
 
     session = Session.objects.get(app_name="weather_app", session_id="s1")
     page = staff.get(reverse("admin:sessions_app_session_change", args=[session.pk])).content.decode()
@@ -43,7 +53,7 @@ def test_an_adk_session_page_shows_events_in_order_and_merged_state(staff, tenan
     assert order == sorted(order)
     assert "&quot;city&quot;: &quot;Paris&quot;" in page and "&quot;sky&quot;: &quot;sunny&quot;" in page
     assert "&quot;user:last_city&quot;: &quot;Paris&quot;" in page  # the delta's user: part, from user data
-    state = page[page.index('class="json adk-state"'):]
+    state = page[page.index('class="json adk-state"') :]
     assert all(f"&quot;{key}&quot;" in state for key in ("app:units", "user:last_city", "lookups"))
 
     events_page = staff.get(reverse("admin:sessions_app_adkevent_changelist") + f"?session__id__exact={session.pk}")

@@ -3,6 +3,7 @@
 scopes, events that round-trip whole, GetSessionConfig, ordering, staleness, the registry.
 
 Runs on SQLite, and on PostgreSQL when DATABASE_URL names one."""
+
 from __future__ import annotations
 
 import time
@@ -37,7 +38,12 @@ async def adk_service(live_server, adk_key):
 
 
 def _event(author: str = "user", text: str = "hi", *, timestamp: float | None = None, **kwargs) -> Event:
-    event = Event(author=author, invocation_id="inv-1", content=types.Content(role="user", parts=[types.Part(text=text)]), **kwargs)
+    event = Event(
+        author=author,
+        invocation_id="inv-1",
+        content=types.Content(role="user", parts=[types.Part(text=text)]),
+        **kwargs,
+    )
     if timestamp is not None:
         event.timestamp = timestamp
     return event
@@ -50,18 +56,32 @@ def _rich_event() -> Event:
         author="weather_agent",
         invocation_id="inv-7",
         branch="root.weather_agent",
-        content=types.Content(role="model", parts=[
-            types.Part(text="Here is the chart \u00e9\u4e2d"),
-            types.Part(inline_data=types.Blob(mime_type="image/png", data=b"\x89PNG\x00\xff\x10")),
-            types.Part(function_call=types.FunctionCall(id="call-1", name="get_weather", args={"city": "Paris", "days": 3})),
-            types.Part(function_response=types.FunctionResponse(id="call-1", name="get_weather", response={"temp": 21.5, "nul": "a\x00b"})),
-        ]),
+        content=types.Content(
+            role="model",
+            parts=[
+                types.Part(text="Here is the chart \u00e9\u4e2d"),
+                types.Part(inline_data=types.Blob(mime_type="image/png", data=b"\x89PNG\x00\xff\x10")),
+                types.Part(
+                    function_call=types.FunctionCall(id="call-1", name="get_weather", args={"city": "Paris", "days": 3})
+                ),
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        id="call-1", name="get_weather", response={"temp": 21.5, "nul": "a\x00b"}
+                    )
+                ),
+            ],
+        ),
         actions=EventActions(
             state_delta={"city": "Paris", "app:units": "metric", "user:name": "Ada"},
-            artifact_delta={"chart.png": 2}, transfer_to_agent="other_agent", escalate=True, skip_summarization=True,
+            artifact_delta={"chart.png": 2},
+            transfer_to_agent="other_agent",
+            escalate=True,
+            skip_summarization=True,
         ),
         grounding_metadata=types.GroundingMetadata(web_search_queries=["weather paris"]),
-        usage_metadata=types.GenerateContentResponseUsageMetadata(prompt_token_count=12, candidates_token_count=7, total_token_count=19),
+        usage_metadata=types.GenerateContentResponseUsageMetadata(
+            prompt_token_count=12, candidates_token_count=7, total_token_count=19
+        ),
         custom_metadata={"trace": {"span": 1, "ok": True, "ratio": 0.1}},
         input_transcription=types.Transcription(text="what's the weather", finished=True),
         output_transcription=types.Transcription(text="sunny", finished=False),
@@ -86,24 +106,33 @@ async def test_apps_and_users_never_see_each_others_sessions(adk_service):
     await adk_service.create_session(app_name="b", user_id="u1", session_id="s", state={"who": "b-u1"})
     await adk_service.create_session(app_name="a", user_id="u2", session_id="s", state={"who": "a-u2"})
     for app, user in (("a", "u1"), ("b", "u1"), ("a", "u2")):
-        assert (await adk_service.get_session(app_name=app, user_id=user, session_id="s")).state == {"who": f"{app}-{user}"}
+        assert (await adk_service.get_session(app_name=app, user_id=user, session_id="s")).state == {
+            "who": f"{app}-{user}"
+        }
     assert await adk_service.get_session(app_name="c", user_id="u1", session_id="s") is None
     assert [s.user_id for s in (await adk_service.list_sessions(app_name="a")).sessions] == ["u1", "u2"]
 
 
 async def test_state_scopes_app_user_session_and_temp(adk_service):
-    s1 = await adk_service.create_session(app_name=APP, user_id="u1", state={"app:tz": "UTC", "user:lang": "fr", "own": 1, "temp:x": 9})
+    s1 = await adk_service.create_session(
+        app_name=APP, user_id="u1", state={"app:tz": "UTC", "user:lang": "fr", "own": 1, "temp:x": 9}
+    )
     assert s1.state == {"own": 1, "app:tz": "UTC", "user:lang": "fr"}
     s2 = await adk_service.create_session(app_name=APP, user_id="u1")
     s3 = await adk_service.create_session(app_name=APP, user_id="u2")
     other_app = await adk_service.create_session(app_name="other", user_id="u1")
-    await adk_service.append_event(s1, _event(actions=EventActions(state_delta={"user:lang": "de", "app:tz": "CET", "temp:t": 1, "own": 2})))
+    await adk_service.append_event(
+        s1, _event(actions=EventActions(state_delta={"user:lang": "de", "app:tz": "CET", "temp:t": 1, "own": 2}))
+    )
     assert s1.state["temp:t"] == 1  # temp: lives in the in-memory session for the invocation
-    reread = {s.id: s for s in [
-        await adk_service.get_session(app_name=APP, user_id="u1", session_id=s1.id),
-        await adk_service.get_session(app_name=APP, user_id="u1", session_id=s2.id),
-        await adk_service.get_session(app_name=APP, user_id="u2", session_id=s3.id),
-    ]}
+    reread = {
+        s.id: s
+        for s in [
+            await adk_service.get_session(app_name=APP, user_id="u1", session_id=s1.id),
+            await adk_service.get_session(app_name=APP, user_id="u1", session_id=s2.id),
+            await adk_service.get_session(app_name=APP, user_id="u2", session_id=s3.id),
+        ]
+    }
     assert reread[s1.id].state == {"own": 2, "app:tz": "CET", "user:lang": "de"}
     assert reread[s2.id].state == {"app:tz": "CET", "user:lang": "de"}  # user: shared by the user's sessions
     assert reread[s3.id].state == {"app:tz": "CET"}  # app: shared by every user of the app

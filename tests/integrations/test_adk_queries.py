@@ -1,6 +1,7 @@
 """ADK reads and writes cost the same at any session size: a fixed number of queries, and on
 PostgreSQL GetSessionConfig's window is read backwards on the (session, timestamp, seq) index,
 never by sorting or loading all events."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,16 @@ def _session(api: Client, user_id: str, events: int) -> Session:
     api.post(f"/api/v1/adk/apps/{APP}/users/{user_id}/sessions/", {"session_id": "s"}, content_type="application/json")
     session = Session.objects.get(app_name=APP, user_id=user_id)
     AdkEvent.objects.bulk_create(
-        AdkEvent(session=session, tenant_id=session.tenant_id, user_id=user_id, seq=i + 1, event_id=f"e{i}",
-                 author="user", timestamp=1000.0 + i, data=json.dumps({"id": f"e{i}", "timestamp": 1000.0 + i}))
+        AdkEvent(
+            session=session,
+            tenant_id=session.tenant_id,
+            user_id=user_id,
+            seq=i + 1,
+            event_id=f"e{i}",
+            author="user",
+            timestamp=1000.0 + i,
+            data=json.dumps({"id": f"e{i}", "timestamp": 1000.0 + i}),
+        )
         for i in range(events)
     )
     Session.objects.filter(pk=session.pk).update(last_seq=events, last_update_time=1000.0 + events)
@@ -55,14 +64,23 @@ def test_query_counts_do_not_grow_with_the_session(adk_api):
     for method, path, body in [
         ("get", "users/{u}/sessions/s/", None),
         ("get", "users/{u}/sessions/s/?num_recent_events=5&after_timestamp=1001", None),
-        ("post", "users/{u}/sessions/s/events/", {"event": json.dumps(
-            {"id": "new", "timestamp": 9999.0, "actions": {"state_delta": {"k": 1, "app:a": 1, "user:u": 1}}})}),
+        (
+            "post",
+            "users/{u}/sessions/s/events/",
+            {
+                "event": json.dumps(
+                    {"id": "new", "timestamp": 9999.0, "actions": {"state_delta": {"k": 1, "app:a": 1, "user:u": 1}}}
+                )
+            },
+        ),
         ("get", "sessions/?user_id={u}", None),
         ("get", "users/{u}/state/", None),
     ]:
         for u in ("small", "big"):  # the first write of a user's or an app's state creates its row
             _count(adk_api, method, f"/api/v1/adk/apps/{APP}/" + path.format(u=u), body)
-        counts = {u: _count(adk_api, method, f"/api/v1/adk/apps/{APP}/" + path.format(u=u), body) for u in ("small", "big")}
+        counts = {
+            u: _count(adk_api, method, f"/api/v1/adk/apps/{APP}/" + path.format(u=u), body) for u in ("small", "big")
+        }
         assert counts["small"] == counts["big"] <= 12, (method, path, counts)
 
 
@@ -81,9 +99,11 @@ def test_the_window_is_read_backwards_on_the_index(adk_api, postgres_only):
 
 def test_cursors_and_ids_that_the_server_did_not_give_are_a_400(adk_api):
     _session(adk_api, "u", 3)
-    for url in (f"/api/v1/adk/apps/{APP}/users/u/sessions/s/events/?cursor=W10=",
-                f"/api/v1/adk/apps/{APP}/users/u/sessions/s/events/?cursor=nope",
-                f"/api/v1/adk/apps/{APP}/sessions/?cursor=WzEuMCwiYVx1MDAwMCIsImIiXQ==",  # [1.0, "a\u0000", "b"]
-                f"/api/v1/adk/apps/{APP}/sessions/?user_id=a%00b"):
+    for url in (
+        f"/api/v1/adk/apps/{APP}/users/u/sessions/s/events/?cursor=W10=",
+        f"/api/v1/adk/apps/{APP}/users/u/sessions/s/events/?cursor=nope",
+        f"/api/v1/adk/apps/{APP}/sessions/?cursor=WzEuMCwiYVx1MDAwMCIsImIiXQ==",  # [1.0, "a\u0000", "b"]
+        f"/api/v1/adk/apps/{APP}/sessions/?user_id=a%00b",
+    ):
         response = adk_api.get(url)
         assert response.status_code == 400 and response.json()["error"]["fields"], (url, response.content)

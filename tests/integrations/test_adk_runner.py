@@ -1,5 +1,6 @@
 """ADK's own Runner and web app on agentstate: the example's three turns, two runners racing on one
 session, and `adk web`'s FastAPI app built from an agentstate:// URI in services.yaml."""
+
 from __future__ import annotations
 
 import asyncio
@@ -35,8 +36,18 @@ async def test_the_example_runs_three_turns_and_its_events_are_stored(live_serve
         session = (await http.get("/api/v1/adk/apps/weather_app/users/user-1/sessions/trip-planning/")).json()
     events = session["events"]
     # Turn 1 and 3: user message, function call, function response, answer; turn 2: message, answer.
-    assert [e["author"] for e in events] == ["user", "weather_agent", "weather_agent", "weather_agent", "user",
-                                            "weather_agent", "user", "weather_agent", "weather_agent", "weather_agent"]
+    assert [e["author"] for e in events] == [
+        "user",
+        "weather_agent",
+        "weather_agent",
+        "weather_agent",
+        "user",
+        "weather_agent",
+        "user",
+        "weather_agent",
+        "weather_agent",
+        "weather_agent",
+    ]
     assert events[1]["content"]["parts"][0]["function_call"]["args"] == {"city": "Paris"}
     assert events[2]["content"]["parts"][0]["function_response"]["response"]["forecast"] == "sunny"
     assert events[2]["actions"]["state_delta"] == {"user:last_city": "Paris", "lookups": 1}
@@ -94,9 +105,13 @@ def test_adk_web_app_uses_agentstate_from_services_yaml(live_server, adk_runner_
     )
     built = []  # the services ADK builds, closed at the end (a live-server thread per open connection)
     init = AgentStateSessionService.__init__
-    monkeypatch.setattr(AgentStateSessionService, "__init__", lambda self, *a, **k: (init(self, *a, **k), built.append(self))[0])
+    monkeypatch.setattr(
+        AgentStateSessionService, "__init__", lambda self, *a, **k: (init(self, *a, **k), built.append(self))[0]
+    )
     app = get_fast_api_app(
-        agents_dir=str(tmp_path), session_service_uri=live_server.url.replace("http://", "agentstate://"), web=False,
+        agents_dir=str(tmp_path),
+        session_service_uri=live_server.url.replace("http://", "agentstate://"),
+        web=False,
     )
     with TestClient(app) as web:
         created = web.post("/apps/weather_app/users/u7/sessions", json={"state": {"user:plan": "pro"}})

@@ -1,6 +1,7 @@
 """ADK data of one person under erasure and subject export: scope "everything" removes their ADK
 sessions, events and user: state (app state stays, it is about no one); scope "user data" removes
 the user: state only, and the events then read back without their user: delta."""
+
 from __future__ import annotations
 
 import json
@@ -24,13 +25,25 @@ def adk_api(db, tenant) -> Client:
 
 
 def _event(seq: int, delta: dict) -> str:
-    return json.dumps({"id": f"e{seq}", "author": "user", "timestamp": 1000.0 + seq,
-                       "content": {"parts": [{"text": f"hi {seq}"}]}, "actions": {"state_delta": delta}})
+    return json.dumps(
+        {
+            "id": f"e{seq}",
+            "author": "user",
+            "timestamp": 1000.0 + seq,
+            "content": {"parts": [{"text": f"hi {seq}"}]},
+            "actions": {"state_delta": delta},
+        }
+    )
 
 
 def _session_with_events(api: Client, user_id: str) -> None:
     base = f"/api/v1/adk/apps/{APP}/users/{user_id}/sessions/"
-    assert api.post(base, {"session_id": "s1", "state": json.dumps({"user:plan": "pro"})}, content_type="application/json").status_code == 201
+    assert (
+        api.post(
+            base, {"session_id": "s1", "state": json.dumps({"user:plan": "pro"})}, content_type="application/json"
+        ).status_code
+        == 201
+    )
     for seq, delta in enumerate([{"user:city": "Paris", "app:units": "metric", "k": 1}, {"k": 2}], start=1):
         response = api.post(base + "s1/events/", {"event": _event(seq, delta)}, content_type="application/json")
         assert response.status_code == 201, response.content
@@ -61,7 +74,10 @@ def test_erasure_of_everything_removes_adk_sessions_events_and_user_state_of_tha
     assert (counts["adk_events"], counts["adk_user_state"], counts["sessions"]) == (2, 2, 1)
     assert not Session.objects.filter(user_id="ada").exists()
     assert not AdkEvent.objects.filter(user_id="ada").exists()
-    assert not AdkUserState.objects.filter(user_id="ada").exists() and not AdkEventUserDelta.objects.filter(user_id="ada").exists()
+    assert (
+        not AdkUserState.objects.filter(user_id="ada").exists()
+        and not AdkEventUserDelta.objects.filter(user_id="ada").exists()
+    )
     assert AdkEvent.objects.filter(user_id="bob").count() == 2 and AdkUserState.objects.filter(user_id="bob").exists()
     assert json.loads(AdkAppState.objects.get(app_name=APP).state) == {"units": "metric"}  # stays
 

@@ -1,6 +1,7 @@
 """Two graphs writing checkpoints and pending writes to one LangGraph thread at once (PostgreSQL,
 through the live server's request threads): nothing is lost, and every checkpoint's pending
 writes are its own graph's, never the other's."""
+
 import threading
 
 import pytest
@@ -32,7 +33,9 @@ def run_graph(url, key, name, start, written, errors):
                 checkpoint = generate_checkpoint(channel_values={"graph": name}, channel_versions={"graph": step + 1})
                 parent = saver.put(config, checkpoint, generate_metadata(step=step, graph=name), {"graph": step + 1})
                 for task in ("t1", "t2"):
-                    saver.put_writes(parent, [("out", f"{name}/{task}/a"), ("out", f"{name}/{task}/b")], f"{name}-{task}")
+                    saver.put_writes(
+                        parent, [("out", f"{name}/{task}/a"), ("out", f"{name}/{task}/b")], f"{name}-{task}"
+                    )
                 written.append((name, checkpoint["id"]))
     except Exception as exc:  # reported by the test
         errors.append(exc)

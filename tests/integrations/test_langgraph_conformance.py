@@ -1,6 +1,7 @@
 """LangGraph's own conformance suite (langgraph-checkpoint-conformance) against AgentStateSaver on
 a live server: every capability, base and extended, detected and passed, none skipped. The suite
 drives the async methods only; tests/integrations/test_langgraph_saver.py covers the sync ones."""
+
 import asyncio
 
 import pytest

@@ -1,4 +1,5 @@
 """examples/langgraph_graph.py runs against a live server: interrupt, resume, history, fork."""
+
 import importlib.util
 import threading
 from pathlib import Path
@@ -39,7 +40,9 @@ def test_example_runs_resumes_and_time_travels(live_server, langgraph_key):
 
     assert result["question"]["tool_calls"][0]["args"] == {"city": "Paris"}
     assert result["answer"] == "The weather: sunny, 21 C."
-    assert result["history_steps"][-1] == -1 and result["history_steps"] == sorted(result["history_steps"], reverse=True)
+    assert result["history_steps"][-1] == -1 and result["history_steps"] == sorted(
+        result["history_steps"], reverse=True
+    )
     assert result["fork_answer"] == "The weather: cloudy, 18 C."
     # The fork is the thread's newest branch now; the Paris run stays in its history.
     assert result["latest_answer"] == "The weather: cloudy, 18 C."

@@ -1,6 +1,7 @@
 """AgentStateSaver's sync methods, identifier mapping, thread ownership and the subject's rights
 (erasure, export), against a live server. The conformance suite (test_langgraph_conformance.py)
 covers the async methods."""
+
 import uuid
 
 import pytest
@@ -35,7 +36,9 @@ def put_chain(saver, thread_id, steps, *, ns="", user_id=None, values=None, run_
         if parent is not None:
             config["configurable"]["checkpoint_id"] = parent["configurable"]["checkpoint_id"]
         checkpoint = generate_checkpoint(channel_values=values or {}, channel_versions={k: 1 for k in values or {}})
-        metadata = generate_metadata(source="loop" if step % 2 else "input", step=step, **({"run_id": run_id} if run_id else {}))
+        metadata = generate_metadata(
+            source="loop" if step % 2 else "input", step=step, **({"run_id": run_id} if run_id else {})
+        )
         parent = saver.put(config, checkpoint, metadata, checkpoint["channel_versions"])
         stored.append(parent)
     return stored
@@ -104,8 +107,19 @@ def test_sync_thread_operations(saver):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "plain", "a/b/../c", "x" * 300, "nul\x00inside", "esc\ue000ape", "\ue0000041 looks escaped",
-     "lone \ud800 surrogate", "~starts-with-tilde", "tab\tand\nnewline", "é 漢字 🙂"],
+    [
+        "",
+        "plain",
+        "a/b/../c",
+        "x" * 300,
+        "nul\x00inside",
+        "esc\ue000ape",
+        "\ue0000041 looks escaped",
+        "lone \ud800 surrogate",
+        "~starts-with-tilde",
+        "tab\tand\nnewline",
+        "é 漢字 🙂",
+    ],
 )
 def test_escape_is_reversible(text):
     escaped = escape_text(text)
@@ -125,8 +139,11 @@ def test_any_identifier_and_payload_langgraph_accepts_round_trips(saver):
     saver.put_writes(stored, [("chan\x00nel", "w\x00")], "task\x00id", task_path="p\x00")
 
     found = saver.get_tuple(stored)
-    assert found.config["configurable"] == {"thread_id": thread_id, "checkpoint_ns": namespace,
-                                            "checkpoint_id": checkpoint["id"]}
+    assert found.config["configurable"] == {
+        "thread_id": thread_id,
+        "checkpoint_ns": namespace,
+        "checkpoint_id": checkpoint["id"],
+    }
     assert found.checkpoint["channel_values"] == values
     assert found.metadata["nested"] == {"deep\x00key": ["\x00", "\ue000"]}
     assert found.pending_writes == [("task\x00id", "chan\x00nel", "w\x00")]

@@ -1,6 +1,7 @@
 """The LangGraph endpoints across tenants and with bad input: another tenant's key reaches
 nothing of ours (the same thread id is another thread there), a missing key is a 401, and bad
 input is a 400 naming the field that changes nothing."""
+
 import base64
 
 import pytest
@@ -14,10 +15,24 @@ from tests.api.routes import api_routes
 pytestmark = pytest.mark.django_db
 L = "/api/v1/langgraph/"
 VALUE = {"type": "msgpack", "data": base64.b64encode(b"\x81\xa1k\xa1v").decode(), "rendered": {"k": "v"}}
-PUT = {"thread_id": "t1", "default_user_id": "u1", "checkpoint_ns": "", "checkpoint_id": "c2",
-       "parent_checkpoint_id": "c1", "checkpoint": VALUE, "metadata": {"step": 1, "run_id": "r1"}, "channel_versions": {}}
-WRITES = {"thread_id": "t1", "default_user_id": "u1", "checkpoint_ns": "", "checkpoint_id": "c1", "task_id": "x",
-          "writes": [{"idx": 0, "channel": "ch", "value": VALUE}]}
+PUT = {
+    "thread_id": "t1",
+    "default_user_id": "u1",
+    "checkpoint_ns": "",
+    "checkpoint_id": "c2",
+    "parent_checkpoint_id": "c1",
+    "checkpoint": VALUE,
+    "metadata": {"step": 1, "run_id": "r1"},
+    "channel_versions": {},
+}
+WRITES = {
+    "thread_id": "t1",
+    "default_user_id": "u1",
+    "checkpoint_ns": "",
+    "checkpoint_id": "c1",
+    "task_id": "x",
+    "writes": [{"idx": 0, "channel": "ch", "value": VALUE}],
+}
 NOT_FOUND, EMPTY, OWN, NOTHING = "404", "empty list", "own tenant", "changes nothing"
 
 # (route name, method, path, body, what the other tenant gets)
@@ -27,7 +42,13 @@ CASES = [
     ("langgraph-checkpoint", "get", L + "checkpoint/?thread_id=t1&checkpoint_ns=", None, NOT_FOUND),
     ("langgraph-writes", "post", L + "writes/", WRITES, OWN),
     ("langgraph-thread-delete", "post", L + "threads/delete/", {"thread_id": "t1"}, NOTHING),
-    ("langgraph-thread-copy", "post", L + "threads/copy/", {"source_thread_id": "t1", "target_thread_id": "t9"}, NOTHING),
+    (
+        "langgraph-thread-copy",
+        "post",
+        L + "threads/copy/",
+        {"source_thread_id": "t1", "target_thread_id": "t9"},
+        NOTHING,
+    ),
     ("langgraph-prune", "post", L + "threads/prune/", {"thread_ids": ["t1"], "strategy": "delete"}, NOTHING),
     ("langgraph-runs-delete", "post", L + "runs/delete/", {"run_ids": ["r1"]}, NOTHING),
 ]
@@ -35,7 +56,9 @@ CASES = [
 
 @pytest.fixture
 def victim(tenant):
-    services.checkpoint_put(tenant=tenant, **{**PUT, "checkpoint_id": "c1", "parent_checkpoint_id": None, "user_id": None})
+    services.checkpoint_put(
+        tenant=tenant, **{**PUT, "checkpoint_id": "c1", "parent_checkpoint_id": None, "user_id": None}
+    )
     services.writes_put(tenant=tenant, user_id=None, task_path="", replace=False, **WRITES)
     return tenant
 
@@ -56,7 +79,9 @@ def snapshot(tenant):
 
 def test_the_table_covers_every_langgraph_endpoint_and_method():
     routes = {
-        (p.name, m) for _, p in api_routes(urls.urlpatterns) for m in p.callback.view_class.http_method_names
+        (p.name, m)
+        for _, p in api_routes(urls.urlpatterns)
+        for m in p.callback.view_class.http_method_names
         if m not in ("head", "options") and hasattr(p.callback.view_class, m)
     }
     assert routes == {(name, method) for name, method, *_ in CASES}
@@ -86,20 +111,23 @@ def test_a_missing_key_is_refused(victim, name, method, path, body, expected):
     assert snapshot(victim) == before
 
 
-@pytest.mark.parametrize("path, body, field", [
-    ("checkpoints/", {**PUT, "thread_id": "nul\x00"}, "thread_id"),
-    ("checkpoints/", {**PUT, "thread_id": ""}, "thread_id"),
-    ("checkpoints/", {**PUT, "checkpoint_id": "x" * 256}, "checkpoint_id"),
-    ("checkpoints/", {**PUT, "checkpoint_ns": "n" * 2001}, "checkpoint_ns"),
-    ("checkpoints/", {**PUT, "checkpoint": {**VALUE, "data": "not base64!"}}, "checkpoint"),
-    ("checkpoints/", {**PUT, "metadata": ["not", "an", "object"]}, "metadata"),
-    ("checkpoints/", {**PUT, "user_id": "someone/else"}, "user_id"),
-    ("checkpoints/", {**PUT, "extra": 1}, "extra"),
-    ("writes/", {**WRITES, "writes": [{"idx": "0", "channel": "ch", "value": VALUE}]}, "writes"),
-    ("writes/", {**WRITES, "writes": [{"idx": 2**40, "channel": "ch", "value": VALUE}]}, "writes"),
-    ("threads/prune/", {"thread_ids": ["t1"], "strategy": "everything"}, "strategy"),
-    ("runs/delete/", {"run_ids": "r1"}, "run_ids"),
-])
+@pytest.mark.parametrize(
+    "path, body, field",
+    [
+        ("checkpoints/", {**PUT, "thread_id": "nul\x00"}, "thread_id"),
+        ("checkpoints/", {**PUT, "thread_id": ""}, "thread_id"),
+        ("checkpoints/", {**PUT, "checkpoint_id": "x" * 256}, "checkpoint_id"),
+        ("checkpoints/", {**PUT, "checkpoint_ns": "n" * 2001}, "checkpoint_ns"),
+        ("checkpoints/", {**PUT, "checkpoint": {**VALUE, "data": "not base64!"}}, "checkpoint"),
+        ("checkpoints/", {**PUT, "metadata": ["not", "an", "object"]}, "metadata"),
+        ("checkpoints/", {**PUT, "user_id": "someone/else"}, "user_id"),
+        ("checkpoints/", {**PUT, "extra": 1}, "extra"),
+        ("writes/", {**WRITES, "writes": [{"idx": "0", "channel": "ch", "value": VALUE}]}, "writes"),
+        ("writes/", {**WRITES, "writes": [{"idx": 2**40, "channel": "ch", "value": VALUE}]}, "writes"),
+        ("threads/prune/", {"thread_ids": ["t1"], "strategy": "everything"}, "strategy"),
+        ("runs/delete/", {"run_ids": "r1"}, "run_ids"),
+    ],
+)
 def test_bad_input_is_a_400_naming_the_field_and_changes_nothing(victim, path, body, field):
     before = snapshot(victim)
     response = api(victim).post(L + path, body, format="json")

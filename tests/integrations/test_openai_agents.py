@@ -1,6 +1,7 @@
 """AgentStateSession (agentstate.integrations.openai_agents) against a live server, driven by the
 Agents SDK's own Runner with a scripted model (no network), compared item by item with the SDK's
 SQLiteSession and AdvancedSQLiteSession on the same operations."""
+
 import asyncio
 import json
 import runpy
@@ -22,24 +23,51 @@ USER = "ada"
 # outputs, reasoning, and text the server refuses raw (NUL, a lone surrogate).
 ITEMS = [
     {"role": "user", "content": "plain text ünïcode"},
-    {"role": "user", "content": [
-        {"type": "input_text", "text": "what is this?"},
-        {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=", "detail": "auto"},
-        {"type": "input_file", "file_id": "file-1"},
-    ]},
+    {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "what is this?"},
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=", "detail": "auto"},
+            {"type": "input_file", "file_id": "file-1"},
+        ],
+    },
     {"role": "system", "content": "be brief"},
     {"role": "developer", "content": "dev note"},
-    {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
-     "content": [{"type": "output_text", "text": "hi", "annotations": [], "logprobs": []}]},
-    {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{\"q\": 1}", "id": "fc_1",
-     "status": "completed"},
+    {
+        "type": "message",
+        "role": "assistant",
+        "id": "msg_1",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "hi", "annotations": [], "logprobs": []}],
+    },
+    {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "lookup",
+        "arguments": '{"q": 1}',
+        "id": "fc_1",
+        "status": "completed",
+    },
     {"type": "function_call_output", "call_id": "c1", "output": "result"},
-    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "thinking"}],
-     "encrypted_content": "opaque"},
-    {"type": "computer_call", "id": "cc_1", "call_id": "cc1", "status": "completed", "pending_safety_checks": [],
-     "action": {"type": "click", "x": 1, "y": 2, "button": "left"}},
-    {"type": "computer_call_output", "call_id": "cc1",
-     "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,AAAA"}},
+    {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "thinking"}],
+        "encrypted_content": "opaque",
+    },
+    {
+        "type": "computer_call",
+        "id": "cc_1",
+        "call_id": "cc1",
+        "status": "completed",
+        "pending_safety_checks": [],
+        "action": {"type": "click", "x": 1, "y": 2, "button": "left"},
+    },
+    {
+        "type": "computer_call_output",
+        "call_id": "cc1",
+        "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,AAAA"},
+    },
     {"type": "file_search_call", "id": "fs_1", "queries": ["q"], "status": "completed"},
     {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}},
     {"type": "mcp_call", "id": "mcp_1", "server_label": "srv", "name": "tool/with/slash", "arguments": "{}"},
@@ -61,12 +89,14 @@ OPEN: list[AgentStateSession] = []
 def run(coro):
     """``asyncio.run``, then close the connections the test's sessions opened in that loop (an
     open keep-alive connection would keep a live-server thread and its database connection)."""
+
     async def closing():
         try:
             return await coro
         finally:
             for session in OPEN:
                 await session.aclose()
+
     return asyncio.run(closing())
 
 
@@ -76,6 +106,7 @@ def oa_session(live_server, oa_key):
         session = AgentStateSession(session_id, base_url=live_server.url, api_key=oa_key, user_id=USER, **kwargs)
         OPEN.append(session)
         return session
+
     yield make
     OPEN.clear()
 
@@ -171,7 +202,8 @@ def test_a_retried_add_items_stores_nothing_twice(oa_session):
     run(oa_session("retry", transport=transport).add_items([{"role": "user", "content": "once"}]))
     assert transport.attempts == 2
     assert run(oa_session("retry").get_items()) == [
-        {"role": "user", "content": "first"}, {"role": "user", "content": "once"}
+        {"role": "user", "content": "first"},
+        {"role": "user", "content": "once"},
     ]
 
 
@@ -196,15 +228,24 @@ async def branch_operations(session) -> list:
     seen.append(await session.get_items())
     await run_turns(session, ("Another question",))
     seen.append(await session.get_items())
-    for call in (lambda: session.create_branch_from_turn(9), lambda: session.create_branch_from_turn(1, "alt"),
-                 lambda: session.switch_to_branch("nope"), lambda: session.delete_branch("main"),
-                 lambda: session.delete_branch("alt"), lambda: session.delete_branch("")):
+    for call in (
+        lambda: session.create_branch_from_turn(9),
+        lambda: session.create_branch_from_turn(1, "alt"),
+        lambda: session.switch_to_branch("nope"),
+        lambda: session.delete_branch("main"),
+        lambda: session.delete_branch("alt"),
+        lambda: session.delete_branch(""),
+    ):
         with pytest.raises(ValueError):
             await call()
         seen.append("ValueError")
     # Sorted: the SDK orders by a creation time of one-second resolution, so ties are common.
-    seen.append(sorted((b["branch_id"], b["message_count"], b["user_turns"], b["is_current"])
-                       for b in await session.list_branches()))
+    seen.append(
+        sorted(
+            (b["branch_id"], b["message_count"], b["user_turns"], b["is_current"])
+            for b in await session.list_branches()
+        )
+    )
     await session.switch_to_branch("main")
     seen.append(await session.get_items())
     seen.append(await session.pop_item())
@@ -241,7 +282,11 @@ def test_a_branch_is_a_fork_of_the_user_in_agentstate(oa_session, tenant):
     assert branch.parent_id == main.pk and branch.workspace_id == main.workspace_id
     assert branch.metadata == {"openai_agents": {"session_id": "chat/with slash", "branch": "b"}}
     stored = main.messages.order_by("seq").first()
-    assert (stored.role, stored.type, json.loads(stored.content)) == ("user", "message", {"role": "user", "content": "Hi"})
+    assert (stored.role, stored.type, json.loads(stored.content)) == (
+        "user",
+        "message",
+        {"role": "user", "content": "Hi"},
+    )
 
 
 def test_the_example_runs_three_turns_with_a_tool_call_then_a_branch(live_server, oa_key, capsys):

@@ -1,5 +1,6 @@
 """The multi-node tests write through the real servers and commit: no test database, no rollback
 (a replica never sees a transaction that is rolled back)."""
+
 import pytest
 
 from tests.multinode.servers import PROXY

@@ -1,5 +1,6 @@
 """The servers .ci/multinode starts, as the multi-node tests reach them: the proxy and each app
 server over HTTP, the primary and the replica directly. Tests skip unless that script set them up."""
+
 from __future__ import annotations
 
 import os
@@ -81,7 +82,9 @@ def replica_wait_replayed(timeout: float = 10) -> None:
 def _pg_ctl(*args: str) -> None:
     pg_bin = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))[-1]
     as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    subprocess.run([*as_postgres, str(pg_bin / "pg_ctl"), "-D", REPLICA_DATA, *args], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [*as_postgres, str(pg_bin / "pg_ctl"), "-D", REPLICA_DATA, *args], check=True, stdout=subprocess.DEVNULL
+    )
 
 
 def replica_stop() -> None:

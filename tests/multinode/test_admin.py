@@ -1,6 +1,7 @@
 """Staff use the admin through the proxy: a login made on one app server holds on the other (the
 session lives in the database, behind PgBouncer), and the dashboard and a changelist, which may
 read the replica, show what the primary committed."""
+
 import uuid
 
 import httpx
@@ -22,8 +23,12 @@ def test_staff_log_in_once_and_browse_on_both_servers():
         browser.get("/admin/login/")
         logged_in = browser.post(
             "/admin/login/?next=/admin/",
-            data={"username": staff.username, "password": password, "csrfmiddlewaretoken": browser.cookies["csrftoken"],
-                  "next": "/admin/"},
+            data={
+                "username": staff.username,
+                "password": password,
+                "csrfmiddlewaretoken": browser.cookies["csrftoken"],
+                "next": "/admin/",
+            },
         )
         assert logged_in.status_code == 302 and logged_in.headers["Location"] == "/admin/", logged_in.text[:500]
         servers = set()

@@ -1,6 +1,7 @@
 """Two app servers on one database behind HAProxy: the concurrency guarantees hold with the
 writers spread over both, and a revoked key stops working on every server within the delay
 docs/OPERATIONS.md gives (AGENTSTATE_API_KEY_CACHE_SECONDS)."""
+
 import json
 import time
 from collections import Counter
@@ -26,7 +27,9 @@ def test_appends_through_both_servers_are_gap_free_and_each_batch_contiguous():
         seqs, servers = [], set()
         with client(key) as api:
             for b in range(batches):
-                answer = api.post(S + "messages/", json={"messages": [{"content": f"{t}-{b}-{i}"} for i in range(size)]})
+                answer = api.post(
+                    S + "messages/", json={"messages": [{"content": f"{t}-{b}-{i}"} for i in range(size)]}
+                )
                 assert answer.status_code == 201, answer.text
                 seqs.append([m["seq"] for m in answer.json()["messages"]])
                 servers.add(answer.headers["X-Served-By"])
@@ -104,7 +107,9 @@ def test_erasure_racing_writes_through_both_servers_leaves_nothing_in_scope():
     results = in_threads(writers + 1, work)
     answers = [answer for per_thread in results[:writers] for answer in per_thread]
     assert {code for code, _, _ in answers} <= {200, 201, 404, 409}, Counter(answers)
-    assert all(reason in ("subject_erased", "session_ended", "session_exists") for code, reason, _ in answers if code == 409)
+    assert all(
+        reason in ("subject_erased", "session_ended", "session_exists") for code, reason, _ in answers if code == 409
+    )
     assert any(reason == "subject_erased" for _, reason, _ in answers)  # the race was real
     assert {server for _, _, server in answers} == BOTH
     left = subjects_preview(subjects=[(tenant, "u1")], scope="everything")

@@ -1,5 +1,6 @@
 """Everything works through PgBouncer in transaction pooling: no session state outlives a
 transaction (the servers and these tests reach the primary only through it)."""
+
 from django.conf import settings
 from django.db import connection
 

@@ -1,6 +1,7 @@
 """Reads against a real streaming replica, made to lag by pausing its replay: listings read the
 replica, a caller that just wrote reads the primary, a replica too far behind or down is skipped,
 and what erasure and export rely on never comes from the replica."""
+
 import time
 
 import pytest
@@ -8,8 +9,18 @@ from django.conf import settings
 
 from sessions_app import services
 from tests.multinode.servers import (
-    PRIMARY, REPLICA, SESSIONS, client, key_new, needs_servers, replica_start, replica_stop, replica_wait_replayed,
-    session_ids, sql, tenant_new,
+    PRIMARY,
+    REPLICA,
+    SESSIONS,
+    client,
+    key_new,
+    needs_servers,
+    replica_start,
+    replica_stop,
+    replica_wait_replayed,
+    session_ids,
+    sql,
+    tenant_new,
 )
 
 pytestmark = needs_servers

@@ -1,6 +1,7 @@
 """The admin on big tables (docs/PERFORMANCE.md, "Admin at scale"): each changelist runs the same
 statements at any table size, its count stops at a cap, and on PostgreSQL the exact searches are
 served by an index. Counts and plans only, never timings."""
+
 import re
 
 import pytest
@@ -106,13 +107,20 @@ def test_exact_searches_use_an_index_without_the_tenant(admin_client, tenant, po
         assert f"Seq Scan on {table}" not in plan and all(name in plan for name in indexes), plan
 
 
-SESSION_INDEX = re.compile(r"Index (Only )?Scan using session_\w+ on sessions_app_session|Bitmap Index Scan on session_")
+SESSION_INDEX = re.compile(
+    r"Index (Only )?Scan using session_\w+ on sessions_app_session|Bitmap Index Scan on session_"
+)
 
 
 @pytest.mark.parametrize(
     "params",
-    [{"user_id": "u17"}, {"session_id": "u17-s3"}, {"q": "u17"}, {"q": "u17-s3", "role": "user"},
-     {"user_id": "u17", "created_at__gte": "2000-01-01 00:00+00:00"}],
+    [
+        {"user_id": "u17"},
+        {"session_id": "u17-s3"},
+        {"q": "u17"},
+        {"q": "u17-s3", "role": "user"},
+        {"user_id": "u17", "created_at__gte": "2000-01-01 00:00+00:00"},
+    ],
     ids=["user id", "session id", "search a user", "search a session, role", "user id and date"],
 )
 def test_message_filters_find_rows_through_the_session_indexes(admin_client, tenant, postgres_only, params):
@@ -127,7 +135,9 @@ def test_message_filters_find_rows_through_the_session_indexes(admin_client, ten
         response = admin_client.get(MESSAGES, params)
     assert response.status_code == 200 and response.context["cl"].result_count >= 1
     term = next(iter(params.values()))
-    searches = [q["sql"] for q in captured.captured_queries if f"'{term}'" in q["sql"] and "sessions_app_message" in q["sql"]]
+    searches = [
+        q["sql"] for q in captured.captured_queries if f"'{term}'" in q["sql"] and "sessions_app_message" in q["sql"]
+    ]
     assert len(searches) == 2  # the capped count and the page
     for sql in searches:
         plan = _plan(sql)

@@ -1,5 +1,6 @@
 """The LangGraph endpoints run the same statements whatever a thread's length: a step's put and
 get_tuple, a page of the list with its writes (10 and 300 checkpoints)."""
+
 import base64
 
 import pytest
@@ -19,26 +20,50 @@ VALUE = {"type": "msgpack", "data": base64.b64encode(b"\x81\xa1k\xa1v").decode()
 def put(tenant, thread_id, n):
     for i in range(n):
         services.checkpoint_put(
-            tenant=tenant, thread_id=thread_id, user_id=None, default_user_id="u", checkpoint_ns="",
-            checkpoint_id=f"c{i:06d}", parent_checkpoint_id=f"c{i - 1:06d}" if i else None, checkpoint=VALUE,
-            metadata={"step": i, "source": "loop"}, channel_versions={},
+            tenant=tenant,
+            thread_id=thread_id,
+            user_id=None,
+            default_user_id="u",
+            checkpoint_ns="",
+            checkpoint_id=f"c{i:06d}",
+            parent_checkpoint_id=f"c{i - 1:06d}" if i else None,
+            checkpoint=VALUE,
+            metadata={"step": i, "source": "loop"},
+            channel_versions={},
         )
         services.writes_put(
-            tenant=tenant, thread_id=thread_id, user_id=None, default_user_id="u", checkpoint_ns="",
-            checkpoint_id=f"c{i:06d}", task_id="t", task_path="", replace=False,
+            tenant=tenant,
+            thread_id=thread_id,
+            user_id=None,
+            default_user_id="u",
+            checkpoint_ns="",
+            checkpoint_id=f"c{i:06d}",
+            task_id="t",
+            task_path="",
+            replace=False,
             writes=[{"idx": 0, "channel": "ch", "value": VALUE}],
         )
 
 
 def statements(client, thread_id, n):
-    body = {"thread_id": thread_id, "default_user_id": "u", "checkpoint_ns": "", "checkpoint_id": f"c{n:06d}",
-            "parent_checkpoint_id": f"c{n - 1:06d}", "checkpoint": VALUE, "metadata": {"step": n}, "channel_versions": {}}
+    body = {
+        "thread_id": thread_id,
+        "default_user_id": "u",
+        "checkpoint_ns": "",
+        "checkpoint_id": f"c{n:06d}",
+        "parent_checkpoint_id": f"c{n - 1:06d}",
+        "checkpoint": VALUE,
+        "metadata": {"step": n},
+        "channel_versions": {},
+    }
     counts = []
     for call in (
         lambda: client.post(L + "checkpoints/", body, format="json"),
         lambda: client.get(L + "checkpoint/", {"thread_id": thread_id, "checkpoint_ns": ""}),
         lambda: client.get(L + "checkpoints/", {"thread_id": thread_id, "checkpoint_ns": "", "page_size": 5}),
-        lambda: client.get(L + "checkpoints/", {"thread_id": thread_id, "filter": '{"source": "loop"}', "page_size": 5}),
+        lambda: client.get(
+            L + "checkpoints/", {"thread_id": thread_id, "filter": '{"source": "loop"}', "page_size": 5}
+        ),
     ):
         with CaptureQueriesContext(connection) as queries:
             assert call().status_code in (200, 201)

@@ -5,6 +5,7 @@ PostgreSQL. Counts only, never timings.
 Savepoint statements are left out of the counts: they come from the test's own transaction
 (each test runs inside one), not from the code under test.
 """
+
 import itertools
 
 import pytest
@@ -52,14 +53,17 @@ def _postgres() -> bool:
 
 
 def test_appending_a_message_is_one_statement_on_postgresql_at_any_history_size(tenant):
-    counts = _per_size(tenant, lambda s: services.message_append(session=s, messages=[{"role": "user", "content": "hi"}]))
+    counts = _per_size(
+        tenant, lambda s: services.message_append(session=s, messages=[{"role": "user", "content": "hi"}])
+    )
     # PostgreSQL: the counter bump and the insert are one CTE; SQLite: UPDATE ... RETURNING, INSERT.
     assert counts == {size: 1 if _postgres() else 2 for size in SIZES}
 
 
 def test_saving_an_automatic_round_is_one_statement_on_postgresql_at_any_history_size(tenant):
     counts = _per_size(
-        tenant, lambda s: services.round_save(tenant=tenant, user_id=s.user_id, session_id=s.session_id, state={"step": 1})
+        tenant,
+        lambda s: services.round_save(tenant=tenant, user_id=s.user_id, session_id=s.session_id, state={"step": 1}),
     )
     # SQLite: the session lookup, UPDATE ... RETURNING, INSERT.
     assert counts == {size: 1 if _postgres() else 3 for size in SIZES}
@@ -68,7 +72,9 @@ def test_saving_an_automatic_round_is_one_statement_on_postgresql_at_any_history
 def test_reads_are_one_statement_at_any_history_size(tenant):
     reads = {
         "latest round": lambda s: selectors.round_export(tenant=tenant, user_id=s.user_id, session_id=s.session_id),
-        "one round": lambda s: selectors.round_export(tenant=tenant, user_id=s.user_id, session_id=s.session_id, round_id=5),
+        "one round": lambda s: selectors.round_export(
+            tenant=tenant, user_id=s.user_id, session_id=s.session_id, round_id=5
+        ),
         "recent 50 messages": lambda s: selectors.message_recent(session=s, limit=50),
         "first page of sessions": lambda s: list(selectors.session_list(tenant=tenant, user_id=s.user_id)[:101]),
     }
@@ -109,7 +115,9 @@ def _request_counts(api, tenant, method: str, path: str, body=None) -> dict[int,
 
 def test_api_append_is_a_session_lookup_plus_one_statement(agent_api, tenant):
     body = {"messages": [{"role": "user", "content": "hi"}]}
-    assert _request_counts(agent_api, tenant, "post", "messages/", body) == {size: 2 if _postgres() else 3 for size in SIZES}
+    assert _request_counts(agent_api, tenant, "post", "messages/", body) == {
+        size: 2 if _postgres() else 3 for size in SIZES
+    }
 
 
 def test_api_automatic_round_save_is_one_statement_on_postgresql(agent_api, tenant):

@@ -1,4 +1,5 @@
 """Real threads against PostgreSQL: counters stay gap-free and nothing written is lost."""
+
 import threading
 import time
 from collections import Counter
@@ -41,9 +42,7 @@ def test_concurrent_auto_round_saves_get_distinct_gap_free_ids(postgres_only, te
     threads, saves = 20, 50
 
     def save(t: int) -> list[int]:
-        return [
-            services.round_save(tenant=tenant, user_id="u1", state={"t": t, "n": n}).round_id for n in range(saves)
-        ]
+        return [services.round_save(tenant=tenant, user_id="u1", state={"t": t, "n": n}).round_id for n in range(saves)]
 
     results, errors = _in_threads(threads, save)
 

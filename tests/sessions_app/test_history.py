@@ -1,5 +1,6 @@
 """History edits (sessions_app.services.history): pop, rewind, clear, fork, on whichever database
 the run uses."""
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -10,21 +11,29 @@ from sessions_app.models import Message, MessagePop, Round, Session
 
 pytestmark = pytest.mark.django_db
 
+
 def _session(tenant, session_id="s1", user_id="u1") -> Session:
     return services.session_create(tenant=tenant, user_id=user_id, session_id=session_id)
 
+
 def _append(session, *contents):
-    return services.message_append(session=session, messages=[{"role": "user", "content": c} for c in contents]).messages
+    return services.message_append(
+        session=session, messages=[{"role": "user", "content": c} for c in contents]
+    ).messages
+
 
 def _history(session) -> list[tuple[int, str]]:
     return list(Message.objects.filter(session=session).order_by("seq").values_list("seq", "content"))
 
+
 def _fresh(session) -> Session:
     return Session.objects.get(pk=session.pk)
+
 
 def _rounds(session, *states):
     for state in states:
         services.round_save(tenant=session.tenant, user_id=session.user_id, session_id=session.session_id, state=state)
+
 
 def test_pop_removes_the_newest_message_and_never_reuses_its_seq(tenant):
     session = _session(tenant)
@@ -37,11 +46,13 @@ def test_pop_removes_the_newest_message_and_never_reuses_its_seq(tenant):
     stored = _fresh(session)
     assert (stored.message_count, stored.last_seq, stored.history_generation) == (3, 4, 1)
 
+
 def test_pop_of_an_empty_history_is_none_and_changes_nothing(tenant):
     session = _session(tenant)
     assert services.message_pop(session=session) is None
     stored = _fresh(session)
     assert (stored.message_count, stored.last_seq, stored.history_generation) == (0, 0, 0)
+
 
 def test_a_retried_pop_with_its_key_returns_the_same_message_and_pops_nothing(tenant):
     session = _session(tenant)
@@ -56,6 +67,7 @@ def test_a_retried_pop_with_its_key_returns_the_same_message_and_pops_nothing(te
     assert services.message_pop(session=session, idempotency_key="k3") is None  # still the first answer
     assert _history(session) == [(3, "c")]
 
+
 def test_rewind_removes_messages_after_a_seq_and_optionally_rounds(tenant):
     session = _session(tenant)
     _append(session, "a", "b", "c", "d")
@@ -69,6 +81,7 @@ def test_rewind_removes_messages_after_a_seq_and_optionally_rounds(tenant):
     assert Round.objects.filter(session=session).order_by("-round_id").first().round_id == 2
     assert [m.seq for m in _append(session, "e")] == [5]
 
+
 def test_rewind_without_after_round_keeps_rounds_and_a_no_op_keeps_the_generation(tenant):
     session = _session(tenant)
     _append(session, "a")
@@ -76,6 +89,7 @@ def test_rewind_without_after_round_keeps_rounds_and_a_no_op_keeps_the_generatio
     edit = services.message_rewind(session=session, after_seq=1)
     assert (edit.removed_messages, edit.removed_rounds, edit.session.history_generation) == (0, 0, 0)
     assert Round.objects.filter(session=session).count() == 2
+
 
 def test_clear_removes_every_message_and_keeps_the_session(tenant):
     session = _session(tenant)
@@ -87,12 +101,17 @@ def test_clear_removes_every_message_and_keeps_the_session(tenant):
     assert [m.seq for m in _append(session, "c")] == [3]
     assert _fresh(session).message_count == 1
 
-@pytest.mark.parametrize("edit", [
-    lambda s, seen: services.message_pop(session=s, expected_last_seq=seen),
-    lambda s, seen: services.message_rewind(session=s, after_seq=1, expected_last_seq=seen),
-    lambda s, seen: services.message_clear(session=s, expected_last_seq=seen),
-    lambda s, seen: services.session_fork(session=s, new_session_id="f", expected_last_seq=seen),
-], ids=["pop", "rewind", "clear", "fork"])
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s, seen: services.message_pop(session=s, expected_last_seq=seen),
+        lambda s, seen: services.message_rewind(session=s, after_seq=1, expected_last_seq=seen),
+        lambda s, seen: services.message_clear(session=s, expected_last_seq=seen),
+        lambda s, seen: services.session_fork(session=s, new_session_id="f", expected_last_seq=seen),
+    ],
+    ids=["pop", "rewind", "clear", "fork"],
+)
 def test_an_edit_conditioned_on_an_old_last_seq_changes_nothing(tenant, edit):
     session = _session(tenant)
     _append(session, "a", "b")
@@ -103,6 +122,7 @@ def test_an_edit_conditioned_on_an_old_last_seq_changes_nothing(tenant, edit):
     assert _fresh(session).history_generation == 0 and Session.objects.count() == 1
     edit(session, 3)  # the newest seq it saw: goes through
 
+
 def test_the_precondition_names_the_newest_stored_message_not_the_counter(tenant):
     session = _session(tenant)
     _append(session, "a", "b")
@@ -112,11 +132,16 @@ def test_the_precondition_names_the_newest_stored_message_not_the_counter(tenant
     assert services.message_pop(session=session, expected_last_seq=1)["content"] == "a"
     assert services.message_clear(session=session, expected_last_seq=0).removed_messages == 0
 
-@pytest.mark.parametrize("edit", [
-    lambda s: services.message_pop(session=s),
-    lambda s: services.message_rewind(session=s, after_seq=0),
-    lambda s: services.message_clear(session=s),
-], ids=["pop", "rewind", "clear"])
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: services.message_pop(session=s),
+        lambda s: services.message_rewind(session=s, after_seq=0),
+        lambda s: services.message_clear(session=s),
+    ],
+    ids=["pop", "rewind", "clear"],
+)
 def test_an_ended_session_refuses_edits(tenant, edit):
     session = _session(tenant)
     _append(session, "a")
@@ -125,6 +150,7 @@ def test_an_ended_session_refuses_edits(tenant, edit):
         edit(session)
     assert _history(session) == [(1, "a")]
 
+
 def test_a_pop_retried_after_the_session_ended_still_gets_its_answer(tenant):
     session = _session(tenant)
     _append(session, "a")
@@ -132,14 +158,18 @@ def test_a_pop_retried_after_the_session_ended_still_gets_its_answer(tenant):
     services.session_end(session=session)
     assert services.message_pop(session=session, idempotency_key="k") == first
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"after_seq": -1}, "after_seq"),
-    ({"after_seq": "1"}, "after_seq"),
-    ({"after_seq": True}, "after_seq"),
-    ({"after_seq": 1, "after_round": -1}, "after_round"),
-    ({"after_seq": 1, "after_round": 2**31}, "after_round"),
-    ({"after_seq": 1, "expected_last_seq": 2**63}, "expected_last_seq"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"after_seq": -1}, "after_seq"),
+        ({"after_seq": "1"}, "after_seq"),
+        ({"after_seq": True}, "after_seq"),
+        ({"after_seq": 1, "after_round": -1}, "after_round"),
+        ({"after_seq": 1, "after_round": 2**31}, "after_round"),
+        ({"after_seq": 1, "expected_last_seq": 2**63}, "expected_last_seq"),
+    ],
+)
 def test_bad_rewind_input_is_refused_naming_the_field(tenant, kwargs, field):
     session = _session(tenant)
     _append(session, "a", "b")
@@ -147,6 +177,7 @@ def test_bad_rewind_input_is_refused_naming_the_field(tenant, kwargs, field):
         services.message_rewind(session=session, **kwargs)
     assert field in caught.value.fields
     assert len(_history(session)) == 2
+
 
 def test_fork_copies_up_to_a_message_and_a_round_and_records_its_parent(tenant):
     session = _session(tenant)
@@ -163,6 +194,7 @@ def test_fork_copies_up_to_a_message_and_a_round_and_records_its_parent(tenant):
     assert [m.seq for m in _append(stored, "x")] == [3]  # the fork goes on from the fork point
     assert _history(session) == [(1, "a"), (2, "b"), (3, "c")]  # the parent is untouched
 
+
 def test_fork_defaults_to_everything_a_new_uuid_and_works_on_an_ended_session(tenant):
     session = _session(tenant)
     _append(session, "a", "b")
@@ -172,6 +204,7 @@ def test_fork_defaults_to_everything_a_new_uuid_and_works_on_an_ended_session(te
     assert len(fork.session_id) == 36 and fork.ended_at is None
     assert _history(fork) == [(1, "a")] and fork.fork_origin["seq"] == 2
 
+
 def test_fork_to_an_existing_session_id_is_a_conflict_and_copies_nothing(tenant):
     session = _session(tenant)
     _session(tenant, session_id="taken")
@@ -179,6 +212,7 @@ def test_fork_to_an_existing_session_id_is_a_conflict_and_copies_nothing(tenant)
     with pytest.raises(SessionAlreadyExists):
         services.session_fork(session=session, new_session_id="taken")
     assert Message.objects.count() == 1
+
 
 def test_fork_runs_a_fixed_number_of_statements_whatever_the_size(tenant):
     counts = []
@@ -193,6 +227,7 @@ def test_fork_runs_a_fixed_number_of_statements_whatever_the_size(tenant):
         assert fork.message_count == size
     assert counts[0] == counts[1]
 
+
 def test_erasure_and_export_cover_forks_and_kept_pops(tenant):
 
     session = _session(tenant)
@@ -203,7 +238,9 @@ def test_erasure_and_export_cover_forks_and_kept_pops(tenant):
     _append(other, "theirs")
     services.message_pop(session=other, idempotency_key="k")
     exported = {s["session_id"]: s for s in selectors.subject_process_state_export(tenant=tenant, user_id="u1")}
-    assert exported["f1"]["forked_from_session_id"] == "s1" and [m["content"] for m in exported["f1"]["messages"]] == ["a"]
+    assert exported["f1"]["forked_from_session_id"] == "s1" and [m["content"] for m in exported["f1"]["messages"]] == [
+        "a"
+    ]
     assert [m["content"] for m in exported["s1"]["popped_messages"]] == ["b"]
     assert selectors.subject_process_state_counts(tenant=tenant, user_id="u1")["message_pops"] == 1
     counts = services.subject_process_state_erase(tenant=tenant, user_id="u1")
@@ -211,6 +248,7 @@ def test_erasure_and_export_cover_forks_and_kept_pops(tenant):
     assert not Session.objects.filter(pk__in=[session.pk, fork.pk]).exists()
     assert list(MessagePop.objects.values_list("session_id", flat=True)) == [other.pk]
     assert Session.objects.get(pk=other.pk).message_count == 0
+
 
 def test_deleting_a_parent_keeps_the_fork_and_where_it_came_from(tenant):
     session = _session(tenant)

@@ -1,5 +1,6 @@
 """Retention: each policy rule, the dry run, an interrupted sweep, the command's output and the
 run it records. SQLite and PostgreSQL."""
+
 import base64
 import io
 from datetime import timedelta
@@ -30,7 +31,9 @@ DAY = timedelta(days=1)
 def session_with(tenant, session_id, *, messages=0, ended_days_ago=None, idle_days=0, user_id="u1"):
     session = services.session_create(tenant=tenant, user_id=user_id, session_id=session_id)
     if messages:
-        services.message_append(session=session, messages=[{"role": "user", "content": f"m{i}"} for i in range(messages)])
+        services.message_append(
+            session=session, messages=[{"role": "user", "content": f"m{i}"} for i in range(messages)]
+        )
     now = timezone.now()
     changes = {"updated_at": now - idle_days * DAY}
     if ended_days_ago is not None:
@@ -104,13 +107,27 @@ def typed(text):
 
 def put_checkpoint(tenant, ns, checkpoint_id, parent=None, thread="t1"):
     langgraph.checkpoint_put(
-        tenant=tenant, thread_id=thread, user_id=None, default_user_id="u1", checkpoint_ns=ns,
-        checkpoint_id=checkpoint_id, parent_checkpoint_id=parent, checkpoint=typed(checkpoint_id),
-        metadata={"step": 0}, channel_versions={},
+        tenant=tenant,
+        thread_id=thread,
+        user_id=None,
+        default_user_id="u1",
+        checkpoint_ns=ns,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=parent,
+        checkpoint=typed(checkpoint_id),
+        metadata={"step": 0},
+        channel_versions={},
     )
     langgraph.writes_put(
-        tenant=tenant, thread_id=thread, user_id=None, default_user_id="u1", checkpoint_ns=ns,
-        checkpoint_id=checkpoint_id, task_id="task", task_path="", replace=False,
+        tenant=tenant,
+        thread_id=thread,
+        user_id=None,
+        default_user_id="u1",
+        checkpoint_ns=ns,
+        checkpoint_id=checkpoint_id,
+        task_id="task",
+        task_path="",
+        replace=False,
         writes=[{"idx": 0, "channel": "messages", "value": typed(f"write of {checkpoint_id}")}],
     )
 
@@ -126,11 +143,25 @@ def test_only_the_latest_k_checkpoints_per_namespace_stay_with_their_writes(tena
 
     run = services.retention_apply()
 
-    kept = set(LangGraphCheckpoint.objects.values_list("session__langgraph_thread__thread_id", "checkpoint_ns", "checkpoint_id"))
-    assert kept == {("t1", "", "c3"), ("t1", "", "c4"), ("t1", "child:1", "c3"), ("t1", "child:1", "c4"), ("t2", "", "c1")}
+    kept = set(
+        LangGraphCheckpoint.objects.values_list(
+            "session__langgraph_thread__thread_id", "checkpoint_ns", "checkpoint_id"
+        )
+    )
+    assert kept == {
+        ("t1", "", "c3"),
+        ("t1", "", "c4"),
+        ("t1", "child:1", "c3"),
+        ("t1", "child:1", "c4"),
+        ("t2", "", "c1"),
+    }
     # The kept checkpoints' writes stay (the latest state can be rebuilt); orphaned ones are gone.
     assert set(LangGraphWrite.objects.values_list("checkpoint_ns", "checkpoint_id")) == {
-        ("", "c3"), ("", "c4"), ("child:1", "c3"), ("child:1", "c4"), ("", "c1")
+        ("", "c3"),
+        ("", "c4"),
+        ("child:1", "c3"),
+        ("child:1", "c4"),
+        ("", "c1"),
     }
     assert run.counts["acme"]["checkpoints_deleted"] == 4
 
@@ -157,7 +188,11 @@ def test_old_messages_are_dropped_and_the_counters_stay_true(tenant):
 
 def test_a_dry_run_counts_and_changes_nothing(tenant):
     services.retention_policy_save(
-        tenant=tenant, delete_ended_after_days=1, end_idle_after_days=1, keep_latest_rounds=1, drop_messages_after_days=1
+        tenant=tenant,
+        delete_ended_after_days=1,
+        end_idle_after_days=1,
+        keep_latest_rounds=1,
+        drop_messages_after_days=1,
     )
     session_with(tenant, "ended", messages=2, ended_days_ago=5)
     live = session_with(tenant, "live", messages=3, idle_days=5)
@@ -170,7 +205,10 @@ def test_a_dry_run_counts_and_changes_nothing(tenant):
 
     assert {m.__name__: list(m.objects.order_by("pk").values()) for m in (Session, Message, Round)} == before
     assert run.dry_run and run.counts["acme"] == {
-        "ended_sessions_deleted": 1, "idle_sessions_ended": 1, "rounds_deleted": 2, "messages_dropped": 3,
+        "ended_sessions_deleted": 1,
+        "idle_sessions_ended": 1,
+        "rounds_deleted": 2,
+        "messages_dropped": 3,
     }
 
 
@@ -199,14 +237,17 @@ def test_an_interrupted_sweep_leaves_whole_batches_and_the_next_run_finishes(ten
     assert run.counts["acme"]["ended_sessions_deleted"] == 3
 
 
-@pytest.mark.parametrize("values, field", [
-    ({"keep_latest_rounds": 0}, "keep_latest_rounds"),
-    ({"keep_latest_checkpoints": -1}, "keep_latest_checkpoints"),
-    ({"delete_ended_after_days": 0}, "delete_ended_after_days"),
-    ({"end_idle_after_days": "7"}, "end_idle_after_days"),
-    ({"drop_messages_after_days": True}, "drop_messages_after_days"),
-    ({"keep_forever": 3}, "keep_forever"),
-])
+@pytest.mark.parametrize(
+    "values, field",
+    [
+        ({"keep_latest_rounds": 0}, "keep_latest_rounds"),
+        ({"keep_latest_checkpoints": -1}, "keep_latest_checkpoints"),
+        ({"delete_ended_after_days": 0}, "delete_ended_after_days"),
+        ({"end_idle_after_days": "7"}, "end_idle_after_days"),
+        ({"drop_messages_after_days": True}, "drop_messages_after_days"),
+        ({"keep_forever": 3}, "keep_forever"),
+    ],
+)
 def test_bad_rules_are_refused_naming_the_field_and_nothing_is_stored(tenant, values, field):
     with pytest.raises(InvalidInput) as caught:
         services.retention_policy_save(tenant=tenant, **values)
@@ -249,7 +290,6 @@ def test_the_command_can_sweep_one_tenant_and_refuses_an_unknown_one(tenant, oth
         call_command("apply_retention", "--tenant", "nope", stdout=io.StringIO())
 
 
-
 def _statements_per_batch(tenant, rule: dict, *, messages: int, rounds: int) -> set[int]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -269,9 +309,15 @@ def _statements_per_batch(tenant, rule: dict, *, messages: int, rounds: int) -> 
     return {b - a for a, b in zip(marks, marks[1:])}  # between two commits: exactly one batch
 
 
-@pytest.mark.parametrize("rule", [
-    {"delete_ended_after_days": 1}, {"end_idle_after_days": 1}, {"keep_latest_rounds": 1}, {"drop_messages_after_days": 1},
-])
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"delete_ended_after_days": 1},
+        {"end_idle_after_days": 1},
+        {"keep_latest_rounds": 1},
+        {"drop_messages_after_days": 1},
+    ],
+)
 def test_a_batch_sends_the_same_statements_whatever_the_data(tenant, rule):
     small = _statements_per_batch(tenant, rule, messages=1, rounds=2)
     large = _statements_per_batch(tenant, rule, messages=60, rounds=30)

@@ -1,5 +1,6 @@
 """Real threads against PostgreSQL: a write racing the retention sweep survives, and its session
 stays; the sweep never waits for the writer (its batch skips locked sessions)."""
+
 import threading
 import time
 from datetime import timedelta
@@ -48,7 +49,9 @@ def test_an_append_racing_the_idle_sweep_survives_and_its_session_stays_live(pos
     holding, release, errors = threading.Event(), threading.Event(), []
     writer = _hold_a_write(
         lambda: services.message_append(session=busy, messages=[{"role": "user", "content": "still here"}]),
-        holding, release, errors,
+        holding,
+        release,
+        errors,
     )
     assert holding.wait(timeout=30)
 

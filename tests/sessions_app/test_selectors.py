@@ -1,4 +1,5 @@
 """The read rules of process state (sessions_app.selectors)."""
+
 from datetime import timedelta
 
 import pytest
@@ -114,7 +115,10 @@ def test_history_of_one_role(conversation):
 def test_the_most_recent_messages_oldest_first(conversation):
     assert [m.seq for m in selectors.message_recent(session=conversation, limit=2)] == [5, 6]
     assert [m.seq for m in selectors.message_recent(session=conversation, limit=100)] == [1, 2, 3, 4, 5, 6]
-    assert [m.content for m in selectors.message_recent(session=conversation, limit=2, role="assistant")] == ["a1", "a2"]
+    assert [m.content for m in selectors.message_recent(session=conversation, limit=2, role="assistant")] == [
+        "a1",
+        "a2",
+    ]
     assert selectors.message_recent(session=conversation, limit=0) == []
 
 
@@ -248,14 +252,18 @@ def test_transitions_are_listed_in_the_order_recorded(tenant):
     for from_agent, to_agent in (("", "triage"), ("triage", "billing"), ("billing", "triage")):
         services.transition_record(session=session, from_agent=from_agent, to_agent=to_agent)
     assert [(t.from_agent, t.to_agent) for t in selectors.transition_list(session=session)] == [
-        ("", "triage"), ("triage", "billing"), ("billing", "triage"),
+        ("", "triage"),
+        ("triage", "billing"),
+        ("billing", "triage"),
     ]
 
 
 def test_an_apps_session_is_another_session_than_the_apis_own_with_the_same_id(tenant):
     """A framework app's name is part of a session's identity: the REST API's session "s1" and an
     app's session "s1" of the same user are two sessions, and the API's lookups never reach the app's."""
-    app_session = Session.objects.create(tenant=tenant, user_id="u1", session_id="s1", app_name="travel", framework="adk")
+    app_session = Session.objects.create(
+        tenant=tenant, user_id="u1", session_id="s1", app_name="travel", framework="adk"
+    )
     own = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
     services.round_save(tenant=tenant, user_id="u1", session_id="s1", state={"step": 1})
 

@@ -1,4 +1,5 @@
 """The write rules of process state (sessions_app.services), on whichever database the run uses."""
+
 import uuid
 
 import pytest
@@ -58,7 +59,12 @@ def _round_ids(tenant, session_id="default") -> list[int]:
 def test_create_strips_the_session_id_and_stores_the_fields(tenant):
     session = _session(tenant, session_id="  s1 \t", agent_id="planner", workspace_id="w1", metadata={"k": [1]})
     stored = Session.objects.get(pk=session.pk)
-    assert (stored.session_id, stored.agent_id, stored.workspace_id, stored.metadata) == ("s1", "planner", "w1", {"k": [1]})
+    assert (stored.session_id, stored.agent_id, stored.workspace_id, stored.metadata) == (
+        "s1",
+        "planner",
+        "w1",
+        {"k": [1]},
+    )
     assert stored.ended_at is None and stored.created_at is not None
 
 
@@ -142,7 +148,9 @@ def _populate(session):
     services.transition_record(session=session, from_agent="a", to_agent="b")
 
 
-def test_delete_removes_process_state_and_leaves_user_data_and_other_sessions(tenant, django_capture_on_commit_callbacks):
+def test_delete_removes_process_state_and_leaves_user_data_and_other_sessions(
+    tenant, django_capture_on_commit_callbacks
+):
     from userdata_app.services import user_datum_set
 
     doomed, kept = _session(tenant, session_id="doomed"), _session(tenant, session_id="kept")
@@ -238,17 +246,30 @@ def test_append_stores_every_field(tenant):
         session=session,
         messages=[
             {
-                "client_id": "m-1", "role": "assistant", "type": "function_call", "status": "completed",
-                "name": "bot", "content": [{"type": "text", "text": "hi"}], "metadata": {"m": 1},
+                "client_id": "m-1",
+                "role": "assistant",
+                "type": "function_call",
+                "status": "completed",
+                "name": "bot",
+                "content": [{"type": "text", "text": "hi"}],
+                "metadata": {"m": 1},
                 "usage": {"tokens": 3},
             }
         ],
     ).messages
     stored = Message.objects.get(pk=message.pk)
     assert (stored.client_id, stored.role, stored.type, stored.status, stored.name) == (
-        "m-1", "assistant", "function_call", "completed", "bot",
+        "m-1",
+        "assistant",
+        "function_call",
+        "completed",
+        "bot",
     )
-    assert (stored.content, stored.metadata, stored.usage) == ([{"type": "text", "text": "hi"}], {"m": 1}, {"tokens": 3})
+    assert (stored.content, stored.metadata, stored.usage) == (
+        [{"type": "text", "text": "hi"}],
+        {"m": 1},
+        {"tokens": 3},
+    )
     assert (stored.tenant_id, stored.user_id) == (tenant.pk, "u1")
 
 
@@ -293,15 +314,15 @@ def test_a_bad_message_in_a_batch_stores_none_of_it(tenant, bad):
     session = _session(tenant)
     _append(session, "before")
     with pytest.raises(InvalidInput):
-        services.message_append(
-            session=session, messages=[{"role": "user", "content": "ok", "client_id": "ok-1"}, bad]
-        )
+        services.message_append(session=session, messages=[{"role": "user", "content": "ok", "client_id": "ok-1"}, bad])
     assert _seqs(session) == [1]
     assert Session.objects.get().last_seq == 1
     assert [m.seq for m in _append(session, "after")] == [2]
 
 
-@pytest.mark.parametrize("batch", [[], {"role": "user"}, None, [{"role": "user"}] * 501], ids=["empty", "object", "none", "501"])
+@pytest.mark.parametrize(
+    "batch", [[], {"role": "user"}, None, [{"role": "user"}] * 501], ids=["empty", "object", "none", "501"]
+)
 def test_a_batch_is_a_non_empty_bounded_list(tenant, batch):
     session = _session(tenant)
     with pytest.raises(InvalidInput):
@@ -321,7 +342,9 @@ def test_duplicate_client_ids_within_one_batch_are_refused(tenant):
 def test_a_retried_client_id_returns_the_stored_message_and_stores_nothing(tenant):
     session = _session(tenant)
     first = services.message_append(session=session, messages=[{"role": "user", "content": "hi", "client_id": "c1"}])
-    retry = services.message_append(session=session, messages=[{"role": "user", "content": "CHANGED", "client_id": "c1"}])
+    retry = services.message_append(
+        session=session, messages=[{"role": "user", "content": "CHANGED", "client_id": "c1"}]
+    )
     assert first.created and not retry.created
     assert retry.messages[0].pk == first.messages[0].pk
     assert retry.messages[0].content == "hi"
@@ -545,8 +568,12 @@ def test_checkpoint_from_a_given_state(tenant):
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"label": ""}, {"label": "a/b"}, {"label": "x" * 129}, {"label": "cp", "state": [1]},
-        {"label": "cp", "state": {"a": 1}, "include_keys": ["a"]}, {"label": "cp", "include_keys": ["a/b"]},
+        {"label": ""},
+        {"label": "a/b"},
+        {"label": "x" * 129},
+        {"label": "cp", "state": [1]},
+        {"label": "cp", "state": {"a": 1}, "include_keys": ["a"]},
+        {"label": "cp", "include_keys": ["a/b"]},
         {"label": "cp", "include_keys": "a"},
     ],
     ids=str,
@@ -567,7 +594,6 @@ def test_checkpoints_survive_the_end_of_the_session(tenant):
     assert selectors.checkpoint_latest(session=session, label="done").state == {"subtask": "draft"}
 
 
-
 @pytest.mark.django_db(transaction=True)
 def test_a_checkpoint_for_a_session_deleted_meanwhile_is_not_found_and_stores_nothing(tenant):
     """An agent holding a session that a delete or an erasure removed gets a 404, never a
@@ -578,20 +604,32 @@ def test_a_checkpoint_for_a_session_deleted_meanwhile_is_not_found_and_stores_no
         services.checkpoint_create(session=session, label="late", state={"a": 1})
     assert not Checkpoint.objects.exists()
 
+
 def test_transitions_are_recorded_with_their_fields(tenant):
     session = _session(tenant)
     transition = services.transition_record(
         session=session, from_agent="triage", to_agent="billing", reason="refund", metadata={"p": 1}
     )
     stored = AgentTransition.objects.get(pk=transition.pk)
-    assert (stored.from_agent, stored.to_agent, stored.reason, stored.metadata) == ("triage", "billing", "refund", {"p": 1})
+    assert (stored.from_agent, stored.to_agent, stored.reason, stored.metadata) == (
+        "triage",
+        "billing",
+        "refund",
+        {"p": 1},
+    )
     assert (stored.tenant_id, stored.user_id, stored.session_id) == (tenant.pk, "u1", session.pk)
 
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"to_agent": ""}, {"to_agent": "a/b"}, {"to_agent": "b", "from_agent": "\x00"}, {"to_agent": "b", "reason": 3},
-     {"to_agent": "b", "reason": "a\x00"}, {"to_agent": "b", "metadata": [1]}],
+    [
+        {"to_agent": ""},
+        {"to_agent": "a/b"},
+        {"to_agent": "b", "from_agent": "\x00"},
+        {"to_agent": "b", "reason": 3},
+        {"to_agent": "b", "reason": "a\x00"},
+        {"to_agent": "b", "metadata": [1]},
+    ],
     ids=str,
 )
 def test_bad_transitions_are_refused_and_nothing_is_stored(tenant, kwargs):

@@ -1,4 +1,5 @@
 """Working state on both stores: the database table (default) and Redis (``REDIS_URL``)."""
+
 import time
 from datetime import timedelta
 from io import StringIO
@@ -71,7 +72,10 @@ def test_a_new_session_has_empty_working_state(store, tenant):
 
 def test_patch_merges_top_level_keys(store, tenant):
     session = _session(tenant)
-    assert services.working_state_patch(session=session, changes={"a": 1, "nested": {"x": 1}}) == {"a": 1, "nested": {"x": 1}}
+    assert services.working_state_patch(session=session, changes={"a": 1, "nested": {"x": 1}}) == {
+        "a": 1,
+        "nested": {"x": 1},
+    }
     result = services.working_state_patch(session=session, changes={"b": [2], "nested": {"y": 2}})
     assert result == {"a": 1, "b": [2], "nested": {"y": 2}}
     assert _get(session) == result
@@ -161,7 +165,9 @@ class _Abort(Exception):
 
 
 @pytest.mark.parametrize("finish", ["end", "delete"])
-def test_an_end_or_delete_that_rolls_back_keeps_the_working_state(store, tenant, finish, django_capture_on_commit_callbacks):
+def test_an_end_or_delete_that_rolls_back_keeps_the_working_state(
+    store, tenant, finish, django_capture_on_commit_callbacks
+):
     """Issue 9, defect 4: the store is outside the database's transaction, so it is cleared only
     once the end or delete has committed; one rolled back (here by an error after it, in the same
     transaction) leaves the session and its working state as they were."""
@@ -249,9 +255,7 @@ def test_purge_command_deletes_only_expired_entries(store, tenant):
 def test_the_database_store_never_culls_live_sessions(settings, tenant):
     """Django's database cache would drop a third of the entries past its 300 MAX_ENTRIES."""
     settings.WORKING_STATE_BACKEND = "database"
-    Session.objects.bulk_create(
-        Session(tenant=tenant, user_id="u1", session_id=f"s{n}") for n in range(350)
-    )
+    Session.objects.bulk_create(Session(tenant=tenant, user_id="u1", session_id=f"s{n}") for n in range(350))
     sessions = list(Session.objects.filter(tenant=tenant).order_by("id"))
     for session in sessions:
         services.working_state_patch(session=session, changes={"n": session.session_id})

@@ -1,4 +1,5 @@
 """Builds a subject's data through the services, for erasure, admin and browser tests."""
+
 from __future__ import annotations
 
 from sessions_app import services as session_services
@@ -10,7 +11,9 @@ def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: in
     """Sessions with messages, a round, a checkpoint, a transition and live working state, plus
     two keys of user data."""
     for n in range(sessions):
-        session = session_services.session_create(tenant=tenant, user_id=user_id, session_id=f"s{n}", agent_id="planner")
+        session = session_services.session_create(
+            tenant=tenant, user_id=user_id, session_id=f"s{n}", agent_id="planner"
+        )
         session_services.message_append(
             session=session,
             messages=[{"role": "user", "content": f"hello from {user_id} #{i}"} for i in range(messages)],

@@ -1,4 +1,5 @@
 """The staff commands take a user id exactly as typed: `--subject acme:alice\\u00a0` is not alice."""
+
 import json
 from io import StringIO
 

@@ -1,6 +1,7 @@
 """Staff type and see user ids exactly as the API stored them: the admin never strips or splits
 an identifier, so a request for "alice\\u00a0" erases that person and never "alice", and every
 page before an irreversible step shows the id unambiguously."""
+
 import html
 import json
 import re
@@ -36,19 +37,32 @@ def text(response) -> str:
 
 def add_request(client, tenant, user_id: str, *, scope: str = "everything") -> ErasureRequest:
     """Record a request through the admin's add form, as an officer types it."""
-    response = client.post(reverse("admin:userdata_app_erasurerequest_add"), {
-        "scope": scope, "received_at_0": timezone.localdate().isoformat(), "received_at_1": "10:00:00",
-        "requested_by": "ticket 9", "reason": "",
-        "subjects-TOTAL_FORMS": "1", "subjects-INITIAL_FORMS": "0", "subjects-MIN_NUM_FORMS": "1", "subjects-MAX_NUM_FORMS": "1000",
-        "subjects-0-tenant": str(tenant.pk), "subjects-0-user_id": user_id,
-    })
+    response = client.post(
+        reverse("admin:userdata_app_erasurerequest_add"),
+        {
+            "scope": scope,
+            "received_at_0": timezone.localdate().isoformat(),
+            "received_at_1": "10:00:00",
+            "requested_by": "ticket 9",
+            "reason": "",
+            "subjects-TOTAL_FORMS": "1",
+            "subjects-INITIAL_FORMS": "0",
+            "subjects-MIN_NUM_FORMS": "1",
+            "subjects-MAX_NUM_FORMS": "1000",
+            "subjects-0-tenant": str(tenant.pk),
+            "subjects-0-user_id": user_id,
+        },
+    )
     assert response.status_code == 302, response.context["errors"] if response.context else response
     return ErasureRequest.objects.latest("id")
 
 
 def verify_preview_execute(client, request: ErasureRequest):
     """Verify, open the confirmation page, confirm: returns the confirmation page's HTML."""
-    assert client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "verify"])).status_code == 302
+    assert (
+        client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "verify"])).status_code
+        == 302
+    )
     preview = client.get(reverse("admin:userdata_app_erasurerequest_execute", args=[request.pk]))
     assert preview.status_code == 200
     done = client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"})
@@ -59,8 +73,10 @@ def verify_preview_execute(client, request: ErasureRequest):
 
 
 def holdings(tenant, user_id: str) -> tuple[int, int]:
-    return (session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id)["messages"],
-            userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id))
+    return (
+        session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id)["messages"],
+        userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id),
+    )
 
 
 def test_a_request_for_alice_nbsp_erases_that_subject_and_never_alice(client, officer, tenant):
@@ -155,13 +171,16 @@ def test_user_data_search_matches_the_whole_term_exactly(client, officer, tenant
     assert sorted(d.user_id for d in found) == ["carol email", "carol email"]
 
 
-@pytest.mark.parametrize("url, params", [
-    (SESSIONS, {"q": "a/b"}),
-    (SESSIONS, {"agent_id": "a\x00b"}),
-    (SESSIONS, {"user_id": "a/b"}),
-    (USER_DATA, {"q": "x" * 129}),
-    (reverse("admin:sessions_app_message_changelist"), {"role": "r\x00"}),
-])
+@pytest.mark.parametrize(
+    "url, params",
+    [
+        (SESSIONS, {"q": "a/b"}),
+        (SESSIONS, {"agent_id": "a\x00b"}),
+        (SESSIONS, {"user_id": "a/b"}),
+        (USER_DATA, {"q": "x" * 129}),
+        (reverse("admin:sessions_app_message_changelist"), {"role": "r\x00"}),
+    ],
+)
 def test_a_search_or_filter_that_no_id_can_match_says_why(client, officer, tenant, url, params):
     """Validated like the API validates the id (a NUL would reach PostgreSQL as a 500)."""
     login(client, officer)
@@ -185,9 +204,15 @@ def test_the_user_id_filter_is_exact_and_combines_with_the_search(client, office
 # --- Bad primary keys in the erasure admin's own URLs ----------------------------------------
 
 
-@pytest.mark.parametrize("name, args", [
-    ("execute", []), ("export", []), ("lifecycle", ["verify"]), ("lifecycle", ["nope"]),
-])
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("execute", []),
+        ("export", []),
+        ("lifecycle", ["verify"]),
+        ("lifecycle", ["nope"]),
+    ],
+)
 @pytest.mark.parametrize("pk", ["abc", "1.5", "999999", "9" * 30])
 def test_custom_erasure_urls_answer_404_for_a_pk_that_is_not_a_request(client, officer, tenant, name, args, pk):
     login(client, officer)
@@ -231,7 +256,20 @@ def test_identifier_visible_spells_out_every_character_a_reader_could_miss():
 
 
 def test_identifier_visible_never_shows_two_ids_alike():
-    ids = ["alice", "alice" + NBSP, "alice ", " alice", "alice⟦U+00A0⟧", "alice\u2003", "alice\u200b",
-           "a lice", "a  lice", "a\u00a0lice", "⟦", "⟦U+0020⟧", " "]
+    ids = [
+        "alice",
+        "alice" + NBSP,
+        "alice ",
+        " alice",
+        "alice⟦U+00A0⟧",
+        "alice\u2003",
+        "alice\u200b",
+        "a lice",
+        "a  lice",
+        "a\u00a0lice",
+        "⟦",
+        "⟦U+0020⟧",
+        " ",
+    ]
     shown = [identifier_visible(i) for i in ids]
     assert len(set(shown)) == len(ids), shown

@@ -1,4 +1,5 @@
 """The erasure workflow's services: scopes, isolation, residue, receipt, admin log, grace period."""
+
 import hashlib
 import hmac
 import json
@@ -49,9 +50,18 @@ def world(tenant, other_tenant):
 
 
 FULL = {
-    "user_data": 2, "sessions": 2, "messages": 6, "message_pops": 0, "rounds": 2, "checkpoints": 2, "transitions": 2,
-    "working_state": 2, "langgraph_checkpoints": 0, "langgraph_writes": 0,
-    "adk_user_state": 0, "adk_events": 0,  # ADK's categories: tests/integrations/test_adk_subjects.py
+    "user_data": 2,
+    "sessions": 2,
+    "messages": 6,
+    "message_pops": 0,
+    "rounds": 2,
+    "checkpoints": 2,
+    "transitions": 2,
+    "working_state": 2,
+    "langgraph_checkpoints": 0,
+    "langgraph_writes": 0,
+    "adk_user_state": 0,
+    "adk_events": 0,  # ADK's categories: tests/integrations/test_adk_subjects.py
 }
 USER_DATA_ONLY = {"user_data": 2, "adk_user_state": 0}
 
@@ -71,7 +81,9 @@ def test_user_data_scope_erases_user_data_only_and_keeps_process_state(world, of
     assert request.status == Status.EXECUTED
 
 
-def test_everything_scope_erases_all_the_subject_holds_and_nothing_else(world, officer, django_capture_on_commit_callbacks):
+def test_everything_scope_erases_all_the_subject_holds_and_nothing_else(
+    world, officer, django_capture_on_commit_callbacks
+):
     acme, globex = world
     session_pk = session_selectors.session_get(tenant=acme, user_id="alice", session_id="s0").pk
     request = verified_request(subjects=[(acme, "alice")], scope=Scope.EVERYTHING, actor=officer)
@@ -164,8 +176,12 @@ def test_admin_log_entries_about_erased_objects_are_scrubbed(world, officer):
 
     def log(obj):
         return LogEntry.objects.create(
-            user=officer, content_type=ContentType.objects.get_for_model(obj), object_id=str(obj.pk),
-            object_repr=f"about alice {obj.pk}", action_flag=CHANGE, change_message="alice@example.com changed",
+            user=officer,
+            content_type=ContentType.objects.get_for_model(obj),
+            object_id=str(obj.pk),
+            object_repr=f"about alice {obj.pk}",
+            action_flag=CHANGE,
+            change_message="alice@example.com changed",
         )
 
     entries = [log(alice_session), log(datum)]
@@ -274,7 +290,9 @@ def test_hold_release_reject_record_who_when_and_why(tenant, officer):
         erasure.erasure_execute(request=request, actor=officer)
     erasure.erasure_request_release(request=request, actor=officer)
     assert request.status == Status.RECEIVED
-    erasure.erasure_request_reject(request=request, reason="identity not proven", subject_informed_on=date(2026, 3, 1), actor=officer)
+    erasure.erasure_request_reject(
+        request=request, reason="identity not proven", subject_informed_on=date(2026, 3, 1), actor=officer
+    )
     assert request.status == Status.REJECTED and request.subject_informed_on == date(2026, 3, 1)
     with pytest.raises(Conflict):
         erasure.erasure_request_verify(request=request, actor=officer)
@@ -300,7 +318,9 @@ def test_a_stale_copy_cannot_move_an_executed_request_back(world, officer):
     with pytest.raises(Conflict):
         erasure.erasure_request_hold(request=stale, reason="late hold", actor=officer)
     with pytest.raises(Conflict):
-        erasure.erasure_request_reject(request=stale, reason="late", subject_informed_on=date(2026, 3, 1), actor=officer)
+        erasure.erasure_request_reject(
+            request=stale, reason="late", subject_informed_on=date(2026, 3, 1), actor=officer
+        )
     with pytest.raises(Conflict):
         erasure.erasure_request_extend(request=stale, months=1, reason="late", actor=officer)
 
@@ -371,7 +391,9 @@ def test_reapply_erases_only_rows_that_existed_at_the_erasure_and_keeps_newer_on
     fresh = session_services.session_create(tenant=acme, user_id="alice", session_id="came-back")
     session_services.message_append(session=fresh, messages=[{"role": "user", "content": "new and legitimate"}])
     userdata_services.user_datum_set(tenant=acme, user_id="alice", key="newsletter", value=True)
-    userdata_services.user_datum_set(tenant=acme, user_id="alice", key="email", value="alice@new.example")  # overwrites a restored key
+    userdata_services.user_datum_set(
+        tenant=acme, user_id="alice", key="email", value="alice@new.example"
+    )  # overwrites a restored key
 
     preview = erasure.erasures_reapply(dry_run=True)
     assert preview["would_erase_sessions"] == 1 and preview["would_erase_messages"] == 3
@@ -383,7 +405,8 @@ def test_reapply_erases_only_rows_that_existed_at_the_erasure_and_keeps_newer_on
     assert kept.session_id == "came-back"
     assert [m.content for m in Message.objects.filter(session=kept)] == ["new and legitimate"]
     assert dict(UserDatum.objects.filter(tenant=acme, user_id="alice").values_list("key", "value")) == {
-        "email": "alice@new.example", "newsletter": True,
+        "email": "alice@new.example",
+        "newsletter": True,
     }
     assert holdings(acme, "bob") == FULL and holdings(globex, "alice") == FULL
 

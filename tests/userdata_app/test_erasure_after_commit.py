@@ -1,6 +1,7 @@
 """What an erasure does outside its database transaction, and only once it has committed: working
 state in Redis (issue 9, defect 4), PostgreSQL's planner statistics (defect 5), SQLite's WAL file
 (defect 2)."""
+
 import json
 import sqlite3
 from io import StringIO
@@ -34,7 +35,9 @@ def store(request, settings):
 
 
 def _working_state(store, tenant, user_id) -> dict[int, dict]:
-    return {pk: store.get(pk) for pk in Session.objects.filter(tenant=tenant, user_id=user_id).values_list("pk", flat=True)}
+    return {
+        pk: store.get(pk) for pk in Session.objects.filter(tenant=tenant, user_id=user_id).values_list("pk", flat=True)
+    }
 
 
 def _fail_with_residue(monkeypatch):
@@ -48,7 +51,9 @@ def _fail_with_a_database_error(monkeypatch):
     monkeypatch.setattr(ErasedSubject.objects, "bulk_create", refuse)
 
 
-@pytest.mark.parametrize("failure", [_fail_with_residue, _fail_with_a_database_error], ids=["residue", "database error"])
+@pytest.mark.parametrize(
+    "failure", [_fail_with_residue, _fail_with_a_database_error], ids=["residue", "database error"]
+)
 def test_an_erasure_that_rolls_back_leaves_the_working_state_and_one_that_commits_clears_it(
     store, tenant, officer, monkeypatch, failure, django_capture_on_commit_callbacks
 ):
@@ -116,7 +121,12 @@ def test_after_an_erasure_the_sqlite_wal_is_truncated_and_a_reader_holding_it_is
     assert request.storage_pending == ""
     for path in (wal, sqlite_file):
         content = _file_bytes(path)
-        for marker in (WAL_SUBJECT, f"hello from {WAL_SUBJECT}", f"{WAL_SUBJECT}@example.com", f"task of {WAL_SUBJECT}"):
+        for marker in (
+            WAL_SUBJECT,
+            f"hello from {WAL_SUBJECT}",
+            f"{WAL_SUBJECT}@example.com",
+            f"task of {WAL_SUBJECT}",
+        ):
             assert marker.encode() not in content, (path.name, marker)
     assert b"bystander@example.com" in _file_bytes(sqlite_file)
 
@@ -130,7 +140,9 @@ def test_erase_user_retries_the_wal_and_says_when_it_is_still_held(sqlite_file):
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM sessions_app_session").fetchone()
     out, err = StringIO(), StringIO()
-    call_command("erase_user", "--subject", f"acme:{WAL_SUBJECT}", "--storage-timeout", "0", "--yes", stdout=out, stderr=err)
+    call_command(
+        "erase_user", "--subject", f"acme:{WAL_SUBJECT}", "--storage-timeout", "0", "--yes", stdout=out, stderr=err
+    )
     reader.close()
 
     assert json.loads(out.getvalue())["storage_pending"] == erasure.WAL_PENDING

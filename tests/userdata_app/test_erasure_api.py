@@ -1,4 +1,5 @@
 """The compliance API (subject export) and the grace period as API clients see it (409)."""
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient

@@ -1,4 +1,5 @@
 """erase_user, export_user and reapply_erasures from a shell."""
+
 import json
 from datetime import timedelta
 
@@ -54,7 +55,9 @@ def test_commands_refuse_bad_subjects(alice):
 
 def test_export_user_writes_one_json_document(alice, tmp_path):
     target = tmp_path / "alice.json"
-    call_command("export_user", "--subject", "acme:alice", "--subject", "globex:alice", "--output", str(target), stderr=None)
+    call_command(
+        "export_user", "--subject", "acme:alice", "--subject", "globex:alice", "--output", str(target), stderr=None
+    )
     document = json.loads(target.read_text())
     assert [s["tenant"] for s in document["subjects"]] == ["acme", "globex"]
     assert len(document["subjects"][0]["sessions"][0]["messages"]) == 2
@@ -71,7 +74,7 @@ def test_reapply_after_restoring_an_older_backup_with_a_saved_registry(alice, tm
 
     assert json.loads(run("reapply_erasures", "--dry-run"))["subjects_matched"] == 0
     out = run("reapply_erasures", "--registry-file", str(saved))
-    summary = json.loads(out[out.index("{"):])
+    summary = json.loads(out[out.index("{") :])
     assert summary["subjects_matched"] == 1 and summary["erased_messages"] == 2
     assert session_selectors.subject_process_state_counts(tenant=alice, user_id="alice")["sessions"] == 0
     assert ErasedSubject.objects.get().grace_until > timezone.now() - timedelta(days=2)
@@ -113,7 +116,7 @@ def test_erase_user_shows_what_will_go_and_erases_only_on_yes(alice, monkeypatch
     out = StringIO()
     call_command("erase_user", "--subject", "acme:alice", "--scope", "everything", stdout=out, stderr=StringIO())
     shown = out.getvalue()
-    prompt, receipt = shown[:shown.index("{")], json.loads(shown[shown.index("{"):])
+    prompt, receipt = shown[: shown.index("{")], json.loads(shown[shown.index("{") :])
     assert "tenant acme, user id alice (5 characters)" in prompt
     assert "user data: 2" in prompt and "messages: 2" in prompt and "working state: 1" in prompt
     assert 'Type "yes" to erase' in prompt

@@ -1,5 +1,6 @@
 """An append that holds the session's row lock when an erasure starts is erased with the rest;
 one that starts during the erasure finds the session gone. PostgreSQL only (real row locks)."""
+
 import threading
 
 import pytest
@@ -38,7 +39,9 @@ def test_an_append_in_flight_is_erased_too_and_a_later_one_is_refused(postgres_o
 
     def slow_append():
         with transaction.atomic():
-            result = session_services.message_append(session=session, messages=[{"role": "user", "content": "in flight"}])
+            result = session_services.message_append(
+                session=session, messages=[{"role": "user", "content": "in flight"}]
+            )
             appended.set()
             release.wait(30)
         return result

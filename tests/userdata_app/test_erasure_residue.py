@@ -4,6 +4,7 @@ compliance officer. Afterwards the raw database (SQLite: the file and its WAL; P
 ``pg_dump`` and ``pg_stats``), Redis (every key and value of its database) and the captured logs
 hold neither the subject's id nor any value stored about it, while bystanders whose ids differ
 only by whitespace or case keep every row."""
+
 import base64
 import glob
 import io
@@ -49,13 +50,33 @@ def id_forms(user_id: str) -> list[bytes]:
 def markers_of(person: int) -> dict[str, str]:
     """A value no one else stores, for every kind of value stored about a person."""
     token = uuid.uuid4().hex[:10]
-    kinds = ("metadata", "message", "name", "round", "working", "reason", "transition", "email", "preference", "graph", "write", "popped", "adk_text", "adk_state", "adk_user")
+    kinds = (
+        "metadata",
+        "message",
+        "name",
+        "round",
+        "working",
+        "reason",
+        "transition",
+        "email",
+        "preference",
+        "graph",
+        "write",
+        "popped",
+        "adk_text",
+        "adk_state",
+        "adk_user",
+    )
     return {kind: f"{kind}-{person}-{token}" for kind in kinds}
 
 
 def _graph_value(note: str) -> dict:
     """A LangGraph value as the saver sends it: the serializer's bytes (base64) and a JSON view."""
-    return {"type": "json", "data": base64.b64encode(json.dumps({"note": note}).encode()).decode(), "rendered": {"note": note}}
+    return {
+        "type": "json",
+        "data": base64.b64encode(json.dumps({"note": note}).encode()).decode(),
+        "rendered": {"note": note},
+    }
 
 
 def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> None:
@@ -64,20 +85,41 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
     pending write; a popped message; an ADK session with an event (and its user: state); and two
     keys of user data."""
     user = quote(user_id, safe="")
-    graph = {"thread_id": f"thread-{marks['graph']}", "user_id": user_id, "default_user_id": "nobody", "checkpoint_ns": "",
-             "checkpoint_id": "c1"}
+    graph = {
+        "thread_id": f"thread-{marks['graph']}",
+        "user_id": user_id,
+        "default_user_id": "nobody",
+        "checkpoint_ns": "",
+        "checkpoint_id": "c1",
+    }
     for url, body in (
-        ("/api/v1/langgraph/checkpoints/", {**graph, "checkpoint": _graph_value(marks["graph"]),
-                                            "metadata": {"source": "input", "step": 0}, "channel_versions": {}}),
-        ("/api/v1/langgraph/writes/", {**graph, "task_id": "task-1",
-                                       "writes": [{"idx": 0, "channel": "messages", "value": _graph_value(marks["write"])}]}),
+        (
+            "/api/v1/langgraph/checkpoints/",
+            {
+                **graph,
+                "checkpoint": _graph_value(marks["graph"]),
+                "metadata": {"source": "input", "step": 0},
+                "channel_versions": {},
+            },
+        ),
+        (
+            "/api/v1/langgraph/writes/",
+            {
+                **graph,
+                "task_id": "task-1",
+                "writes": [{"idx": 0, "channel": "messages", "value": _graph_value(marks["write"])}],
+            },
+        ),
     ):
         response = api.post(url, body, format="json")
         assert response.status_code in (200, 201, 204), (url, response.content)
     # A Google ADK session with one event whose user: delta is user data, the rest process state.
     adk = f"/api/v1/adk/apps/travel/users/{user}/sessions/"
     event = {
-        "id": "e1", "invocation_id": "i1", "author": "user", "timestamp": 1_700_000_000.0,
+        "id": "e1",
+        "invocation_id": "i1",
+        "author": "user",
+        "timestamp": 1_700_000_000.0,
         "content": {"role": "user", "parts": [{"text": marks["adk_text"]}]},
         "actions": {"state_delta": {"note": marks["adk_state"], "user:home": marks["adk_user"]}},
     }
@@ -87,16 +129,32 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
     for n in (1, 2):
         base = f"/api/v1/users/{user}/sessions/s{n}"
         calls = [
-            ("post", "/api/v1/sessions/", {"user_id": user_id, "session_id": f"s{n}", "metadata": {"note": marks["metadata"]}}),
-            ("post", f"{base}/messages/", {"messages": [{"role": "user", "content": marks["message"], "name": marks["name"]}]}),
+            (
+                "post",
+                "/api/v1/sessions/",
+                {"user_id": user_id, "session_id": f"s{n}", "metadata": {"note": marks["metadata"]}},
+            ),
+            (
+                "post",
+                f"{base}/messages/",
+                {"messages": [{"role": "user", "content": marks["message"], "name": marks["name"]}]},
+            ),
             # A pop keeps a copy of what it removed (for its retries): that copy is about them too.
             ("post", f"{base}/messages/", {"messages": [{"role": "assistant", "content": marks["popped"]}]}),
             ("post", f"{base}/messages/pop/", {"idempotency_key": f"pop-{n}"}),
             ("post", f"{base}/rounds/", {"state": {"note": marks["round"]}}),
             ("patch", f"{base}/working-state/", {"task": marks["working"]}),
             ("post", f"{base}/checkpoints/", {"label": "done"}),
-            ("post", f"{base}/transitions/", {"to_agent": "writer", "from_agent": "planner", "reason": marks["transition"],
-                                              "metadata": {"why": marks["reason"]}}),
+            (
+                "post",
+                f"{base}/transitions/",
+                {
+                    "to_agent": "writer",
+                    "from_agent": "planner",
+                    "reason": marks["transition"],
+                    "metadata": {"why": marks["reason"]},
+                },
+            ),
         ]
         for method, url, body in calls:
             response = getattr(api, method)(url, body, format="json")
@@ -115,8 +173,18 @@ def holdings(tenant, user_id) -> dict[str, int]:
 
 
 FULL = {
-    "user_data": 2, "sessions": 4, "messages": 2, "message_pops": 2, "rounds": 2, "checkpoints": 2, "transitions": 2, "working_state": 2,
-    "langgraph_checkpoints": 1, "langgraph_writes": 1, "adk_events": 1, "adk_user_state": 2,
+    "user_data": 2,
+    "sessions": 4,
+    "messages": 2,
+    "message_pops": 2,
+    "rounds": 2,
+    "checkpoints": 2,
+    "transitions": 2,
+    "working_state": 2,
+    "langgraph_checkpoints": 1,
+    "langgraph_writes": 1,
+    "adk_events": 1,
+    "adk_user_state": 2,
 }
 
 
@@ -134,9 +202,20 @@ def raw_database(request):
     db = connection.settings_dict
 
     def dump() -> bytes:
-        command = [binaries[-1], "--no-owner", "-h", db["HOST"] or "localhost", "-p", str(db["PORT"] or 5432),
-                   "-U", db["USER"], db["NAME"]]
-        result = subprocess.run(command, capture_output=True, check=True, env={"PGPASSWORD": db["PASSWORD"] or ""}, timeout=120)
+        command = [
+            binaries[-1],
+            "--no-owner",
+            "-h",
+            db["HOST"] or "localhost",
+            "-p",
+            str(db["PORT"] or 5432),
+            "-U",
+            db["USER"],
+            db["NAME"],
+        ]
+        result = subprocess.run(
+            command, capture_output=True, check=True, env={"PGPASSWORD": db["PASSWORD"] or ""}, timeout=120
+        )
         return result.stdout + pg_stats_text().encode()
 
     return dump
@@ -150,8 +229,10 @@ def redis_contents() -> bytes:
 
     client = redis.Redis.from_url(settings.REDIS_URL)
     read = {
-        b"string": client.get, b"hash": lambda k: b"".join(a + b for a, b in client.hgetall(k).items()),
-        b"list": lambda k: b"".join(client.lrange(k, 0, -1)), b"set": lambda k: b"".join(client.smembers(k)),
+        b"string": client.get,
+        b"hash": lambda k: b"".join(a + b for a, b in client.hgetall(k).items()),
+        b"list": lambda k: b"".join(client.lrange(k, 0, -1)),
+        b"set": lambda k: b"".join(client.smembers(k)),
         b"zset": lambda k: b"".join(client.zrange(k, 0, -1)),
     }
     return b"".join(key + (read.get(client.type(key), lambda k: b"")(key) or b"") for key in client.scan_iter())
@@ -162,7 +243,9 @@ def captured_logs():
     """What the configured log handlers (the JSON console handlers) write during the test."""
     buffer = io.StringIO()
     handlers = {
-        handler for name in ("", "django", "agentstate") for handler in logging.getLogger(name).handlers
+        handler
+        for name in ("", "django", "agentstate")
+        for handler in logging.getLogger(name).handlers
         if isinstance(handler.formatter, JsonFormatter)
     }
     previous = [(handler, handler.setStream(buffer)) for handler in handlers]
@@ -195,17 +278,30 @@ def test_an_erasure_through_the_admin_leaves_nothing_of_the_subject_anywhere(raw
     # Staff look the person up and open what is stored.
     session = Session.objects.get(tenant=tenant, user_id=SUBJECT, session_id="s1")
     for url in (
-        "/admin/sessions_app/session/", f"/admin/sessions_app/session/{session.pk}/change/",
-        f"/admin/sessions_app/message/?session__id__exact={session.pk}", "/admin/userdata_app/userdatum/",
+        "/admin/sessions_app/session/",
+        f"/admin/sessions_app/session/{session.pk}/change/",
+        f"/admin/sessions_app/message/?session__id__exact={session.pk}",
+        "/admin/userdata_app/userdatum/",
     ):
         assert admin.get(url).status_code == 200, url
 
     # The request, recorded and verified in the admin, then the person's data exported.
-    response = admin.post("/admin/userdata_app/erasurerequest/add/", {
-        "scope": "everything", "received_at_0": "2026-11-23", "received_at_1": "10:00:00", "requested_by": "ticket 9",
-        "reason": "", "subjects-TOTAL_FORMS": "1", "subjects-INITIAL_FORMS": "0", "subjects-MIN_NUM_FORMS": "1",
-        "subjects-MAX_NUM_FORMS": "1000", "subjects-0-tenant": str(tenant.pk), "subjects-0-user_id": SUBJECT,
-    })
+    response = admin.post(
+        "/admin/userdata_app/erasurerequest/add/",
+        {
+            "scope": "everything",
+            "received_at_0": "2026-11-23",
+            "received_at_1": "10:00:00",
+            "requested_by": "ticket 9",
+            "reason": "",
+            "subjects-TOTAL_FORMS": "1",
+            "subjects-INITIAL_FORMS": "0",
+            "subjects-MIN_NUM_FORMS": "1",
+            "subjects-MAX_NUM_FORMS": "1000",
+            "subjects-0-tenant": str(tenant.pk),
+            "subjects-0-user_id": SUBJECT,
+        },
+    )
     assert response.status_code == 302, response.context["errors"] if response.context else response
     request = ErasureRequest.objects.get()
     assert admin.post(f"{CHANGELIST}{request.pk}/lifecycle/verify/").status_code == 302

@@ -1,4 +1,5 @@
 """User-attributed data: (tenant, user_id, key) -> JSON value; set (upsert), get, list, delete."""
+
 from datetime import timedelta
 
 import pytest
@@ -43,9 +44,20 @@ def test_set_again_updates_the_value_and_keeps_created_at(tenant):
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"key": ""}, {"key": "a/b"}, {"key": "k" * 129}, {"key": "a\x00"}, {"key": "a\tb"}, {"key": 5},
-        {"user_id": ""}, {"user_id": "u/1"}, {"user_id": "u" * 129}, {"user_id": None},
-        {"value": "a\x00b"}, {"value": {"k\x00": 1}}, {"value": float("inf")}, {"value": object()},
+        {"key": ""},
+        {"key": "a/b"},
+        {"key": "k" * 129},
+        {"key": "a\x00"},
+        {"key": "a\tb"},
+        {"key": 5},
+        {"user_id": ""},
+        {"user_id": "u/1"},
+        {"user_id": "u" * 129},
+        {"user_id": None},
+        {"value": "a\x00b"},
+        {"value": {"k\x00": 1}},
+        {"value": float("inf")},
+        {"value": object()},
     ],
     ids=str,
 )
@@ -61,7 +73,9 @@ def test_list_gives_one_users_keys_in_key_order(tenant):
         _set(tenant, key, key.upper())
     _set(tenant, "email", "someone else", user_id="u2")
     assert [(d.key, d.value) for d in user_datum_list(tenant=tenant, user_id="u1")] == [
-        ("email", "EMAIL"), ("name", "NAME"), ("tz", "TZ"),
+        ("email", "EMAIL"),
+        ("name", "NAME"),
+        ("tz", "TZ"),
     ]
     assert list(user_datum_list(tenant=tenant, user_id="nobody")) == []
 

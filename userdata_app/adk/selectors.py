@@ -1,4 +1,5 @@
 """Reads of ADK's ``user:`` state, always within one tenant."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -28,14 +29,18 @@ def adk_event_user_deltas(*, session_pk: int, first_seq: int, last_seq: int) -> 
     return {seq: json_object(delta) for seq, delta in rows.values_list("event_seq", "delta")}
 
 
-def subject_adk_user_state(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> QuerySet[AdkUserState]:
+def subject_adk_user_state(
+    *, tenant: Tenant, user_id: str, existed_at: datetime | None = None
+) -> QuerySet[AdkUserState]:
     """The subject's ``user:`` state per app; with ``existed_at``, only what was written at or
     before then (re-applying an erasure after a restore keeps newer state)."""
     rows = AdkUserState.objects.filter(tenant=tenant, user_id=user_id)
     return (rows if existed_at is None else rows.filter(updated_at__lte=existed_at)).order_by("app_name")
 
 
-def subject_adk_event_deltas(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> QuerySet[AdkEventUserDelta]:
+def subject_adk_event_deltas(
+    *, tenant: Tenant, user_id: str, existed_at: datetime | None = None
+) -> QuerySet[AdkEventUserDelta]:
     rows = AdkEventUserDelta.objects.filter(tenant=tenant, user_id=user_id)
     return rows if existed_at is None else rows.filter(created_at__lte=existed_at)
 
@@ -50,10 +55,16 @@ def subject_adk_user_state_count(*, tenant: Tenant, user_id: str, existed_at: da
 def subject_adk_user_state_export(*, tenant: Tenant, user_id: str) -> list[dict[str, Any]]:
     """Per app: the user's state and each event's part of it (session by its primary key)."""
     deltas: dict[str, list[dict[str, Any]]] = {}
-    for d in AdkEventUserDelta.objects.filter(tenant=tenant, user_id=user_id).order_by("app_name", "session_pk", "event_seq"):
+    for d in AdkEventUserDelta.objects.filter(tenant=tenant, user_id=user_id).order_by(
+        "app_name", "session_pk", "event_seq"
+    ):
         deltas.setdefault(d.app_name, []).append(
-            {"session_pk": d.session_pk, "event_seq": d.event_seq, "delta": json_object(d.delta),
-             "created_at": d.created_at.isoformat()}
+            {
+                "session_pk": d.session_pk,
+                "event_seq": d.event_seq,
+                "delta": json_object(d.delta),
+                "created_at": d.created_at.isoformat(),
+            }
         )
     apps = {row.app_name: row for row in subject_adk_user_state(tenant=tenant, user_id=user_id)}
     return [

@@ -1,4 +1,5 @@
 """Writes of ADK's ``user:`` state: one user's state per app, and each event's part of it."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -16,8 +17,13 @@ from userdata_app.models import AdkEventUserDelta, AdkUserState
 
 @transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
 def adk_user_state_update(
-    *, tenant: Tenant, app_name: str, user_id: str, delta: dict[str, Any],
-    session_pk: int | None = None, event_seq: int | None = None,
+    *,
+    tenant: Tenant,
+    app_name: str,
+    user_id: str,
+    delta: dict[str, Any],
+    session_pk: int | None = None,
+    event_seq: int | None = None,
 ) -> None:
     """dict.update() of the user's state in the app, under its row lock; with an event
     (``session_pk``, ``event_seq``) the delta is also kept as that event's, so the event reads back
@@ -36,7 +42,11 @@ def adk_user_state_update(
     AdkUserState.objects.filter(pk=row.pk).update(state=json_text(state), updated_at=timezone.now())
     if session_pk is not None:
         AdkEventUserDelta.objects.create(
-            tenant=tenant, app_name=app_name, user_id=user_id, session_pk=session_pk, event_seq=event_seq,
+            tenant=tenant,
+            app_name=app_name,
+            user_id=user_id,
+            session_pk=session_pk,
+            event_seq=event_seq,
             delta=json_text(delta),
         )
 

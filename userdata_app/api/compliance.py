@@ -1,6 +1,7 @@
 """Compliance endpoints under /api/v1/compliance/: only ``compliance`` keys, or staff holding the
 permission the admin requires for the same act, reach them; agent keys get 403. Everything stays
 inside the caller's tenant."""
+
 from __future__ import annotations
 
 from django.urls import re_path

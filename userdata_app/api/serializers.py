@@ -1,4 +1,5 @@
 """Shapes of the user-data API."""
+
 from rest_framework import serializers
 
 from agentstate.api.serializers import Output, StrictInput

@@ -1,4 +1,5 @@
 """Routes of the user-data API under /api/v1/ (trailing slash optional)."""
+
 from django.urls import re_path
 
 from userdata_app.api import views

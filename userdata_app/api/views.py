@@ -1,4 +1,5 @@
 """REST endpoints of user-attributed data: thin views over userdata_app.services and selectors."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
@@ -15,7 +16,9 @@ from userdata_app.api.serializers import UserDatumInput, UserDatumSerializer
 class UserDataListView(TenantAPIView):
     pagination_class = KeyPagination
 
-    @extend_schema(summary="List a user's keys and values, in key order", responses={200: UserDatumSerializer(many=True)})
+    @extend_schema(
+        summary="List a user's keys and values, in key order", responses={200: UserDatumSerializer(many=True)}
+    )
     def get(self, request, user_id):
         return self.paginated(
             selectors.user_datum_list(tenant=request.tenant, user_id=user_id),
@@ -26,7 +29,9 @@ class UserDataListView(TenantAPIView):
 class UserDatumView(TenantAPIView):
     @extend_schema(summary="Get one key of a user", responses={200: UserDatumSerializer})
     def get(self, request, user_id, key):
-        return Response(UserDatumSerializer(selectors.user_datum_get(tenant=request.tenant, user_id=user_id, key=key)).data)
+        return Response(
+            UserDatumSerializer(selectors.user_datum_get(tenant=request.tenant, user_id=user_id, key=key)).data
+        )
 
     @extend_schema(summary="Set one key of a user", request=UserDatumInput, responses={200: UserDatumSerializer})
     def put(self, request, user_id, key):

@@ -1,6 +1,7 @@
 """The erasure workflow (GDPR Art. 17), one module per responsibility: a request's ``lifecycle``,
 its ``execution`` (preview, one transaction, receipt), the ``storage`` clean-up after it commits, the
 erased-subject ``registry`` and ``reapply`` after a restore. Callers use this package (``from userdata_app import erasure``)."""
+
 from userdata_app.erasure.execution import (
     CATEGORY_LABELS,
     ERASED_REPR,

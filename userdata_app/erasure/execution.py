@@ -7,6 +7,7 @@ executed request keeps a receipt with counts and keyed hashes, never the plain u
 once that transaction has committed are the copies outside the database's live rows cleared
 (working state, statistics, SQLite's log: ``storage``), so a rollback changes nothing anywhere.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -45,8 +46,11 @@ ERASED_REPR = "[erased]"
 # One vocabulary for staff (preview, receipt, history, erase_user): the category names in words.
 CATEGORY_LABELS = {
     **{category: category.replace("_", " ") for category in CATEGORIES},
-    "adk_user_state": "ADK user state", "adk_events": "ADK events", "message_pops": "kept popped messages",
-    "langgraph_checkpoints": "LangGraph checkpoints", "langgraph_writes": "LangGraph writes",
+    "adk_user_state": "ADK user state",
+    "adk_events": "ADK events",
+    "message_pops": "kept popped messages",
+    "langgraph_checkpoints": "LangGraph checkpoints",
+    "langgraph_writes": "LangGraph writes",
 }
 
 
@@ -66,19 +70,27 @@ def categories_in_scope(scope: str) -> tuple[str, ...]:
 
 
 def subject_counts(
-    *, tenant: Tenant, user_id: str, scope: str,
-    user_data_existed_at: datetime | None = None, process_state_existed_at: datetime | None = None,
+    *,
+    tenant: Tenant,
+    user_id: str,
+    scope: str,
+    user_data_existed_at: datetime | None = None,
+    process_state_existed_at: datetime | None = None,
 ) -> dict[str, int]:
     """Rows per category in ``scope``; the ``*_existed_at`` limit a category to what existed then."""
     counts = {
-        "user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at),
+        "user_data": userdata_selectors.subject_user_data_count(
+            tenant=tenant, user_id=user_id, existed_at=user_data_existed_at
+        ),
         "adk_user_state": adk_selectors.subject_adk_user_state_count(
             tenant=tenant, user_id=user_id, existed_at=user_data_existed_at
         ),
     }
     if scope == Scope.EVERYTHING:
         counts.update(
-            session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id, existed_at=process_state_existed_at)
+            session_selectors.subject_process_state_counts(
+                tenant=tenant, user_id=user_id, existed_at=process_state_existed_at
+            )
         )
     return counts
 
@@ -99,7 +111,9 @@ def erasure_preview(*, request: ErasureRequest) -> dict[str, int]:
     """What executing the request would erase now: rows per category in its scope."""
     if request.status == Status.EXECUTED:
         return dict(request.receipt.counts)
-    return subjects_preview(subjects=_pairs(request.subjects.select_related("tenant").exclude(user_id="")), scope=request.scope)
+    return subjects_preview(
+        subjects=_pairs(request.subjects.select_related("tenant").exclude(user_id="")), scope=request.scope
+    )
 
 
 def _scrub_admin_log(objects: QuerySet) -> None:
@@ -111,24 +125,38 @@ def _scrub_admin_log(objects: QuerySet) -> None:
 
 
 def erase_subject(
-    *, tenant: Tenant, user_id: str, scope: str,
-    user_data_existed_at: datetime | None = None, process_state_existed_at: datetime | None = None,
+    *,
+    tenant: Tenant,
+    user_id: str,
+    scope: str,
+    user_data_existed_at: datetime | None = None,
+    process_state_existed_at: datetime | None = None,
 ) -> dict[str, int]:
     """Erase the subject's data in ``scope`` (the ``*_existed_at`` limit a category to what existed
     then: re-applying after a restore) and scrub the admin log about it; counts per category."""
-    _scrub_admin_log(userdata_selectors.subject_user_data(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at))
-    _scrub_admin_log(adk_selectors.subject_adk_user_state(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at))
+    _scrub_admin_log(
+        userdata_selectors.subject_user_data(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at)
+    )
+    _scrub_admin_log(
+        adk_selectors.subject_adk_user_state(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at)
+    )
     counts = {
-        "user_data": userdata_services.subject_user_data_erase(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at),
+        "user_data": userdata_services.subject_user_data_erase(
+            tenant=tenant, user_id=user_id, existed_at=user_data_existed_at
+        ),
         "adk_user_state": adk_services.subject_adk_user_state_erase(
             tenant=tenant, user_id=user_id, existed_at=user_data_existed_at
         ),
     }
     if scope == Scope.EVERYTHING:
-        for objects in session_selectors.subject_admin_objects(tenant=tenant, user_id=user_id, existed_at=process_state_existed_at):
+        for objects in session_selectors.subject_admin_objects(
+            tenant=tenant, user_id=user_id, existed_at=process_state_existed_at
+        ):
             _scrub_admin_log(objects)
         counts.update(
-            session_services.subject_process_state_erase(tenant=tenant, user_id=user_id, existed_at=process_state_existed_at)
+            session_services.subject_process_state_erase(
+                tenant=tenant, user_id=user_id, existed_at=process_state_existed_at
+            )
         )
     return counts
 
@@ -145,14 +173,18 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
     returns its receipt unchanged. If anything in scope remains afterwards, or the database
     fails, all is rolled back and the request is marked failed with the reason."""
     if settings.ERASURE_HMAC_KEY_ID not in settings.ERASURE_HMAC_KEYS:
-        raise Conflict("Erasure is not configured: set AGENTSTATE_ERASURE_HMAC_KEYS and AGENTSTATE_ERASURE_HMAC_KEY_ID.")
+        raise Conflict(
+            "Erasure is not configured: set AGENTSTATE_ERASURE_HMAC_KEYS and AGENTSTATE_ERASURE_HMAC_KEY_ID."
+        )
     try:
         with transaction.atomic():
             locked = ErasureRequest.objects.select_for_update().get(pk=request.pk)
             if locked.status == Status.EXECUTED:
                 return locked.receipt
             if not step_allowed(locked, "execute"):
-                raise Conflict(f"Only a verified request can be executed; this one is {locked.get_status_display().lower()}.")
+                raise Conflict(
+                    f"Only a verified request can be executed; this one is {locked.get_status_display().lower()}."
+                )
             subjects = list(locked.subjects.select_related("tenant").exclude(user_id=""))
             if not subjects:
                 raise Conflict("The request names no subject.")
@@ -176,29 +208,47 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
     return receipt
 
 
-def _record_execution(request: ErasureRequest, *, subjects: list[ErasureSubject], counts: dict[str, int], actor) -> ErasureReceipt:
+def _record_execution(
+    request: ErasureRequest, *, subjects: list[ErasureSubject], counts: dict[str, int], actor
+) -> ErasureReceipt:
     """Replace the subjects' ids by keyed hashes, register them, write the receipt."""
     now = timezone.now()
     entries = []
     for subject in subjects:
-        subject.hash_key_id, subject.subject_hash = subject_hash(tenant_slug=subject.tenant.slug, user_id=subject.user_id)
+        subject.hash_key_id, subject.subject_hash = subject_hash(
+            tenant_slug=subject.tenant.slug, user_id=subject.user_id
+        )
         subject.user_id = ""
-        entries.append({"tenant": subject.tenant.slug, "key_id": subject.hash_key_id, "hmac_sha256": subject.subject_hash})
+        entries.append(
+            {"tenant": subject.tenant.slug, "key_id": subject.hash_key_id, "hmac_sha256": subject.subject_hash}
+        )
     ErasureSubject.objects.bulk_update(subjects, ["user_id", "subject_hash", "hash_key_id"])
     ErasedSubject.objects.bulk_create(
         ErasedSubject(
-            subject_hash=subject.subject_hash, key_id=subject.hash_key_id, scope=request.scope, request=request,
-            erased_at=now, grace_until=grace_until(erased_at=now),
+            subject_hash=subject.subject_hash,
+            key_id=subject.hash_key_id,
+            scope=request.scope,
+            request=request,
+            erased_at=now,
+            grace_until=grace_until(erased_at=now),
         )
         for subject in subjects
     )
     receipt = ErasureReceipt.objects.create(
-        request=request, scope=request.scope, counts=counts, subjects=entries, executed_at=now,
-        executed_by=actor, executed_by_name=actor_name(actor),
+        request=request,
+        scope=request.scope,
+        counts=counts,
+        subjects=entries,
+        executed_at=now,
+        executed_by=actor,
+        executed_by_name=actor_name(actor),
     )
     transition(
-        request, step="execute", actor=actor,
-        note=counts_text(counts), failure="",
+        request,
+        step="execute",
+        actor=actor,
+        note=counts_text(counts),
+        failure="",
     )
     return receipt
 

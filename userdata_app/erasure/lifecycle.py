@@ -5,6 +5,7 @@ step records who and when (ErasureEvent).
 ``STEPS`` is the one table of which status may move where: the services below apply it, and the
 admin shows a button for each step ``step_allowed`` admits.
 """
+
 from __future__ import annotations
 
 import calendar
@@ -89,8 +90,15 @@ def transition(request: ErasureRequest, *, step: str, actor, note: str = "", **f
         now = timezone.now()
         from_status = locked.status
         _record(
-            request, locked, {**fields, "status": to_status, "status_changed_at": now, "status_changed_by": actor},
-            from_status=from_status, to_status=to_status, note=note, actor=actor, actor_name=actor_name(actor), at=now,
+            request,
+            locked,
+            {**fields, "status": to_status, "status_changed_at": now, "status_changed_by": actor},
+            from_status=from_status,
+            to_status=to_status,
+            note=note,
+            actor=actor,
+            actor_name=actor_name(actor),
+            at=now,
         )
     return request
 
@@ -121,7 +129,9 @@ def erasure_request_create(
     received_at = received_at or timezone.now()
     request = ErasureRequest(scope=scope, requested_by=requested_by, reason=reason, received_at=received_at)
     erasure_request_received(request=request, actor=actor)
-    ErasureSubject.objects.bulk_create(ErasureSubject(request=request, tenant=t, user_id=u) for t, u in sorted(pairs, key=lambda p: (p[0].pk, p[1])))
+    ErasureSubject.objects.bulk_create(
+        ErasureSubject(request=request, tenant=t, user_id=u) for t, u in sorted(pairs, key=lambda p: (p[0].pk, p[1]))
+    )
     return request
 
 
@@ -152,13 +162,19 @@ def erasure_request_extend(*, request: ErasureRequest, months: int, reason: str,
         if locked.is_extended or not step_allowed(locked, "extend"):
             request.refresh_from_db()
             raise Conflict(
-                "The deadline was already extended once." if locked.is_extended
+                "The deadline was already extended once."
+                if locked.is_extended
                 else "Only an open request's deadline can be extended."
             )
         due_on = add_months(locked.due_on, months)
         _record(
-            request, locked, {"due_on": due_on, "extension_reason": reason},
-            from_status=locked.status, to_status=locked.status, actor=actor, actor_name=actor_name(actor),
+            request,
+            locked,
+            {"due_on": due_on, "extension_reason": reason},
+            from_status=locked.status,
+            to_status=locked.status,
+            actor=actor,
+            actor_name=actor_name(actor),
             note=f"Deadline extended by {months} month(s) to {due_on:%Y-%m-%d}: {reason}",
         )
     return request
@@ -175,12 +191,18 @@ def erasure_request_release(*, request: ErasureRequest, note: str = "", actor=No
     return transition(request, step="release", actor=actor, note=note)
 
 
-def erasure_request_reject(*, request: ErasureRequest, reason: str, subject_informed_on: date, actor=None) -> ErasureRequest:
+def erasure_request_reject(
+    *, request: ErasureRequest, reason: str, subject_informed_on: date, actor=None
+) -> ErasureRequest:
     """Refuse the request, recording why and when the person was told."""
     reason = _clean_reason(reason, field="reason")
     if not isinstance(subject_informed_on, date):
         raise InvalidInput.for_field("subject_informed_on", "give the date the person was told.")
     return transition(
-        request, step="reject", actor=actor, note=reason, rejection_reason=reason, subject_informed_on=subject_informed_on
+        request,
+        step="reject",
+        actor=actor,
+        note=reason,
+        rejection_reason=reason,
+        subject_informed_on=subject_informed_on,
     )
-

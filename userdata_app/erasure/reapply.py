@@ -1,5 +1,6 @@
 """After a backup restore: erase again every registered subject the restored data holds, and keep
 a copy of the registry outside the database so an older backup cannot lose it."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -38,7 +39,9 @@ def erasures_reapply(*, dry_run: bool = False) -> dict[str, int]:
     summary = Counter(
         subjects_matched=0,
         registry_entries=sum(len(entries) for entries in registry.values()),
-        entries_with_unknown_key=sum(len(entries) for (key_id, _), entries in registry.items() if key_id not in usable_keys),
+        entries_with_unknown_key=sum(
+            len(entries) for (key_id, _), entries in registry.items() if key_id not in usable_keys
+        ),
     )
     now = timezone.now()
     for slug, user_id in sorted(candidates):
@@ -52,7 +55,9 @@ def erasures_reapply(*, dry_run: bool = False) -> dict[str, int]:
         summary["subjects_matched"] += 1
         everything = [e.erased_at for e in entries if e.scope == Scope.EVERYTHING]
         target = {
-            "tenant": tenants[slug], "user_id": user_id, "scope": Scope.EVERYTHING if everything else Scope.USER_DATA,
+            "tenant": tenants[slug],
+            "user_id": user_id,
+            "scope": Scope.EVERYTHING if everything else Scope.USER_DATA,
             # Every entry covers user data; process state only the "everything" ones. The latest wins.
             "user_data_existed_at": max(e.erased_at for e in entries),
             "process_state_existed_at": max(everything, default=None),
@@ -75,8 +80,11 @@ def erased_subjects_export() -> list[dict]:
     so that a restore from an older backup does not lose it."""
     return [
         {
-            "subject_hash": e.subject_hash, "key_id": e.key_id, "scope": e.scope,
-            "erased_at": e.erased_at.isoformat(), "grace_until": e.grace_until.isoformat(),
+            "subject_hash": e.subject_hash,
+            "key_id": e.key_id,
+            "scope": e.scope,
+            "erased_at": e.erased_at.isoformat(),
+            "grace_until": e.grace_until.isoformat(),
         }
         for e in ErasedSubject.objects.order_by("erased_at", "id")
     ]
@@ -90,8 +98,11 @@ def erased_subjects_import(*, entries: list[dict]) -> int:
     for entry in entries:
         try:
             row = ErasedSubject(
-                subject_hash=entry["subject_hash"], key_id=entry["key_id"], scope=Scope(entry["scope"]),
-                erased_at=datetime.fromisoformat(entry["erased_at"]), grace_until=datetime.fromisoformat(entry["grace_until"]),
+                subject_hash=entry["subject_hash"],
+                key_id=entry["key_id"],
+                scope=Scope(entry["scope"]),
+                erased_at=datetime.fromisoformat(entry["erased_at"]),
+                grace_until=datetime.fromisoformat(entry["grace_until"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInput.for_field("registry", f"not a registry entry: {entry!r} ({exc}).") from None

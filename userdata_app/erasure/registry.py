@@ -6,6 +6,7 @@ A subject is ``(tenant slug, user id)``; its hash is HMAC-SHA256 over the canoni
 ``AGENTSTATE_ERASURE_HMAC_KEYS``, never SECRET_KEY. The hash proves an erasure without keeping
 the id; only someone who holds both the key and the id can match it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,14 +31,17 @@ def subject_hash(*, tenant_slug: str, user_id: str, key_id: str | None = None) -
         raise ImproperlyConfigured(
             f"No erasure HMAC key {key_id!r}: set AGENTSTATE_ERASURE_HMAC_KEYS and AGENTSTATE_ERASURE_HMAC_KEY_ID."
         )
-    digest = hmac.new(keys[key_id].encode(), subject_canonical(tenant_slug=tenant_slug, user_id=user_id), hashlib.sha256)
+    digest = hmac.new(
+        keys[key_id].encode(), subject_canonical(tenant_slug=tenant_slug, user_id=user_id), hashlib.sha256
+    )
     return key_id, digest.hexdigest()
 
 
 def subject_hashes_all_keys(*, tenant_slug: str, user_id: str) -> list[str]:
     """The subject's hash under every configured key (current and retired), to match old entries."""
     return [
-        subject_hash(tenant_slug=tenant_slug, user_id=user_id, key_id=key_id)[1] for key_id in settings.ERASURE_HMAC_KEYS
+        subject_hash(tenant_slug=tenant_slug, user_id=user_id, key_id=key_id)[1]
+        for key_id in settings.ERASURE_HMAC_KEYS
     ]
 
 

@@ -7,6 +7,7 @@ it is checkpointed and truncated. Both are cleared right after the commit; what 
 by ``manage.py erasure_storage_cleanup``. What no command here can clear (dead tuples until
 VACUUM, WAL segments, replicas, backups) is described in docs/COMPLIANCE.md.
 """
+
 from __future__ import annotations
 
 import time
@@ -26,9 +27,7 @@ WAL_PENDING = (
 
 def _tables(scope: str) -> list[str]:
     """The tables an erasure of ``scope`` deletes from or overwrites."""
-    tables = [
-        model._meta.db_table for model in (UserDatum, AdkUserState, AdkEventUserDelta, ErasureSubject, LogEntry)
-    ]
+    tables = [model._meta.db_table for model in (UserDatum, AdkUserState, AdkEventUserDelta, ErasureSubject, LogEntry)]
     if scope == Scope.EVERYTHING:
         tables += session_selectors.subject_process_state_tables()
     return tables
@@ -40,7 +39,9 @@ def storage_cleanup(*, scope: str = Scope.EVERYTHING) -> str:
     pending = []
     stale = statistics_refresh(tables=_tables(scope))
     if stale:
-        pending.append(f"PostgreSQL's statistics of {', '.join(stale)} may still hold erased values (the table was busy).")
+        pending.append(
+            f"PostgreSQL's statistics of {', '.join(stale)} may still hold erased values (the table was busy)."
+        )
     if not wal_truncate():
         pending.append(WAL_PENDING)
     return " ".join(pending)

@@ -7,63 +7,118 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('tenancy', '0001_initial'),
+        ("tenancy", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ErasureRequest',
+            name="ErasureRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope', models.CharField(choices=[('user_data', 'User-attributed data only'), ('everything', 'Everything held about the subject')], default='user_data', max_length=16)),
-                ('status', models.CharField(choices=[('received', 'Received'), ('verified', 'Verified'), ('executed', 'Executed'), ('on_hold', 'On hold'), ('rejected', 'Rejected'), ('failed', 'Failed')], default='received', max_length=16)),
-                ('requested_by', models.CharField(blank=True, help_text='Who asked (the subject or their agent).', max_length=200)),
-                ('reason', models.TextField(blank=True)),
-                ('received_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('status_changed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('status_changed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[
+                            ("user_data", "User-attributed data only"),
+                            ("everything", "Everything held about the subject"),
+                        ],
+                        default="user_data",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("received", "Received"),
+                            ("verified", "Verified"),
+                            ("executed", "Executed"),
+                            ("on_hold", "On hold"),
+                            ("rejected", "Rejected"),
+                            ("failed", "Failed"),
+                        ],
+                        default="received",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.CharField(blank=True, help_text="Who asked (the subject or their agent).", max_length=200),
+                ),
+                ("reason", models.TextField(blank=True)),
+                ("received_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("status_changed_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "status_changed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ErasureSubject',
+            name="ErasureSubject",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('request', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='subjects', to='userdata_app.erasurerequest')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='tenancy.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                (
+                    "request",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="subjects",
+                        to="userdata_app.erasurerequest",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to="tenancy.tenant"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='UserDatum',
+            name="UserDatum",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('key', models.CharField(max_length=128)),
-                ('value', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('tenant', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenancy.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("key", models.CharField(max_length=128)),
+                ("value", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="tenancy.tenant",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'user datum',
-                'verbose_name_plural': 'user data',
+                "verbose_name": "user datum",
+                "verbose_name_plural": "user data",
             },
         ),
         migrations.AddIndex(
-            model_name='erasurerequest',
-            index=models.Index(fields=['status', 'received_at'], name='erasure_status_received'),
+            model_name="erasurerequest",
+            index=models.Index(fields=["status", "received_at"], name="erasure_status_received"),
         ),
         migrations.AddConstraint(
-            model_name='erasuresubject',
-            constraint=models.UniqueConstraint(fields=('request', 'tenant', 'user_id'), name='erasure_subject_unique'),
+            model_name="erasuresubject",
+            constraint=models.UniqueConstraint(fields=("request", "tenant", "user_id"), name="erasure_subject_unique"),
         ),
         migrations.AddConstraint(
-            model_name='userdatum',
-            constraint=models.UniqueConstraint(fields=('tenant', 'user_id', 'key'), name='user_datum_unique_key'),
+            model_name="userdatum",
+            constraint=models.UniqueConstraint(fields=("tenant", "user_id", "key"), name="user_datum_unique_key"),
         ),
     ]

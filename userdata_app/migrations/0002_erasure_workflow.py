@@ -20,180 +20,268 @@ def fill_due_dates(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tenancy', '0001_initial'),
-        ('userdata_app', '0001_initial'),
+        ("tenancy", "0001_initial"),
+        ("userdata_app", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ErasedSubject',
+            name="ErasedSubject",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('subject_hash', models.CharField(max_length=64)),
-                ('key_id', models.CharField(max_length=64)),
-                ('scope', models.CharField(choices=[('user_data', 'User-attributed data only (process state kept)'), ('everything', 'Everything held about the subject')], max_length=16)),
-                ('erased_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('grace_until', models.DateTimeField()),
-                ('last_reapplied_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("subject_hash", models.CharField(max_length=64)),
+                ("key_id", models.CharField(max_length=64)),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[
+                            ("user_data", "User-attributed data only (process state kept)"),
+                            ("everything", "Everything held about the subject"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("erased_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("grace_until", models.DateTimeField()),
+                ("last_reapplied_at", models.DateTimeField(blank=True, null=True)),
             ],
         ),
         migrations.CreateModel(
-            name='ErasureEvent',
+            name="ErasureEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('from_status', models.CharField(blank=True, max_length=16)),
-                ('to_status', models.CharField(max_length=16)),
-                ('note', models.TextField(blank=True)),
-                ('actor_name', models.CharField(blank=True, help_text='Kept when the staff account is deleted.', max_length=150)),
-                ('at', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("from_status", models.CharField(blank=True, max_length=16)),
+                ("to_status", models.CharField(max_length=16)),
+                ("note", models.TextField(blank=True)),
+                (
+                    "actor_name",
+                    models.CharField(blank=True, help_text="Kept when the staff account is deleted.", max_length=150),
+                ),
+                ("at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
         ),
         migrations.CreateModel(
-            name='ErasureReceipt',
+            name="ErasureReceipt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope', models.CharField(choices=[('user_data', 'User-attributed data only (process state kept)'), ('everything', 'Everything held about the subject')], max_length=16)),
-                ('counts', models.JSONField(default=dict)),
-                ('subjects', models.JSONField(default=list, help_text='[{"tenant": slug, "hmac_sha256": hex, "key_id": id}]')),
-                ('executed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('executed_by_name', models.CharField(blank=True, max_length=150)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[
+                            ("user_data", "User-attributed data only (process state kept)"),
+                            ("everything", "Everything held about the subject"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("counts", models.JSONField(default=dict)),
+                (
+                    "subjects",
+                    models.JSONField(default=list, help_text='[{"tenant": slug, "hmac_sha256": hex, "key_id": id}]'),
+                ),
+                ("executed_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("executed_by_name", models.CharField(blank=True, max_length=150)),
             ],
         ),
         migrations.AlterModelOptions(
-            name='erasurerequest',
-            options={'permissions': [('execute_erasure', 'Can execute erasure requests'), ('export_subject_data', 'Can export everything held about a subject')]},
+            name="erasurerequest",
+            options={
+                "permissions": [
+                    ("execute_erasure", "Can execute erasure requests"),
+                    ("export_subject_data", "Can export everything held about a subject"),
+                ]
+            },
         ),
         migrations.RemoveConstraint(
-            model_name='erasuresubject',
-            name='erasure_subject_unique',
+            model_name="erasuresubject",
+            name="erasure_subject_unique",
         ),
         migrations.RemoveIndex(
-            model_name='erasurerequest',
-            name='erasure_status_received',
+            model_name="erasurerequest",
+            name="erasure_status_received",
         ),
         migrations.AddField(
-            model_name='erasurerequest',
-            name='due_on',
-            field=models.DateField(editable=False, help_text='One calendar month after receipt; extendable once.', null=True),
+            model_name="erasurerequest",
+            name="due_on",
+            field=models.DateField(
+                editable=False, help_text="One calendar month after receipt; extendable once.", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='erasurerequest',
-            name='extension_reason',
+            model_name="erasurerequest",
+            name="extension_reason",
             field=models.TextField(blank=True, editable=False),
         ),
         migrations.AddField(
-            model_name='erasurerequest',
-            name='failure',
-            field=models.TextField(blank=True, editable=False, help_text='Why the last execution was rolled back.'),
+            model_name="erasurerequest",
+            name="failure",
+            field=models.TextField(blank=True, editable=False, help_text="Why the last execution was rolled back."),
         ),
         migrations.AddField(
-            model_name='erasurerequest',
-            name='hold_reason',
+            model_name="erasurerequest",
+            name="hold_reason",
             field=models.TextField(blank=True, editable=False),
         ),
         migrations.AddField(
-            model_name='erasurerequest',
-            name='rejection_reason',
+            model_name="erasurerequest",
+            name="rejection_reason",
             field=models.TextField(blank=True, editable=False),
         ),
         migrations.AddField(
-            model_name='erasurerequest',
-            name='subject_informed_on',
-            field=models.DateField(blank=True, editable=False, help_text='When the person was told of the rejection.', null=True),
+            model_name="erasurerequest",
+            name="subject_informed_on",
+            field=models.DateField(
+                blank=True, editable=False, help_text="When the person was told of the rejection.", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='erasuresubject',
-            name='hash_key_id',
+            model_name="erasuresubject",
+            name="hash_key_id",
             field=models.CharField(blank=True, editable=False, max_length=64),
         ),
         migrations.AddField(
-            model_name='erasuresubject',
-            name='subject_hash',
+            model_name="erasuresubject",
+            name="subject_hash",
             field=models.CharField(blank=True, editable=False, max_length=64),
         ),
         migrations.AlterField(
-            model_name='erasurerequest',
-            name='reason',
-            field=models.TextField(blank=True, help_text='Notes on the request. Do not enter personal data.'),
+            model_name="erasurerequest",
+            name="reason",
+            field=models.TextField(blank=True, help_text="Notes on the request. Do not enter personal data."),
         ),
         migrations.AlterField(
-            model_name='erasurerequest',
-            name='requested_by',
-            field=models.CharField(blank=True, help_text="How the request reached you (e.g. a ticket number). Not the subject's name or e-mail.", max_length=200),
+            model_name="erasurerequest",
+            name="requested_by",
+            field=models.CharField(
+                blank=True,
+                help_text="How the request reached you (e.g. a ticket number). Not the subject's name or e-mail.",
+                max_length=200,
+            ),
         ),
         migrations.AlterField(
-            model_name='erasurerequest',
-            name='scope',
-            field=models.CharField(choices=[('user_data', 'User-attributed data only (process state kept)'), ('everything', 'Everything held about the subject')], default='user_data', max_length=16),
+            model_name="erasurerequest",
+            name="scope",
+            field=models.CharField(
+                choices=[
+                    ("user_data", "User-attributed data only (process state kept)"),
+                    ("everything", "Everything held about the subject"),
+                ],
+                default="user_data",
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='erasurerequest',
-            name='status',
-            field=models.CharField(choices=[('received', 'Received'), ('verified', 'Verified'), ('executed', 'Executed'), ('on_hold', 'On hold'), ('rejected', 'Rejected'), ('failed', 'Failed')], default='received', editable=False, max_length=16),
+            model_name="erasurerequest",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("received", "Received"),
+                    ("verified", "Verified"),
+                    ("executed", "Executed"),
+                    ("on_hold", "On hold"),
+                    ("rejected", "Rejected"),
+                    ("failed", "Failed"),
+                ],
+                default="received",
+                editable=False,
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='erasurerequest',
-            name='status_changed_at',
+            model_name="erasurerequest",
+            name="status_changed_at",
             field=models.DateTimeField(default=django.utils.timezone.now, editable=False),
         ),
         migrations.AlterField(
-            model_name='erasurerequest',
-            name='status_changed_by',
-            field=models.ForeignKey(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="erasurerequest",
+            name="status_changed_by",
+            field=models.ForeignKey(
+                blank=True,
+                editable=False,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AlterField(
-            model_name='erasuresubject',
-            name='user_id',
+            model_name="erasuresubject",
+            name="user_id",
             field=models.CharField(blank=True, max_length=128),
         ),
         migrations.AddIndex(
-            model_name='erasurerequest',
-            index=models.Index(fields=['status', 'due_on'], name='erasure_status_due'),
+            model_name="erasurerequest",
+            index=models.Index(fields=["status", "due_on"], name="erasure_status_due"),
         ),
         migrations.AddConstraint(
-            model_name='erasuresubject',
-            constraint=models.UniqueConstraint(condition=models.Q(('user_id', ''), _negated=True), fields=('request', 'tenant', 'user_id'), name='erasure_subject_unique'),
+            model_name="erasuresubject",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("user_id", ""), _negated=True),
+                fields=("request", "tenant", "user_id"),
+                name="erasure_subject_unique",
+            ),
         ),
         migrations.AddField(
-            model_name='erasedsubject',
-            name='request',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='userdata_app.erasurerequest'),
+            model_name="erasedsubject",
+            name="request",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="userdata_app.erasurerequest",
+            ),
         ),
         migrations.AddField(
-            model_name='erasureevent',
-            name='actor',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="erasureevent",
+            name="actor",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='erasureevent',
-            name='request',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='userdata_app.erasurerequest'),
+            model_name="erasureevent",
+            name="request",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="events", to="userdata_app.erasurerequest"
+            ),
         ),
         migrations.AddField(
-            model_name='erasurereceipt',
-            name='executed_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="erasurereceipt",
+            name="executed_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='erasurereceipt',
-            name='request',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='receipt', to='userdata_app.erasurerequest'),
+            model_name="erasurereceipt",
+            name="request",
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.PROTECT, related_name="receipt", to="userdata_app.erasurerequest"
+            ),
         ),
         migrations.AddIndex(
-            model_name='erasedsubject',
-            index=models.Index(fields=['subject_hash', 'grace_until'], name='erased_subject_hash'),
+            model_name="erasedsubject",
+            index=models.Index(fields=["subject_hash", "grace_until"], name="erased_subject_hash"),
         ),
         migrations.AddIndex(
-            model_name='erasureevent',
-            index=models.Index(fields=['request', 'at'], name='erasure_event_request'),
+            model_name="erasureevent",
+            index=models.Index(fields=["request", "at"], name="erasure_event_request"),
         ),
         migrations.RunPython(fill_due_dates, migrations.RunPython.noop),
         migrations.AlterField(
-            model_name='erasurerequest',
-            name='due_on',
-            field=models.DateField(editable=False, help_text='One calendar month after receipt; extendable once.'),
+            model_name="erasurerequest",
+            name="due_on",
+            field=models.DateField(editable=False, help_text="One calendar month after receipt; extendable once."),
         ),
     ]

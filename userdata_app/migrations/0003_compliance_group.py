@@ -1,4 +1,5 @@
 """The "Compliance" group: staff in it may execute erasures and export a subject's data."""
+
 from django.db import migrations
 
 COMPLIANCE_GROUP = "Compliance"

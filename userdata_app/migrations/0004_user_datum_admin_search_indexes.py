@@ -4,19 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tenancy', '0002_api_keys'),
-        ('userdata_app', '0003_compliance_group'),
+        ("tenancy", "0002_api_keys"),
+        ("userdata_app", "0003_compliance_group"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='userdatum',
-            index=models.Index(fields=['user_id'], name='user_datum_user_id'),
+            model_name="userdatum",
+            index=models.Index(fields=["user_id"], name="user_datum_user_id"),
         ),
         migrations.AddIndex(
-            model_name='userdatum',
-            index=models.Index(fields=['key'], name='user_datum_key'),
+            model_name="userdatum",
+            index=models.Index(fields=["key"], name="user_datum_key"),
         ),
     ]

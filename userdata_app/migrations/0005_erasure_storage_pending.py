@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('userdata_app', '0004_user_datum_admin_search_indexes'),
+        ("userdata_app", "0004_user_datum_admin_search_indexes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='erasurerequest',
-            name='storage_pending',
-            field=models.TextField(blank=True, editable=False, help_text="Copies of erased rows the database still held after the erasure committed (e.g. SQLite's WAL file while a reader had it open); `manage.py erasure_storage_cleanup` retries. Empty when none."),
+            model_name="erasurerequest",
+            name="storage_pending",
+            field=models.TextField(
+                blank=True,
+                editable=False,
+                help_text="Copies of erased rows the database still held after the erasure committed (e.g. SQLite's WAL file while a reader had it open); `manage.py erasure_storage_cleanup` retries. Empty when none.",
+            ),
         ),
     ]

@@ -6,45 +6,64 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tenancy', '0002_api_keys'),
-        ('userdata_app', '0005_erasure_storage_pending'),
+        ("tenancy", "0002_api_keys"),
+        ("userdata_app", "0005_erasure_storage_pending"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AdkEventUserDelta',
+            name="AdkEventUserDelta",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('app_name', models.CharField(max_length=128)),
-                ('user_id', models.CharField(max_length=128)),
-                ('session_pk', models.BigIntegerField()),
-                ('event_seq', models.BigIntegerField()),
-                ('delta', models.TextField()),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('tenant', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenancy.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("app_name", models.CharField(max_length=128)),
+                ("user_id", models.CharField(max_length=128)),
+                ("session_pk", models.BigIntegerField()),
+                ("event_seq", models.BigIntegerField()),
+                ("delta", models.TextField()),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="tenancy.tenant",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'ADK event user delta',
-                'indexes': [models.Index(fields=['tenant', 'user_id'], name='adk_user_delta_subject')],
-                'constraints': [models.UniqueConstraint(fields=('session_pk', 'event_seq'), name='adk_event_user_delta_unique')],
+                "verbose_name": "ADK event user delta",
+                "indexes": [models.Index(fields=["tenant", "user_id"], name="adk_user_delta_subject")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("session_pk", "event_seq"), name="adk_event_user_delta_unique")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='AdkUserState',
+            name="AdkUserState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('app_name', models.CharField(max_length=128)),
-                ('user_id', models.CharField(max_length=128)),
-                ('state', models.TextField(default='{}')),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('tenant', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenancy.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("app_name", models.CharField(max_length=128)),
+                ("user_id", models.CharField(max_length=128)),
+                ("state", models.TextField(default="{}")),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="tenancy.tenant",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'ADK user state',
-                'indexes': [models.Index(fields=['user_id'], name='adk_user_state_user_id')],
-                'constraints': [models.UniqueConstraint(fields=('tenant', 'user_id', 'app_name'), name='adk_user_state_unique')],
+                "verbose_name": "ADK user state",
+                "indexes": [models.Index(fields=["user_id"], name="adk_user_state_user_id")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("tenant", "user_id", "app_name"), name="adk_user_state_unique")
+                ],
             },
         ),
     ]

@@ -1,5 +1,6 @@
 """Only the Compliance group decides on erasure requests (docs/COMPLIANCE.md): a permission of
 its own for verify, extend, hold, release and reject, given to that group."""
+
 from django.db import migrations
 
 COMPLIANCE_GROUP = "Compliance"
@@ -18,7 +19,9 @@ def grant_review(apps, schema_editor):
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
     group, _ = Group.objects.get_or_create(name=COMPLIANCE_GROUP)
-    group.permissions.add(*Permission.objects.filter(content_type__app_label="userdata_app", codename__in=PERMISSIONS["userdata_app"]))
+    group.permissions.add(
+        *Permission.objects.filter(content_type__app_label="userdata_app", codename__in=PERMISSIONS["userdata_app"])
+    )
 
 
 def revoke_review(apps, schema_editor):

@@ -3,6 +3,7 @@
 Prints the new key once, alone on stdout (``KEY=$(manage.py create_api_key ...)`` works); only
 its hash is stored. The tenant is created when it is new.
 """
+
 from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError
@@ -27,7 +28,9 @@ class Command(BaseCommand):
         parser.add_argument("--tenant", required=True, help="Tenant slug (letters, digits, - and _).")
         parser.add_argument("--name", required=True, help="What the key is for (1-50 characters).")
         parser.add_argument(
-            "--scope", choices=APIKey.Scope.values, default=APIKey.Scope.AGENT,
+            "--scope",
+            choices=APIKey.Scope.values,
+            default=APIKey.Scope.AGENT,
             help="agent (default): sessions, state and user data; compliance: also erasure and subject exports.",
         )
         parser.add_argument("--expires-days", type=positive_int, default=None, help="Expire after this many days.")

@@ -1,5 +1,6 @@
 """Set up a local instance and serve it: migrate, make the cache table, make sure an admin
 login exists (taken from the environment or generated and printed), then run the dev server."""
+
 import os
 import secrets
 
@@ -13,7 +14,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "addrport", nargs="?", default="127.0.0.1:8000",
+            "addrport",
+            nargs="?",
+            default="127.0.0.1:8000",
             help="Address and port the development server listens on (default 127.0.0.1:8000; 0.0.0.0:8000 for every interface).",
         )
         parser.add_argument("--no-serve", action="store_true", help="Set up only; do not start the server.")

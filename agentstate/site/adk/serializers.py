@@ -1,6 +1,7 @@
 """Request and response shapes of the ADK endpoints. State and events travel as ADK wrote them;
 requests carry them as JSON text (``json.dumps`` output), so any value ADK's own stores keep, NUL
 characters included, arrives intact."""
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,10 @@ class AdkSessionCreateInput(StrictInput):
 class AdkEventAppendInput(StrictInput):
     event = StringField(help_text="The event as ADK dumps it (model_dump_json, field names), JSON text.")
     expected_version = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=2**31 - 1,
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=2**31 - 1,
         help_text="The session version the writer last read: another one means its session is stale (409).",
     )
     last_update_time = FiniteFloatField(required=False, allow_null=True)

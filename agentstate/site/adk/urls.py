@@ -1,4 +1,5 @@
 """Routes of the ADK session service under /api/v1/adk/ (trailing slash optional)."""
+
 from django.urls import re_path
 
 from agentstate.site.adk import views

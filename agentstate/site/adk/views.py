@@ -6,6 +6,7 @@ each event's ``user:`` delta back, so an event reads back as ADK wrote it until 
 erased. Events are sent as the stored JSON text, never re-encoded, in pages of
 ``EVENT_PAGE_SIZE``.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,9 @@ class AdkView(TenantAPIView):
 
     def get_session(self) -> Session:
         return selectors.adk_session_get(
-            tenant=self.request.tenant, app_name=self.kwargs["app_name"], user_id=self.kwargs["user_id"],
+            tenant=self.request.tenant,
+            app_name=self.kwargs["app_name"],
+            user_id=self.kwargs["user_id"],
             session_id=self.kwargs["session_id"],
         )
 
@@ -87,7 +90,8 @@ def _cursor(cursor: selectors.EventCursor | None) -> str | None:
 class SessionListView(AdkView):
     @extend_schema(
         summary="ADK: an app's sessions (one user's or all), oldest update first, without events",
-        parameters=[s.AdkSessionListQuery], responses={200: s.AdkSessionListOutput},
+        parameters=[s.AdkSessionListQuery],
+        responses={200: s.AdkSessionListOutput},
     )
     def get(self, request, app_name):
         query = validated(s.AdkSessionListQuery, request.query_params)
@@ -97,8 +101,11 @@ class SessionListView(AdkView):
             tenant=request.tenant, app_name=app_name, user_ids=[session.user_id for session in page.sessions]
         )
         sessions = [
-            {**_session_document(session, app_state=app_state, user_state=user_states.get(session.user_id, {})),
-             "events": [], "events_next": None}
+            {
+                **_session_document(session, app_state=app_state, user_state=user_states.get(session.user_id, {})),
+                "events": [],
+                "events_next": None,
+            }
             for session in page.sessions
         ]
         return Response({"sessions": sessions, "next": page.next})
@@ -107,15 +114,19 @@ class SessionListView(AdkView):
 class SessionCreateView(AdkView):
     @extend_schema(
         summary="ADK: create a session (initial state split into session, app: and user: state)",
-        request=s.AdkSessionCreateInput, responses={201: s.AdkSessionOutput, **error_responses(409)},
+        request=s.AdkSessionCreateInput,
+        responses={201: s.AdkSessionOutput, **error_responses(409)},
     )
     def post(self, request, app_name, user_id):
         data = validated(s.AdkSessionCreateInput, request.data)
         state = parse_object(data["state"], field="state")
         with transaction.atomic():
             created = services.adk_session_create(
-                tenant=request.tenant, app_name=app_name, user_id=user_id,
-                session_id=data.get("session_id") or None, state=state,
+                tenant=request.tenant,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=data.get("session_id") or None,
+                state=state,
             )
             if created.user_delta:
                 user_services.adk_user_state_update(
@@ -132,7 +143,8 @@ class SessionCreateView(AdkView):
 class SessionDetailView(AdkView):
     @extend_schema(
         summary="ADK: get a session with its events (GetSessionConfig's window, first page)",
-        parameters=[s.AdkGetSessionQuery], responses={200: s.AdkSessionOutput},
+        parameters=[s.AdkGetSessionQuery],
+        responses={200: s.AdkSessionOutput},
     )
     def get(self, request, app_name, user_id, session_id):
         query = validated(s.AdkGetSessionQuery, request.query_params)
@@ -140,7 +152,8 @@ class SessionDetailView(AdkView):
         window = selectors.adk_event_window(session=session, **query)
         page = (
             selectors.adk_event_page(session=session, cursor=window, page_size=selectors.EVENT_PAGE_SIZE)
-            if window is not None else selectors.EventPage(events=[], next=None)
+            if window is not None
+            else selectors.EventPage(events=[], next=None)
         )
         document = _session_document(
             session,
@@ -158,7 +171,8 @@ class SessionDetailView(AdkView):
 class EventListView(AdkView):
     @extend_schema(
         summary="ADK: the next page of a session read's events",
-        parameters=[s.AdkEventPageQuery], responses={200: s.AdkEventPageOutput},
+        parameters=[s.AdkEventPageQuery],
+        responses={200: s.AdkEventPageOutput},
     )
     def get(self, request, app_name, user_id, session_id):
         cursor = selectors.EventCursor.decode(validated(s.AdkEventPageQuery, request.query_params)["cursor"])
@@ -169,20 +183,31 @@ class EventListView(AdkView):
 
     @extend_schema(
         summary="ADK: append an event with its state delta (one transaction)",
-        request=s.AdkEventAppendInput, responses={201: s.AdkEventAppendedOutput, **error_responses(409)},
+        request=s.AdkEventAppendInput,
+        responses={201: s.AdkEventAppendedOutput, **error_responses(409)},
     )
     def post(self, request, app_name, user_id, session_id):
         data = validated(s.AdkEventAppendInput, request.data)
         event = parse_object(data["event"], field="event")
         with transaction.atomic():
             appended = services.adk_event_append(
-                tenant=request.tenant, app_name=app_name, user_id=user_id, session_id=session_id, event=event, expected_version=data.get("expected_version"),
-                last_update_time=data.get("last_update_time"), last_event_id=data.get("last_event_id"),
+                tenant=request.tenant,
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                event=event,
+                expected_version=data.get("expected_version"),
+                last_update_time=data.get("last_update_time"),
+                last_event_id=data.get("last_event_id"),
             )
             if appended.user_delta:
                 user_services.adk_user_state_update(
-                    tenant=request.tenant, app_name=app_name, user_id=user_id, delta=appended.user_delta,
-                    session_pk=appended.session.pk, event_seq=appended.event.seq,
+                    tenant=request.tenant,
+                    app_name=app_name,
+                    user_id=user_id,
+                    delta=appended.user_delta,
+                    session_pk=appended.session.pk,
+                    event_seq=appended.event.seq,
                 )
         session = appended.session
         return Response(
@@ -191,13 +216,16 @@ class EventListView(AdkView):
 
 
 class UserStateView(AdkView):
-    @extend_schema(summary="ADK: a user's user: state in the app (keys without the prefix)", responses={200: s.AdkStateOutput})
+    @extend_schema(
+        summary="ADK: a user's user: state in the app (keys without the prefix)", responses={200: s.AdkStateOutput}
+    )
     def get(self, request, app_name, user_id):
-        return Response({"state": user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id)})
+        return Response(
+            {"state": user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id)}
+        )
 
 
 class AppStateView(AdkView):
     @extend_schema(summary="ADK: the app's app: state (keys without the prefix)", responses={200: s.AdkStateOutput})
     def get(self, request, app_name):
         return Response({"state": selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name)})
-

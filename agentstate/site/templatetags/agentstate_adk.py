@@ -1,6 +1,7 @@
 """A Google ADK session as staff read it on its admin page: its latest events in order (author,
 text, function calls and results, state deltas with their user: part put back) and the merged
 state. Project level: the user: state is user data (userdata_app), the rest process state."""
+
 from __future__ import annotations
 
 import json
@@ -32,10 +33,16 @@ def _event_row(seq: int, event: dict[str, Any], user_delta: dict[str, Any] | Non
         "author": event.get("author", ""),
         "time": datetime.fromtimestamp(event["timestamp"], tz=timezone.utc),
         "text": "\n".join(p["text"] for p in parts if isinstance(p.get("text"), str)),
-        "calls": [f"{p['function_call'].get('name')}({_json(p['function_call'].get('args') or {})})"
-                  for p in parts if p.get("function_call")],
-        "results": [f"{p['function_response'].get('name')} → {_json(p['function_response'].get('response'))}"
-                    for p in parts if p.get("function_response")],
+        "calls": [
+            f"{p['function_call'].get('name')}({_json(p['function_call'].get('args') or {})})"
+            for p in parts
+            if p.get("function_call")
+        ],
+        "results": [
+            f"{p['function_response'].get('name')} → {_json(p['function_response'].get('response'))}"
+            for p in parts
+            if p.get("function_response")
+        ],
         "delta": _json(delta) if delta else "",
     }
 
@@ -47,10 +54,13 @@ def adk_session(session: Session, all_url: str) -> dict[str, Any]:
     events = page.events if page else []
     deltas = (
         user_selectors.adk_event_user_deltas(session_pk=session.pk, first_seq=events[0][0], last_seq=events[-1][0])
-        if events else {}
+        if events
+        else {}
     )
     app_state = selectors.adk_app_state_get(tenant=session.tenant, app_name=session.app_name)
-    user_state = user_selectors.adk_user_state_get(tenant=session.tenant, app_name=session.app_name, user_id=session.user_id)
+    user_state = user_selectors.adk_user_state_get(
+        tenant=session.tenant, app_name=session.app_name, user_id=session.user_id
+    )
     return {
         "events": [_event_row(seq, json.loads(text), deltas.get(seq)) for seq, text in events],
         "total": session.last_seq,

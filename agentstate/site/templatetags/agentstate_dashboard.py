@@ -6,6 +6,7 @@ time: the hot write path would pay for it), so they are cached for ``ACTIVITY_CA
 the project's cache: one render per interval pays for them, however many staff open the page.
 Erasure request counts are cheap (indexed) and always current.
 """
+
 from datetime import timedelta
 
 from django import template
@@ -41,18 +42,25 @@ def agentstate_dashboard():
     bars = []
     for i, (day, n) in enumerate(per_day):
         height = round(n / peak * CHART_HEIGHT)
-        bars.append({
-            "day": day, "count": n, "x": i * (BAR_WIDTH + BAR_GAP), "y": CHART_HEIGHT - height, "height": height,
-            "label": i % 5 == 0 or i == len(per_day) - 1,
-            # The last label ends at its bar's right edge: drawn from its start it ran off the chart.
-            "label_x": i * (BAR_WIDTH + BAR_GAP) + (BAR_WIDTH if i == len(per_day) - 1 else 0),
-            "label_anchor": "end" if i == len(per_day) - 1 else "start",
-        })
+        bars.append(
+            {
+                "day": day,
+                "count": n,
+                "x": i * (BAR_WIDTH + BAR_GAP),
+                "y": CHART_HEIGHT - height,
+                "height": height,
+                "label": i % 5 == 0 or i == len(per_day) - 1,
+                # The last label ends at its bar's right edge: drawn from its start it ran off the chart.
+                "label_x": i * (BAR_WIDTH + BAR_GAP) + (BAR_WIDTH if i == len(per_day) - 1 else 0),
+                "label_anchor": "end" if i == len(per_day) - 1 else "start",
+            }
+        )
     today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     return {
         # The same parameters as the session list's own "Today" link of its "updated at" filter.
-        "active_today_query": urlencode({"ended": "no", "updated_at__gte": str(today),
-                                         "updated_at__lt": str(today + timedelta(days=1))}),
+        "active_today_query": urlencode(
+            {"ended": "no", "updated_at__gte": str(today), "updated_at__lt": str(today + timedelta(days=1))}
+        ),
         "activity": activity,
         "erasures": erasure_request_summary(),
         "bars": bars,

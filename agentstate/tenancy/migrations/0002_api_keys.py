@@ -5,34 +5,76 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tenancy', '0001_initial'),
+        ("tenancy", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='tenant',
-            options={'ordering': ['slug'], 'permissions': [('use_api_as_tenant', 'Can use the REST API as any tenant')]},
+            name="tenant",
+            options={
+                "ordering": ["slug"],
+                "permissions": [("use_api_as_tenant", "Can use the REST API as any tenant")],
+            },
         ),
         migrations.CreateModel(
-            name='APIKey',
+            name="APIKey",
             fields=[
-                ('id', models.CharField(editable=False, max_length=150, primary_key=True, serialize=False, unique=True)),
-                ('prefix', models.CharField(editable=False, max_length=8, unique=True)),
-                ('hashed_key', models.CharField(editable=False, max_length=150)),
-                ('created', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('name', models.CharField(default=None, help_text='A free-form name for the API key. Need not be unique. 50 characters max.', max_length=50)),
-                ('revoked', models.BooleanField(blank=True, default=False, help_text='If the API key is revoked, clients cannot use it anymore. (This cannot be undone.)')),
-                ('expiry_date', models.DateTimeField(blank=True, help_text='Once API key expires, clients cannot use it anymore.', null=True, verbose_name='Expires')),
-                ('scope', models.CharField(choices=[('agent', 'Agent (sessions, state, user data)'), ('compliance', 'Compliance (also erasure and subject export)')], default='agent', max_length=16)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_keys', to='tenancy.tenant')),
+                (
+                    "id",
+                    models.CharField(editable=False, max_length=150, primary_key=True, serialize=False, unique=True),
+                ),
+                ("prefix", models.CharField(editable=False, max_length=8, unique=True)),
+                ("hashed_key", models.CharField(editable=False, max_length=150)),
+                ("created", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "name",
+                    models.CharField(
+                        default=None,
+                        help_text="A free-form name for the API key. Need not be unique. 50 characters max.",
+                        max_length=50,
+                    ),
+                ),
+                (
+                    "revoked",
+                    models.BooleanField(
+                        blank=True,
+                        default=False,
+                        help_text="If the API key is revoked, clients cannot use it anymore. (This cannot be undone.)",
+                    ),
+                ),
+                (
+                    "expiry_date",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="Once API key expires, clients cannot use it anymore.",
+                        null=True,
+                        verbose_name="Expires",
+                    ),
+                ),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[
+                            ("agent", "Agent (sessions, state, user data)"),
+                            ("compliance", "Compliance (also erasure and subject export)"),
+                        ],
+                        default="agent",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="api_keys", to="tenancy.tenant"
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'API key',
-                'verbose_name_plural': 'API keys',
-                'ordering': ('-created',),
-                'abstract': False,
+                "verbose_name": "API key",
+                "verbose_name_plural": "API keys",
+                "ordering": ("-created",),
+                "abstract": False,
             },
         ),
     ]

@@ -1,6 +1,7 @@
 """Enforce the tenants' retention policies, like Django's ``clearsessions``: run it periodically
 (docs/OPERATIONS.md has cron and systemd timer examples). Safe to interrupt: every batch commits
 on its own and the next run finishes the job."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from agentstate.exceptions import InvalidInput
@@ -15,8 +16,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--tenant", metavar="SLUG", help="Only this tenant (default: every tenant with a policy).")
         parser.add_argument("--dry-run", action="store_true", help="Count what would be removed; remove nothing.")
-        parser.add_argument("--batch-size", type=int, default=services.retention.DEFAULT_BATCH_SIZE,
-                            help="Sessions per batch (each batch is one short transaction).")
+        parser.add_argument(
+            "--batch-size",
+            type=int,
+            default=services.retention.DEFAULT_BATCH_SIZE,
+            help="Sessions per batch (each batch is one short transaction).",
+        )
 
     def handle(self, *args, **options) -> None:
         tenant = None
@@ -28,8 +33,11 @@ class Command(BaseCommand):
         progress = _Progress(self.stdout, tty=self.stdout.isatty()) if verbose else None
         try:
             run = services.retention_apply(
-                tenant=tenant, dry_run=dry, batch_size=options["batch_size"],
-                on_batch=progress.batch if progress else (lambda batch: None), with_totals=bool(progress and progress.tty),
+                tenant=tenant,
+                dry_run=dry,
+                batch_size=options["batch_size"],
+                on_batch=progress.batch if progress else (lambda batch: None),
+                with_totals=bool(progress and progress.tty),
             )
         except InvalidInput as exc:
             raise CommandError(str(exc)) from None
@@ -44,7 +52,9 @@ class Command(BaseCommand):
             for category in CATEGORIES:
                 if category in counts:
                     self.stdout.write(f"{slug}: {category} {verb} {counts[category]}")
-        self.stdout.write(f"Retention run #{run.pk}{' (dry run)' if dry else ''}: {run.total} rows in {run.duration_seconds:.2f} s.")
+        self.stdout.write(
+            f"Retention run #{run.pk}{' (dry run)' if dry else ''}: {run.total} rows in {run.duration_seconds:.2f} s."
+        )
 
 
 class _Progress:
@@ -68,7 +78,8 @@ class _Progress:
             filled = round(self.WIDTH * self.seen / total) if total else self.WIDTH
             self.out.write(
                 f"\r{batch.tenant_slug} {batch.category} [{'#' * filled}{'.' * (self.WIDTH - filled)}] "
-                f"{self.seen}/{total} sessions", ending="",
+                f"{self.seen}/{total} sessions",
+                ending="",
             )
             self.out.flush()
         else:

@@ -1,6 +1,7 @@
 """Sweep expired working state, like Django's ``clearsessions``: run it periodically (e.g. hourly
 from cron or a systemd timer) when working state lives in the database. Expired entries already
 read as empty; the sweep only frees their rows."""
+
 from django.core.management.base import BaseCommand
 
 from sessions_app.services import working_state_purge_expired

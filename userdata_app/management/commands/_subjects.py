@@ -1,5 +1,6 @@
 """``--subject TENANT:USER_ID`` arguments shared by the erasure and export commands. The user id
 is checked by the API's ``clean_identifier`` and kept exactly as typed, like the API keeps it."""
+
 from django.core.management.base import CommandError
 
 from agentstate.exceptions import InvalidInput
@@ -9,9 +10,12 @@ from agentstate.validation import clean_identifier
 
 def add_subject_argument(parser) -> None:
     parser.add_argument(
-        "--subject", action="append", required=True, metavar="TENANT:USER_ID",
+        "--subject",
+        action="append",
+        required=True,
+        metavar="TENANT:USER_ID",
         help="A tenant slug and a user id of the person; repeat for each account of the same person. The user id is "
-             "everything after the first colon, exactly as typed (quote it: spaces count and nothing is stripped).",
+        "everything after the first colon, exactly as typed (quote it: spaces count and nothing is stripped).",
     )
 
 

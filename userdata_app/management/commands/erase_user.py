@@ -6,6 +6,7 @@ If a reader keeps SQLite's write-ahead log from being truncated, the truncation 
 Like the admin's confirmation page, it first shows what will be erased and asks on the terminal;
 ``--yes`` (``--no-input``) skips the question for scripts, and without a terminal to ask on it
 refuses rather than erase unasked."""
+
 import json
 import sys
 
@@ -25,17 +26,30 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         add_subject_argument(parser)
-        parser.add_argument("--scope", choices=ErasureRequest.Scope.values, default=ErasureRequest.Scope.USER_DATA,
-                            help="user_data (default: user-attributed data only) or everything (also sessions and their history).")
+        parser.add_argument(
+            "--scope",
+            choices=ErasureRequest.Scope.values,
+            default=ErasureRequest.Scope.USER_DATA,
+            help="user_data (default: user-attributed data only) or everything (also sessions and their history).",
+        )
         parser.add_argument("--dry-run", action="store_true", help="Print what would be erased; change nothing.")
         parser.add_argument("--operator", help="Username of the staff member carrying this out (recorded).")
         parser.add_argument("--requested-by", default="", help="Reference of the request, e.g. a ticket number.")
         parser.add_argument("--reason", default="", help="Notes (no personal data).")
-        parser.add_argument("--storage-timeout", type=float, default=10.0,
-                            help="Seconds to keep retrying SQLite's WAL truncation if a reader holds it (default 10).")
-        parser.add_argument("--yes", "--no-input", dest="yes", action="store_true",
-                            help="Erase without asking (scripts). Without it the command shows what will be erased and "
-                                 "asks on the terminal, and refuses when there is no terminal to ask on.")
+        parser.add_argument(
+            "--storage-timeout",
+            type=float,
+            default=10.0,
+            help="Seconds to keep retrying SQLite's WAL truncation if a reader holds it (default 10).",
+        )
+        parser.add_argument(
+            "--yes",
+            "--no-input",
+            dest="yes",
+            action="store_true",
+            help="Erase without asking (scripts). Without it the command shows what will be erased and "
+            "asks on the terminal, and refuses when there is no terminal to ask on.",
+        )
 
     def handle(self, *args, subject, scope, dry_run, operator, requested_by, reason, storage_timeout, yes, **options):
         subjects = parse_subjects(subject)
@@ -63,17 +77,25 @@ class Command(BaseCommand):
             receipt.request.refresh_from_db()
         self.stdout.write(json.dumps(erasure.receipt_document(receipt=receipt), indent=2))
         if receipt.request.storage_pending:
-            self.stderr.write(f"{receipt.request.storage_pending} Run `manage.py erasure_storage_cleanup` once the readers are closed.")
+            self.stderr.write(
+                f"{receipt.request.storage_pending} Run `manage.py erasure_storage_cleanup` once the readers are closed."
+            )
 
     def confirm(self, *, subjects, scope: str) -> None:
         """Show the subjects (ids spelled out, as the admin shows them) and the rows per category
         that will be erased; go on only on "yes" typed at a terminal."""
         if not sys.stdin.isatty():
-            raise CommandError("Nothing erased: erase_user asks for confirmation on a terminal and there is none. "
-                               "Check with --dry-run, then run it with --yes (or --no-input).")
-        self.stdout.write(f"This erases, for good and in one transaction ({ErasureRequest.Scope(scope).label.lower()}):")
+            raise CommandError(
+                "Nothing erased: erase_user asks for confirmation on a terminal and there is none. "
+                "Check with --dry-run, then run it with --yes (or --no-input)."
+            )
+        self.stdout.write(
+            f"This erases, for good and in one transaction ({ErasureRequest.Scope(scope).label.lower()}):"
+        )
         for tenant, user_id in subjects:
-            self.stdout.write(f"  tenant {tenant.slug}, user id {identifier_visible(user_id)} ({len(user_id)} characters)")
+            self.stdout.write(
+                f"  tenant {tenant.slug}, user id {identifier_visible(user_id)} ({len(user_id)} characters)"
+            )
         counts = erasure.subjects_preview(subjects=subjects, scope=scope)
         self.stdout.write("Rows that will be erased:")
         for category, n in counts.items():

@@ -1,6 +1,7 @@
 """Finish the clean-up an erasure could not finish right after it committed: SQLite's
 write-ahead log still open in a reader (the request's admin page and receipt say so), PostgreSQL
 statistics of a busy table. Retries until done or ``--timeout``; exits non-zero if still pending."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from userdata_app import erasure

@@ -1,4 +1,5 @@
 """Write everything held about a person (GDPR Art. 15/20) to one JSON file."""
+
 import json
 
 from django.core.management.base import BaseCommand

@@ -4,6 +4,7 @@ The registry keeps keyed hashes only: every (tenant, user id) present in the dat
 under each configured key and matched (see docs/COMPLIANCE.md). Keep a copy of the registry
 outside the database (``--save-registry``) so a restore from an older backup can load it back
 (``--registry-file``) before matching."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -17,7 +18,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--dry-run", action="store_true", help="Report matches and counts; erase nothing.")
-        parser.add_argument("--registry-file", help="Load registry entries from this file (written by --save-registry) first.")
+        parser.add_argument(
+            "--registry-file", help="Load registry entries from this file (written by --save-registry) first."
+        )
         parser.add_argument("--save-registry", metavar="FILE", help="Write the registry to FILE and exit.")
 
     def handle(self, *args, dry_run, registry_file, save_registry, **options):
