@@ -1,4 +1,4 @@
-"""Top-level URL configuration: a home page, the admin, the REST API (v1), its schema and docs, the health check.
+"""Top-level URL configuration: a home page, the admin, the REST API (v1), its schema and docs, the probes.
 
 Errors Django answers itself (an unknown URL, a refused page, a body too big before DRF reads it, a
 crash) are chosen by path (agentstate.site.errors): the API's JSON error shape under /api/, the
@@ -10,13 +10,15 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from agentstate.api.errors import api_not_found
-from agentstate.site.health import HealthView
+from agentstate.site.health import HealthView, livez
 from agentstate.site.home import HomeView
 
 urlpatterns = [
     path("", HomeView.as_view(), name="home"),  # where the admin's "View site" leads
     path("admin/", admin.site.urls),
+    re_path(r"^livez/?$", livez, name="livez"),
     re_path(r"^healthz/?$", HealthView.as_view(), name="healthz"),
+    re_path(r"^readyz/?$", HealthView.as_view(), name="readyz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/auth/", include("rest_framework.urls")),  # log in / out links of the browsable API (staff)

@@ -1,4 +1,4 @@
-"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,all,summary}
+"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,latency,all,summary}
     [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--markdown] [--write FILE]
 
 scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by
@@ -8,6 +8,8 @@ default and on PostgreSQL when DATABASE_URL is set; retention (a sweep of 10,000
 PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunicorn and wrk.
 replicas adds a streaming replica, PgBouncer and Redis beside such a server (docs/SCALING.md).
 adk compares AgentStateSessionService (through gunicorn) with ADK's own session services.
+latency times one caller per operation: the client against gunicorn, the service layer and ADK's
+services in process (SQLite by default, PostgreSQL when DATABASE_URL is set).
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there (--markdown as
 docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generated tables).
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from benchmarks.bench_db import bench_database
 
-SUITES = ("scaling", "http", "erasure", "admin", "langgraph", "edits", "replicas", "adk", "retention")
+SUITES = ("scaling", "http", "erasure", "admin", "langgraph", "edits", "replicas", "adk", "retention", "latency")
 
 
 def _scaling(args) -> None:
@@ -79,6 +81,15 @@ def _adk(args) -> None:
         result = adk.run(turns=3 if args.quick else 10)
         adk.print_table(result)
         print(f"results: {report.write_results('adk', result)}")
+
+
+def _latency(args) -> None:
+    with bench_database(keep=args.keep_db):
+        from benchmarks import latency, report
+
+        result = latency.run(quick=args.quick)
+        latency.print_table(result)
+        print(f"results: {report.write_results('latency', result)}")
 
 
 def _retention(args) -> None:
@@ -199,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         "replicas": _replicas,
         "adk": _adk,
         "retention": _retention,
+        "latency": _latency,
     }[args.suite](args)
     return 0
 

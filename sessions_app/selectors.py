@@ -4,6 +4,7 @@ fetched through it), so nothing outside the tenant is reachable; each query is i
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from typing import Any
@@ -98,14 +99,26 @@ def message_list(*, session: Session, after_seq: int | None = None, role: str | 
     return messages.order_by("seq")
 
 
-def message_recent(*, session: Session, limit: int, role: str | None = None) -> list[Message]:
-    """The most recent ``limit`` messages, oldest first."""
+def _newest_messages(*, session: Session, limit: int, role: str | None) -> QuerySet[Message]:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_RECENT:
         raise InvalidInput.for_field("limit", f"must be an integer from 0 to {MAX_RECENT}.")
     messages = Message.objects.filter(session=session)
     if role is not None:
         messages = messages.filter(role=role)
-    return list(reversed(messages.order_by("-seq")[:limit]))
+    return messages.order_by("-seq")
+
+
+def message_recent(*, session: Session, limit: int, role: str | None = None) -> list[Message]:
+    """The most recent ``limit`` messages, oldest first."""
+    return list(reversed(_newest_messages(session=session, limit=limit, role=role)[:limit]))
+
+
+def message_recent_rows(
+    *, session: Session, limit: int, fields: Sequence[str], role: str | None = None
+) -> list[dict[str, Any]]:
+    """``message_recent`` as rows of ``fields`` only: a caller that just serializes them skips
+    building models."""
+    return list(reversed(_newest_messages(session=session, limit=limit, role=role).values(*fields)[:limit]))
 
 
 def _rounds_of(*, tenant: Tenant, user_id: str, session_id: str | None) -> QuerySet[Round]:

@@ -54,6 +54,13 @@ def scratch_connection(default_settings, tmp_path, django_db_blocker):
         probe.close()
 
 
+def test_sqlite_connections_are_kept_between_requests_like_postgresql_ones(default_settings):
+    """Opening a SQLite connection (and running its pragmas) per request was the largest single
+    cost of a small API request; DJANGO_CONN_MAX_AGE still says how long one lives."""
+    assert default_settings["database"]["CONN_MAX_AGE"] == 60
+    assert _settings(DJANGO_CONN_MAX_AGE="0")["database"]["CONN_MAX_AGE"] == 0
+
+
 def test_default_sqlite_connections_use_wal_and_secure_delete(scratch_connection):
     with scratch_connection.cursor() as cursor:
         cursor.execute("PRAGMA journal_mode")

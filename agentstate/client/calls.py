@@ -82,12 +82,22 @@ def validated(cls: type[M], data: Any) -> M:
         raise AgentStateError(f"unexpected answer shape for {cls.__name__}: {exc}") from None
 
 
+def parsed(cls: type[M], response: httpx.Response) -> M:
+    """``response`` read straight from its bytes into ``cls`` (pydantic's own JSON parser: a page
+    of messages costs a fraction of ``json.loads`` then validation); an answer that does not fit
+    takes the slow path, which says whether it was not JSON or not the expected shape."""
+    try:
+        return cls.model_validate_json(response.content)
+    except pydantic.ValidationError:
+        return validated(cls, body(response))
+
+
 def as_model(cls: type[M]) -> Callable[[httpx.Response], M]:
-    return lambda response: validated(cls, body(response))
+    return lambda response: parsed(cls, response)
 
 
 def as_page(cls: type[M]) -> Callable[[httpx.Response], Page[M]]:
-    return lambda response: validated(Page[cls], body(response))  # type: ignore[valid-type]
+    return lambda response: parsed(Page[cls], response)  # type: ignore[valid-type]
 
 
 def as_json(response: httpx.Response) -> Any:

@@ -65,7 +65,7 @@ class _Appended(pydantic.BaseModel):
 
 
 def _appended(response: httpx.Response) -> list[MessageRecord]:
-    return calls.validated(_Appended, calls.body(response)).messages
+    return calls.parsed(_Appended, response).messages
 
 
 def _recent_page(response: httpx.Response) -> list[MessageRecord]:
@@ -77,7 +77,7 @@ class _Popped(pydantic.BaseModel):
 
 
 def _popped(response: httpx.Response) -> MessageRecord | None:
-    return calls.validated(_Popped, calls.body(response)).message
+    return calls.parsed(_Popped, response).message
 
 
 class Endpoints(abc.ABC):

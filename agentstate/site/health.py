@@ -1,5 +1,6 @@
-"""``/healthz``: whether this process can serve — the database, the cache and, when it lives in
-Redis, the working-state store. Project level: it probes what the apps use."""
+"""Probes. ``/livez``: the process answers (restart it when not); ``/healthz`` (also ``/readyz``):
+it can serve — the database, the cache and, when it lives in Redis, the working-state store (send
+it no traffic when not). Project level: it probes what the apps use."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_safe
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
@@ -15,6 +18,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sessions_app import working_state
+
+
+@require_safe
+def livez(request: HttpRequest) -> JsonResponse:
+    """``/livez``: a plain Django view (no DRF negotiation, authentication or throttling) that
+    touches no dependency, so a failing database never gets a healthy process restarted."""
+    return JsonResponse({"status": "ok"})
 
 
 def _check(probe) -> str:
@@ -51,8 +61,8 @@ class HealthSerializer(serializers.Serializer):
 
 
 class HealthView(APIView):
-    """``/healthz``: no authentication; 200 when the database, the cache and (when it is Redis)
-    the working-state store answer, else 503 naming the failing part."""
+    """``/healthz`` and ``/readyz``: no authentication; 200 when the database, the cache and (when it
+    is Redis) the working-state store answer, else 503 naming the failing part."""
 
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]

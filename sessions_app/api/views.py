@@ -36,6 +36,9 @@ IF_MATCH = OpenApiParameter(
 
 HISTORY_GENERATION = "X-History-Generation"
 
+# Reads of the history serialize rows of these columns: no model instance per message.
+MESSAGE_FIELDS = s.MessageSerializer.sources()
+
 ROUND_ID = OpenApiParameter("round_id", int, OpenApiParameter.PATH, description="0..2147483647")
 
 
@@ -157,13 +160,15 @@ class MessageListView(SessionScopedView):
         session = self.get_session()
         role = query.get("role")
         if "recent" in query:
-            recent = selectors.message_recent(session=session, limit=query["recent"], role=role)
+            recent = selectors.message_recent_rows(
+                session=session, limit=query["recent"], role=role, fields=MESSAGE_FIELDS
+            )
             response = Response(
                 {"next": None, "previous": None, "results": s.MessageSerializer(recent, many=True).data}
             )
         else:
             messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
-            response = self.paginated(messages, serializer_class=s.MessageSerializer)
+            response = self.paginated(messages.values(*MESSAGE_FIELDS), serializer_class=s.MessageSerializer)
         # A reader following after_seq or cursors compares it page to page: a change means an edit
         # (pop, rewind, clear) removed messages it may already hold.
         response[HISTORY_GENERATION] = str(session.history_generation)

@@ -97,3 +97,25 @@ def test_healthz_reports_a_failing_cache_as_503(client, monkeypatch):
 def test_healthz_checks_redis_working_state_when_configured(client):
     response = client.get("/healthz")
     assert response.status_code == 503 and response.json()["working_state"].startswith("error")
+
+
+def test_livez_answers_without_touching_the_database_or_the_cache(client, monkeypatch, django_assert_num_queries):
+    def broken(*args, **kwargs):
+        raise ConnectionError("cache down")
+
+    monkeypatch.setattr(cache, "set", broken)
+    monkeypatch.setattr(cache, "get", broken)
+    for path in ("/livez", "/livez/"):
+        with django_assert_num_queries(0):
+            response = client.get(path)
+        assert response.status_code == 200 and response.json() == {"status": "ok"}
+    assert client.get("/readyz").status_code == 503  # readiness still checks what liveness skips
+
+
+def test_livez_refuses_writes(client):
+    assert client.post("/livez").status_code == 405
+
+
+def test_readyz_is_the_readiness_check(client):
+    response = client.get("/readyz/")
+    assert response.status_code == 200 and response.json()["database"] == "ok" and response.json()["cache"] == "ok"
