@@ -260,6 +260,31 @@ def _edits(vendor: str, runs: list[dict]) -> list[Table]:
     ]
 
 
+@summary("latency")
+def _latency(vendor: str, runs: list[dict]) -> list[Table]:
+    names = list(runs[0]["services"])
+    operations = list(runs[0]["services"][names[0]])
+    rows = []
+    for op in operations:
+        row = [op]
+        for name in names:
+            medians = [run["services"][name][op]["median_ms"] for run in runs if op in run["services"][name]]
+            p99s = [run["services"][name][op]["p99_ms"] for run in runs if op in run["services"][name]]
+            row.append(f"{_spread(medians, '{:.1f}')} / {_spread(p99s, '{:.1f}')}" if medians else "–")
+        rows.append(row)
+    probes = [
+        [name, _spread([run["probes"][name]["median_ms"] for run in runs], "{:.2f}")] for name in runs[0]["probes"]
+    ]
+    return [
+        Table(
+            f"Latency of one caller on {vendor}, {_when(runs)}: median / p99 ms, median [min–max] of the runs.",
+            ["operation", *names],
+            rows,
+        ),
+        Table("Requests that do nothing, over HTTP, same runs: median ms.", ["request", "median ms"], probes),
+    ]
+
+
 def kept_runs(results_dir: Path = RESULTS_DIR) -> dict[tuple[str, str], list[dict]]:
     """Every kept run by (suite, database), in the order they were taken."""
     runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
