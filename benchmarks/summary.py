@@ -285,6 +285,61 @@ def _latency(vendor: str, runs: list[dict]) -> list[Table]:
     ]
 
 
+@summary("langgraph")
+def _langgraph(vendor: str, runs: list[dict]) -> list[Table]:
+    small, large = (str(size) for size in runs[0]["sizes"])
+    rows = []
+    for name in runs[0]["results"]:
+        points = [run["results"][name] for run in runs]
+        rows.append(
+            [
+                name,
+                _spread([p["sizes"][small]["median_ms"] for p in points], "{:.2f}"),
+                _spread([p["sizes"][large]["median_ms"] for p in points], "{:.2f}"),
+                _spread([p["sizes"][large]["p99_ms"] for p in points], "{:.2f}"),
+                _spread([p["ratio"] for p in points], "{:.2f}"),
+            ]
+        )
+    return [
+        Table(
+            f"LangGraph on {vendor}, {_when(runs)}: ms per step (put + get_tuple), median [min–max].",
+            [
+                "saver",
+                f"median @{int(small):,}",
+                f"median @{int(large):,}",
+                f"p99 @{int(large):,}",
+                f"ratio (target ≤ {runs[0]['target_ratio']})",
+            ],
+            rows,
+        )
+    ]
+
+
+@summary("adk")
+def _adk(vendor: str, runs: list[dict]) -> list[Table]:
+    sizes = runs[0]["sizes"]
+    services = [name for name, points in runs[0].items() if isinstance(points, dict) and name != "machine"]
+    rows = []
+    for name in services:
+        points = [run[name] for run in runs]
+        row = [name, _spread([p[str(sizes[0])]["append_ms"] for p in points], "{:.1f}")]
+        row += [_spread([p[str(size)]["load_ms"] for p in points], "{:.1f}") for size in sizes]
+        row += [_spread([p[str(size)]["turn_ms"] for p in points], "{:.1f}") for size in sizes]
+        rows.append(row)
+    return [
+        Table(
+            f"ADK on {vendor}, {_when(runs)}: ms, median [min–max].",
+            [
+                "session service",
+                "append",
+                *[f"load @{size:,} events" for size in sizes],
+                *[f"turn @{size:,} events" for size in sizes],
+            ],
+            rows,
+        )
+    ]
+
+
 def kept_runs(results_dir: Path = RESULTS_DIR) -> dict[tuple[str, str], list[dict]]:
     """Every kept run by (suite, database), in the order they were taken."""
     runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
