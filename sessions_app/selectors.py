@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Count, QuerySet, Subquery, Sum
+from django.db.models import Count, Expression, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -114,11 +114,11 @@ def message_recent(*, session: Session, limit: int, role: str | None = None) -> 
 
 
 def message_recent_rows(
-    *, session: Session, limit: int, fields: Sequence[str], role: str | None = None
-) -> list[dict[str, Any]]:
-    """``message_recent`` as rows of ``fields`` only: a caller that just serializes them skips
-    building models."""
-    return list(reversed(_newest_messages(session=session, limit=limit, role=role).values(*fields)[:limit]))
+    *, session: Session, limit: int, role: str | None = None, columns: Sequence[str | Expression]
+) -> list[tuple[Any, ...]]:
+    """``message_recent`` as tuples of ``columns`` (names or expressions) only: a caller that just
+    serializes them skips building models."""
+    return list(reversed(_newest_messages(session=session, limit=limit, role=role).values_list(*columns)[:limit]))
 
 
 def _rounds_of(*, tenant: Tenant, user_id: str, session_id: str | None) -> QuerySet[Round]:

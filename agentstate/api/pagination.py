@@ -50,6 +50,12 @@ class CursorPagination(pagination.CursorPagination):
         self._model = queryset.model
         return super().paginate_queryset(queryset, request, view)
 
+    def _get_position_from_instance(self, instance, ordering):
+        """Rows of ``agentstate.api.json_rows`` are tuples that start with the position."""
+        if isinstance(instance, tuple):
+            return str(instance[0])
+        return super()._get_position_from_instance(instance, ordering)
+
     def decode_cursor(self, request):
         """Refuse (400, field ``cursor``) a cursor whose position is not a value of the ordering
         field: a forged one must not reach the database as a bad parameter."""

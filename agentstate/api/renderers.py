@@ -4,25 +4,56 @@ Encoding is most of what a large answer costs the server after the database (doc
 latency). The answer holds the same JSON values as DRF's renderer writes (floats may spell an
 exponent differently): compact, UTF-8, U+2028/U+2029 escaped, datetimes, decimals and other non-JSON
 types through DRF's own encoder. Anything orjson refuses (integers past 64 bits, nesting past its
-limit) and indented output go through DRF's renderer unchanged.
+limit) and indented output go through DRF's renderer unchanged. JSON text the database already
+wrote (``RawJSON``, from ``agentstate.api.json_rows``) is embedded as it is, or decoded for DRF's
+renderer.
 """
 
 from __future__ import annotations
 
+import json
+
 import orjson
 from rest_framework import renderers
+from rest_framework.utils.encoders import JSONEncoder
 
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_NON_STR_KEYS
 
 
+class RawJSON:
+    """JSON text to embed in an answer as it is."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class Encoder(JSONEncoder):
+    """DRF's encoder, for the answers orjson does not write."""
+
+    def default(self, obj):
+        if isinstance(obj, RawJSON):
+            return json.loads(obj.text)
+        return super().default(obj)
+
+
 class JSONRenderer(renderers.JSONRenderer):
+    encoder_class = Encoder
+
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if data is None or self.get_indent(accepted_media_type, renderer_context or {}) is not None:
             return super().render(data, accepted_media_type, renderer_context)
         try:
-            ret = orjson.dumps(data, default=self.encoder_class().default, option=_OPTIONS)
+            ret = orjson.dumps(data, default=_default, option=_OPTIONS)
         except orjson.JSONEncodeError:
             return super().render(data, accepted_media_type, renderer_context)
         if b"\xe2\x80\xa8" in ret or b"\xe2\x80\xa9" in ret:
             ret = ret.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
         return ret
+
+
+def _default(obj):
+    if isinstance(obj, RawJSON):
+        return orjson.Fragment(obj.text)
+    return Encoder().default(obj)

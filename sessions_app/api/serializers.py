@@ -6,9 +6,11 @@ a silent no-op); every rule (identifiers, JSON limits, counters) is checked by t
 
 from __future__ import annotations
 
+from django.db.models import Case, F, TextField, Value, When
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agentstate.api.json_rows import JSONRow, JSONValue
 from agentstate.api.serializers import Output, StrictInput, StringField
 from sessions_app.selectors import MAX_RECENT
 
@@ -68,6 +70,19 @@ class SessionSerializer(Output):
         help_text="For a fork: {session_id, seq, round} of the session and point it was copied from; else null.",
     )
     version = serializers.IntegerField(help_text="Also sent as the ETag; send it back as If-Match.")
+
+    # The list's rows are written by the database (agentstate.api.json_rows); fork_origin is a property.
+    json_sources = {
+        "fork_origin": JSONValue(
+            Case(
+                When(forked_from_seq=None, then=Value(None)),
+                default=JSONRow(
+                    session_id=F("forked_from_session_id"), seq=F("forked_from_seq"), round=F("forked_from_round")
+                ),
+                output_field=TextField(),
+            )
+        )
+    }
 
 
 class SessionCreateInput(StrictInput):

@@ -14,7 +14,7 @@ from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from agentstate.api import etags
+from agentstate.api import etags, json_rows
 from agentstate.api.pagination import InsertionPagination, RoundPagination, SeqPagination, SessionPagination
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
@@ -24,7 +24,7 @@ from agentstate.exceptions import NotFound, PreconditionFailed
 from sessions_app import selectors, services
 from sessions_app.api import serializers as s
 from sessions_app.api.filters import SessionFilter
-from sessions_app.models import Session
+from sessions_app.models import Message, Session
 
 IF_MATCH = OpenApiParameter(
     "If-Match",
@@ -36,8 +36,8 @@ IF_MATCH = OpenApiParameter(
 
 HISTORY_GENERATION = "X-History-Generation"
 
-# Reads of the history serialize rows of these columns: no model instance per message.
-MESSAGE_FIELDS = s.MessageSerializer.sources()
+# Reads of the history: each message's JSON written by the database (agentstate.api.json_rows).
+MESSAGE_JSON = json_rows.row_expression(s.MessageSerializer, Message)
 
 ROUND_ID = OpenApiParameter("round_id", int, OpenApiParameter.PATH, description="0..2147483647")
 
@@ -74,8 +74,7 @@ class SessionListView(TenantAPIView, generics.GenericAPIView):
     @extend_schema(summary="List sessions (without messages)", responses={200: s.SessionSerializer(many=True)})
     @replica_reads  # a listing tolerates lag (docs/SCALING.md)
     def get(self, request):
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(s.SessionSerializer(page, many=True).data)
+        return self.paginated_rows(self.filter_queryset(self.get_queryset()), serializer_class=s.SessionSerializer)
 
     @extend_schema(
         summary="Create a session",
@@ -161,14 +160,12 @@ class MessageListView(SessionScopedView):
         role = query.get("role")
         if "recent" in query:
             recent = selectors.message_recent_rows(
-                session=session, limit=query["recent"], role=role, fields=MESSAGE_FIELDS
+                session=session, limit=query["recent"], role=role, columns=[MESSAGE_JSON]
             )
-            response = Response(
-                {"next": None, "previous": None, "results": s.MessageSerializer(recent, many=True).data}
-            )
+            response = Response({"next": None, "previous": None, "results": json_rows.embedded(recent)})
         else:
             messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
-            response = self.paginated(messages.values(*MESSAGE_FIELDS), serializer_class=s.MessageSerializer)
+            response = self.paginated_rows(messages, serializer_class=s.MessageSerializer)
         # A reader following after_seq or cursors compares it page to page: a change means an edit
         # (pop, rewind, clear) removed messages it may already hold.
         response[HISTORY_GENERATION] = str(session.history_generation)

@@ -1,0 +1,131 @@
+"""Rows that leave the database as the API's JSON text.
+
+A long page of history spent most of its time in Python turning columns into values and back into
+JSON: decoding each JSON column, parsing each datetime, encoding it all again (docs/PERFORMANCE.md,
+section 9). For its list endpoints the database writes each row's JSON itself (SQLite's
+``JSON_OBJECT``, PostgreSQL's ``TO_JSON`` of each value) and the renderer embeds that text unchanged.
+
+The expression is derived from the endpoint's ``Output`` serializer, so a row has the fields the
+serializer declares, under the same names; the values are the ones DRF would write (datetimes in
+UTC as ISO 8601 with ``Z``), which ``tests/api/test_json_rows.py`` checks field by field.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any, cast
+
+from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
+from django.db import models
+from django.db.models import F, Func, QuerySet
+from rest_framework import serializers
+
+from agentstate.api.renderers import RawJSON
+
+
+class JSONValue(Func):
+    """A JSON column (or JSON text) as a JSON value, not as a string holding JSON."""
+
+    output_field = models.TextField()
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, function="JSON", **extra_context)
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, template="(%(expressions)s)::jsonb", **extra_context)
+
+
+class UTCTimestamp(Func):
+    """A datetime column as DRF writes it: ISO 8601 in UTC with ``Z``, microseconds only when not 0."""
+
+    output_field = models.TextField()
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        # Stored as text, "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC when Django wrote it; raw SQL may have
+        # added an offset ("+00:00"), which STRFTIME applies. The microseconds are read off the text.
+        # Percent signs doubled twice: once for this template, once for the query's parameters.
+        template = (
+            "STRFTIME('%%%%Y-%%%%m-%%%%dT%%%%H:%%%%M:%%%%S', %(expressions)s) "
+            "|| CASE WHEN SUBSTR(%(expressions)s, 20, 1) = '.' THEN SUBSTR(%(expressions)s, 20, 7) ELSE '' END || 'Z'"
+        )
+        return self.as_sql(compiler, connection, template=template, **extra_context)
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        template = (
+            "REGEXP_REPLACE(TO_CHAR(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US'), "
+            "'\\.000000$', '') || 'Z'"
+        )
+        return self.as_sql(compiler, connection, template=template, **extra_context)
+
+
+class JSONRow(Func):
+    """An object of ``key=expression`` pairs, in that order, as JSON text."""
+
+    output_field = models.TextField()
+
+    def __init__(self, **fields: Any) -> None:
+        self.keys = list(fields)
+        super().__init__(*fields.values())
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        parts, params = [], []
+        for name, expression in zip(self.keys, self.get_source_expressions(), strict=True):
+            sql, expression_params = compiler.compile(expression)
+            parts.append(f"%s, {sql}")
+            params.extend([name, *expression_params])
+        return f"JSON_OBJECT({', '.join(parts)})", params
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        # Written out, not JSON_BUILD_OBJECT: that one puts " : " between every key and value.
+        parts, params = [], []
+        for index, (name, expression) in enumerate(zip(self.keys, self.get_source_expressions(), strict=True)):
+            sql, expression_params = compiler.compile(expression)
+            parts.append(f"%s::text || COALESCE(TO_JSON({sql})::text, 'null')")
+            params.extend([("{" if index == 0 else ",") + json.dumps(name) + ":", *expression_params])
+        return f"({' || '.join(parts)} || '}}')", params
+
+
+def json_rows(queryset: QuerySet, serializer_class: type[serializers.Serializer], *columns: str) -> QuerySet:
+    """``queryset`` as tuples: ``columns`` (what a paginator orders by), then the row in
+    ``serializer_class``'s shape as JSON text written by the database."""
+    model = cast(type[models.Model], queryset.model)
+    return queryset.values_list(*columns, row_expression(serializer_class, model))
+
+
+def embedded(rows) -> RawJSON:
+    """A list of the rows of ``json_rows`` (the JSON text is each row's last column), ready to be
+    put in an answer as one piece."""
+    return RawJSON("[" + ",".join(row[-1] for row in rows) + "]")
+
+
+@cache
+def row_expression(serializer_class: type[serializers.Serializer], model: type[models.Model]) -> JSONRow:
+    """``serializer_class``'s fields over ``model``'s columns. A field whose source is not a column
+    comes from the serializer's ``json_sources``; a column type this module cannot write the way
+    DRF does is refused, not guessed."""
+    overrides: dict[str, Any] = getattr(serializer_class, "json_sources", {})
+    fields = {}
+    for field in serializer_class()._readable_fields:
+        source = str(field.source)
+        if source in overrides:
+            fields[str(field.field_name)] = overrides[source]
+            continue
+        try:
+            column = model._meta.get_field(source)
+        except FieldDoesNotExist as missing:
+            raise ImproperlyConfigured(
+                f"{serializer_class.__name__}.{field.field_name}: no column {source}"
+            ) from missing
+        fields[str(field.field_name)] = _written(column, F(source), serializer_class)
+    return JSONRow(**fields)
+
+
+def _written(column: object, value: F, serializer_class: type) -> Any:
+    if isinstance(column, models.JSONField):
+        return JSONValue(value)
+    if isinstance(column, models.DateTimeField):
+        return UTCTimestamp(value)
+    if isinstance(column, models.CharField | models.TextField | models.IntegerField):
+        return value  # BigIntegerField and PositiveIntegerField are IntegerFields
+    raise ImproperlyConfigured(f"{serializer_class.__name__}: no JSON rendering for {type(column).__name__}")
