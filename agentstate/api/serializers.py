@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from functools import cached_property, partial
 from typing import Any, cast
 
+from django.conf import settings
+from django.utils import timezone
 from rest_framework import serializers
 
 
@@ -50,23 +52,25 @@ class Output(serializers.Serializer):
     object (model fields already hold JSON types), only datetimes and nested shapes are converted:
     a page of 500 messages costs a fraction of DRF's field-by-field path."""
 
-    @classmethod
-    def sources(cls) -> tuple[str, ...]:
-        """What a response reads off each object: a read that only serializes rows can ask the
-        database for these alone (``.values(*sources)``) and skip building model instances."""
-        return tuple(cast(str, field.source) for field in cls()._readable_fields)
-
     @cached_property
-    def _plan(self) -> list[tuple[str, str, serializers.Field | None]]:
-        """(key, source, converter or None) per field, worked out once per serializer, not per row.
-        A datetime field's zone is looked up here once (DRF looks up the current time zone for every
-        value it converts, which cost more than the conversion)."""
-        plan: list[tuple[str, str, serializers.Field | None]] = []
+    def _plan(self) -> Plan:
+        """(key, source, converter or None) per field: looked up once per serializer, not per row,
+        and worked out once per class and time zone, not per request (DRF deep-copies the declared
+        fields for every serializer it builds)."""
+        zone = timezone.get_current_timezone() if settings.USE_TZ else None
+        plan = _PLANS.get((type(self), zone))
+        if plan is None:
+            plan = _PLANS[type(self), zone] = type(self)()._work_out_plan(zone)
+        return plan
+
+    def _work_out_plan(self, zone) -> Plan:
+        """A datetime field's zone is set here (DRF looks up the current time zone for every value it
+        converts, which cost more than the conversion). The fields are this throwaway instance's
+        own, shared by every later serializer of the class: converters keep no per-request state."""
+        plan: Plan = []
         for field in self._readable_fields:
-            if isinstance(field, serializers.DateTimeField) and not hasattr(field, "timezone"):
-                zone = field.default_timezone()
-                if zone is not None:  # None without USE_TZ: DRF then leaves datetimes as they are
-                    field.timezone = zone
+            if isinstance(field, serializers.DateTimeField) and not hasattr(field, "timezone") and zone is not None:
+                field.timezone = zone  # without USE_TZ DRF leaves datetimes as they are
             converter = field if isinstance(field, _CONVERTED) else None
             plan.append((cast(str, field.field_name), cast(str, field.source), converter))
         return plan
@@ -83,3 +87,5 @@ class Output(serializers.Serializer):
 
 
 _CONVERTED = (serializers.DateTimeField, serializers.BaseSerializer)
+Plan = list[tuple[str, str, serializers.Field | None]]
+_PLANS: dict[tuple[type[Output], Any], Plan] = {}
