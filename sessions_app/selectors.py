@@ -4,11 +4,13 @@ fetched through it), so nothing outside the tenant is reachable; each query is i
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
+from functools import lru_cache, partial
 from typing import Any
 
+from django.db import connections, router
 from django.db.models import Count, Expression, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -41,19 +43,45 @@ def session_get(*, tenant: Tenant, user_id: str, session_id: str, app_name: str 
     """One session by its identity (``app_name`` empty for the REST API's own sessions); anything
     outside the tenant is simply not found.
 
-    Every session-scoped API request starts here, so the query is written out: building it with
-    the ORM cost more CPU than running it (measured by the HTTP suite, docs/PERFORMANCE.md)."""
-    found = list(Session.objects.raw(_SESSION_GET_SQL, [tenant.pk, user_id, session_id, app_name]))
-    if not found:
+    Every session-scoped API request starts here, so the query is written out and its row made a
+    model directly: building the query with the ORM, or mapping a raw query's columns each time,
+    cost several times running it (docs/PERFORMANCE.md)."""
+    connection = connections[router.db_for_read(Session)]
+    with connection.cursor() as cursor:
+        cursor.execute(_SESSION_GET_SQL, [tenant.pk, user_id, session_id, app_name])
+        row = cursor.fetchone()
+    if row is None:
         raise NotFound("Session not found.")
-    return found[0]
+    converters = _converters(connection)
+    values = [value if convert is None else convert(value) for value, convert in zip(row, converters, strict=True)]
+    return Session.from_db(connection.alias, _SESSION_FIELDS, values)
 
 
+_SESSION_COLUMNS = [field.column for field in Session._meta.concrete_fields]
+_SESSION_FIELDS = [field.attname for field in Session._meta.concrete_fields]
 # Served by the (tenant, user_id, session_id, app_name) unique index.
 _SESSION_GET_SQL = (
-    f'SELECT * FROM "{Session._meta.db_table}" '
+    "SELECT " + ", ".join(f'"{column}"' for column in _SESSION_COLUMNS) + f' FROM "{Session._meta.db_table}" '
     "WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s"
 )
+
+
+@lru_cache(maxsize=64)  # one per database connection wrapper: per alias and thread
+def _converters(connection) -> list[Callable[[Any], Any] | None]:
+    """Per column of ``_SESSION_GET_SQL``, what the ORM would apply to its value on this database
+    (datetimes from SQLite's text, JSON decoded), found as the query compiler finds them."""
+    converters: list[Callable[[Any], Any] | None] = []
+    for field in Session._meta.concrete_fields:
+        column = field.get_col(Session._meta.db_table)
+        found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        converters.append(partial(_apply, found, column, connection) if found else None)
+    return converters
+
+
+def _apply(converters, column, connection, value):
+    for convert in converters:
+        value = convert(value, column, connection)
+    return value
 
 
 def session_list(
