@@ -119,8 +119,9 @@ def free_port() -> int:
 
 @contextmanager
 def gunicorn(tmp_path, collected_static):
-    """gunicorn with the production settings and gunicorn.conf.py; yields its base URL and a
-    function returning what it has logged so far (its error log and the app's JSON lines)."""
+    """gunicorn with the production settings and gunicorn.conf.py; yields its base URL, a
+    function returning what it has logged so far (its error log and the app's JSON lines) and the
+    master's process id."""
     port = free_port()
     env = production_env(
         DJANGO_STATIC_ROOT=str(collected_static),
@@ -147,7 +148,7 @@ def gunicorn(tmp_path, collected_static):
                 except httpx.TransportError:
                     assert server.poll() is None, log.read_text()
                     time.sleep(0.05)
-            yield base, log.read_text
+            yield base, log.read_text, server.pid
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -160,7 +161,7 @@ def test_gunicorn_serves_the_admin_and_api_docs_over_https_behind_a_proxy(collec
     """Plain HTTP is redirected to HTTPS; over HTTPS the pages answer with a year of HSTS,
     subdomains included, preload asked (docs/OPERATIONS.md)."""
     with (
-        gunicorn(tmp_path, collected_static) as (base, _),
+        gunicorn(tmp_path, collected_static) as (base, _, _),
         httpx.Client(base_url=base, headers=HTTPS, timeout=10) as http,
     ):
         for page in PAGES:
@@ -175,7 +176,7 @@ def test_gunicorn_serves_the_pages_assets_hashed_precompressed_and_cached_far_ah
     """Every asset the admin and the API docs link is served by the app itself (WhiteNoise) from
     collectstatic's hashed, pre-compressed copies, with far-future cache headers."""
     with (
-        gunicorn(tmp_path, collected_static) as (base, _),
+        gunicorn(tmp_path, collected_static) as (base, _, _),
         httpx.Client(base_url=base, headers=HTTPS, timeout=10) as http,
     ):
         links = {link for page in PAGES for link in static_links(http.get(page).text)}
@@ -220,7 +221,7 @@ def test_gunicorn_lets_the_app_answer_long_request_lines_and_keeps_requests_out_
             f"GET {target} HTTP/1.1\r\nHost: {host}\r\nX-Forwarded-Proto: https\r\n{headers}Connection: close\r\n\r\n"
         ).encode()
 
-    with gunicorn(tmp_path, collected_static) as (base, logged):
+    with gunicorn(tmp_path, collected_static) as (base, logged, _):
         answers = {
             "line of 5,000 bytes": raw_request(base, request(f"{path}?q={'a' * 5000}")),
             "line of 8,100 bytes": raw_request(base, request(f"{path}?q={'a' * 8100}")),
@@ -244,3 +245,17 @@ def test_gunicorn_lets_the_app_answer_long_request_lines_and_keeps_requests_out_
     assert b'"code":"not_authenticated"' in answers["line of 5,000 bytes"][2]
     assert "Invalid request from ip=" in output  # gunicorn still says what it refused
     assert USER_ID not in output and "5ca1ab1e" not in output and BAD_HOST not in output
+
+
+@pytest.mark.skipif(
+    not Path("/dev/shm").is_dir() or not Path("/proc/self/fd").is_dir(), reason="needs Linux's /proc and /dev/shm"
+)
+def test_gunicorn_workers_keep_their_heartbeat_file_in_memory(collected_static, tmp_path):
+    """A worker touches its heartbeat file on every turn of its loop: on a disk-backed temporary
+    directory that can wait behind the disk's other writes (gunicorn.conf.py)."""
+    with gunicorn(tmp_path, collected_static) as (_, _, pid):
+        workers = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        assert workers
+        for worker in workers:
+            files = [os.readlink(fd) for fd in Path(f"/proc/{worker}/fd").iterdir()]
+            assert any(name.startswith("/dev/shm/wgunicorn-") for name in files), files
