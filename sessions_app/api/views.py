@@ -36,8 +36,6 @@ IF_MATCH = OpenApiParameter(
 
 HISTORY_GENERATION = "X-History-Generation"
 
-# Reads of the history: each message's JSON written by the database (agentstate.api.json_rows).
-MESSAGE_JSON = json_rows.row_expression(s.MessageSerializer, Message)
 
 ROUND_ID = OpenApiParameter("round_id", int, OpenApiParameter.PATH, description="0..2147483647")
 
@@ -160,7 +158,10 @@ class MessageListView(SessionScopedView):
         role = query.get("role")
         if "recent" in query:
             recent = selectors.message_recent_rows(
-                session=session, limit=query["recent"], role=role, columns=[MESSAGE_JSON]
+                session=session,
+                limit=query["recent"],
+                role=role,
+                columns=[json_rows.row_column(s.MessageSerializer, Message)],
             )
             response = Response({"next": None, "previous": None, "results": json_rows.embedded(recent)})
         else:
