@@ -122,7 +122,6 @@ def row_column(serializer_class: type[serializers.Serializer], model: type[model
     return RawSQL(sql, tuple(params), output_field=models.TextField())
 
 
-@cache
 def row_expression(serializer_class: type[serializers.Serializer], model: type[models.Model]) -> JSONRow:
     """``serializer_class``'s fields over ``model``'s columns. A field whose source is not a column
     comes from the serializer's ``json_sources``; a column type this module cannot write the way

@@ -36,7 +36,6 @@ IF_MATCH = OpenApiParameter(
 
 HISTORY_GENERATION = "X-History-Generation"
 
-
 ROUND_ID = OpenApiParameter("round_id", int, OpenApiParameter.PATH, description="0..2147483647")
 
 

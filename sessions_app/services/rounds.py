@@ -95,12 +95,8 @@ def _round_save_locked(
 ) -> Round:
     session = session_get_or_create(tenant=tenant, user_id=user_id, session_id=session_id)
     now = timezone.now()
-    if round_id is None:
-        if expected_version is not None:
-            raise PreconditionFailed("If-Match needs an existing round: give its round_id.")
-        new_id = update_live_session(session, "last_round_id = last_round_id + 1", returning="last_round_id")
-        if new_id > 2**31 - 1:
-            raise InvalidInput.for_field("round_id", "no automatic round id is left above the largest one.")
+
+    def created(new_id: int) -> Round:
         return Round.objects.create(
             session=session,
             tenant=tenant,
@@ -110,6 +106,14 @@ def _round_save_locked(
             created_at=now,
             updated_at=now,
         )
+
+    if round_id is None:
+        if expected_version is not None:
+            raise PreconditionFailed("If-Match needs an existing round: give its round_id.")
+        new_id = update_live_session(session, "last_round_id = last_round_id + 1", returning="last_round_id")
+        if new_id > 2**31 - 1:
+            raise InvalidInput.for_field("round_id", "no automatic round id is left above the largest one.")
+        return created(new_id)
     update_live_session(
         session,
         "last_round_id = CASE WHEN last_round_id < %s THEN %s ELSE last_round_id END",
@@ -120,15 +124,7 @@ def _round_save_locked(
     if expected_version is not None and (existing is None or existing.version != expected_version):
         raise PreconditionFailed("The round changed since you read it (If-Match does not match).")
     if existing is None:
-        return Round.objects.create(
-            session=session,
-            tenant=tenant,
-            user_id=user_id,
-            round_id=round_id,
-            state=state,
-            created_at=now,
-            updated_at=now,
-        )
+        return created(round_id)
     existing.state, existing.updated_at, existing.version = state, now, existing.version + 1
     existing.save(update_fields=["state", "updated_at", "version"])
     return existing

@@ -12,7 +12,12 @@ from django.utils import timezone
 
 from sessions_app import selectors as session_selectors
 from tests.admin.staff import login, staff
-from tests.userdata_app.erasure_factories import subject_data_create, verified_request
+from tests.userdata_app.erasure_factories import (
+    SUBJECT_DATA_COUNTS,
+    erasure_request_added,
+    subject_data_create,
+    verified_request,
+)
 from userdata_app import erasure
 from userdata_app.models import ErasureRequest, ErasureSubject
 
@@ -138,23 +143,7 @@ def test_officer_takes_a_request_from_receipt_to_executed_receipt(client, office
     subject_data_create(tenant=tenant, user_id="alice")
     subject_data_create(tenant=tenant, user_id="bob")
 
-    response = client.post(
-        reverse("admin:userdata_app_erasurerequest_add"),
-        {
-            "scope": "everything",
-            "received_at_0": timezone.localdate().isoformat(),
-            "received_at_1": "10:00:00",
-            "requested_by": "ticket 7",
-            "reason": "",
-            "subjects-TOTAL_FORMS": "1",
-            "subjects-INITIAL_FORMS": "0",
-            "subjects-MIN_NUM_FORMS": "1",
-            "subjects-MAX_NUM_FORMS": "1000",
-            "subjects-0-tenant": str(tenant.pk),
-            "subjects-0-user_id": "alice",
-        },
-    )
-    assert response.status_code == 302, response.context["errors"] if response.context else response
+    erasure_request_added(client, tenant, "alice")
     request = ErasureRequest.objects.get()
     assert request.status == Status.RECEIVED and request.due_on is not None
 
@@ -166,20 +155,7 @@ def test_officer_takes_a_request_from_receipt_to_executed_receipt(client, office
     # The preview: a confirmation page with counts per category; nothing erased yet.
     preview = client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk]})
     assert preview.status_code == 200
-    assert preview.context["previews"][0]["counts"] == {
-        "user_data": 2,
-        "sessions": 2,
-        "messages": 6,
-        "message_pops": 0,
-        "rounds": 2,
-        "checkpoints": 2,
-        "transitions": 2,
-        "working_state": 2,
-        "langgraph_checkpoints": 0,
-        "langgraph_writes": 0,
-        "adk_user_state": 0,
-        "adk_events": 0,
-    }
+    assert preview.context["previews"][0]["counts"] == SUBJECT_DATA_COUNTS
     assert "Yes, erase" in preview.content.decode()
     assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["messages"] == 6
 

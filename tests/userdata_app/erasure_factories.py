@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
+from django.utils import timezone
+
 from sessions_app import services as session_services
 from userdata_app import services as userdata_services
 from userdata_app.erasure import erasure_request_create, erasure_request_verify
+from userdata_app.models import ErasureRequest
+
+# What subject_data_create stores for one subject with its default sizes, per erasure category.
+SUBJECT_DATA_COUNTS = {
+    "user_data": 2,
+    "sessions": 2,
+    "messages": 6,
+    "message_pops": 0,
+    "rounds": 2,
+    "checkpoints": 2,
+    "transitions": 2,
+    "working_state": 2,
+    "langgraph_checkpoints": 0,
+    "langgraph_writes": 0,
+    "adk_user_state": 0,
+    "adk_events": 0,  # ADK's categories: tests/integrations/test_adk_subjects.py
+}
 
 
 def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: int = 3) -> None:
@@ -62,3 +82,25 @@ def subject_data_restored(*, tenant, user_id: str, before, **sizes) -> None:
         model.objects.filter(tenant=tenant, user_id=user_id).update(created_at=at, updated_at=at)
     for model in (Message, Checkpoint, AgentTransition):
         model.objects.filter(tenant=tenant, user_id=user_id).update(created_at=at)
+
+
+def erasure_request_added(client, tenant, user_id: str, *, scope: str = "everything") -> ErasureRequest:
+    """Record a request through the admin's add form, as an officer types it."""
+    response = client.post(
+        reverse("admin:userdata_app_erasurerequest_add"),
+        {
+            "scope": scope,
+            "received_at_0": timezone.localdate().isoformat(),
+            "received_at_1": "10:00:00",
+            "requested_by": "ticket 9",
+            "reason": "",
+            "subjects-TOTAL_FORMS": "1",
+            "subjects-INITIAL_FORMS": "0",
+            "subjects-MIN_NUM_FORMS": "1",
+            "subjects-MAX_NUM_FORMS": "1000",
+            "subjects-0-tenant": str(tenant.pk),
+            "subjects-0-user_id": user_id,
+        },
+    )
+    assert response.status_code == 302, response.context["errors"] if response.context else response
+    return ErasureRequest.objects.latest("id")

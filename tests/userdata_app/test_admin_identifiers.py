@@ -9,12 +9,11 @@ import re
 import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
-from django.utils import timezone
 
 from agentstate.validation import identifier_visible
 from sessions_app import selectors as session_selectors
 from tests.admin.staff import login, staff
-from tests.userdata_app.erasure_factories import subject_data_create, verified_request
+from tests.userdata_app.erasure_factories import erasure_request_added, subject_data_create, verified_request
 from userdata_app import selectors as userdata_selectors
 from userdata_app.erasure.registry import subject_hash
 from userdata_app.models import ErasureRequest, ErasureSubject
@@ -33,28 +32,6 @@ def officer(db):
 def text(response) -> str:
     """The page as staff read it: tags removed (the escapes are highlighted with markup)."""
     return html.unescape(re.sub(r"<[^>]+>", "", response.content.decode()))
-
-
-def add_request(client, tenant, user_id: str, *, scope: str = "everything") -> ErasureRequest:
-    """Record a request through the admin's add form, as an officer types it."""
-    response = client.post(
-        reverse("admin:userdata_app_erasurerequest_add"),
-        {
-            "scope": scope,
-            "received_at_0": timezone.localdate().isoformat(),
-            "received_at_1": "10:00:00",
-            "requested_by": "ticket 9",
-            "reason": "",
-            "subjects-TOTAL_FORMS": "1",
-            "subjects-INITIAL_FORMS": "0",
-            "subjects-MIN_NUM_FORMS": "1",
-            "subjects-MAX_NUM_FORMS": "1000",
-            "subjects-0-tenant": str(tenant.pk),
-            "subjects-0-user_id": user_id,
-        },
-    )
-    assert response.status_code == 302, response.context["errors"] if response.context else response
-    return ErasureRequest.objects.latest("id")
 
 
 def verify_preview_execute(client, request: ErasureRequest):
@@ -84,7 +61,7 @@ def test_a_request_for_alice_nbsp_erases_that_subject_and_never_alice(client, of
     subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=2)
     subject_data_create(tenant=tenant, user_id="alice" + NBSP, sessions=2, messages=3)
 
-    request = add_request(client, tenant, "alice" + NBSP)
+    request = erasure_request_added(client, tenant, "alice" + NBSP)
     assert request.subjects.get().user_id == "alice" + NBSP
     page = verify_preview_execute(client, request)
 
@@ -102,7 +79,7 @@ def test_a_request_for_space_bob_erases_space_bobs_data(client, officer, tenant)
     subject_data_create(tenant=tenant, user_id=" bob", sessions=1, messages=2)
     subject_data_create(tenant=tenant, user_id="bob", sessions=1, messages=2)
 
-    request = add_request(client, tenant, " bob")
+    request = erasure_request_added(client, tenant, " bob")
     page = verify_preview_execute(client, request)
 
     assert "⟦U+0020⟧bob" in page and "4 characters" in page
@@ -115,7 +92,7 @@ def test_the_export_of_an_id_ending_in_an_em_space_holds_that_person_only(client
     login(client, officer)
     subject_data_create(tenant=tenant, user_id="x" + EM_SPACE, sessions=1, messages=2)
     subject_data_create(tenant=tenant, user_id="x", sessions=1, messages=4)
-    request = add_request(client, tenant, "x" + EM_SPACE)
+    request = erasure_request_added(client, tenant, "x" + EM_SPACE)
 
     change_page = text(client.get(reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])))
     assert "x⟦U+2003⟧" in change_page  # what the export is about, before downloading it
@@ -139,7 +116,7 @@ def test_an_id_with_invisible_characters_is_refused_or_kept_never_cleaned(client
     zero-width space is an ordinary (if suspicious) character and is kept."""
     login(client, officer)
     zwsp = "ali\u200bce"
-    request = add_request(client, tenant, zwsp, scope="user_data")
+    request = erasure_request_added(client, tenant, zwsp, scope="user_data")
     assert ErasureSubject.objects.get(request=request).user_id == zwsp
     page = text(client.get(reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])))
     assert "ali⟦U+200B⟧ce" in page

@@ -17,6 +17,7 @@ from agentstate.exceptions import Conflict, InvalidInput, NotFound, SubjectErase
 from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
 from sessions_app.models import Message, Session
+from tests.userdata_app.erasure_factories import SUBJECT_DATA_COUNTS as FULL
 from tests.userdata_app.erasure_factories import subject_data_create, subject_data_restored, verified_request
 from userdata_app import erasure
 from userdata_app import selectors as userdata_selectors
@@ -49,20 +50,6 @@ def world(tenant, other_tenant):
     return tenant, other_tenant
 
 
-FULL = {
-    "user_data": 2,
-    "sessions": 2,
-    "messages": 6,
-    "message_pops": 0,
-    "rounds": 2,
-    "checkpoints": 2,
-    "transitions": 2,
-    "working_state": 2,
-    "langgraph_checkpoints": 0,
-    "langgraph_writes": 0,
-    "adk_user_state": 0,
-    "adk_events": 0,  # ADK's categories: tests/integrations/test_adk_subjects.py
-}
 USER_DATA_ONLY = {"user_data": 2, "adk_user_state": 0}
 
 

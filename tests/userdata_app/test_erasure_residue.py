@@ -27,7 +27,7 @@ from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 from sessions_app import selectors as session_selectors
 from sessions_app.models import Session
-from tests.userdata_app.erasure_factories import compliance_group
+from tests.userdata_app.erasure_factories import compliance_group, erasure_request_added
 from tests.userdata_app.residue import pg_stats_text
 from userdata_app import selectors as userdata_selectors
 from userdata_app.adk import selectors as adk_selectors
@@ -286,24 +286,7 @@ def test_an_erasure_through_the_admin_leaves_nothing_of_the_subject_anywhere(raw
         assert admin.get(url).status_code == 200, url
 
     # The request, recorded and verified in the admin, then the person's data exported.
-    response = admin.post(
-        "/admin/userdata_app/erasurerequest/add/",
-        {
-            "scope": "everything",
-            "received_at_0": "2026-11-23",
-            "received_at_1": "10:00:00",
-            "requested_by": "ticket 9",
-            "reason": "",
-            "subjects-TOTAL_FORMS": "1",
-            "subjects-INITIAL_FORMS": "0",
-            "subjects-MIN_NUM_FORMS": "1",
-            "subjects-MAX_NUM_FORMS": "1000",
-            "subjects-0-tenant": str(tenant.pk),
-            "subjects-0-user_id": SUBJECT,
-        },
-    )
-    assert response.status_code == 302, response.context["errors"] if response.context else response
-    request = ErasureRequest.objects.get()
+    request = erasure_request_added(admin, tenant, SUBJECT)
     assert admin.post(f"{CHANGELIST}{request.pk}/lifecycle/verify/").status_code == 302
     export = admin.get(f"{CHANGELIST}{request.pk}/export/")
     assert export.status_code == 200
