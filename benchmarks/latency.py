@@ -32,7 +32,6 @@ USER = "agent"
 HISTORY = 2_000
 LISTED = 100
 RECENT = 20
-FULL_READ_PAGE = 500  # the largest page the API serves (agentstate.api.pagination.MAX_PAGE_SIZE)
 OPERATIONS = (
     "append",
     "recent-20",
@@ -110,13 +109,15 @@ def _service_layer(tenant, n: tuple[int, int]) -> dict[str, Any]:
 
 
 def _over_http(url: str, key: str, n: tuple[int, int]) -> dict[str, Any]:
+    from agentstate.api.pagination import MAX_ROWS_PAGE_SIZE
     from agentstate.client import AgentStateClient
 
     with AgentStateClient(url, key) as client:
         ops = {
             "append": lambda: client.message_append(USER, "writes", MESSAGE),
             "recent-20": lambda: client.message_recent(USER, "full", RECENT),
-            "full read 2,000": lambda: list(client.message_iter(USER, "full", page_size=FULL_READ_PAGE)),
+            # The largest page the history serves: one request when the 2,000 fit in its byte budget.
+            "full read 2,000": lambda: list(client.message_iter(USER, "full", page_size=MAX_ROWS_PAGE_SIZE)),
             "session list page": lambda: client.session_list(user_id=USER, page_size=LISTED),
             "create": lambda: client.session_create(USER),
             "round save": lambda: client.round_save(USER, "writes", state=STATE),

@@ -13,13 +13,15 @@ UTC as ISO 8601 with ``Z``), which ``tests/api/test_json_rows.py`` checks field 
 from __future__ import annotations
 
 import json
-from functools import cache
+from dataclasses import dataclass
+from functools import cache, partial
 from typing import Any, cast
 
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.models import F, Func, QuerySet
 from django.db.models.expressions import RawSQL
+from django.db.models.query import BaseIterable
 from django.db.models.sql import Query
 from rest_framework import serializers
 
@@ -101,7 +103,73 @@ def json_rows(queryset: QuerySet, serializer_class: type[serializers.Serializer]
     """``queryset`` as tuples: ``columns`` (what a paginator orders by), then the row in
     ``serializer_class``'s shape as JSON text written by the database."""
     model = cast(type[models.Model], queryset.model)
-    return queryset.values_list(*columns, row_column(serializer_class, model))
+    return queryset.annotate(**{_ROW: row_column(serializer_class, model)}).values_list(*columns, _ROW)
+
+
+_ROW = "json_row"  # the JSON column's name in the SQL of json_rows
+
+
+@dataclass
+class ByteBudget:
+    """How many bytes of JSON one fetch of ``byte_bounded`` rows may return; a fetch that runs out
+    first records how many rows fit."""
+
+    limit: int
+    rows_that_fit: int | None = None
+
+
+def byte_bounded(rows: QuerySet, budget: ByteBudget) -> QuerySet:
+    """``rows`` of ``json_rows`` whose fetch ends once ``budget`` is spent: the rows that fit (at
+    least one, whatever its size), then the first row that did not, with its JSON left out (None),
+    so a paginator still sees where the next page starts. The database counts the bytes in the
+    same query, in the queryset's own order: rows past the budget never leave it."""
+    bounded = rows.all()
+    bounded._iterable_class = partial(_ByteBoundedRows, budget=budget)  # type: ignore[assignment]
+    return bounded
+
+
+class _ByteBoundedRows(BaseIterable):
+    def __init__(self, queryset: QuerySet, *, budget: ByteBudget, **kwargs: Any) -> None:
+        super().__init__(queryset, **kwargs)
+        self.budget = budget
+
+    def __iter__(self):
+        compiler = self.queryset.query.get_compiler(self.queryset.db)
+        sql, params = compiler.as_sql()
+        query = self.queryset.query
+        quote = compiler.connection.ops.quote_name
+        selected = {name: quote(query.get_meta().get_field(name).column) for name in query.values_select}
+        columns = ", ".join(selected.values())
+        window = ", ".join(_window_order(query, selected))
+        size = (
+            f"OCTET_LENGTH({_ROW})" if compiler.connection.vendor == "postgresql" else f"LENGTH(CAST({_ROW} AS BLOB))"
+        )
+        preceding = f"SUM({size}) OVER (ORDER BY {window} ROWS BETWEEN UNBOUNDED PRECEDING AND %s PRECEDING)"
+        bounded = (
+            f"SELECT {columns}, CASE WHEN _before < %s THEN {_ROW} END FROM ("
+            f"SELECT {columns}, {_ROW}, COALESCE({preceding % 1}, 0) AS _before, "
+            f"COALESCE({preceding % 2}, 0) AS _before_previous FROM ({sql}) _page"
+            f") _counted WHERE _before_previous < %s ORDER BY {window}"
+        )
+        with compiler.connection.cursor() as cursor:
+            cursor.execute(bounded, (self.budget.limit, *params, self.budget.limit))
+            fetched = cursor.fetchall()
+        if fetched and fetched[-1][-1] is None:
+            self.budget.rows_that_fit = len(fetched) - 1
+        return compiler.results_iter(results=[fetched], tuple_expected=True)
+
+
+def _window_order(query: Query, selected: dict[str, str]) -> list[str]:
+    """The query's ORDER BY over its selected columns: the bytes are counted in the order the
+    rows are paged in."""
+    order = []
+    for field in query.order_by:
+        if not isinstance(field, str) or field.lstrip("-") not in selected:
+            raise ImproperlyConfigured(f"byte_bounded rows must select the fields they are ordered by: {field!r}")
+        order.append(f"{selected[field.lstrip('-')]} {'DESC' if field.startswith('-') else 'ASC'}")
+    if not order:
+        raise ImproperlyConfigured("byte_bounded rows need an explicit order.")
+    return order
 
 
 def embedded(rows) -> RawJSON:

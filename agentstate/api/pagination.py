@@ -1,17 +1,22 @@
 """Cursor pagination for every list: a stable, unique ordering served by an index, no COUNT, and
-the same cost on page 1 and page 1,000. ``page_size`` (default 100) is capped at 500."""
+the same cost on page 1 and page 1,000. ``page_size`` (default 100) is capped at 500; the lists
+whose rows the database writes as JSON take up to 2,000, in pages bounded by bytes
+(``RowsPagination``)."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from rest_framework import pagination
 from rest_framework.exceptions import NotFound, ValidationError
 
+from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import clean_datetime
 
 MAX_PAGE_SIZE = 500
+MAX_ROWS_PAGE_SIZE = 2000
 _BIGINT_MAX = 2**63 - 1
 
 
@@ -81,11 +86,41 @@ class CursorPagination(pagination.CursorPagination):
         return position
 
 
-class SessionPagination(CursorPagination):
+class RowsPagination(CursorPagination):
+    """For the rows of ``agentstate.api.json_rows``: pages of up to 2,000. A page of more than 500
+    ends early once it holds ``settings.PAGE_MAX_BYTES`` of JSON (one row always fits, whatever its
+    size), so the larger pages hold no more than the old largest could; ``next`` starts at the
+    first row left out. Pages of up to 500 skip the count: it costs the database a sort of the
+    page (docs/PERFORMANCE.md, section 9)."""
+
+    max_page_size = MAX_ROWS_PAGE_SIZE
+    _requested_page_size = CursorPagination.page_size
+    _budget: json_rows.ByteBudget | None = None
+
+    def paginate_queryset(self, queryset, request, view=None):
+        if self.get_page_size(request) > MAX_PAGE_SIZE:
+            self._budget = json_rows.ByteBudget(settings.PAGE_MAX_BYTES)
+            queryset = json_rows.byte_bounded(queryset, self._budget)
+        return super().paginate_queryset(queryset, request, view)
+
+    @property
+    def page_size(self) -> int:
+        """What was asked for until a fetch runs out of bytes, then the rows that fit: DRF's cursor
+        logic then takes those as the page and the row after them as the next page's start."""
+        if self._budget is not None and self._budget.rows_that_fit is not None:
+            return self._budget.rows_that_fit
+        return self._requested_page_size
+
+    @page_size.setter
+    def page_size(self, value: int) -> None:
+        self._requested_page_size = value
+
+
+class SessionPagination(RowsPagination):
     ordering = ("created_at", "id")
 
 
-class SeqPagination(CursorPagination):
+class SeqPagination(RowsPagination):
     ordering = "seq"
 
 

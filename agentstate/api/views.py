@@ -74,8 +74,9 @@ class TenantAPIView(APIView):
         (``agentstate.api.json_rows``): for the long lists, where building every value in Python
         was most of the answer's cost."""
         paginator = cast(CursorPagination, self.pagination_class())
-        ordering = paginator.ordering if isinstance(paginator.ordering, str) else paginator.ordering[0]
-        rows = json_rows.json_rows(queryset, serializer_class, ordering.lstrip("-"))  # the cursor's position
+        ordering = [paginator.ordering] if isinstance(paginator.ordering, str) else paginator.ordering
+        # The first column is the cursor's position; the rest settle ties in the page's order.
+        rows = json_rows.json_rows(queryset, serializer_class, *(field.lstrip("-") for field in ordering))
         page = paginator.paginate_queryset(rows, self.request, view=self)
         return paginator.get_paginated_response(json_rows.embedded(page or ()))
 

@@ -133,3 +133,49 @@ def test_a_shape_the_rows_cannot_write_is_refused_not_guessed():
         row_expression(WithAProperty, Session)
     with pytest.raises(ImproperlyConfigured, match="no JSON rendering for FloatField"):
         row_expression(WithAFloat, Session)
+
+
+def _pages(api, url: str, link: str = "next") -> list[list[dict]]:
+    """The pages from ``url`` on, following ``link`` (``next``, or ``previous``: then oldest first)."""
+    pages = []
+    while url:
+        body = json.loads(api.get(url).content)
+        pages.append(body["results"])
+        url = body[link]
+    return pages if link == "next" else pages[::-1]
+
+
+def test_a_page_ends_early_when_its_bytes_run_out_and_loses_no_row(api, tenant, settings):
+    session = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    texts = ["x" * (40 * (i % 7)) for i in range(40)] + ["larger than a whole page " * 100, "after it"]
+    services.message_append(session=session, messages=[{"role": "user", "content": t} for t in texts])
+    settings.PAGE_MAX_BYTES = 1_000
+
+    pages = _pages(api, M + "?page_size=2000")
+    assert [m["content"] for page in pages for m in page] == texts  # every message once, in order
+    assert 1 < max(map(len, pages)) < len(texts)
+    for page in pages:  # within the budget but for the row that crossed it, which ends the page
+        assert sum(len(json.dumps(m, separators=(",", ":")).encode()) for m in page[:-1]) < settings.PAGE_MAX_BYTES
+    assert pages[-2][-1]["content"] == texts[-2] and [m["content"] for m in pages[-1]] == ["after it"]
+    assert len(json.loads(api.get(M + "?page_size=500").content)["results"]) == len(texts)  # up to 500: by rows only
+
+    body = json.loads(api.get(M + "?page_size=2000").content)
+    while body["next"]:
+        body = json.loads(api.get(body["next"]).content)
+    back = _pages(api, body["previous"], "previous")
+    assert [m["content"] for page in back for m in page] == texts[:-1]  # backwards, the same rows once each
+    assert len(back) > 2
+
+
+def test_session_pages_ended_by_bytes_keep_sessions_created_in_the_same_instant(api, tenant, settings):
+    """The session list's cursor settles ties in ``created_at`` by an offset: cutting a page short
+    must not move it."""
+    same_instant = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    for i in range(12):
+        services.session_create(tenant=tenant, user_id="u1", session_id=f"s{i:02}", metadata={"pad": "p" * 40 * i})
+    Session.objects.update(created_at=same_instant)
+    settings.PAGE_MAX_BYTES = 1_200
+
+    pages = _pages(api, "/api/v1/sessions/?page_size=2000")
+    listed = [s["session_id"] for page in pages for s in page]
+    assert sorted(listed) == [f"s{i:02}" for i in range(12)] and len(listed) == 12 and len(pages) > 2

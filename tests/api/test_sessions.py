@@ -211,11 +211,11 @@ def test_list_bad_filters_are_400(api, many, query, field):
     assert_error(api.get("/api/v1/sessions/", query), 400, "invalid", field=field)
 
 
-def test_page_size_defaults_to_100_and_goes_up_to_500(api, tenant):
-    Session.objects.bulk_create(Session(tenant=tenant, user_id="u", session_id=f"s{i}") for i in range(510))
+def test_page_size_defaults_to_100_and_goes_up_to_2000(api, tenant):
+    Session.objects.bulk_create(Session(tenant=tenant, user_id="u", session_id=f"s{i}") for i in range(2010))
     assert len(api.get("/api/v1/sessions/").json()["results"]) == 100
-    assert len(api.get("/api/v1/sessions/?page_size=500").json()["results"]) == 500
-    for bad in ("501", "0", "-1", "junk", "9" * 5000):
+    assert len(api.get("/api/v1/sessions/?page_size=2000").json()["results"]) == 2000
+    for bad in ("2001", "0", "-1", "junk", "9" * 5000):
         assert_error(api.get(f"/api/v1/sessions/?page_size={bad}"), 400, "invalid", field="page_size")
 
 
