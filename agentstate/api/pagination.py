@@ -96,17 +96,25 @@ class RowsPagination(CursorPagination):
     max_page_size = MAX_ROWS_PAGE_SIZE
     _requested_page_size = CursorPagination.page_size
     _budget: json_rows.ByteBudget | None = None
+    _rows_in_page: int | None = None
 
     def paginate_queryset(self, queryset, request, view=None):
         if self.get_page_size(request) > MAX_PAGE_SIZE:
             self._budget = json_rows.ByteBudget(settings.PAGE_MAX_BYTES)
             queryset = json_rows.byte_bounded(queryset, self._budget)
-        return super().paginate_queryset(queryset, request, view)
+        page = super().paginate_queryset(queryset, request, view)
+        self._rows_in_page = len(page)
+        return page
 
     @property
     def page_size(self) -> int:
         """What was asked for until a fetch runs out of bytes, then the rows that fit: DRF's cursor
-        logic then takes those as the page and the row after them as the next page's start."""
+        logic then takes those as the page and the row after them as the next page's start. Once
+        the page is read, the rows it holds: DRF's links step over a run of equal positions by the
+        page size, which is right only for a full page (from a short last page, ``previous`` of
+        sessions created in the same instant skipped some)."""
+        if self._rows_in_page is not None:
+            return self._rows_in_page
         if self._budget is not None and self._budget.rows_that_fit is not None:
             return self._budget.rows_that_fit
         return self._requested_page_size

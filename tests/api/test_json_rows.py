@@ -167,15 +167,25 @@ def test_a_page_ends_early_when_its_bytes_run_out_and_loses_no_row(api, tenant, 
     assert len(back) > 2
 
 
-def test_session_pages_ended_by_bytes_keep_sessions_created_in_the_same_instant(api, tenant, settings):
-    """The session list's cursor settles ties in ``created_at`` by an offset: cutting a page short
-    must not move it."""
+@pytest.mark.parametrize("page_size, page_max_bytes", [(2000, 1_200), (5, 4 * 1024 * 1024)])
+def test_session_pages_keep_sessions_created_in_the_same_instant_both_ways(
+    api, tenant, settings, page_size, page_max_bytes
+):
+    """The session list's cursor settles ties in ``created_at`` by an offset in rows: a page cut
+    short by its bytes, or a short last page, must not move it (DRF's own links stepped back from a
+    short last page by a whole page size and skipped sessions)."""
     same_instant = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
     for i in range(12):
         services.session_create(tenant=tenant, user_id="u1", session_id=f"s{i:02}", metadata={"pad": "p" * 40 * i})
     Session.objects.update(created_at=same_instant)
-    settings.PAGE_MAX_BYTES = 1_200
+    settings.PAGE_MAX_BYTES = page_max_bytes
 
-    pages = _pages(api, "/api/v1/sessions/?page_size=2000")
+    url = f"/api/v1/sessions/?page_size={page_size}"
+    pages = _pages(api, url)
     listed = [s["session_id"] for page in pages for s in page]
     assert sorted(listed) == [f"s{i:02}" for i in range(12)] and len(listed) == 12 and len(pages) > 2
+
+    for _ in pages[:-1]:  # to the last page, then back
+        url = json.loads(api.get(url).content)["next"]
+    back = _pages(api, json.loads(api.get(url).content)["previous"], "previous")
+    assert [s["session_id"] for page in back for s in page] == listed[: -len(pages[-1])]
