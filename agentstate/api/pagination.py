@@ -49,7 +49,10 @@ class CursorPagination(pagination.CursorPagination):
                     "maximum": self.max_page_size,
                     "default": self.page_size,
                 }
+                parameter["description"] = self.page_size_description
         return parameters
+
+    page_size_description = "Rows per page."
 
     def paginate_queryset(self, queryset, request, view=None):
         self._model = queryset.model
@@ -94,6 +97,10 @@ class RowsPagination(CursorPagination):
     page (docs/PERFORMANCE.md, section 9)."""
 
     max_page_size = MAX_ROWS_PAGE_SIZE
+    page_size_description = (
+        "Rows per page. A page of more than 500 ends early once its rows hold the server's "
+        "AGENTSTATE_PAGE_MAX_BYTES (4 MiB by default) of JSON: follow `next` until it is null."
+    )
     _requested_page_size = CursorPagination.page_size
     _budget: json_rows.ByteBudget | None = None
     _rows_in_page: int | None = None

@@ -265,6 +265,23 @@ def test_page_size_is_served_up_to_its_list_s_largest_and_refused_past_it(api, f
     refused(api, "get", f"{path}?page_size={largest + 1}", None, 400, "invalid", "page_size")
 
 
+@pytest.mark.parametrize(
+    "path, largest",
+    [
+        ("/api/v1/sessions/", 2000),
+        ("/api/v1/users/{user_id}/sessions/{session_id}/messages/", 2000),
+        ("/api/v1/users/{user_id}/sessions/{session_id}/rounds/", 500),
+    ],
+)
+def test_the_schema_states_each_list_s_largest_page(api, path, largest):
+    import yaml
+
+    operation = yaml.safe_load(api.get("/api/schema/").content)["paths"][path]["get"]
+    (page_size,) = [p for p in operation["parameters"] if p["name"] == "page_size"]
+    assert page_size["schema"]["maximum"] == largest
+    assert ("AGENTSTATE_PAGE_MAX_BYTES" in page_size["description"]) == (largest > 500)
+
+
 def test_an_empty_body_never_reads_as_an_empty_object(api, full_session):
     """Regression: an empty PUT of working state wiped it, an empty POST stored an empty message."""
     for method, path in [("put", S + "working-state/"), ("post", S + "messages/"), ("patch", S)]:
