@@ -234,8 +234,9 @@ STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or DATA_DIR / "staticfil
 # --- REST API (agentstate.api): API keys, one JSON error shape, cursor pagination ---------------
 # JSON bodies larger than this get a 413 (agentstate.api.parsers); a 500-message append fits.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AGENTSTATE_MAX_BODY_BYTES", str(5 * 1024 * 1024)))
-# A page of more than 500 rows of the history or session list (up to 2,000) ends early once its
-# rows hold this much JSON (at least one row per page, whatever its size).
+# A page of more than 500 rows of the history or session list (up to 2,000), and every page of an
+# ADK session's events, ends early once its rows hold this much JSON (at least one row per page,
+# whatever its size).
 PAGE_MAX_BYTES = int(os.environ.get("AGENTSTATE_PAGE_MAX_BYTES", str(4 * 1024 * 1024)))
 # Verified API keys are kept in each process for this long: a revoked key keeps working in other
 # processes for at most this many seconds (the process that revokes it forgets it at once).

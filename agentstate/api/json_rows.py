@@ -103,10 +103,10 @@ def json_rows(queryset: QuerySet, serializer_class: type[serializers.Serializer]
     """``queryset`` as tuples: ``columns`` (what a paginator orders by), then the row in
     ``serializer_class``'s shape as JSON text written by the database."""
     model = cast(type[models.Model], queryset.model)
-    return queryset.annotate(**{_ROW: row_column(serializer_class, model)}).values_list(*columns, _ROW)
+    return queryset.annotate(**{ROW: row_column(serializer_class, model)}).values_list(*columns, ROW)
 
 
-_ROW = "json_row"  # the JSON column's name in the SQL of json_rows
+ROW = "json_row"  # the JSON column's name in the SQL of json_rows (and of byte_bounded's rows)
 
 
 @dataclass
@@ -119,7 +119,8 @@ class ByteBudget:
 
 
 def byte_bounded(rows: QuerySet, budget: ByteBudget) -> QuerySet:
-    """``rows`` of ``json_rows`` whose fetch ends once ``budget`` is spent: the rows that fit (at
+    """``rows`` of ``json_rows`` (or any ``values_list`` whose last column is JSON text named
+    ``ROW``) whose fetch ends once ``budget`` is spent: the rows that fit (at
     least one, whatever its size), then the first row that did not, with its JSON left out (None),
     so a paginator still sees where the next page starts. The database counts the bytes in the
     same query, in the queryset's own order: rows past the budget never leave it."""
@@ -141,13 +142,11 @@ class _ByteBoundedRows(BaseIterable):
         selected = {name: quote(query.get_meta().get_field(name).column) for name in query.values_select}
         columns = ", ".join(selected.values())
         window = ", ".join(_window_order(query, selected))
-        size = (
-            f"OCTET_LENGTH({_ROW})" if compiler.connection.vendor == "postgresql" else f"LENGTH(CAST({_ROW} AS BLOB))"
-        )
+        size = f"OCTET_LENGTH({ROW})" if compiler.connection.vendor == "postgresql" else f"LENGTH(CAST({ROW} AS BLOB))"
         preceding = f"SUM({size}) OVER (ORDER BY {window} ROWS BETWEEN UNBOUNDED PRECEDING AND %s PRECEDING)"
         bounded = (
-            f"SELECT {columns}, CASE WHEN _before < %s THEN {_ROW} END FROM ("
-            f"SELECT {columns}, {_ROW}, COALESCE({preceding % 1}, 0) AS _before, "
+            f"SELECT {columns}, CASE WHEN _before < %s THEN {ROW} END FROM ("
+            f"SELECT {columns}, {ROW}, COALESCE({preceding % 1}, 0) AS _before, "
             f"COALESCE({preceding % 2}, 0) AS _before_previous FROM ({sql}) _page"
             f") _counted WHERE _before_previous < %s ORDER BY {window}"
         )

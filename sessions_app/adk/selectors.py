@@ -10,8 +10,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import F, Q
 
+from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
@@ -82,20 +83,26 @@ def adk_event_window(
     return EventCursor(timestamp=start[0], seq=start[1], last_seq=session.last_seq)
 
 
-def adk_event_page(*, session: Session, cursor: EventCursor, page_size: int) -> EventPage:
-    """One page of events from ``cursor`` on, oldest first (timestamp, then append order)."""
+def adk_event_page(*, session: Session, cursor: EventCursor, page_size: int, max_bytes: int | None = None) -> EventPage:
+    """One page of events from ``cursor`` on, oldest first (timestamp, then append order): at most
+    ``page_size`` events and, given ``max_bytes``, about that much of their stored JSON (at least
+    one event). ADK events carry inline files: a page of 1,000 of them must not fill a worker's
+    memory, so the database counts the bytes and events past the budget never leave it."""
     events = AdkEvent.objects.filter(session=session, seq__lte=cursor.last_seq)
     if cursor.timestamp != float("-inf"):
         # The plain range is what the index scan starts from; the OR only settles ties.
         events = events.filter(timestamp__gte=cursor.timestamp).filter(
             Q(timestamp__gt=cursor.timestamp) | Q(timestamp=cursor.timestamp, seq__gte=cursor.seq)
         )
-    rows = list(events.order_by("timestamp", "seq").values_list("seq", "timestamp", "data")[: page_size + 1])
+    rows = events.annotate(**{json_rows.ROW: F("data")}).order_by("timestamp", "seq")
+    rows = rows.values_list("seq", "timestamp", json_rows.ROW)
+    budget = json_rows.ByteBudget(max_bytes) if max_bytes is not None else None
+    fetched = list((json_rows.byte_bounded(rows, budget) if budget else rows)[: page_size + 1])
     following = None
-    if len(rows) > page_size:
-        seq, timestamp, _ = rows.pop()
+    if len(fetched) > page_size or (budget and budget.rows_that_fit is not None):
+        seq, timestamp, _ = fetched.pop()
         following = EventCursor(timestamp=timestamp, seq=seq, last_seq=cursor.last_seq)
-    return EventPage(events=[(seq, data) for seq, _, data in rows], next=following)
+    return EventPage(events=[(seq, data) for seq, _, data in fetched], next=following)
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,30 @@ async def test_get_session_config_window_oldest_first(adk_service, monkeypatch):
     assert await texts(GetSessionConfig(after_timestamp=base + 100)) == []
 
 
+async def test_a_page_of_large_events_ends_at_the_byte_budget_and_the_read_still_gets_them_all(
+    adk_service, live_server, adk_key, settings
+):
+    settings.PAGE_MAX_BYTES = 4096
+    session = await adk_service.create_session(app_name=APP, user_id="u1")
+    texts = [f"e{i} " + "x" * 1500 for i in range(3)] + ["bigger than a page " + "y" * 10_000] + ["e3 ", "e4 "]
+    events = [_event(text=text) for text in texts]  # ADK orders by timestamp: made in append order
+    for event in events:
+        await adk_service.append_event(session, event)
+
+    got = await adk_service.get_session(app_name=APP, user_id="u1", session_id=session.id)
+    assert got.events == events
+    async with httpx.AsyncClient(base_url=live_server.url, headers={"X-Api-Key": adk_key}) as http:
+        url = f"/api/v1/adk/apps/{APP}/users/u1/sessions/{session.id}/"
+        first = (await http.get(url)).json()
+        pages = [[e["content"]["parts"][0]["text"][:3] for e in first["events"]]]
+        following = first["events_next"]
+        while following:
+            page = (await http.get(url + "events/", params={"cursor": following})).json()
+            pages.append([e["content"]["parts"][0]["text"][:3] for e in page["events"]])
+            following = page["next"]
+    assert pages == [["e0 ", "e1 ", "e2 "], ["big"], ["e3 ", "e4 "]]  # the big one still served, alone
+
+
 async def test_list_sessions_one_user_or_all_ordered_by_update_paged(adk_service):
     adk_service.list_page_size = 2
     first = await adk_service.create_session(app_name=APP, user_id="u2", state={"user:x": 1})

@@ -4,7 +4,7 @@ Each write is one request and one transaction: the session and app parts through
 sessions_app.adk, the ``user:`` part through userdata_app.adk. Reads merge the three states and put
 each event's ``user:`` delta back, so an event reads back as ADK wrote it until the user's data is
 erased. Events are sent as the stored JSON text, never re-encoded, in pages of
-``EVENT_PAGE_SIZE``.
+``EVENT_PAGE_SIZE`` events that end early at ``settings.PAGE_MAX_BYTES``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
@@ -151,7 +152,9 @@ class SessionDetailView(AdkView):
         session = self.get_session()
         window = selectors.adk_event_window(session=session, **query)
         page = (
-            selectors.adk_event_page(session=session, cursor=window, page_size=selectors.EVENT_PAGE_SIZE)
+            selectors.adk_event_page(
+                session=session, cursor=window, page_size=selectors.EVENT_PAGE_SIZE, max_bytes=settings.PAGE_MAX_BYTES
+            )
             if window is not None
             else selectors.EventPage(events=[], next=None)
         )
@@ -177,7 +180,9 @@ class EventListView(AdkView):
     def get(self, request, app_name, user_id, session_id):
         cursor = selectors.EventCursor.decode(validated(s.AdkEventPageQuery, request.query_params)["cursor"])
         session = self.get_session()
-        page = selectors.adk_event_page(session=session, cursor=cursor, page_size=selectors.EVENT_PAGE_SIZE)
+        page = selectors.adk_event_page(
+            session=session, cursor=cursor, page_size=selectors.EVENT_PAGE_SIZE, max_bytes=settings.PAGE_MAX_BYTES
+        )
         head = json.dumps({"next": _cursor(page.next)}, separators=(",", ":"))
         return HttpResponse(f'{head[:-1]},"events":{_events_json(session, page)}}}', content_type="application/json")
 
