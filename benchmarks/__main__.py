@@ -1,4 +1,5 @@
-"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,latency,all,summary}
+"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,latency,pages,all,
+    summary}
     [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--markdown] [--write FILE]
 
 scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by
@@ -9,7 +10,8 @@ PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunic
 replicas adds a streaming replica, PgBouncer and Redis beside such a server (docs/SCALING.md).
 adk compares AgentStateSessionService (through gunicorn) with ADK's own session services.
 latency times one caller per operation: the client against gunicorn, the service layer and ADK's
-services in process (SQLite by default, PostgreSQL when DATABASE_URL is set).
+services in process (SQLite by default, PostgreSQL when DATABASE_URL is set). pages times a page
+query with and without its byte count (the same databases).
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there (--markdown as
 docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generated tables).
@@ -26,7 +28,19 @@ from pathlib import Path
 
 from benchmarks.bench_db import bench_database
 
-SUITES = ("scaling", "http", "erasure", "admin", "langgraph", "edits", "replicas", "adk", "retention", "latency")
+SUITES = (
+    "scaling",
+    "http",
+    "erasure",
+    "admin",
+    "langgraph",
+    "edits",
+    "replicas",
+    "adk",
+    "retention",
+    "latency",
+    "pages",
+)
 
 
 def _scaling(args) -> None:
@@ -90,6 +104,15 @@ def _latency(args) -> None:
         result = latency.run(quick=args.quick)
         latency.print_table(result)
         print(f"results: {report.write_results('latency', result)}")
+
+
+def _pages(args) -> None:
+    with bench_database(keep=args.keep_db):
+        from benchmarks import pages, report
+
+        result = pages.run(quick=args.quick)
+        pages.print_table(result)
+        print(f"results: {report.write_results('pages', result)}")
 
 
 def _retention(args) -> None:
@@ -211,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         "adk": _adk,
         "retention": _retention,
         "latency": _latency,
+        "pages": _pages,
     }[args.suite](args)
     return 0
 

@@ -51,16 +51,6 @@ def _samples(quick: bool) -> tuple[int, int]:
     return (30, 5) if quick else (300, 40)
 
 
-def _timed(fn: Callable[[], Any], n: int) -> dict[str, float]:
-    fn()  # warm: connections, caches, imports
-    samples = []
-    for _ in range(n):
-        started = time.perf_counter_ns()
-        fn()
-        samples.append(time.perf_counter_ns() - started)
-    return report.summarize_ms(samples)
-
-
 async def _atimed(fn: Callable[[], Awaitable[Any]], n: int) -> dict[str, float]:
     await fn()
     samples = []
@@ -105,7 +95,7 @@ def _service_layer(tenant, n: tuple[int, int]) -> dict[str, Any]:
         "round save": lambda: services.round_save(tenant=tenant, user_id=USER, session_id="writes", state=STATE),
         "latest round": lambda: selectors.round_get(tenant=tenant, user_id=USER, session_id="full"),
     }
-    return {op: _timed(fn, n[op in HEAVY]) for op, fn in ops.items()}
+    return {op: report.timed(fn, n[op in HEAVY]) for op, fn in ops.items()}
 
 
 def _over_http(url: str, key: str, n: tuple[int, int]) -> dict[str, Any]:
@@ -124,7 +114,7 @@ def _over_http(url: str, key: str, n: tuple[int, int]) -> dict[str, Any]:
             "latest round": lambda: client.round_latest(USER, "full"),
         }
         assert len(ops["full read 2,000"]()) == HISTORY
-        return {op: _timed(fn, n[op in HEAVY]) for op, fn in ops.items()}
+        return {op: report.timed(fn, n[op in HEAVY]) for op, fn in ops.items()}
 
 
 def _probes(service_url: str, bare_url: str, n: int) -> dict[str, Any]:
@@ -140,10 +130,10 @@ def _probes(service_url: str, bare_url: str, n: int) -> dict[str, Any]:
             return call
 
         return {
-            "bare Django view (no middleware, no DRF)": _timed(get(bare_url + "/hello/"), n),
-            "/livez": _timed(get(service_url + "/livez"), n),
-            "/healthz (database and cache)": _timed(get(service_url + "/healthz"), n),
-            "unknown API URL (JSON 404)": _timed(get(service_url + "/api/v1/nothing-here/", 404), n),
+            "bare Django view (no middleware, no DRF)": report.timed(get(bare_url + "/hello/"), n),
+            "/livez": report.timed(get(service_url + "/livez"), n),
+            "/healthz (database and cache)": report.timed(get(service_url + "/healthz"), n),
+            "unknown API URL (JSON 404)": report.timed(get(service_url + "/api/v1/nothing-here/", 404), n),
         }
 
 

@@ -7,6 +7,7 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,17 @@ def summarize_ms(samples_ns: list[int]) -> dict[str, float]:
         "p99_ms": round(percentile(ms, 99), 4),
         "min_ms": round(min(ms), 4),
     }
+
+
+def timed(fn: Callable[[], Any], n: int) -> dict[str, float]:
+    """``fn`` called once to warm (connections, caches, imports), then ``n`` times, each timed."""
+    fn()
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter_ns()
+        fn()
+        samples.append(time.perf_counter_ns() - started)
+    return summarize_ms(samples)
 
 
 def machine() -> dict[str, Any]:

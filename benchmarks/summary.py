@@ -340,6 +340,26 @@ def _adk(vendor: str, runs: list[dict]) -> list[Table]:
     ]
 
 
+@summary("pages")
+def _pages(vendor: str, runs: list[dict]) -> list[Table]:
+    rows = []
+    for name, sizes in runs[0]["pages"].items():
+        for size in sizes:
+            points = [run["pages"][name][size] for run in runs]
+            plain = [p["plain"]["median_ms"] for p in points]
+            counted = [p["counted"]["median_ms"] for p in points]
+            cost = [c - p for p, c in zip(plain, counted, strict=True)]
+            rows.append([f"{name}, {int(size):,} rows", *(_spread(v, "{:.2f}") for v in (plain, counted, cost))])
+    return [
+        Table(
+            f"Page queries on {vendor}, in process, {_when(runs)}: median ms of {runs[0]['samples']} each, "
+            "median [min–max] of the runs.",
+            ["page", "plain", "counted (bounded by bytes)", "the count"],
+            rows,
+        )
+    ]
+
+
 def kept_runs(results_dir: Path = RESULTS_DIR) -> dict[tuple[str, str], list[dict]]:
     """Every kept run by (suite, database), in the order they were taken."""
     runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
