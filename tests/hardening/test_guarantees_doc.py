@@ -22,7 +22,9 @@ def test_every_test_the_guarantees_name_exists(document, at_least):
         if not file.exists():
             missing.append(path)
         elif name and name not in {
-            node.name for node in ast.walk(ast.parse(file.read_text())) if isinstance(node, ast.FunctionDef)
+            node.name
+            for node in ast.walk(ast.parse(file.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }:
             missing.append(f"{path}::{name}")
     assert not missing, f"{document} names tests that do not exist: {missing}"
