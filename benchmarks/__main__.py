@@ -20,11 +20,14 @@ docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generat
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks.bench_db import bench_database
 
@@ -43,76 +46,29 @@ SUITES = (
 )
 
 
-def _scaling(args) -> None:
+# The suites that run in a benchmark database of their own: their module, and run()'s arguments.
+IN_DATABASE: dict[str, tuple[str, Callable[[argparse.Namespace], dict[str, Any]]]] = {
+    "scaling": ("scaling", lambda args: {"rounds": 3, "batch": 10} if args.quick else {}),
+    "erasure": ("erasure", lambda args: {}),
+    "edits": ("history_edits", lambda args: {}),
+    "admin": ("admin_scale", lambda args: {"renders": 5 if args.quick else 15}),
+    "langgraph": ("langgraph_saver", lambda args: {"rounds": 2, "batch": 10} if args.quick else {}),
+    "adk": ("adk", lambda args: {"turns": 3 if args.quick else 10}),
+    "latency": ("latency", lambda args: {"quick": args.quick}),
+    "pages": ("pages", lambda args: {"quick": args.quick}),
+}
+
+
+def _in_database(suite: str, args: argparse.Namespace) -> None:
+    """Run ``suite`` in a fresh benchmark database; its module is imported once Django is set up."""
+    module_name, arguments = IN_DATABASE[suite]
     with bench_database(keep=args.keep_db):
-        from benchmarks import report, scaling
+        from benchmarks import report
 
-        result = scaling.run(rounds=3, batch=10) if args.quick else scaling.run()
-        scaling.print_table(result)
-        print(f"results: {report.write_results('scaling', result)}")
-
-
-def _erasure(args) -> None:
-    with bench_database(keep=args.keep_db):
-        from benchmarks import erasure, report
-
-        result = erasure.run()
-        erasure.print_table(result)
-        print(f"results: {report.write_results('erasure', result)}")
-
-
-def _edits(args) -> None:
-    with bench_database(keep=args.keep_db):
-        from benchmarks import history_edits, report
-
-        result = history_edits.run()
-        history_edits.print_table(result)
-        print(f"results: {report.write_results('edits', result)}")
-
-
-def _admin(args) -> None:
-    with bench_database(keep=args.keep_db):
-        from benchmarks import admin_scale, report
-
-        result = admin_scale.run(renders=5 if args.quick else 15)
-        admin_scale.print_table(result)
-        print(f"results: {report.write_results('admin', result)}")
-
-
-def _langgraph(args) -> None:
-    with bench_database(keep=args.keep_db):
-        from benchmarks import langgraph_saver, report
-
-        result = langgraph_saver.run(rounds=2, batch=10) if args.quick else langgraph_saver.run()
-        langgraph_saver.print_table(result)
-        print(f"results: {report.write_results('langgraph', result)}")
-
-
-def _adk(args) -> None:
-    with bench_database(keep=args.keep_db):
-        from benchmarks import adk, report
-
-        result = adk.run(turns=3 if args.quick else 10)
-        adk.print_table(result)
-        print(f"results: {report.write_results('adk', result)}")
-
-
-def _latency(args) -> None:
-    with bench_database(keep=args.keep_db):
-        from benchmarks import latency, report
-
-        result = latency.run(quick=args.quick)
-        latency.print_table(result)
-        print(f"results: {report.write_results('latency', result)}")
-
-
-def _pages(args) -> None:
-    with bench_database(keep=args.keep_db):
-        from benchmarks import pages, report
-
-        result = pages.run(quick=args.quick)
-        pages.print_table(result)
-        print(f"results: {report.write_results('pages', result)}")
+        module = importlib.import_module(f"benchmarks.{module_name}")
+        result = module.run(**arguments(args))
+        module.print_table(result)
+        print(f"results: {report.write_results(suite, result)}")
 
 
 def _retention(args) -> None:
@@ -223,19 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite == "all":
         passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)
-    {
-        "scaling": _scaling,
-        "http": _http,
-        "erasure": _erasure,
-        "admin": _admin,
-        "langgraph": _langgraph,
-        "edits": _edits,
-        "replicas": _replicas,
-        "adk": _adk,
-        "retention": _retention,
-        "latency": _latency,
-        "pages": _pages,
-    }[args.suite](args)
+    if args.suite in IN_DATABASE:
+        _in_database(args.suite, args)
+    else:
+        {"http": _http, "replicas": _replicas, "retention": _retention}[args.suite](args)
     return 0
 
 
