@@ -83,11 +83,11 @@ def adk_event_window(
     return EventCursor(timestamp=start[0], seq=start[1], last_seq=session.last_seq)
 
 
-def adk_event_page(*, session: Session, cursor: EventCursor, page_size: int, max_bytes: int | None = None) -> EventPage:
+def adk_event_page(*, session: Session, cursor: EventCursor, page_size: int, max_bytes: int | None) -> EventPage:
     """One page of events from ``cursor`` on, oldest first (timestamp, then append order): at most
-    ``page_size`` events and, given ``max_bytes``, about that much of their stored JSON (at least
-    one event). ADK events carry inline files: a page of 1,000 of them must not fill a worker's
-    memory, so the database counts the bytes and events past the budget never leave it."""
+    ``page_size`` events and, unless ``max_bytes`` is None, about that much of their stored JSON
+    (at least one event). ADK events carry inline files: a page of 1,000 of them must not fill a
+    worker's memory, so the database counts the bytes and events past the budget never leave it."""
     events = AdkEvent.objects.filter(session=session, seq__lte=cursor.last_seq)
     if cursor.timestamp != float("-inf"):
         # The plain range is what the index scan starts from; the OR only settles ties.

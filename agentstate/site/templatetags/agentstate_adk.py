@@ -50,7 +50,12 @@ def _event_row(seq: int, event: dict[str, Any], user_delta: dict[str, Any] | Non
 @register.inclusion_tag("admin/sessions_app/session/adk_events.html")
 def adk_session(session: Session, all_url: str) -> dict[str, Any]:
     window = selectors.adk_event_window(session=session, num_recent_events=LATEST_EVENTS)
-    page = selectors.adk_event_page(session=session, cursor=window, page_size=LATEST_EVENTS) if window else None
+    # Not bounded by bytes: a page that ended early would drop the latest events, not the oldest.
+    page = (
+        selectors.adk_event_page(session=session, cursor=window, page_size=LATEST_EVENTS, max_bytes=None)
+        if window
+        else None
+    )
     events = page.events if page else []
     deltas = (
         user_selectors.adk_event_user_deltas(session_pk=session.pk, first_seq=events[0][0], last_seq=events[-1][0])
