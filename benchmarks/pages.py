@@ -68,13 +68,12 @@ def _history_page(session, rows: int, budget: int | None) -> list:
     from agentstate.api import json_rows
     from sessions_app import selectors
     from sessions_app.api.serializers import MessageSerializer
-    from sessions_app.models import Message
 
     page = json_rows.json_rows(selectors.message_list(session=session), MessageSerializer, "seq")
     if budget is not None:
         page = json_rows.byte_bounded(page, json_rows.ByteBudget(budget))
     fetched = list(page[: rows + 1])
-    assert len(fetched) == min(rows + 1, Message.objects.filter(session=session).count())
+    assert len(fetched) == min(rows + 1, MESSAGES)
     return fetched
 
 
