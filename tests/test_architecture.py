@@ -1,4 +1,4 @@
-"""House rules of DESIGN.md that code review alone would let slip."""
+"""The house rules of docs/DESIGN.md, "Layers", that code review alone would let slip."""
 
 from pathlib import Path
 

@@ -1,8 +1,8 @@
 """Writes of ADK sessions: create, and append an event with its session and app state deltas
 (a delete is sessions_app's ``session_delete``, as for any session).
 
-ADK's semantics win here (DESIGN.md, "Framework backends"): a writer holding a session older than
-the stored one gets ``StaleSession``, as ADK's database and SQLite services raise
+ADK's semantics win here (docs/DESIGN.md, "Framework backends"): a writer holding a session older
+than the stored one gets ``StaleSession``, as ADK's database and SQLite services raise
 ``StaleSessionError``. The ``user:`` parts are returned to the caller (agentstate.site.adk), which
 stores them as user data in the same transaction.
 """

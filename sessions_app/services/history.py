@@ -1,12 +1,12 @@
 """Edits of a session's message history: pop the last message, rewind, clear, and fork.
 
-Rules (DESIGN.md, Message): each edit is one transaction under the session's row lock, so edits
-and appends of one session run one at a time; ``seq`` numbers are never reused (an edit leaves a
-gap, the counter ``last_seq`` never goes back) and every edit that removes something advances
-``history_generation``, so an incremental reader can tell its copy is stale. An edit can name the
-newest ``seq`` its caller saw (``expected_last_seq``): if the history's newest message is another
-one, nothing changes (``PreconditionFailed``). Ended sessions refuse edits; fork only reads its
-source, so an ended session can be forked.
+Rules (docs/DESIGN.md, "The domain": messages and history edits): each edit is one transaction
+under the session's row lock, so edits and appends of one session run one at a time; ``seq``
+numbers are never reused (an edit leaves a gap, the counter ``last_seq`` never goes back) and every
+edit that removes something advances ``history_generation``, so an incremental reader can tell its
+copy is stale. An edit can name the newest ``seq`` its caller saw (``expected_last_seq``): if the
+history's newest message is another one, nothing changes (``PreconditionFailed``). Ended sessions
+refuse edits; fork only reads its source, so an ended session can be forked.
 """
 
 from __future__ import annotations
