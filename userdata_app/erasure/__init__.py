@@ -27,13 +27,14 @@ from userdata_app.erasure.lifecycle import (
     step_allowed,
 )
 from userdata_app.erasure.reapply import erased_subjects_export, erased_subjects_import, erasures_reapply
-from userdata_app.erasure.storage import WAL_PENDING, erasure_storage_retry
+from userdata_app.erasure.storage import STORAGE_CLEANUP_OWED, WAL_PENDING, erasure_storage_retry
 
 __all__ = [
     "CATEGORY_LABELS",
     "ERASED_REPR",
     "OPEN_STATUSES",
     "STEPS",
+    "STORAGE_CLEANUP_OWED",
     "WAL_PENDING",
     "ErasureFailed",
     "add_months",

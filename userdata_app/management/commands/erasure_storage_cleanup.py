@@ -1,6 +1,7 @@
 """Finish the clean-up an erasure could not finish right after it committed: SQLite's
-write-ahead log still open in a reader (the request's admin page and receipt say so), PostgreSQL
-statistics of a busy table. Retries until done or ``--timeout``; exits non-zero if still pending."""
+write-ahead log still open in a reader, PostgreSQL statistics of a busy table, or all of it when
+the process stopped between the commit and the clean-up (the request's admin page and receipt say
+so in each case). Retries until done or ``--timeout``; exits non-zero if still pending."""
 
 from django.core.management.base import BaseCommand, CommandError
 
