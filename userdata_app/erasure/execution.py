@@ -253,7 +253,7 @@ def _record_execution(
         actor=actor,
         note=counts_text(counts),
         failure="",
-        storage_pending=storage_cleanup_owed(),
+        storage_pending=storage_cleanup_owed(scope=request.scope),
     )
     return receipt
 

@@ -1,8 +1,9 @@
-"""After an erasure commits: the copies of erased rows a database keeps outside its live tables.
+"""After an erasure commits: the copies of erased rows kept outside the database's live tables.
 
 PostgreSQL's planner statistics (``pg_stats``) keep sampled values of deleted rows until the
 next ANALYZE; SQLite's write-ahead log keeps earlier versions of the pages that held them until
-it is checkpointed and truncated (and the database file keeps them until then too). The erasure's
+it is checkpointed and truncated (and the database file keeps them until then too); Redis keeps
+the erased sessions' working state until sessions_app clears it after the commit. The erasure's
 own transaction records this clean-up as owed on the request (``storage_pending``), so a crash
 at any moment after the commit leaves it flagged; it runs right after the commit and the note is
 cleared only once it has run. What could not be done then (a reader holding SQLite's log open),
@@ -20,6 +21,7 @@ from django.db import connection
 
 from agentstate.subjects import statistics_refresh, wal_truncate
 from sessions_app import selectors as session_selectors
+from sessions_app import services as session_services
 from userdata_app.models import AdkEventUserDelta, AdkUserState, ErasureRequest, ErasureSubject, UserDatum
 
 Scope = ErasureRequest.Scope
@@ -35,6 +37,10 @@ STORAGE_CLEANUP_OWED = {
     "postgresql": "PostgreSQL's planner statistics (pg_stats) of the tables the erasure touched may still hold "
     "erased values: they have not been refreshed since the erasure.",
 }
+# Also owed by an erasure of process state when working state lives outside the database (Redis).
+WORKING_STATE_OWED = (
+    "Redis may still hold the erased sessions' working state: it has not been cleared since the erasure."
+)
 
 
 def _tables(scope: str) -> list[str]:
@@ -59,15 +65,20 @@ def storage_cleanup(*, scope: str = Scope.EVERYTHING) -> str:
     return " ".join(pending)
 
 
-def storage_cleanup_owed() -> str:
-    """What an erasure leaves to clear after its commit on this database: the erasure records it
-    on the request in its own transaction (``storage_pending``), "" when there is nothing."""
-    return STORAGE_CLEANUP_OWED.get(connection.vendor, "")
+def storage_cleanup_owed(*, scope: str) -> str:
+    """What an erasure of ``scope`` leaves to clear after its commit: the erasure records it on
+    the request in its own transaction (``storage_pending``), "" when there is nothing."""
+    owed = [STORAGE_CLEANUP_OWED.get(connection.vendor, "")]
+    if scope == Scope.EVERYTHING and session_selectors.working_state_outlives_deleted_sessions():
+        owed.append(WORKING_STATE_OWED)
+    return " ".join(note for note in owed if note)
 
 
 def erasure_storage_after_commit(*, request_pk: int, scope: str) -> None:
     """Run once the erasure has committed (``transaction.on_commit``): the clean-up, then the
-    request's note says what is still pending ("" once everything has run)."""
+    request's note says what is still pending ("" once everything has run). It is registered
+    after the erased sessions' working-state clear (``erase_subject``) and callbacks run in
+    order, stopping at the first that fails: running at all means that clear is done."""
     pending = storage_cleanup(scope=scope)
     ErasureRequest.objects.filter(pk=request_pk).update(storage_pending=pending)
 
@@ -79,6 +90,7 @@ def erasure_storage_retry(*, timeout: float, interval: float = 1.0) -> str:
     deadline = time.monotonic() + timeout
     while True:
         flagged = list(ErasureRequest.objects.exclude(storage_pending="").values_list("pk", flat=True))
+        session_services.working_state_orphans_clear()
         pending = storage_cleanup()
         if not pending:
             ErasureRequest.objects.filter(pk__in=flagged).update(storage_pending="")
