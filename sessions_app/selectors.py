@@ -225,6 +225,12 @@ def working_state_get(*, session: Session) -> dict[str, Any]:
     return working_state.get_store().get(session.pk)
 
 
+def working_state_outlives_deleted_sessions() -> bool:
+    """Whether a deleted session's working state stays in the store until it is cleared after the
+    commit (Redis), rather than going with the session's row (the database store)."""
+    return working_state.get_store().outlives_its_session
+
+
 def transition_list(*, session: Session) -> QuerySet[AgentTransition]:
     """A session's agent hand-offs in the order they were recorded."""
     return AgentTransition.objects.filter(session=session).order_by("id")

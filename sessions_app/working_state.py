@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from datetime import timedelta
 from functools import cache
+from itertools import islice
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -20,7 +21,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput
-from sessions_app.models import WorkingStateEntry
+from sessions_app.models import Session, WorkingStateEntry
 
 
 def _merge(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
@@ -53,6 +54,9 @@ def _chunks(items: list[int], size: int = 500):
 
 
 class WorkingStateStore(Protocol):
+    # Whether a deleted session's entry stays until ``clear_many`` runs after the commit.
+    outlives_its_session: bool
+
     def get(self, session_pk: int) -> dict[str, Any]: ...
     def patch(self, session_pk: int, changes: dict[str, Any]) -> dict[str, Any]: ...
     def replace(self, session_pk: int, data: dict[str, Any]) -> dict[str, Any]: ...
@@ -60,10 +64,13 @@ class WorkingStateStore(Protocol):
     def clear_many(self, session_pks: list[int]) -> None: ...
     def count_many(self, session_pks: list[int]) -> int: ...
     def purge_expired(self) -> int: ...
+    def clear_orphans(self) -> int: ...
 
 
 class DatabaseWorkingStateStore:
     """One row per live session with an ``expires_at``; expired rows read as empty."""
+
+    outlives_its_session = False  # the row goes with its session's, in the same transaction
 
     def __init__(self, ttl_seconds: int):
         self.ttl = timedelta(seconds=ttl_seconds)
@@ -97,6 +104,9 @@ class DatabaseWorkingStateStore:
         deleted, _ = WorkingStateEntry.objects.filter(expires_at__lte=timezone.now()).delete()
         return deleted
 
+    def clear_orphans(self) -> int:
+        return 0  # none: a row cascades with its session
+
     @transaction.atomic
     def _write(self, session_pk: int, update) -> dict[str, Any]:
         now = timezone.now()
@@ -122,6 +132,7 @@ class RedisWorkingStateStore:
     """
 
     prefix = "agentstate:ws:"
+    outlives_its_session = True
 
     def __init__(self, url: str, ttl_seconds: int):
         import redis
@@ -178,6 +189,20 @@ class RedisWorkingStateStore:
 
     def purge_expired(self) -> int:
         return 0  # Redis expires keys itself.
+
+    def clear_orphans(self, *, batch: int = 500) -> int:
+        """Delete the hashes of sessions that no longer exist (what a delete or an erasure left when
+        its process died between its commit and ``clear_many``), scanning the keys in batches.
+        Returns how many went. A hash is only written for a committed session (callers lock its
+        row), so a live session's is never taken for an orphan."""
+        cleared = 0
+        keys = self.client.scan_iter(match=f"{self.prefix}*", count=batch)
+        while chunk := list(islice(keys, batch)):
+            pks = {int(key[len(self.prefix) :]) for key in chunk}
+            gone = pks - set(Session.objects.filter(pk__in=pks).values_list("pk", flat=True))
+            self.clear_many(sorted(gone))
+            cleared += len(gone)
+        return cleared
 
     def ping(self) -> bool:
         return bool(self.client.ping())

@@ -81,8 +81,9 @@ class ErasureRequest(models.Model):
     storage_pending = models.TextField(
         blank=True,
         editable=False,
-        help_text="Copies of erased rows the database still held after the erasure committed (e.g. SQLite's WAL "
-        "file while a reader had it open); `manage.py erasure_storage_cleanup` retries. Empty when none.",
+        help_text="Copies of erased rows the database may still hold outside its live tables (SQLite's WAL, "
+        "PostgreSQL's statistics): recorded with the erasure, cleared once the clean-up after its commit has run; "
+        "`manage.py erasure_storage_cleanup` finishes what is left. Empty when none.",
     )
     status_changed_at = models.DateTimeField(default=timezone.now, editable=False)
     status_changed_by = models.ForeignKey(

@@ -12,6 +12,7 @@ from sessions_app.services.subjects import subject_process_state_erase
 from sessions_app.services.transitions import transition_record
 from sessions_app.services.working_state import (
     working_state_clear,
+    working_state_orphans_clear,
     working_state_patch,
     working_state_purge_expired,
     working_state_replace,
@@ -39,6 +40,7 @@ __all__ = [
     "subject_process_state_erase",
     "transition_record",
     "working_state_clear",
+    "working_state_orphans_clear",
     "working_state_patch",
     "working_state_purge_expired",
     "working_state_replace",

@@ -40,3 +40,9 @@ def working_state_purge_expired() -> int:
     """Delete working state whose TTL has passed (the periodic sweep of the database store; Redis
     expires keys itself). Returns how many entries went."""
     return working_state.get_store().purge_expired()
+
+
+def working_state_orphans_clear() -> int:
+    """Delete the working state of sessions that are gone: a delete or an erasure clears it after
+    its commit, and a process that died in between left it. Returns how many went."""
+    return working_state.get_store().clear_orphans()

@@ -160,6 +160,22 @@ def test_delete_discards_working_state(store, tenant, django_capture_on_commit_c
     assert store.count_many([session.pk]) == 0
 
 
+def test_the_sweep_removes_what_a_delete_left_behind_and_live_sessions_keep_theirs(store, tenant):
+    """Issue 23, defect 7: a process that dies between a delete's (or an erasure's) commit and the
+    clear leaves the deleted session's working state in Redis, which the sweep of
+    ``erasure_storage_cleanup`` removes; the database store's entry goes with its session."""
+    gone, live = _session(tenant, "gone"), _session(tenant, "live")
+    for session in (gone, live):
+        services.working_state_patch(session=session, changes={"a": 1})
+    services.session_delete(session=gone)  # its clear waits for a commit the test's transaction never makes
+    left_behind = 1 if store.outlives_its_session else 0
+    assert store.count_many([gone.pk]) == left_behind
+
+    assert services.working_state_orphans_clear() == left_behind
+    assert store.count_many([gone.pk]) == 0
+    assert store.get(live.pk) == {"a": 1}
+
+
 class _Abort(Exception):
     pass
 

@@ -2,6 +2,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, connections
 
+from sessions_app import working_state
+from sessions_app.models import Session
+
 
 @pytest.fixture
 def sqlite_file(transactional_db, tmp_path):
@@ -19,6 +22,8 @@ def sqlite_file(transactional_db, tmp_path):
         call_command("migrate", verbosity=0, interactive=False)
         call_command("createcachetable", verbosity=0)
         yield path
+        # Working state in Redis is keyed by session pk, which the next test's database reuses.
+        working_state.get_store().clear_many(list(Session.objects.values_list("pk", flat=True)))
     finally:
         wrapper.close()
         wrapper.settings_dict["NAME"] = in_memory_name

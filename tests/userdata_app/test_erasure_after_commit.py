@@ -1,18 +1,26 @@
 """What an erasure does outside its database transaction, and only once it has committed: working
 state in Redis (issue 9, defect 4), PostgreSQL's planner statistics (defect 5), SQLite's WAL file
-(defect 2)."""
+(defect 2); and a crash between that commit and the clean-up (issue 23, defect 7)."""
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+from html import escape
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection
 
+from agentstate.subjects import wal_truncate
 from sessions_app import working_state
 from sessions_app.models import Checkpoint, Session
+from tests.fresh_process import ROOT
 from tests.userdata_app.erasure_factories import subject_data_create, verified_request
 from tests.userdata_app.residue import pg_stats_text
 from userdata_app import erasure
@@ -185,3 +193,100 @@ def test_postgresql_statistics_keep_no_erased_value(postgres_only, tenant):
     for marker in (STATS_SUBJECT, f"hello from {STATS_SUBJECT}", f"{STATS_SUBJECT}@example.com", STATS_SUBJECT.title()):
         assert marker not in after, marker
     assert "bystander" in after  # the statistics were refreshed, not dropped
+
+
+# --- A crash between the commit and the clean-up (issue 23, defect 7) ------------------------------
+
+CRASH_SUBJECT = "crashsubject-9d2e"
+
+# Executes the request named by argv[1] and dies with SIGKILL the moment the erasure has committed:
+# the on_commit callback registered first runs first, before any clean-up the erasure registered.
+ERASE_THEN_DIE = """
+import os, signal, sys
+import django
+
+django.setup()
+from django.db import transaction
+from userdata_app import erasure
+from userdata_app.models import ErasureRequest
+
+with transaction.atomic():
+    transaction.on_commit(lambda: os.kill(os.getpid(), signal.SIGKILL))
+    erasure.erasure_execute(request=ErasureRequest.objects.get(pk=int(sys.argv[1])))
+"""
+
+
+def _erase_in_a_process_killed_after_the_commit(request: ErasureRequest) -> None:
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        url = f"sqlite:///{db['NAME']}"
+    else:
+        server = f"{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}"
+        url = f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{server}/{db['NAME']}"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": url}
+    died = subprocess.run(
+        [sys.executable, "-c", ERASE_THEN_DIE, str(request.pk)], cwd=ROOT, env=env, capture_output=True, timeout=120
+    )
+    assert died.returncode == -signal.SIGKILL, died.stderr.decode()
+
+
+@pytest.fixture
+def copies_outside_the_tables(request):
+    """The copies of rows the database keeps outside its live tables, as bytes: SQLite's database
+    file and its WAL (the test runs on a file), or every value in PostgreSQL's ``pg_stats``."""
+    if connection.vendor == "sqlite":
+        path = request.getfixturevalue("sqlite_file")
+        return lambda: _file_bytes(path) + _file_bytes(path.with_name(path.name + "-wal"))
+    return lambda: pg_stats_text().encode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_crash_right_after_the_erasure_commits_leaves_its_clean_up_flagged_until_the_command_finishes_it(
+    copies_outside_the_tables, client
+):
+    from agentstate.tenancy.services import tenant_get_or_create
+
+    tenant = tenant_get_or_create(slug="acme")
+    admin = get_user_model().objects.create_superuser("admin", password="pw")
+    subject_data_create(tenant=tenant, user_id=CRASH_SUBJECT, sessions=3, messages=40)
+    subject_data_create(tenant=tenant, user_id="bystander", sessions=2, messages=5)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")  # as autovacuum would: the statistics sample the subject's values
+    else:
+        assert wal_truncate()  # the subject's rows are in the database file itself, not only in the WAL
+    markers = [CRASH_SUBJECT.encode(), f"hello from {CRASH_SUBJECT}".encode()]
+    assert all(marker in copies_outside_the_tables() for marker in markers)
+    store = working_state.get_store()
+    subject_sessions, bystander_sessions = (
+        list(Session.objects.filter(user_id=user_id).values_list("pk", flat=True))
+        for user_id in (CRASH_SUBJECT, "bystander")
+    )
+    request = verified_request(subjects=[(tenant, CRASH_SUBJECT)], scope=Scope.EVERYTHING, actor=admin)
+
+    _erase_in_a_process_killed_after_the_commit(request)
+
+    request.refresh_from_db()
+    owed = erasure.STORAGE_CLEANUP_OWED[connection.vendor]
+    if store.outlives_its_session:  # Redis: the erased sessions' working state was never cleared
+        owed += " " + erasure.WORKING_STATE_OWED
+        assert store.count_many(subject_sessions) == 3
+    assert (request.status, request.storage_pending) == (Status.EXECUTED, owed)
+    assert erasure.receipt_document(receipt=request.receipt)["storage_pending"] == owed
+    client.force_login(admin)
+    page = f"/admin/userdata_app/erasurerequest/{request.pk}/"
+    assert escape(owed) in client.get(f"{page}change/").content.decode()
+    assert json.loads(client.get(f"{page}receipt/").content)["storage_pending"] == owed
+    assert all(marker in copies_outside_the_tables() for marker in markers)  # the flag is no false alarm
+    if connection.vendor == "sqlite":  # in the database file itself, until the log is checkpointed
+        assert all(marker in _file_bytes(Path(connection.settings_dict["NAME"])) for marker in markers)
+
+    call_command("erasure_storage_cleanup", "--timeout", "5", stdout=StringIO())
+
+    request.refresh_from_db()
+    assert request.storage_pending == ""
+    assert erasure.receipt_document(receipt=request.receipt)["storage_pending"] == ""
+    left = copies_outside_the_tables()
+    assert [marker for marker in markers if marker in left] == []
+    assert b"bystander" in left
+    assert (store.count_many(subject_sessions), store.count_many(bystander_sessions)) == (0, 2)

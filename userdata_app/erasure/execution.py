@@ -5,7 +5,9 @@ with scope "everything", the process state (sessions_app's own service erases it
 transaction; then counts what is left in scope and rolls everything back unless it is 0. The
 executed request keeps a receipt with counts and keyed hashes, never the plain user id. Only
 once that transaction has committed are the copies outside the database's live rows cleared
-(working state, statistics, SQLite's log: ``storage``), so a rollback changes nothing anywhere.
+(working state, statistics, SQLite's log: ``storage``), so a rollback changes nothing anywhere;
+the transaction itself records that clean-up as owed on the request, so that a crash before it
+has run leaves the request and its receipt saying so.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from userdata_app.adk import selectors as adk_selectors
 from userdata_app.adk import services as adk_services
 from userdata_app.erasure.lifecycle import actor_name, step_allowed, transition
 from userdata_app.erasure.registry import grace_until, subject_hash
-from userdata_app.erasure.storage import erasure_storage_after_commit
+from userdata_app.erasure.storage import erasure_storage_after_commit, storage_cleanup_owed
 from userdata_app.models import ErasedSubject, ErasureReceipt, ErasureRequest, ErasureSubject
 
 Status = ErasureRequest.Status
@@ -212,7 +214,8 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
 def _record_execution(
     request: ErasureRequest, *, subjects: list[ErasureSubject], counts: dict[str, int], actor
 ) -> ErasureReceipt:
-    """Replace the subjects' ids by keyed hashes, register them, write the receipt."""
+    """Replace the subjects' ids by keyed hashes, register them, write the receipt, and record
+    the storage clean-up still owed after the commit (``storage``) on the request."""
     now = timezone.now()
     entries = []
     for subject in subjects:
@@ -250,6 +253,7 @@ def _record_execution(
         actor=actor,
         note=counts_text(counts),
         failure="",
+        storage_pending=storage_cleanup_owed(scope=request.scope),
     )
     return receipt
 

@@ -1,11 +1,15 @@
-"""After an erasure commits: the copies of erased rows a database keeps outside its live tables.
+"""After an erasure commits: the copies of erased rows kept outside the database's live tables.
 
 PostgreSQL's planner statistics (``pg_stats``) keep sampled values of deleted rows until the
 next ANALYZE; SQLite's write-ahead log keeps earlier versions of the pages that held them until
-it is checkpointed and truncated. Both are cleared right after the commit; what could not be
-(a reader holding SQLite's log open) is recorded on the request (``storage_pending``) and retried
-by ``manage.py erasure_storage_cleanup``. What no command here can clear (dead tuples until
-VACUUM, WAL segments, replicas, backups) is described in docs/COMPLIANCE.md.
+it is checkpointed and truncated (and the database file keeps them until then too); Redis keeps
+the erased sessions' working state until sessions_app clears it after the commit. The erasure's
+own transaction records this clean-up as owed on the request (``storage_pending``), so a crash
+at any moment after the commit leaves it flagged; it runs right after the commit and the note is
+cleared only once it has run. What could not be done then (a reader holding SQLite's log open),
+or never ran (a crash), ``manage.py erasure_storage_cleanup`` finishes. What no command here can
+clear (dead tuples until VACUUM, WAL segments, replicas, backups) is described in
+docs/COMPLIANCE.md.
 """
 
 from __future__ import annotations
@@ -13,15 +17,29 @@ from __future__ import annotations
 import time
 
 from django.contrib.admin.models import LogEntry
+from django.db import connection
 
 from agentstate.subjects import statistics_refresh, wal_truncate
 from sessions_app import selectors as session_selectors
+from sessions_app import services as session_services
 from userdata_app.models import AdkEventUserDelta, AdkUserState, ErasureRequest, ErasureSubject, UserDatum
 
 Scope = ErasureRequest.Scope
 WAL_PENDING = (
     "SQLite's write-ahead log (the -wal file) still holds erased rows: a reader kept it open, so it could not be "
     "truncated."
+)
+# What the clean-up after an erasure has to clear, per database vendor: recorded with the erasure
+# before it commits, cleared once the clean-up has run.
+STORAGE_CLEANUP_OWED = {
+    "sqlite": "SQLite's write-ahead log (the -wal file) and the database file may still hold erased rows: the log "
+    "has not been checkpointed and truncated since the erasure.",
+    "postgresql": "PostgreSQL's planner statistics (pg_stats) of the tables the erasure touched may still hold "
+    "erased values: they have not been refreshed since the erasure.",
+}
+# Also owed by an erasure of process state when working state lives outside the database (Redis).
+WORKING_STATE_OWED = (
+    "Redis may still hold the erased sessions' working state: it has not been cleared since the erasure."
 )
 
 
@@ -47,21 +65,35 @@ def storage_cleanup(*, scope: str = Scope.EVERYTHING) -> str:
     return " ".join(pending)
 
 
+def storage_cleanup_owed(*, scope: str) -> str:
+    """What an erasure of ``scope`` leaves to clear after its commit: the erasure records it on
+    the request in its own transaction (``storage_pending``), "" when there is nothing."""
+    owed = [STORAGE_CLEANUP_OWED.get(connection.vendor, "")]
+    if scope == Scope.EVERYTHING and session_selectors.working_state_outlives_deleted_sessions():
+        owed.append(WORKING_STATE_OWED)
+    return " ".join(note for note in owed if note)
+
+
 def erasure_storage_after_commit(*, request_pk: int, scope: str) -> None:
-    """Run once the erasure has committed (``transaction.on_commit``); records what is pending."""
+    """Run once the erasure has committed (``transaction.on_commit``): the clean-up, then the
+    request's note says what is still pending ("" once everything has run). It is registered
+    after the erased sessions' working-state clear (``erase_subject``) and callbacks run in
+    order, stopping at the first that fails: running at all means that clear is done."""
     pending = storage_cleanup(scope=scope)
-    if pending:
-        ErasureRequest.objects.filter(pk=request_pk).update(storage_pending=pending)
+    ErasureRequest.objects.filter(pk=request_pk).update(storage_pending=pending)
 
 
 def erasure_storage_retry(*, timeout: float, interval: float = 1.0) -> str:
-    """Retry the clean-up until nothing is pending or ``timeout`` seconds have passed; once it
-    succeeds, no request is marked pending any more. Returns what is still pending."""
+    """Run the clean-up until nothing is pending or ``timeout`` seconds have passed; once it
+    succeeds, the requests marked pending before it started are marked done (one committed while
+    it ran keeps its note for its own clean-up). Returns what is still pending."""
     deadline = time.monotonic() + timeout
     while True:
+        flagged = list(ErasureRequest.objects.exclude(storage_pending="").values_list("pk", flat=True))
+        session_services.working_state_orphans_clear()
         pending = storage_cleanup()
         if not pending:
-            ErasureRequest.objects.exclude(storage_pending="").update(storage_pending="")
+            ErasureRequest.objects.filter(pk__in=flagged).update(storage_pending="")
             return ""
         if time.monotonic() >= deadline:
             return pending

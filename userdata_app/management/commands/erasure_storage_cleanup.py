@@ -1,6 +1,8 @@
 """Finish the clean-up an erasure could not finish right after it committed: SQLite's
-write-ahead log still open in a reader (the request's admin page and receipt say so), PostgreSQL
-statistics of a busy table. Retries until done or ``--timeout``; exits non-zero if still pending."""
+write-ahead log still open in a reader, PostgreSQL statistics of a busy table, or all of it (and
+the erased sessions' working state in Redis) when the process stopped between the commit and the
+clean-up; the request's admin page and receipt say so in each case. Retries until done or
+``--timeout``; exits non-zero if still pending."""
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -8,7 +10,10 @@ from userdata_app import erasure
 
 
 class Command(BaseCommand):
-    help = "Retry truncating SQLite's WAL and refreshing statistics after erasures, until done or --timeout."
+    help = (
+        "Finish what erasures left pending (SQLite's WAL, statistics, working state of erased sessions), "
+        "retrying until done or --timeout."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--timeout", type=float, default=60.0, help="Seconds to keep retrying (default 60).")
@@ -17,4 +22,6 @@ class Command(BaseCommand):
         pending = erasure.erasure_storage_retry(timeout=timeout)
         if pending:
             raise CommandError(f"Still pending after {timeout:g} s: {pending} Close the readers and run this again.")
-        self.stdout.write("Done: no copy of erased rows is left in the write-ahead log or the statistics.")
+        self.stdout.write(
+            "Done: no copy of erased rows is left in the write-ahead log, the statistics or the working state."
+        )
