@@ -128,6 +128,7 @@ def test_after_an_erasure_the_sqlite_wal_is_truncated_and_a_reader_holding_it_is
 
     request.refresh_from_db()
     assert request.storage_pending == ""
+    assert _file_bytes(wal) == b""  # clearing the note wrote to the log; it was truncated again
     for path in (wal, sqlite_file):
         content = _file_bytes(path)
         for marker in (

@@ -81,6 +81,8 @@ def erasure_storage_after_commit(*, request_pk: int, scope: str) -> None:
     order, stopping at the first that fails: running at all means that clear is done."""
     pending = storage_cleanup(scope=scope)
     ErasureRequest.objects.filter(pk=request_pk).update(storage_pending=pending)
+    if not pending:
+        wal_truncate()  # the note's own write (the request's row, nothing of the subject): the log ends empty
 
 
 def erasure_storage_retry(*, timeout: float, interval: float = 1.0) -> str:
@@ -94,6 +96,7 @@ def erasure_storage_retry(*, timeout: float, interval: float = 1.0) -> str:
         pending = storage_cleanup()
         if not pending:
             ErasureRequest.objects.filter(pk__in=flagged).update(storage_pending="")
+            wal_truncate()
             return ""
         if time.monotonic() >= deadline:
             return pending
