@@ -37,8 +37,8 @@ def session_with(tenant, session_id, *, messages=0, ended_days_ago=None, idle_da
         )
     now = timezone.now()
     changes = {"updated_at": now - idle_days * DAY}
-    if ended_days_ago is not None:
-        changes["ended_at"] = now - ended_days_ago * DAY
+    if ended_days_ago is not None:  # ending is the last activity, as session_end records it
+        changes["ended_at"] = changes["updated_at"] = now - ended_days_ago * DAY
     Session.objects.filter(pk=session.pk).update(**changes)
     session.refresh_from_db()
     return session
