@@ -378,3 +378,16 @@ def test_a_session_an_agent_ended_still_refuses_the_core_apis_writes(api, tenant
     session.refresh_from_db()
     assert session.ended_at is not None and not session.ended_by_retention
     assert not Message.objects.filter(content="late").exists()
+
+
+def test_an_adk_runner_holding_its_session_from_before_an_idle_end_appends_without_a_stale_error(api, tenant, policy):
+    session = _adk_session(api)
+    version = api.get(ADK + "a1/").json()["version"]
+    _age(session)
+    services.retention_apply(tenant=tenant)
+
+    response = api.post(ADK + "a1/events/", {**_adk_event("e2"), "expected_version": version}, format="json")
+
+    assert response.status_code == 201, response.content
+    session.refresh_from_db()
+    assert session.ended_at is None and session.version == version + 1
