@@ -92,12 +92,17 @@ def activity_changes() -> dict[str, Any]:
 
 
 def session_touch(session: Session) -> Session:
-    """Take the session's row lock for a write whose rules need the row, and record the activity
-    (``updated_at`` now, a session retention ended reopened); returns the current row. Whether an
-    ended session takes the write stays the caller's rule."""
-    if not Session.objects.filter(pk=session.pk).update(**activity_changes()):
+    """Inside a transaction: take the session's row lock for a write whose rules need the row, and
+    record the activity (``updated_at`` now, a session retention ended reopened), in one
+    ``UPDATE ... RETURNING``; returns the row as it is now. Whether an ended session takes the
+    write stays the caller's rule."""
+    table = connection.ops.quote_name(Session._meta.db_table)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    sql = f"UPDATE {table} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} WHERE id = %s RETURNING *"
+    touched = next(iter(Session.objects.raw(sql, [now, session.pk])), None)
+    if touched is None:
         raise NotFound("Session not found.")
-    return Session.objects.get(pk=session.pk)
+    return touched
 
 
 def raise_not_live(session: Session) -> None:
