@@ -185,7 +185,7 @@ class _Sweep:
         """Drop what holds messages older than N days: messages (the OpenAI Agents SDK's items
         among them), the copies popped messages keep for retries, ADK events. Keep each session's
         counters true: message_count goes down by the messages that went, history_generation
-        advances as after an edit. Seven statements whatever the batch."""
+        advances as after an edit. At most six statements whatever the batch."""
         days = self.policy.drop_messages_after_days
         assert days is not None  # run() drops messages only under this rule
         cutoff = self.now - timedelta(days=days)
