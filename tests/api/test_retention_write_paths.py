@@ -236,7 +236,8 @@ WRITE_PATHS = [
         lambda api: api.post(
             LANGGRAPH + "writes/",
             {
-                **{k: v for k, v in _checkpoint_body("c1").items() if k in ("thread_id", "default_user_id")},
+                "thread_id": "t1",
+                "default_user_id": "u1",
                 "checkpoint_ns": "",
                 "checkpoint_id": "c1",
                 "task_id": "task-1",
