@@ -24,8 +24,13 @@ class Session(models.Model):
     workspace_id = models.CharField(max_length=128, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # The activity time: every write through any API moves it in its own transaction (retention
+    # judges idleness by it alone).
     updated_at = models.DateTimeField(default=timezone.now)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # True while the session is ended because retention found it idle: the next write reopens it.
+    # An end an agent asked for (POST .../end/) is final for the core API's writes.
+    ended_by_retention = models.BooleanField(default=False, db_default=False, editable=False)
     # Counters bumped under the session's row lock: the last message number ever given (never
     # reused, so an edit leaves a gap), the largest round id (the next automatic round is
     # last_round_id + 1), how many messages are stored (every write keeps it true, so nobody
@@ -154,6 +159,9 @@ class MessagePop(models.Model):
     user_id = models.CharField(max_length=128)
     key = models.CharField(max_length=128)
     message = models.JSONField(null=True, blank=True)  # the popped message as the API showed it; null: none
+    # When the popped message was written: drop_messages_after_days drops the copy with the messages
+    # of its age (null for a pop that found none, or kept before this column: the pop's own time).
+    message_created_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -31,6 +31,7 @@ class SessionRecord(_Model):
     created_at: datetime | None = None
     updated_at: datetime | None = None
     ended_at: datetime | None = None
+    ended_by_retention: bool | None = None  # retention's idle end: the next write reopens the session
     message_count: int | None = None
     last_seq: int | None = None
     history_generation: int | None = None

@@ -100,6 +100,12 @@ def _message(item: Any) -> dict[str, Any]:
     }
 
 
+def _deleted(record: SessionRecord) -> bool:
+    """A branch ``delete_branch`` removed (its session cleared and ended). A session retention ended
+    for idleness is not: the branch's next write reopens it."""
+    return record.ended_at is not None and not record.ended_by_retention
+
+
 def _item(record: MessageRecord) -> Any:
     return json.loads(cast(str, record.content))  # this adapter stores each item as JSON text
 
@@ -208,7 +214,7 @@ class AgentStateSession(SessionABC):
         branch names stay taken."""
         async with self._api() as api:
             for record in await self._family(api):
-                if record.ended_at is None and record.message_count:
+                if not _deleted(record) and record.message_count:
                     await api.message_clear(self.user_id, record.session_id)
         self._branch = MAIN
 
@@ -279,7 +285,7 @@ class AgentStateSession(SessionABC):
         async with self._api() as api:
             branches = []
             for record in await self._family(api):
-                if record.ended_at is not None or not record.message_count:
+                if _deleted(record) or not record.message_count:
                     continue
                 name = (record.metadata or {})[FRAMEWORK_KEY].get("branch", MAIN)  # _family kept marked ones
                 user_turns = 0
@@ -350,7 +356,7 @@ class AgentStateSession(SessionABC):
             record = await api.session_get(self.user_id, branch_session_id(self.session_id, branch_id))
         except NotFound:
             return False
-        return record.ended_at is None and bool(record.message_count)
+        return not _deleted(record) and bool(record.message_count)
 
     async def _user_turn_seq(self, api: AsyncEndpoints, turn_number: int) -> int | None:
         """The seq of the current branch's ``turn_number``-th user message (turns count from 1)."""

@@ -113,15 +113,28 @@ def adk_event_append(
         }
     session_state = json_object(locked.durable_state)
     session_state.update(parts["session"])
-    # Under the row lock the stored values are the locked ones: set them on the object too.
+    # Under the row lock the stored values are the locked ones: set them on the object too. The
+    # event is activity: it moves updated_at and reopens a session retention ended.
     locked.durable_state, locked.last_update_time, locked.updated_at = (
         json_text(session_state),
         timestamp,
         timezone.now(),
     )
+    if locked.ended_by_retention:
+        locked.ended_at, locked.ended_by_retention = None, False
     locked.last_seq += 1
     locked.version += 1
-    locked.save(update_fields=["durable_state", "last_update_time", "updated_at", "last_seq", "version"])
+    locked.save(
+        update_fields=[
+            "durable_state",
+            "last_update_time",
+            "updated_at",
+            "ended_at",
+            "ended_by_retention",
+            "last_seq",
+            "version",
+        ]
+    )
     seq = locked.last_seq
     if parts["app"]:
         _app_state_update(tenant_id=locked.tenant_id, app_name=locked.app_name, delta=parts["app"])

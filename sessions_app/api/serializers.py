@@ -58,6 +58,10 @@ class SessionSerializer(Output):
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     ended_at = serializers.DateTimeField(allow_null=True)
+    ended_by_retention = serializers.BooleanField(
+        help_text="True while retention's idle rule has the session ended: the next write reopens it. An end an "
+        "agent asked for is final."
+    )
     message_count = serializers.IntegerField(help_text="How many messages the history holds now.")
     last_seq = serializers.IntegerField(help_text="The last seq ever given; never reused, so edits leave gaps.")
     history_generation = serializers.IntegerField(
@@ -73,6 +77,9 @@ class SessionSerializer(Output):
 
     # The list's rows are written by the database (agentstate.api.json_rows); fork_origin is a property.
     json_sources = {
+        "ended_by_retention": JSONValue(
+            Case(When(ended_by_retention=True, then=Value("true")), default=Value("false"), output_field=TextField())
+        ),
         "fork_origin": JSONValue(
             Case(
                 When(forked_from_seq=None, then=Value(None)),
@@ -81,7 +88,7 @@ class SessionSerializer(Output):
                 ),
                 output_field=TextField(),
             )
-        )
+        ),
     }
 
 

@@ -11,12 +11,14 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Subquery
+from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
 from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite, Session
+from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED
 from sessions_app.services.sessions import session_delete
 
 FRAMEWORK = "langgraph"
@@ -109,14 +111,19 @@ class ThreadRef:
 
 
 def _thread_lock(*, tenant: Tenant, key: str) -> ThreadRef | None:
-    """Find the thread and take its session's row lock in one statement: a write is then ordered
-    with a delete or an erasure of the thread (one that won leaves nothing to find)."""
-    row = (
-        Session.objects.select_for_update(of=("self",))
-        .filter(langgraph_thread__tenant=tenant, langgraph_thread__thread_key=key)
-        .values_list("pk", "user_id")
-        .first()
+    """Find the thread, take its session's row lock and record the write as activity, in one
+    statement: ``updated_at`` moves to now and a thread retention ended is reopened, and the write
+    is ordered with a delete, an erasure or a retention sweep of the thread (one that won leaves
+    nothing to find)."""
+    quote = connection.ops.quote_name
+    sql = (
+        f"UPDATE {quote(Session._meta.db_table)} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
+        f"WHERE id = (SELECT session_id FROM {quote(LangGraphThread._meta.db_table)} "
+        f"WHERE tenant_id = %s AND thread_key = %s) RETURNING id, user_id"
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [connection.ops.adapt_datetimefield_value(timezone.now()), tenant.pk, key])
+        row = cursor.fetchone()
     return None if row is None else ThreadRef(*row)
 
 

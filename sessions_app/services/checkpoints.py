@@ -10,7 +10,7 @@ from agentstate.exceptions import InvalidInput
 from agentstate.validation import clean_identifier, clean_json
 from sessions_app import selectors
 from sessions_app.models import Checkpoint, Session
-from sessions_app.services.live import lock_session
+from sessions_app.services.live import session_touch
 
 
 def checkpoint_create(
@@ -39,7 +39,7 @@ def checkpoint_create(
     with transaction.atomic():
         # The row lock orders the insert with a delete or erasure of the session: one that won
         # makes this a clean NotFound instead of a foreign-key error at commit.
-        lock_session(session)
+        session_touch(session)
         return Checkpoint.objects.create(
             session=session, tenant_id=session.tenant_id, user_id=session.user_id, label=label, state=state
         )

@@ -25,7 +25,7 @@ from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.validation import clean_identifier, clean_json, clean_round_id
 from sessions_app.models import Message, MessagePop, Round, Session
 from sessions_app.selectors import message_as_dict
-from sessions_app.services.live import lock_session
+from sessions_app.services.live import lock_session, session_touch
 
 SEQ_MAX = 2**63 - 1
 ENDED = "The session has ended; its history cannot be edited."
@@ -58,7 +58,7 @@ def _check_last_seen(newest: int, expected_last_seq: int | None) -> None:
 
 
 def _lock_live(session: Session) -> Session:
-    locked = lock_session(session)
+    locked = session_touch(session)
     if locked.ended_at is not None:
         raise SessionEnded(ENDED)
     return locked
@@ -71,7 +71,6 @@ def _record_edit(session: Session, *, removed_messages: int, removed_rounds: int
     changes: dict[str, Any] = {
         "message_count": F("message_count") - removed_messages,
         "history_generation": F("history_generation") + 1,
-        "updated_at": timezone.now(),
     }
     if removed_rounds:  # the next automatic round stays max(remaining) + 1
         top = Round.objects.filter(session_id=session.pk).order_by("-round_id").values("round_id")[:1]
@@ -91,7 +90,7 @@ def message_pop(
     key = None if idempotency_key is None else clean_identifier(idempotency_key, field="idempotency_key")
     if expected_last_seq is not None:
         expected_last_seq = _clean_seq(expected_last_seq, field="expected_last_seq")
-    locked = lock_session(session)
+    locked = session_touch(session)
     if key is not None:
         answered = MessagePop.objects.filter(session=session, key=key).only("message").first()
         if answered is not None:
@@ -107,7 +106,12 @@ def message_pop(
         _record_edit(session, removed_messages=1, removed_rounds=0)
     if key is not None:
         MessagePop.objects.create(
-            session=session, tenant_id=session.tenant_id, user_id=session.user_id, key=key, message=popped
+            session=session,
+            tenant_id=session.tenant_id,
+            user_id=session.user_id,
+            key=key,
+            message=popped,
+            message_created_at=None if newest is None else newest.created_at,
         )
     return popped
 

@@ -1,5 +1,9 @@
 """Building blocks the process-state services share: the session's row lock, the one-statement
-"touch a live session" update, and the rules for a missing, ended or stale session."""
+"touch a live session" update, and the rules for a missing, ended or stale session.
+
+Every write through any API is activity (DESIGN.md): it moves the session's ``updated_at`` in its
+own transaction, under the row lock, so retention (which re-checks under that lock) never ends or
+deletes a session a write has just reached."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from agentstate.exceptions import NotFound, PreconditionFailed, SessionEnded
@@ -38,15 +43,28 @@ def session_get_or_create(*, tenant: Tenant, user_id: str, session_id: str) -> S
         return Session.objects.get(tenant=tenant, user_id=user_id, session_id=session_id, app_name="")
 
 
+# A write reopens a session retention ended for idleness (a framework's graph or runner must not
+# break after an idle day); a session an agent ended stays ended. SQL for the SET and WHERE of the
+# one statement each write already sends.
+REOPEN_IF_RETENTION_ENDED = (
+    "ended_at = CASE WHEN ended_by_retention THEN NULL ELSE ended_at END, ended_by_retention = false"
+)
+WRITABLE = "(ended_at IS NULL OR ended_by_retention)"
+
+
 def update_live_session(
     session: Session, assignments: str = "", params: Sequence[Any] = (), returning: str = "id"
 ) -> Any:
-    """Run ``UPDATE session SET <assignments>, updated_at = now WHERE pk AND not ended RETURNING
-    <returning>``: one round trip that locks the row. Raises if the session ended or is gone."""
+    """Run ``UPDATE session SET <assignments>, updated_at = now WHERE pk AND writable RETURNING
+    <returning>``: one round trip that locks the row and records the activity (a session retention
+    ended is reopened). Raises if an agent ended the session or it is gone."""
     table = connection.ops.quote_name(Session._meta.db_table)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    sets = f"{assignments}, updated_at = %s" if assignments else "updated_at = %s"
-    sql = f"UPDATE {table} SET {sets} WHERE id = %s AND ended_at IS NULL RETURNING {returning}"
+    sets = f"{assignments}, " if assignments else ""
+    sql = (
+        f"UPDATE {table} SET {sets}updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
+        f"WHERE id = %s AND {WRITABLE} RETURNING {returning}"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, now, session.pk])
         row = cursor.fetchone()
@@ -56,11 +74,35 @@ def update_live_session(
 
 
 def lock_session(session: Session) -> Session:
-    """Take the session's row lock (SELECT ... FOR UPDATE) and return its current row."""
+    """Take the session's row lock (SELECT ... FOR UPDATE) and return its current row. For a lock
+    that is not a write (end, delete, a fork's source); a write takes ``session_touch``."""
     locked = Session.objects.select_for_update().filter(pk=session.pk).first()
     if locked is None:
         raise NotFound("Session not found.")
     return locked
+
+
+def activity_changes() -> dict[str, Any]:
+    """The ORM form of what every write sets: the activity time, and a retention end undone."""
+    return {
+        "updated_at": timezone.now(),
+        "ended_at": Case(When(ended_by_retention=True, then=Value(None)), default=F("ended_at")),
+        "ended_by_retention": False,
+    }
+
+
+def session_touch(session: Session) -> Session:
+    """Inside a transaction: take the session's row lock for a write whose rules need the row, and
+    record the activity (``updated_at`` now, a session retention ended reopened), in one
+    ``UPDATE ... RETURNING``; returns the row as it is now. Whether an ended session takes the
+    write stays the caller's rule."""
+    table = connection.ops.quote_name(Session._meta.db_table)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    sql = f"UPDATE {table} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} WHERE id = %s RETURNING *"
+    touched = next(iter(Session.objects.raw(sql, [now, session.pk])), None)
+    if touched is None:
+        raise NotFound("Session not found.")
+    return touched
 
 
 def raise_not_live(session: Session) -> None:

@@ -17,7 +17,13 @@ from django.utils import timezone
 from agentstate.exceptions import InvalidInput, SessionEnded
 from agentstate.validation import clean_identifier, clean_json, clean_optional_label
 from sessions_app.models import Message, Session
-from sessions_app.services.live import lock_session, raise_not_live, update_live_session
+from sessions_app.services.live import (
+    REOPEN_IF_RETENTION_ENDED,
+    WRITABLE,
+    raise_not_live,
+    session_touch,
+    update_live_session,
+)
 
 MAX_MESSAGES_PER_APPEND = 500
 MESSAGE_FIELDS = {"client_id", "role", "type", "status", "name", "content", "metadata", "usage"}
@@ -115,8 +121,8 @@ def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) ->
     sql = (
         f"WITH s AS (UPDATE {quote(Session._meta.db_table)} "
         f"SET last_seq = last_seq + %s, message_count = message_count + %s, "
-        f"updated_at = %s "
-        f"WHERE id = %s AND ended_at IS NULL RETURNING last_seq) "
+        f"updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
+        f"WHERE id = %s AND {WRITABLE} RETURNING last_seq) "
         f"INSERT INTO {quote(Message._meta.db_table)} (session_id, tenant_id, user_id, seq, created_at, {columns}) "
         f"SELECT %s, %s, %s, s.last_seq - %s + 1 + v.position, %s, {selected} "
         f"FROM s, (VALUES {', '.join([row] * len(fresh))}) AS v(position, {columns}) RETURNING id, seq"
@@ -147,7 +153,7 @@ def _message_append_locked(session: Session, cleaned: list[dict[str, Any]], clie
     """The portable append, and the one for retries: lock, find stored client ids, add the rest."""
     stored: dict[str, Message] = {}
     if client_ids:
-        locked = lock_session(session)  # serialises retries of the same client ids
+        locked = session_touch(session)  # serialises retries of the same client ids
         found = Message.objects.filter(session=session, client_id__in=client_ids)
         stored = {m.client_id: m for m in found if m.client_id is not None}
         if locked.ended_at is not None and len(stored) < len(cleaned):

@@ -4,8 +4,12 @@ Rules: no policy, or an empty rule, keeps everything. The sweep works in bounded
 own short transaction with a constant number of statements, keyset-paged by session id. A batch
 locks its sessions with ``FOR UPDATE SKIP LOCKED`` and re-checks its condition under the lock: a
 session an agent is writing to is skipped (the next run takes it), never deleted or ended from
-under the write. A run interrupted between batches leaves every committed batch whole and the
-next run finishes the rest. Retention is housekeeping, not erasure: it writes no receipt and no
+under the write. Every write through any API moves the session's activity time (``updated_at``)
+under that same lock (services/live.py), so both the idle rule and the delete rule spare a session
+written to within their window. A write that waited for a batch finds the session either ended by
+retention (the write reopens it) or gone (a 404, or a new session where the first write creates
+one). A run interrupted between batches leaves every committed batch whole and the next run
+finishes the rest. Retention is housekeeping, not erasure: it writes no receipt and no
 erased-subject entry.
 """
 
@@ -18,7 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, Count, F, IntegerField, Value, When, Window
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, Value, When, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
@@ -26,7 +30,16 @@ from agentstate.exceptions import InvalidInput
 from agentstate.tenancy.models import Tenant
 from sessions_app.langgraph.services import FRAMEWORK as LANGGRAPH
 from sessions_app.langgraph.services import orphan_writes_delete
-from sessions_app.models import LangGraphCheckpoint, Message, RetentionPolicy, RetentionRun, Round, Session
+from sessions_app.models import (
+    AdkEvent,
+    LangGraphCheckpoint,
+    Message,
+    MessagePop,
+    RetentionPolicy,
+    RetentionRun,
+    Round,
+    Session,
+)
 from sessions_app.services.live import working_state_clear_on_commit
 
 POLICY_FIELDS = RetentionPolicy.RULES
@@ -133,10 +146,13 @@ class _Sweep:
         return deleted.get(Session._meta.label, 0)
 
     def _end_idle(self, pks: list[int], matching) -> int:
+        """End idle sessions as retention's own end: the next write reopens the session (a graph or
+        runner carries on after an idle day), and the version stays, so a writer's If-Match or ADK
+        stale check still holds."""
         if self.dry_run:
             return len(pks)
         working_state_clear_on_commit(pks)
-        return matching.update(ended_at=self.now, updated_at=self.now, version=F("version") + 1)
+        return matching.update(ended_at=self.now, updated_at=self.now, ended_by_retention=True)
 
     def _doomed_latest(self, model, pks: list[int], partition: list[str], order: str, keep: int) -> list[int]:
         """Row ids past the ``keep`` newest per partition, among these sessions (one statement)."""
@@ -166,16 +182,27 @@ class _Sweep:
         return deleted
 
     def _drop_messages(self, pks: list[int], matching) -> int:
-        """Drop old messages and keep each session's counters true: message_count goes down by what
-        went, history_generation advances as after an edit. Three statements whatever the batch."""
+        """Drop what holds messages older than N days: messages (the OpenAI Agents SDK's items
+        among them), the copies popped messages keep for retries, ADK events. Keep each session's
+        counters true: message_count goes down by the messages that went, history_generation
+        advances as after an edit. At most six statements whatever the batch."""
         days = self.policy.drop_messages_after_days
         assert days is not None  # run() drops messages only under this rule
-        old = Message.objects.filter(session_id__in=pks, created_at__lt=self.now - timedelta(days=days))
+        cutoff = self.now - timedelta(days=days)
+        old = Message.objects.filter(session_id__in=pks, created_at__lt=cutoff)
         per_session = dict(old.values("session_id").annotate(n=Count("pk")).values_list("session_id", "n").order_by())
-        if self.dry_run or not per_session:
-            return sum(per_session.values())
-        removed = old.delete()[0]
-        Session.objects.filter(pk__in=list(per_session)).update(
+        events = AdkEvent.objects.filter(session_id__in=pks, created_at__lt=cutoff)
+        event_sessions = set(events.values_list("session_id", flat=True).distinct().order_by())
+        pops = MessagePop.objects.filter(session_id__in=pks).filter(
+            Q(message_created_at__lt=cutoff) | Q(message_created_at__isnull=True, created_at__lt=cutoff)
+        )
+        if self.dry_run:
+            return sum(per_session.values()) + events.count() + pops.count()
+        removed = pops.delete()[0]
+        if not per_session and not event_sessions:
+            return removed
+        removed += old.delete()[0] + events.delete()[0]
+        Session.objects.filter(pk__in=sorted(event_sessions | set(per_session))).update(
             message_count=F("message_count")
             - Case(
                 *(When(pk=pk, then=Value(n)) for pk, n in per_session.items()),
@@ -190,7 +217,10 @@ class _Sweep:
         policy, now = self.policy, self.now
         if policy.delete_ended_after_days:
             cutoff = now - timedelta(days=policy.delete_ended_after_days)
-            self._run(ENDED_SESSIONS, Session.objects.filter(ended_at__lt=cutoff), self._delete_ended)
+            # A session written to since it ended (updated_at) keeps the full window from that write.
+            self._run(
+                ENDED_SESSIONS, Session.objects.filter(ended_at__lt=cutoff, updated_at__lt=cutoff), self._delete_ended
+            )
         if policy.end_idle_after_days:
             cutoff = now - timedelta(days=policy.end_idle_after_days)
             self._run(
@@ -201,7 +231,12 @@ class _Sweep:
         if policy.keep_latest_checkpoints:
             self._run(CHECKPOINTS, Session.objects.filter(framework=LANGGRAPH), self._prune_checkpoints)
         if policy.drop_messages_after_days:
-            self._run(MESSAGES, Session.objects.filter(message_count__gt=0), self._drop_messages)
+            holds_messages = (
+                Q(message_count__gt=0)
+                | Exists(AdkEvent.objects.filter(session=OuterRef("pk")))
+                | Exists(MessagePop.objects.filter(session=OuterRef("pk")))
+            )
+            self._run(MESSAGES, Session.objects.filter(holds_messages), self._drop_messages)
 
 
 def retention_apply(

@@ -13,7 +13,13 @@ from agentstate.tenancy.models import Tenant
 from agentstate.validation import ROUND_ID_MAX, clean_identifier, clean_json, clean_round_id
 from sessions_app import selectors
 from sessions_app.models import Round, Session
-from sessions_app.services.live import lock_session, session_get_or_create, update_live_session
+from sessions_app.services.live import (
+    REOPEN_IF_RETENTION_ENDED,
+    WRITABLE,
+    session_get_or_create,
+    session_touch,
+    update_live_session,
+)
 
 
 def round_save(
@@ -54,9 +60,9 @@ def _round_append_postgresql(*, tenant: Tenant, user_id: str, session_id: str, s
     now = timezone.now()
     quote = connection.ops.quote_name
     sql = (
-        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_round_id = last_round_id + 1, updated_at = %s "
-        f"WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = '' "
-        f"AND ended_at IS NULL AND last_round_id < %s "
+        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_round_id = last_round_id + 1, updated_at = %s, "
+        f"{REOPEN_IF_RETENTION_ENDED} WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = '' "
+        f"AND {WRITABLE} AND last_round_id < %s "
         f"RETURNING id, last_round_id) "
         f"INSERT INTO {quote(Round._meta.db_table)} "
         f"(session_id, tenant_id, user_id, round_id, state, created_at, updated_at, version) "
@@ -133,7 +139,7 @@ def _round_save_locked(
 @transaction.atomic
 def round_delete(*, session: Session, round_id: int) -> None:
     """Delete one round; the next automatic id stays ``max(remaining) + 1``."""
-    locked = lock_session(session)
+    locked = session_touch(session)
     deleted, _ = Round.objects.filter(session=session, round_id=round_id).delete()
     if not deleted:
         raise NotFound(f"Round {round_id} not found.")

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from agentstate.exceptions import NotFound, PreconditionFailed, SessionAlreadyExists
@@ -14,7 +14,13 @@ from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json, clean_optional_label
 from sessions_app.models import Session
-from sessions_app.services.live import STALE_SESSION, check_version, lock_session, working_state_clear_on_commit
+from sessions_app.services.live import (
+    STALE_SESSION,
+    activity_changes,
+    check_version,
+    lock_session,
+    working_state_clear_on_commit,
+)
 
 
 @transaction.atomic  # the erased-subject check and the insert commit together
@@ -77,7 +83,7 @@ def session_update(
     rows = Session.objects.filter(pk=session.pk)
     if expected_version is not None:
         rows = rows.filter(version=expected_version)
-    updated = rows.update(**changes, updated_at=timezone.now(), version=F("version") + 1)
+    updated = rows.update(**changes, **activity_changes(), version=F("version") + 1)
     if not updated:
         if expected_version is not None and Session.objects.filter(pk=session.pk).exists():
             raise PreconditionFailed(STALE_SESSION)
@@ -90,13 +96,14 @@ def session_update(
 def session_end(*, session: Session, expected_version: int | None = None) -> Session:
     """Mark the session ended and discard its working state; ending twice changes nothing (an
     ended session is returned as it is, so a retried end never fails on its own version bump).
-    With ``expected_version``, a live session is ended only if nobody changed it meanwhile."""
+    With ``expected_version``, a live session is ended only if nobody changed it meanwhile. An
+    agent's end is final: a session retention ended is ended again, now, and no write reopens it."""
     locked = lock_session(session)
-    if locked.ended_at is None:
+    if locked.ended_at is None or locked.ended_by_retention:
         check_version(locked, expected_version)
     now = timezone.now()  # read under the lock: no message stored before the end is stamped after it
-    Session.objects.filter(pk=session.pk, ended_at__isnull=True).update(
-        ended_at=now, updated_at=now, version=F("version") + 1
+    Session.objects.filter(Q(ended_at__isnull=True) | Q(ended_by_retention=True), pk=session.pk).update(
+        ended_at=now, updated_at=now, ended_by_retention=False, version=F("version") + 1
     )
     working_state_clear_on_commit([session.pk])
     session.refresh_from_db()

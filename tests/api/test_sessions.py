@@ -36,6 +36,7 @@ def test_create_returns_the_session_with_etag(api):
         "created_at",
         "updated_at",
         "ended_at",
+        "ended_by_retention",
         "message_count",
         "last_seq",
         "history_generation",
@@ -43,6 +44,7 @@ def test_create_returns_the_session_with_etag(api):
         "version",
     }
     assert (body["last_seq"], body["history_generation"], body["forked_from"]) == (0, 0, None)
+    assert body["ended_by_retention"] is False
     assert response["ETag"] == f'"{body["version"]}"'
 
 

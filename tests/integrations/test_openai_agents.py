@@ -289,6 +289,33 @@ def test_a_branch_is_a_fork_of_the_user_in_agentstate(oa_session, tenant):
     )
 
 
+def test_branches_retention_ended_after_an_idle_day_carry_on(oa_session, tenant):
+    """Retention's idle end is no delete_branch: the branch is still listed, can be switched to and
+    cleared, and its next items reopen it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sessions_app import services
+    from sessions_app.models import Session
+
+    session = oa_session()
+    run(session.add_items([{"role": "user", "content": "Hi"}, {"role": "user", "content": "again"}]))
+    run(session.create_branch_from_turn(2, "b"))
+    run(session.add_items([{"role": "user", "content": "on b"}]))
+    services.retention_policy_save(tenant=tenant, end_idle_after_days=1)
+    Session.objects.update(updated_at=timezone.now() - timedelta(days=2))
+    assert services.retention_apply(tenant=tenant).counts["acme"]["idle_sessions_ended"] == 2
+
+    assert [b["branch_id"] for b in run(session.list_branches())] == ["main", "b"]
+    run(session.switch_to_branch("main"))
+    run(session.add_items([{"role": "assistant", "content": "back"}]))
+    assert [item["content"] for item in run(session.get_items())] == ["Hi", "again", "back"]
+    run(session.clear_session())
+    assert Session.objects.filter(message_count__gt=0).count() == 0
+    assert not Session.objects.filter(session_id=main_session_id("chat-1"), ended_at__isnull=False).exists()
+
+
 def test_the_example_runs_three_turns_with_a_tool_call_then_a_branch(live_server, oa_key, capsys):
     example = runpy.run_path(str(ROOT / "examples" / "openai_agents_chat.py"))
     result = run(example["main"](live_server.url, oa_key))

@@ -4,9 +4,11 @@ run it records. SQLite and PostgreSQL."""
 import base64
 import io
 import itertools
+import json
 from datetime import timedelta
 
 import pytest
+from django.apps import apps
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
@@ -14,15 +16,17 @@ from agentstate.exceptions import InvalidInput
 from sessions_app import selectors, services
 from sessions_app.langgraph import services as langgraph
 from sessions_app.models import (
+    AdkEvent,
     LangGraphCheckpoint,
     LangGraphWrite,
     Message,
+    MessagePop,
     RetentionPolicy,
     RetentionRun,
     Round,
     Session,
 )
-from userdata_app.models import ErasedSubject, ErasureRequest
+from userdata_app.models import AdkEventUserDelta, AdkUserState, ErasedSubject, ErasureRequest
 
 pytestmark = pytest.mark.django_db
 
@@ -37,8 +41,8 @@ def session_with(tenant, session_id, *, messages=0, ended_days_ago=None, idle_da
         )
     now = timezone.now()
     changes = {"updated_at": now - idle_days * DAY}
-    if ended_days_ago is not None:
-        changes["ended_at"] = now - ended_days_ago * DAY
+    if ended_days_ago is not None:  # ending is the last activity, as session_end records it
+        changes["ended_at"] = changes["updated_at"] = now - ended_days_ago * DAY
     Session.objects.filter(pk=session.pk).update(**changes)
     session.refresh_from_db()
     return session
@@ -185,6 +189,66 @@ def test_old_messages_are_dropped_and_the_counters_stay_true(tenant):
     assert run.counts["acme"]["messages_dropped"] == 3
     # The next append continues after the last seq: numbers are never reused.
     assert services.message_append(session=session, messages=[{"role": "user", "content": "x"}]).messages[0].seq == 6
+
+
+def test_dropping_old_messages_covers_the_copies_pops_keep_and_adk_events(tenant, api):
+    """Every table that holds message content: a pop's kept copy of an old message and old ADK
+    events go with the old messages; an old event's user: delta is user data and stays."""
+    services.retention_policy_save(tenant=tenant, drop_messages_after_days=10)
+    long_ago = timezone.now() - 11 * DAY
+    session = session_with(tenant, "chat", messages=3)
+    Message.objects.filter(session=session).update(created_at=long_ago)
+    old_pop = services.message_pop(session=session, idempotency_key="k-old")  # an old message, popped now
+    services.message_append(session=session, messages=[{"role": "user", "content": "new"}])
+    services.message_pop(session=session, idempotency_key="k-new")
+    adk = "/api/v1/adk/apps/travel/users/u1/sessions/"
+    assert api.post(adk, {"session_id": "a1"}, format="json").status_code == 201
+    for event_id, delta in (("e1", {"user:city": "Paris"}), ("e2", {})):
+        event = {"id": event_id, "author": "user", "timestamp": 1.0, "content": {"parts": [{"text": event_id}]}}
+        body = {"event": json.dumps({**event, "actions": {"state_delta": delta}})}
+        assert api.post(adk + "a1/events/", body, format="json").status_code == 201
+    adk_session = Session.objects.get(session_id="a1")
+    AdkEvent.objects.filter(session=adk_session, event_id="e1").update(created_at=long_ago)
+
+    run = services.retention_apply()
+
+    assert old_pop is not None and old_pop["content"] == "m2"
+    assert list(MessagePop.objects.values_list("key", flat=True)) == ["k-new"]
+    assert not Message.objects.filter(session=session).exists()
+    assert list(AdkEvent.objects.values_list("event_id", flat=True)) == ["e2"]
+    adk_session.refresh_from_db()
+    assert adk_session.history_generation == 1
+    assert [e["id"] for e in api.get(adk + "a1/").json()["events"]] == ["e2"]
+    assert AdkEventUserDelta.objects.count() == 1 and json.loads(AdkUserState.objects.get().state) == {"city": "Paris"}
+    assert run.counts["acme"]["messages_dropped"] == 4  # two messages, one pop's copy, one event
+
+
+# Every table hanging off a session, and what retention does with it beyond deleting it with its
+# session: "drop_messages_after_days" for each that holds message content (the test above shows
+# each goes), else why no rule of its own applies.
+SESSION_TABLES = {
+    "sessions_app.Message": "drop_messages_after_days",
+    "sessions_app.MessagePop": "drop_messages_after_days",
+    "sessions_app.AdkEvent": "drop_messages_after_days",
+    "sessions_app.Round": "keep_latest_rounds: state snapshots, not messages",
+    "sessions_app.LangGraphCheckpoint": "keep_latest_checkpoints: state snapshots, not messages",
+    "sessions_app.LangGraphWrite": "keep_latest_checkpoints: a checkpoint's pending writes go with it",
+    "sessions_app.LangGraphThread": "the thread's id: lives as long as its session",
+    "sessions_app.Checkpoint": "labelled state an agent chose to keep: lives as long as its session",
+    "sessions_app.AgentTransition": "hand-offs between agents: live as long as their session",
+    "sessions_app.WorkingStateEntry": "discarded when the session ends (idle rule included)",
+    "sessions_app.Session": "a fork's parent link: the fork is a session of its own",
+}
+
+
+def test_every_table_of_a_session_is_covered_by_a_rule_or_says_why_not():
+    hanging = {
+        model._meta.label
+        for model in apps.get_models()
+        for field in model._meta.get_fields()
+        if field.concrete and field.is_relation and field.related_model is Session
+    }
+    assert hanging == set(SESSION_TABLES)
 
 
 def test_a_dry_run_counts_and_changes_nothing(tenant):

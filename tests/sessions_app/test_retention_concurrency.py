@@ -1,5 +1,7 @@
 """Real threads against PostgreSQL: a write racing the retention sweep survives, and its session
-stays; the sweep never waits for the writer (its batch skips locked sessions)."""
+stays; the sweep never waits for the writer (its batch skips locked sessions). A write that waits
+for a batch holding its session reopens it (retention's end) or is refused (deleted): never
+acknowledged and then lost."""
 
 import threading
 import time
@@ -9,8 +11,10 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from agentstate.exceptions import NotFound
 from sessions_app import services
-from sessions_app.models import Message, Session
+from sessions_app.langgraph import services as langgraph
+from sessions_app.models import LangGraphCheckpoint, Message, Session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
@@ -92,3 +96,72 @@ def test_a_session_written_to_while_the_delete_sweep_runs_is_not_deleted(postgre
     assert run.counts["acme"]["ended_sessions_deleted"] == 4
     assert list(Session.objects.values_list("pk", "metadata")) == [(touched.pk, {"note": "kept"})]
     assert not Session.objects.filter(pk__in=[s.pk for s in expired]).exists()
+
+
+def _sweep_held(tenant, holding: threading.Event, release: threading.Event, errors: list) -> threading.Thread:
+    """Run the sweep inside a transaction kept open: its batches' locks are held until ``release``."""
+    return _hold_a_write(lambda: services.retention_apply(tenant=tenant), holding, release, errors)
+
+
+def _blocked(write, results: list) -> threading.Thread:
+    def run():
+        try:
+            results.append(write())
+        except BaseException as exc:
+            results.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(0.5)  # it reaches the session's row lock and waits there
+    return thread
+
+
+def test_a_langgraph_write_waiting_for_the_idle_sweep_reopens_the_thread(postgres_only, tenant):
+    services.retention_policy_save(tenant=tenant, end_idle_after_days=7)
+    put = {
+        "tenant": tenant,
+        "thread_id": "busy",
+        "user_id": None,
+        "default_user_id": "u1",
+        "checkpoint_ns": "",
+        "parent_checkpoint_id": None,
+        "checkpoint": {"type": "json", "data": "e30=", "rendered": {}},
+        "metadata": {},
+        "channel_versions": {},
+    }
+    langgraph.checkpoint_put(checkpoint_id="c1", **put)
+    Session.objects.update(updated_at=timezone.now() - timedelta(days=30))
+    holding, release, errors, results = threading.Event(), threading.Event(), [], []
+    sweep = _sweep_held(tenant, holding, release, errors)
+    assert holding.wait(timeout=30)
+
+    writer = _blocked(lambda: langgraph.checkpoint_put(checkpoint_id="c2", **put), results)
+    assert not results  # the sweep holds the thread: the write waits
+    release.set()
+    sweep.join(timeout=30), writer.join(timeout=30)
+
+    assert errors == [] and results == [None]
+    thread = Session.objects.get()
+    assert thread.ended_at is None and not thread.ended_by_retention
+    assert list(LangGraphCheckpoint.objects.order_by("checkpoint_id").values_list("checkpoint_id", flat=True)) == [
+        "c1",
+        "c2",
+    ]
+
+
+def test_an_append_waiting_for_the_delete_sweep_is_refused_not_acknowledged(postgres_only, tenant):
+    services.retention_policy_save(tenant=tenant, delete_ended_after_days=7)
+    doomed = _aged(tenant, "doomed", ended=True)
+    Session.objects.update(ended_by_retention=True)  # a write would reopen it, had the sweep not won
+    holding, release, errors, results = threading.Event(), threading.Event(), [], []
+    sweep = _sweep_held(tenant, holding, release, errors)
+    assert holding.wait(timeout=30)
+
+    writer = _blocked(lambda: services.message_append(session=doomed, messages=[{"content": "late"}]), results)
+    release.set()
+    sweep.join(timeout=30), writer.join(timeout=30)
+
+    assert errors == [] and len(results) == 1 and isinstance(results[0], NotFound)
+    assert not Session.objects.exists() and not Message.objects.exists()
