@@ -6,9 +6,9 @@
 
 ADK's semantics win (docs/CLIENT.md lists the few differences): a missing session is ``None``,
 an existing session id or an event id the session already holds raises ``AlreadyExistsError``,
-a stale writer ``StaleSessionError``, ``temp:`` keys
-are never stored, ``user:`` state is kept as the user's data. Each event is stored with its state
-delta in one request (one transaction on the server) and read back unchanged, in pages.
+a stale writer ``StaleSessionError``, ``temp:`` keys are never stored, ``user:`` state is kept as
+the user's data. Each event is stored with its state delta in one request (one transaction on the
+server) and read back unchanged, in pages.
 
 Identifiers: agentstate's are 1-128 characters without ``/`` or control characters; ADK accepts
 any string. They are mapped reversibly (``%`` -> ``%25``, ``/`` and control characters -> ``%XX``,

@@ -88,8 +88,8 @@ class SessionSerializer(Output):
 class SessionCreateInput(StrictInput):
     user_id = _text()
     session_id = _optional_text(
-        "Stripped of outer whitespace (by design: the one id that is, with fork's new_session_id); "
-        "blank or absent: a new UUID."
+        "Stripped of outer whitespace, by design (as fork's new_session_id; every other id is stored "
+        "exactly as sent); blank or absent: a new UUID."
     )
     agent_id = _optional_text("Agent in charge of the session.")
     workspace_id = _optional_text("Workspace the session belongs to.")
