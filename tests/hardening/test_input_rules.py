@@ -6,7 +6,7 @@ string fields a value with ASCII and Unicode whitespace at both ends (stored exa
 for the ids of sessions being made, which are stripped by design), JSON fields (JSON carried as
 text too) NaN, a number past a float's range and deep nesting (refused, nothing stored). A new
 endpoint is covered once it has a good request in ``GOOD_REQUESTS``; a test fails until it has.
-Every route with an id in its path refuses percent-escapes that are not UTF-8."""
+Every route with an id in its path refuses percent-escapes that are not UTF-8, under WSGI and ASGI."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ import math
 import re
 
 import pytest
+from asgiref.testing import ApplicationCommunicator
+from django.core.asgi import get_asgi_application
 from rest_framework.test import APIClient
 
 from agentstate.exceptions import InvalidInput
@@ -290,3 +292,28 @@ def test_a_path_id_that_is_not_utf8_is_400_on_every_route(compliance_api, operat
     body = GOOD_REQUESTS.get(operation, (None, {}))[1]
     error = refused(compliance_api, method, url, body, 400, "invalid", "path")
     assert "UTF-8" in error["message"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_under_asgi_the_path_is_judged_by_the_bytes_sent(agent_key):
+    """An ASGI server decodes the path itself (uvicorn: U+FFFD for each bad byte); its raw_path
+    still holds what was sent."""
+
+    async def status_of(raw_path: bytes, path: str) -> int:
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "path": path,
+            "raw_path": raw_path,
+            "query_string": b"",
+            "headers": [(b"authorization", f"Api-Key {agent_key}".encode()), (b"host", b"testserver")],
+        }
+        communicator = ApplicationCommunicator(get_asgi_application(), scope)
+        await communicator.send_input({"type": "http.request", "body": b""})
+        start = await communicator.receive_output(timeout=10)
+        await communicator.receive_output(timeout=10)
+        return start["status"]
+
+    assert await status_of(b"/api/v1/users/%ED%A0%80/data/", "/api/v1/users/\ufffd\ufffd\ufffd/data/") == 400
+    assert await status_of(b"/api/v1/users/%C3%A9/data/", "/api/v1/users/\u00e9/data/") == 200
