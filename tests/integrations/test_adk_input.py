@@ -76,6 +76,7 @@ def test_a_path_escape_that_is_not_utf8_is_400_not_a_literal_user_id(adk):
 
 
 def test_values_stored_before_the_rules_show_in_the_admin_and_the_export(adk, tenant):
+    assert adk.post(SESSIONS, {"session_id": "s2"}, content_type="application/json").status_code == 201
     session = Session.objects.get(session_id="s1")
     Session.objects.filter(pk=session.pk).update(last_update_time=math.nan, durable_state='{"x": NaN}')
     AdkAppState.objects.create(tenant=tenant, app_name="app", state='{"limit": Infinity}')
@@ -102,5 +103,7 @@ def test_values_stored_before_the_rules_show_in_the_admin_and_the_export(adk, te
     ]
     for page in pages:
         assert staff.get(page).status_code == 200, page
+    # Another session of the app reads as JSON (app: state is in every session's answer).
+    assert strict_json(adk.get(SESSIONS + "s2/"))["state"] == {"app:limit": None}
     exported = strict_json(adk.get("/api/v1/compliance/users/ada/export/"))
     assert "e3" in json.dumps(exported)

@@ -19,6 +19,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
+from agentstate.api.renderers import JSONRenderer
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
 from agentstate.api.views import TenantAPIView
@@ -78,9 +79,13 @@ def _events_json(session: Session, page: selectors.EventPage) -> str:
     return "[" + ",".join(texts) + "]"
 
 
+_RENDERER = JSONRenderer()
+
+
 def _json_response(document: dict[str, Any], *, events: str, status_code: int = 200) -> HttpResponse:
-    """``document`` with the already-encoded ``events`` array spliced in (no re-encoding)."""
-    head = json.dumps(document, separators=(",", ":"))
+    """``document`` with the already-encoded ``events`` array spliced in (no re-encoding). Encoded as
+    every answer is: a NaN or infinity stored in state before they were refused is written null."""
+    head = _RENDERER.render(document).decode()
     return HttpResponse(f'{head[:-1]},"events":{events}}}', status=status_code, content_type="application/json")
 
 
