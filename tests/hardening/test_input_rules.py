@@ -3,10 +3,12 @@
 Each validator is tested once against the whole table of edge values; then every (endpoint, field)
 pair the OpenAPI schema lists gets one value per class, to show the field reaches its validator:
 string fields a value with ASCII and Unicode whitespace at both ends (stored exactly as sent, but
-for the ids of sessions being made, which are stripped by design), JSON fields (JSON carried as
-text too) NaN, a number past a float's range and deep nesting (refused, nothing stored). A new
-endpoint is covered once it has a good request in ``GOOD_REQUESTS``; a test fails until it has.
-Every route with an id in its path refuses percent-escapes that are not UTF-8, under WSGI and ASGI."""
+for the ids of sessions being made, which are stripped by design), a NUL with a lone surrogate
+(never a 5xx), JSON fields a number past a float's range and deep nesting (NaN never gets past a
+body's parser: test_limits), JSON carried as text NaN, -Infinity, 1e400 and deep nesting (all
+refused, nothing stored). A new endpoint is covered once it has a good request in
+``GOOD_REQUESTS``; a test fails until it has. Every route with an id in its path refuses
+percent-escapes that are not UTF-8, under WSGI and ASGI."""
 
 from __future__ import annotations
 
@@ -179,7 +181,7 @@ def test_every_field_of_the_schema_has_a_good_request_to_change():
 
 def request_with(api, field: Field, value, *, raw: str | None = None):
     """The operation's good request with ``field`` set to ``value``; ``raw`` JSON text, if given,
-    is written in place of the value (NaN and 1e400 have no Python value that encodes to them)."""
+    is written in place of the value (no Python value encodes to ``1e400``)."""
     url, body = GOOD_REQUESTS[field.operation]
     method = field.operation.split(" ", 1)[0]
     placeholder = "\ufdd0placeholder"
