@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0009_tenant_copies_unconstrained"),
+        ("sessions_app", "0010_session_ended_by_retention"),
         ("tenancy", "0002_api_keys"),
     ]
 
