@@ -6,3 +6,10 @@ class AgentstateConfig(AppConfig):
 
     name = "agentstate"
     verbose_name = "agentstate"
+
+    def ready(self) -> None:
+        from django.core.signals import request_started
+
+        from agentstate.api.views import raw_path_keep
+
+        request_started.connect(raw_path_keep, dispatch_uid="agentstate.raw_path_keep")

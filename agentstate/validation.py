@@ -2,14 +2,17 @@
 
 Identifiers (user ids, session ids, user-data keys, checkpoint labels) are 1-128 characters with
 no control characters and no ``/``. JSON documents may not hold NUL characters (PostgreSQL
-rejects them) nor nest deeper than ``MAX_JSON_DEPTH``; whole request bodies not deeper than
-``MAX_BODY_DEPTH``. Datetimes given in queries must exist in UTC. Identifiers are never stripped
-or normalised: ``"alice"`` and ``"alice\u00a0"`` are two people, and ``identifier_visible`` shows
-staff which one they are looking at.
+rejects them), NaN, infinities or numbers past a float's range, nor nest deeper than
+``MAX_JSON_DEPTH``; whole request bodies, and JSON carried as text, not deeper than
+``MAX_BODY_DEPTH``. Datetimes given in queries must exist in UTC, timestamps (seconds) in the years
+1 to 9999. Identifiers are never stripped or normalised: ``"alice"`` and ``"alice\u00a0"`` are two
+people, and ``identifier_visible`` shows staff which one they are looking at.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import unicodedata
 from datetime import UTC, datetime
 from typing import Any
@@ -127,6 +130,34 @@ def _check_json(value: Any, *, field: str, depth: int) -> None:
         raise InvalidInput.for_field(field, "must be JSON.")
 
 
+def parse_json_text(text: str, *, field: str) -> Any:
+    """JSON carried as a string (ADK's state and events, LangGraph's filter), read by the rules of a
+    JSON body: no NaN or infinity (Python's parser takes them, and 1e400 as infinity), nesting at
+    most ``MAX_BODY_DEPTH``. NUL characters are left to the caller: ADK's text keeps them."""
+    check_json_text_depth(text.encode("utf-8", "surrogatepass"), field=field)
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except _NotFinite:
+        raise InvalidInput.for_field(field, "must not contain NaN or infinity.") from None
+    except ValueError:
+        raise InvalidInput.for_field(field, "must be valid JSON text.") from None
+
+
+class _NotFinite(Exception):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
 def _check_text(value: str, *, field: str) -> None:
     if "\x00" in value:
         raise InvalidInput.for_field(field, "must not contain NUL characters.")
@@ -169,6 +200,27 @@ def check_json_text_depth(raw: bytes, *, field: str, max_depth: int = MAX_BODY_D
     # Openers never closed (a truncated body) nest inside each other just the same.
     if b"[]" in brackets or brackets.count(b"[") > max_depth:
         raise InvalidInput.for_field(field, f"nests deeper than {max_depth} levels.")
+
+
+def timestamp_datetime(value: Any) -> datetime | None:
+    """A timestamp (seconds since 1970) as a UTC datetime; None when no datetime can hold it (NaN,
+    infinity, beyond the years 1 to 9999), as for a value stored before timestamps were checked."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return datetime.fromtimestamp(value, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def clean_timestamp(value: Any, *, field: str) -> float:
+    """A timestamp in seconds that a datetime can hold (the years 1 to 9999 in UTC): staff see it
+    as one, and ADK's own database service converts it to one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInput.for_field(field, "must be a number (seconds).")
+    if timestamp_datetime(value) is None:
+        raise InvalidInput.for_field(field, "must be a finite number of seconds within the years 1 to 9999.")
+    return float(value)
 
 
 def clean_datetime(value: datetime, *, field: str) -> datetime:

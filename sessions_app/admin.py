@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from django import forms
@@ -30,7 +29,7 @@ from django.utils.http import urlencode
 from agentstate.db_router import replica_reads
 from agentstate.exceptions import InvalidInput
 from agentstate.tenancy.models import Tenant
-from agentstate.validation import IDENTIFIER_MAX_LENGTH, clean_identifier, identifier_visible
+from agentstate.validation import IDENTIFIER_MAX_LENGTH, clean_identifier, identifier_visible, timestamp_datetime
 from sessions_app import selectors, services
 from sessions_app.langgraph import selectors as langgraph_selectors
 from sessions_app.models import (
@@ -851,7 +850,7 @@ class AdkEventAdmin(SessionChildAdmin):
 
     @admin.display(description="time", ordering="timestamp")
     def event_time(self, obj: AdkEvent):
-        return datetime.fromtimestamp(obj.timestamp, tz=UTC)
+        return timestamp_datetime(obj.timestamp)  # None (shown as "-") for one stored before the check
 
     @admin.display(description="event (its user: delta is user data, shown on the session page)")
     def event_json(self, obj: AdkEvent):

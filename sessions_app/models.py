@@ -5,6 +5,7 @@ distributed by owner later. Each Meta names the queries its indexes serve.
 """
 
 from django.db import models
+from django.db.models.functions import Substr
 from django.utils import timezone
 
 from agentstate.tenancy.models import Tenant
@@ -359,6 +360,9 @@ class LangGraphWrite(models.Model):
 # --- Google ADK (sessions_app.adk) -------------------------------------------------------------
 
 
+ADK_EVENT_ID_INDEXED = 100  # characters of an event id in the index (at most 400 bytes)
+
+
 class AdkEvent(models.Model):
     """One ADK event of a session, stored whole as the JSON text ADK wrote (so it reads back
     unchanged), with the columns staff, search and erasure need. Its ``user:`` state delta is not
@@ -384,6 +388,8 @@ class AdkEvent(models.Model):
         indexes = [
             # Serves: events oldest first, num_recent_events (backwards) and after_timestamp.
             models.Index(fields=["session", "timestamp", "seq"], name="adk_event_order"),
+            # Serves: is this event id already in the session (an append of the same id is refused).
+            models.Index("session", Substr("event_id", 1, ADK_EVENT_ID_INDEXED), name="adk_event_id"),
         ]
 
     def __str__(self) -> str:

@@ -8,7 +8,11 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from agentstate.exceptions import InvalidInput
+from agentstate.validation import parse_json_text
 
 
 class StrictInput(serializers.Serializer):
@@ -38,6 +42,28 @@ class StringField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+JSON_TEXT_FORMAT = "json"  # the schema's mark on a string that carries JSON text
+
+
+@extend_schema_field({"type": "string", "format": JSON_TEXT_FORMAT})
+class JSONTextField(StringField):
+    """A JSON object sent as a string (ADK's state and events, LangGraph's filter), parsed by the
+    rules of a JSON body (``parse_json_text``); the validated value is the object. The schema marks
+    it ``format: json`` so that clients, and the tests of every JSON field, can find it."""
+
+    default_error_messages = {"invalid": "Must be a string of JSON text.", "not_object": "Must be a JSON object."}
+
+    def to_internal_value(self, data):
+        text = super().to_internal_value(data)
+        try:
+            value = parse_json_text(text, field=self.field_name)
+        except InvalidInput as exc:
+            raise serializers.ValidationError(exc.fields[self.field_name]) from None
+        if not isinstance(value, dict):
+            self.fail("not_object")
+        return value
 
 
 def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:

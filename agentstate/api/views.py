@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from typing import Any, cast
+from urllib.parse import unquote_to_bytes
 
+from django.core.handlers.wsgi import get_bytes_from_wsgi
 from rest_framework import exceptions, serializers
 from rest_framework.pagination import BasePagination, CursorPagination
 from rest_framework.request import Request
@@ -11,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentstate.api import json_rows
+from agentstate.exceptions import InvalidInput
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.models import APIKey, Tenant
 from agentstate.validation import clean_identifier, clean_round_id
@@ -44,6 +47,8 @@ class TenantAPIView(APIView):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        if not _path_is_utf8(request):
+            raise InvalidInput.for_field("path", "must be percent-encoded UTF-8.")
         for name, cleaner in PATH_CLEANERS.items():
             if name in self.kwargs:  # the same dict the handler is called with
                 self.kwargs[name] = cleaner(self.kwargs[name], field=name)
@@ -79,6 +84,32 @@ class TenantAPIView(APIView):
         rows = json_rows.json_rows(queryset, serializer_class, *(field.lstrip("-") for field in ordering))
         page = paginator.paginate_queryset(rows, self.request, view=self)
         return paginator.get_paginated_response(json_rows.embedded(page or ()))
+
+
+RAW_PATH_KEY = "agentstate.raw_path_info"
+
+
+def raw_path_keep(sender, environ=None, **kwargs) -> None:
+    """On ``request_started``: keep a WSGI request's path as the bytes sent. Django then replaces
+    it, re-escaping bytes that are not UTF-8: ``%ED%A0%80`` would reach a view as the text
+    ``%ED%A0%80``, the same text a client's ``%25ED%25A0%2580`` makes."""
+    if environ is not None:
+        environ[RAW_PATH_KEY] = get_bytes_from_wsgi(environ, "PATH_INFO", "")
+
+
+def _path_is_utf8(request) -> bool:
+    """Whether the path's percent-decoded bytes are UTF-8."""
+    path = request.META.get(RAW_PATH_KEY)  # WSGI
+    if path is None:  # ASGI: the bytes as sent, still escaped
+        scope = getattr(request, "scope", None) or {}
+        path = unquote_to_bytes(scope.get("raw_path") or b"")
+    if path.isascii():
+        return True
+    try:
+        path.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _has_body(request) -> bool:

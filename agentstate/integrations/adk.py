@@ -5,9 +5,10 @@
     #   --session_service_uri agentstate://localhost:8000   (key from AGENTSTATE_API_KEY)
 
 ADK's semantics win (docs/CLIENT.md lists the few differences): a missing session is ``None``,
-an existing id raises ``AlreadyExistsError``, a stale writer ``StaleSessionError``, ``temp:`` keys
-are never stored, ``user:`` state is kept as the user's data. Each event is stored with its state
-delta in one request (one transaction on the server) and read back unchanged, in pages.
+an existing session id or an event id the session already holds raises ``AlreadyExistsError``,
+a stale writer ``StaleSessionError``, ``temp:`` keys are never stored, ``user:`` state is kept as
+the user's data. Each event is stored with its state delta in one request (one transaction on the
+server) and read back unchanged, in pages.
 
 Identifiers: agentstate's are 1-128 characters without ``/`` or control characters; ADK accepts
 any string. They are mapped reversibly (``%`` -> ``%25``, ``/`` and control characters -> ``%XX``,
@@ -225,6 +226,8 @@ class AgentStateSessionService(BaseSessionService):
         except AgentStateError as exc:
             if exc.code == "stale_session":
                 raise StaleSessionError(exc.message) from exc
+            if exc.code == "event_exists":  # ADK's stores raise their driver's IntegrityError here
+                raise AlreadyExistsError(f"Event with id {event.id} already exists in session {session.id}.") from exc
             if exc.status_code == 404:
                 raise SessionNotFoundError(f"Session {session.id} not found.") from exc
             raise

@@ -3,26 +3,28 @@
 
 ADK's semantics win here (docs/DESIGN.md, "Framework backends"): a writer holding a session older
 than the stored one gets ``StaleSession``, as ADK's database and SQLite services raise
-``StaleSessionError``. The ``user:`` parts are returned to the caller (agentstate.site.adk), which
-stores them as user data in the same transaction.
+``StaleSessionError``; an event id the session already holds gets ``EventAlreadyExists``, as
+their primary key on (session, event id) refuses it. The ``user:`` parts are returned to the
+caller (agentstate.site.adk), which stores them as user data in the same transaction.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models.functions import Substr
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput, NotFound, SessionAlreadyExists
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
-from agentstate.validation import clean_identifier
+from agentstate.validation import clean_identifier, clean_timestamp
 from sessions_app.adk.state import USER_PREFIX, json_object, json_text, state_split
-from sessions_app.models import AdkAppState, AdkEvent, Session
+from sessions_app.models import ADK_EVENT_ID_INDEXED, AdkAppState, AdkEvent, Session
+from sessions_app.services.sessions import new_session_id_clean
 
 FRAMEWORK = "adk"
 TEXT_PREVIEW_LENGTH = 500
@@ -44,11 +46,12 @@ class AdkSessionCreated:
 def adk_session_create(
     *, tenant: Tenant, app_name: str, user_id: str, session_id: str | None, state: dict[str, Any]
 ) -> AdkSessionCreated:
-    """A new ADK session; a missing id becomes a UUID, an existing one is a conflict. The initial
-    state's ``app:`` keys update the app's state, its session keys become the session's."""
+    """A new ADK session; its id stripped and a blank one a UUID (as ADK's own services do), an
+    existing one a conflict. The initial state's ``app:`` keys update the app's state, its
+    session keys become the session's."""
     app_name = clean_identifier(app_name, field="app_name")
     user_id = clean_identifier(user_id, field="user_id")
-    session_id = str(uuid.uuid4()) if session_id is None else clean_identifier(session_id, field="session_id")
+    session_id = new_session_id_clean(session_id, field="session_id")
     subject_write_check(tenant=tenant, user_id=user_id, category=PROCESS_STATE)
     parts = state_split(state)
     now = timezone.now()
@@ -106,6 +109,9 @@ def adk_event_append(
         raise NotFound("Session not found.")
     _check_not_stale(locked, expected_version, last_update_time, last_event_id)
     timestamp, delta = _event_fields(event)
+    event_id = _text(event["id"])
+    if _event_id_taken(locked, event_id):
+        raise EventAlreadyExists(f"The session already holds an event with id {event['id']!r}.")
     parts = state_split(delta)
     if parts["user"]:  # user: values are user data: the stored event never holds them
         event["actions"]["state_delta"] = {
@@ -143,7 +149,7 @@ def adk_event_append(
         tenant_id=locked.tenant_id,
         user_id=locked.user_id,
         seq=seq,
-        event_id=_text(event["id"]),
+        event_id=event_id,
         invocation_id=_text(event.get("invocation_id")),
         author=_text(event.get("author")),
         timestamp=timestamp,
@@ -178,20 +184,35 @@ def _check_not_stale(
         )
 
 
+class EventAlreadyExists(Conflict):
+    """The session already holds an event with this id."""
+
+    code = "event_exists"
+
+
 def _event_fields(event: Any) -> tuple[float, dict[str, Any]]:
     """The timestamp and state delta of an event ADK dumped (field names, not aliases)."""
     if not isinstance(event, dict) or not isinstance(event.get("id"), str) or not event["id"]:
         raise InvalidInput.for_field("event", "must be an ADK event with an id.")
-    timestamp = event.get("timestamp")
-    if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)):
-        raise InvalidInput.for_field("event.timestamp", "must be a number (seconds).")
+    timestamp = clean_timestamp(event.get("timestamp"), field="event.timestamp")
     actions = event.setdefault("actions", {})
     if not isinstance(actions, dict):
         raise InvalidInput.for_field("event.actions", "must be an object.")
     delta = actions.get("state_delta") or {}
     if not isinstance(delta, dict):
         raise InvalidInput.for_field("event.actions.state_delta", "must be an object.")
-    return float(timestamp), delta
+    return timestamp, delta
+
+
+def _event_id_taken(locked: Session, event_id: str) -> bool:
+    """Whether the session holds ``event_id`` already; under the session's row lock, so no append
+    can slip in between. The index holds a prefix of each id (a whole long id would not fit in a
+    PostgreSQL index row)."""
+    return (
+        AdkEvent.objects.alias(id_prefix=Substr("event_id", 1, ADK_EVENT_ID_INDEXED))
+        .filter(session=locked, id_prefix=event_id[:ADK_EVENT_ID_INDEXED], event_id=event_id)
+        .exists()
+    )
 
 
 def _text(value: Any) -> str:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentstate.exceptions import InvalidInput
-
 APP_PREFIX = "app:"
 USER_PREFIX = "user:"
 TEMP_PREFIX = "temp:"
@@ -48,16 +46,3 @@ def json_text(value: Any) -> str:
 def json_object(text: str) -> dict[str, Any]:
     """A stored state (empty text reads as no state)."""
     return json.loads(text) if text else {}
-
-
-def parse_object(value: Any, *, field: str) -> dict[str, Any]:
-    """A request's JSON-text field that must hold an object; 400 naming ``field`` otherwise."""
-    if not isinstance(value, str):
-        raise InvalidInput.for_field(field, "must be a string of JSON text.")
-    try:
-        parsed = json.loads(value)
-    except (ValueError, RecursionError):
-        raise InvalidInput.for_field(field, "must be valid JSON text.") from None
-    if not isinstance(parsed, dict):
-        raise InvalidInput.for_field(field, "must be a JSON object.")
-    return parsed

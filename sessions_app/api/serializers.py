@@ -94,7 +94,10 @@ class SessionSerializer(Output):
 
 class SessionCreateInput(StrictInput):
     user_id = _text()
-    session_id = _optional_text("Stripped; blank or absent: a new UUID.")
+    session_id = _optional_text(
+        "Stripped of outer whitespace, by design (as fork's new_session_id; every other id is stored "
+        "exactly as sent); blank or absent: a new UUID."
+    )
     agent_id = _optional_text("Agent in charge of the session.")
     workspace_id = _optional_text("Workspace the session belongs to.")
     metadata = serializers.DictField(required=False)
@@ -180,7 +183,10 @@ class HistoryEditSerializer(Output):
 
 
 class SessionForkInput(StrictInput):
-    new_session_id = _optional_text("The fork's session id (same user); blank or absent: a new UUID.")
+    new_session_id = _optional_text(
+        "The fork's session id (same user): stripped of outer whitespace, as on session create (by design); "
+        "blank or absent: a new UUID."
+    )
     up_to_seq = serializers.IntegerField(
         required=False, allow_null=True, help_text="Copy messages with seq up to this one; absent: all."
     )

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from agentstate.api.pagination import CursorPagination
 from agentstate.api.schema import error_responses
-from agentstate.api.serializers import StrictInput, StringField, validated
+from agentstate.api.serializers import JSONTextField, StrictInput, StringField, validated
 from agentstate.api.views import TenantAPIView
 from agentstate.exceptions import NotFound
 from sessions_app.langgraph import selectors, services
@@ -69,7 +69,9 @@ class ListQuery(serializers.Serializer):
     thread_id = _text(required=False)
     checkpoint_ns = _text(required=False, help_text="Absent: every namespace.")
     before = _text(required=False, help_text="Only checkpoints with a smaller (older) id.")
-    filter = _text(required=False, help_text="JSON object: metadata keys and the values they must equal.")
+    filter = JSONTextField(
+        required=False, allow_blank=True, help_text="JSON object: metadata keys and the values they must equal."
+    )
 
 
 class WriteOut(serializers.Serializer):
@@ -165,7 +167,7 @@ class CheckpointListView(TenantAPIView):
             thread_id=query.get("thread_id"),
             checkpoint_ns=query.get("checkpoint_ns"),
             before=query.get("before"),
-            metadata_filter=selectors.parse_filter(query.get("filter")),
+            metadata_filter=selectors.clean_filter(query.get("filter")),
         )
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)

@@ -4,14 +4,12 @@ a page's writes by (session, checkpoint id)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet, Subquery
 from django.db.models.fields.json import KeyTransform
 
-from agentstate.exceptions import InvalidInput
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
 from sessions_app.langgraph.services import MAX_ID_BYTES, MAX_NS_BYTES, clean_text, thread_key
@@ -39,15 +37,10 @@ def checkpoint_get(
     return rows.order_by("-checkpoint_id").first()
 
 
-def parse_filter(raw: str | None) -> dict[str, Any]:
-    """The ``filter`` query parameter: a JSON object of metadata keys and the values they equal."""
-    if raw is None or raw == "":
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        raise InvalidInput.for_field("filter", "must be a JSON object.") from None
-    return clean_json(value, field="filter", require_object=True)
+def clean_filter(value: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``filter`` query parameter (parsed from its JSON text): metadata keys and the values
+    they equal; none when absent or blank."""
+    return clean_json(value or {}, field="filter", require_object=True)
 
 
 def checkpoint_list(

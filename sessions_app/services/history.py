@@ -11,7 +11,6 @@ refuse edits; fork only reads its source, so an ended session can be forked.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +25,7 @@ from agentstate.validation import clean_identifier, clean_json, clean_round_id
 from sessions_app.models import Message, MessagePop, Round, Session
 from sessions_app.selectors import message_as_dict
 from sessions_app.services.live import lock_session, session_touch
+from sessions_app.services.sessions import new_session_id_clean
 
 SEQ_MAX = 2**63 - 1
 ENDED = "The session has ended; its history cannot be edited."
@@ -173,8 +173,7 @@ def session_fork(
     all) into a new session of the same user that records its parent; it keeps the parent's agent,
     workspace and metadata (``metadata`` replaces the latter). A fixed number of statements
     whatever the history's size; a blank id becomes a new UUID, an existing one is a conflict."""
-    stripped = new_session_id.strip() if isinstance(new_session_id, str) else new_session_id
-    new_id = clean_identifier(str(uuid.uuid4()) if stripped in (None, "") else stripped, field="new_session_id")
+    new_id = new_session_id_clean(new_session_id, field="new_session_id")
     if up_to_seq is not None:
         up_to_seq = _clean_seq(up_to_seq, field="up_to_seq")
     if up_to_round is not None:

@@ -23,6 +23,14 @@ from sessions_app.services.live import (
 )
 
 
+def new_session_id_clean(value: Any, *, field: str) -> str:
+    """The id of a session being made (create, ADK's create, fork): stripped, as AgentScope's and
+    ADK's own services strip it, and a blank or absent one becomes a new UUID. Every other
+    identifier is stored exactly as sent."""
+    stripped = value.strip() if isinstance(value, str) else value
+    return clean_identifier(str(uuid.uuid4()) if stripped in (None, "") else stripped, field=field)
+
+
 @transaction.atomic  # the erased-subject check and the insert commit together
 def session_create(
     *,
@@ -35,13 +43,12 @@ def session_create(
 ) -> Session:
     """Create a session; a blank id becomes a new UUID, an existing id is a conflict (never
     overwritten)."""
-    stripped = session_id.strip() if isinstance(session_id, str) else session_id
     user_id = clean_identifier(user_id, field="user_id")
     subject_write_check(tenant=tenant, user_id=user_id, category=PROCESS_STATE)
     session = Session(
         tenant=tenant,
         user_id=user_id,
-        session_id=clean_identifier(str(uuid.uuid4()) if stripped in (None, "") else stripped, field="session_id"),
+        session_id=new_session_id_clean(session_id, field="session_id"),
         agent_id=clean_optional_label(agent_id, field="agent_id"),
         workspace_id=clean_optional_label(workspace_id, field="workspace_id"),
         metadata=clean_json({} if metadata is None else metadata, field="metadata", require_object=True),

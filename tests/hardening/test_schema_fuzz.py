@@ -8,6 +8,7 @@ bodies nesting hundreds of levels deep, datetimes at the ends of the calendar wi
 under 24 hours (and a few malformed ones), and forged or garbled pagination cursors."""
 
 import base64
+import copy
 import json
 from datetime import datetime, timedelta, timezone
 from urllib.parse import urlencode
@@ -17,14 +18,13 @@ import schemathesis
 from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
-from drf_spectacular.generators import SchemaGenerator
-from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis import checks
 
 from sessions_app import services
 from sessions_app.models import Session
+from tests.hardening.openapi import api_schema
 from userdata_app import services as userdata_services
 
 # --- Inputs of the kind that reached a 500 --------------------------------------------------
@@ -89,9 +89,7 @@ def with_cursor_format(raw: dict) -> dict:
     return raw
 
 
-RAW_SCHEMA = with_cursor_format(
-    json.loads(OpenApiJsonRenderer().render(SchemaGenerator().get_schema(request=None, public=True)))
-)
+RAW_SCHEMA = with_cursor_format(copy.deepcopy(api_schema()))
 schema = schemathesis.openapi.from_dict(RAW_SCHEMA)
 schema.app = WSGIHandler()
 

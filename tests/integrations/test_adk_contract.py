@@ -247,6 +247,18 @@ async def test_a_writer_holding_a_stale_session_is_refused(adk_service, live_ser
     assert [e.content.parts[0].text for e in fresh.events] == ["first", "fourth"]
 
 
+async def test_an_event_id_the_session_holds_is_refused_as_adk_refuses_it(adk_service):
+    """ADK's database and SQLite services refuse it by their primary key (their driver's
+    IntegrityError); the adapter raises ADK's own error for an id that exists."""
+    session = await adk_service.create_session(app_name=APP, user_id="u1", session_id="s1")
+    event = _event(text="once")
+    await adk_service.append_event(session, event)
+    with pytest.raises(AlreadyExistsError):
+        await adk_service.append_event(session, event.model_copy(update={"timestamp": event.timestamp + 1}))
+    stored = await adk_service.get_session(app_name=APP, user_id="u1", session_id="s1")
+    assert [e.id for e in stored.events] == [event.id]
+
+
 async def test_any_identifier_adk_accepts_is_mapped_reversibly(adk_service, live_server, adk_key):
     app, user, sid = "team/app", "mail%user@example.org", "a/b\x00c"
     created = await adk_service.create_session(app_name=app, user_id=user, session_id=sid, state={"nul": "x\x00y"})

@@ -8,7 +8,7 @@ import math
 
 from rest_framework import serializers
 
-from agentstate.api.serializers import StrictInput, StringField
+from agentstate.api.serializers import JSONTextField, StrictInput, StringField
 
 
 class FiniteFloatField(serializers.FloatField):
@@ -20,12 +20,18 @@ class FiniteFloatField(serializers.FloatField):
 
 
 class AdkSessionCreateInput(StrictInput):
-    session_id = StringField(required=False, allow_null=True, allow_blank=True, max_length=128)
-    state = StringField(required=False, default="{}", help_text="The initial state as JSON text (an object).")
+    session_id = StringField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=128,
+        help_text="Stripped of outer whitespace, as on every session create; blank or absent: a new UUID.",
+    )
+    state = JSONTextField(required=False, default=dict, help_text="The initial state as JSON text (an object).")
 
 
 class AdkEventAppendInput(StrictInput):
-    event = StringField(help_text="The event as ADK dumps it (model_dump_json, field names), JSON text.")
+    event = JSONTextField(help_text="The event as ADK dumps it (model_dump_json, field names), JSON text.")
     expected_version = serializers.IntegerField(
         required=False,
         allow_null=True,

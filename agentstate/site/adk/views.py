@@ -19,6 +19,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
+from agentstate.api.renderers import JSONRenderer
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
 from agentstate.api.views import TenantAPIView
@@ -26,7 +27,7 @@ from agentstate.site.adk import serializers as s
 from agentstate.validation import clean_identifier
 from sessions_app import services as session_services
 from sessions_app.adk import selectors, services
-from sessions_app.adk.state import USER_PREFIX, json_object, json_text, parse_object, state_merge
+from sessions_app.adk.state import USER_PREFIX, json_object, json_text, state_merge
 from sessions_app.models import Session
 from userdata_app.adk import selectors as user_selectors
 from userdata_app.adk import services as user_services
@@ -78,9 +79,13 @@ def _events_json(session: Session, page: selectors.EventPage) -> str:
     return "[" + ",".join(texts) + "]"
 
 
+_RENDERER = JSONRenderer()
+
+
 def _json_response(document: dict[str, Any], *, events: str, status_code: int = 200) -> HttpResponse:
-    """``document`` with the already-encoded ``events`` array spliced in (no re-encoding)."""
-    head = json.dumps(document, separators=(",", ":"))
+    """``document`` with the already-encoded ``events`` array spliced in (no re-encoding). Encoded as
+    every answer is: a NaN or infinity stored in state before they were refused is written null."""
+    head = _RENDERER.render(document).decode()
     return HttpResponse(f'{head[:-1]},"events":{events}}}', status=status_code, content_type="application/json")
 
 
@@ -120,14 +125,13 @@ class SessionCreateView(AdkView):
     )
     def post(self, request, app_name, user_id):
         data = validated(s.AdkSessionCreateInput, request.data)
-        state = parse_object(data["state"], field="state")
         with transaction.atomic():
             created = services.adk_session_create(
                 tenant=request.tenant,
                 app_name=app_name,
                 user_id=user_id,
-                session_id=data.get("session_id") or None,
-                state=state,
+                session_id=data.get("session_id"),
+                state=data["state"],
             )
             if created.user_delta:
                 user_services.adk_user_state_update(
@@ -190,17 +194,18 @@ class EventListView(AdkView):
         summary="ADK: append an event with its state delta (one transaction)",
         request=s.AdkEventAppendInput,
         responses={201: s.AdkEventAppendedOutput, **error_responses(409)},
+        description="409 `stale_session`: reload the session first; `event_exists`: the session "
+        "already holds an event with this id (ADK's own database and SQLite services refuse it too).",
     )
     def post(self, request, app_name, user_id, session_id):
         data = validated(s.AdkEventAppendInput, request.data)
-        event = parse_object(data["event"], field="event")
         with transaction.atomic():
             appended = services.adk_event_append(
                 tenant=request.tenant,
                 app_name=app_name,
                 user_id=user_id,
                 session_id=session_id,
-                event=event,
+                event=data["event"],
                 expected_version=data.get("expected_version"),
                 last_update_time=data.get("last_update_time"),
                 last_event_id=data.get("last_event_id"),

@@ -5,11 +5,11 @@ state. Project level: the user: state is user data (userdata_app), the rest proc
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from django import template
 
+from agentstate.validation import timestamp_datetime
 from sessions_app.adk import selectors
 from sessions_app.adk.state import USER_PREFIX, json_object, state_merge
 from sessions_app.models import Session
@@ -31,7 +31,7 @@ def _event_row(seq: int, event: dict[str, Any], user_delta: dict[str, Any] | Non
     return {
         "seq": seq,
         "author": event.get("author", ""),
-        "time": datetime.fromtimestamp(event["timestamp"], tz=UTC),
+        "time": timestamp_datetime(event.get("timestamp")),  # None: stored before timestamps were checked
         "text": "\n".join(p["text"] for p in parts if isinstance(p.get("text"), str)),
         "calls": [
             f"{p['function_call'].get('name')}({_json(p['function_call'].get('args') or {})})"
