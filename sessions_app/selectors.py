@@ -4,17 +4,18 @@ fetched through it), so nothing outside the tenant is reachable; each query is i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from functools import lru_cache, partial
 from typing import Any
 
 from django.db import connections, router
-from django.db.models import Count, Expression, QuerySet, Subquery, Sum
+from django.db.models import Count, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
@@ -142,11 +143,16 @@ def message_recent(*, session: Session, limit: int, role: str | None = None) -> 
 
 
 def message_recent_rows(
-    *, session: Session, limit: int, role: str | None = None, columns: Sequence[str | Expression]
+    *, session: Session, limit: int, role: str | None = None, serializer_class: type, max_bytes: int
 ) -> list[tuple[Any, ...]]:
-    """``message_recent`` as tuples of ``columns`` (names or expressions) only: a caller that just
-    serializes them skips building models."""
-    return list(reversed(_newest_messages(session=session, limit=limit, role=role).values_list(*columns)[:limit]))
+    """``message_recent`` as rows of ``json_rows`` in ``serializer_class``'s shape, bounded by
+    ``max_bytes`` of JSON: when the last ``limit`` hold more, the newest that fit (at least one)."""
+    newest = json_rows.json_rows(_newest_messages(session=session, limit=limit, role=role), serializer_class, "seq")
+    if not limit:
+        return []
+    budget = json_rows.ByteBudget(max_bytes)
+    rows = list(json_rows.byte_bounded(newest, budget)[:limit])
+    return list(reversed(rows if budget.rows_that_fit is None else rows[: budget.rows_that_fit]))
 
 
 def _rounds_of(*, tenant: Tenant, user_id: str, session_id: str | None) -> QuerySet[Round]:

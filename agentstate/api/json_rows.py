@@ -123,13 +123,19 @@ def byte_bounded(rows: QuerySet, budget: ByteBudget) -> QuerySet:
     ``ROW``) whose fetch ends once ``budget`` is spent: the rows that fit (at
     least one, whatever its size), then the first row that did not, with its JSON left out (None),
     so a paginator still sees where the next page starts. The database counts the bytes in the
-    same query, in the queryset's own order: rows past the budget never leave it."""
+    same query, in the queryset's own order: rows past the budget never leave it. The fetch must
+    be sliced (a page): its row count shares out the budget."""
     bounded = rows.all()
     bounded._iterable_class = partial(_ByteBoundedRows, budget=budget)  # type: ignore[assignment]
     return bounded
 
 
 class _ByteBoundedRows(BaseIterable):
+    """First the page with each row's JSON only if it is within its share of the budget (the budget
+    over the rows asked for): when every row is, the page fits and that was its one query, which
+    costs a length per row and no sort. Only a page holding a row past its share is read again
+    with the running count, a window over the page in its own order."""
+
     def __init__(self, queryset: QuerySet, *, budget: ByteBudget, **kwargs: Any) -> None:
         super().__init__(queryset, **kwargs)
         self.budget = budget
@@ -138,11 +144,26 @@ class _ByteBoundedRows(BaseIterable):
         compiler = self.queryset.query.get_compiler(self.queryset.db)
         sql, params = compiler.as_sql()
         query = self.queryset.query
+        if query.high_mark is None:
+            raise ImproperlyConfigured("byte_bounded rows are fetched a page at a time: slice them.")
         quote = compiler.connection.ops.quote_name
         selected = {name: quote(query.get_meta().get_field(name).column) for name in query.values_select}
         columns = ", ".join(selected.values())
         window = ", ".join(_window_order(query, selected))
         size = f"OCTET_LENGTH({ROW})" if compiler.connection.vendor == "postgresql" else f"LENGTH(CAST({ROW} AS BLOB))"
+        share = self.budget.limit // (query.high_mark - query.low_mark)
+        # LIMIT -1 (none) keeps SQLite from flattening the page into this query, which would write
+        # each row's JSON once per mention; PostgreSQL never flattens a subquery with a LIMIT.
+        limit_none = " LIMIT ALL" if compiler.connection.vendor == "postgresql" else " LIMIT -1"
+        shared = f"SELECT {columns}, CASE WHEN {size} <= %s THEN {ROW} END FROM ({sql}) _page{limit_none}"
+        with compiler.connection.cursor() as cursor:
+            cursor.execute(shared, (share, *params))
+            fetched = cursor.fetchall()
+        if any(row[-1] is None for row in fetched):
+            fetched = self._counted(compiler, sql, params, columns=columns, window=window, size=size)
+        return compiler.results_iter(results=[fetched], tuple_expected=True)
+
+    def _counted(self, compiler, sql: str, params: tuple, *, columns: str, window: str, size: str) -> list:
         preceding = f"SUM({size}) OVER (ORDER BY {window} ROWS BETWEEN UNBOUNDED PRECEDING AND %s PRECEDING)"
         bounded = (
             f"SELECT {columns}, CASE WHEN _before < %s THEN {ROW} END FROM ("
@@ -155,7 +176,7 @@ class _ByteBoundedRows(BaseIterable):
             fetched = cursor.fetchall()
         if fetched and fetched[-1][-1] is None:
             self.budget.rows_that_fit = len(fetched) - 1
-        return compiler.results_iter(results=[fetched], tuple_expected=True)
+        return fetched
 
 
 def _window_order(query: Query, selected: dict[str, str]) -> list[str]:

@@ -1,7 +1,7 @@
 """Cursor pagination for every list: a stable, unique ordering served by an index, no COUNT, and
 the same cost on page 1 and page 1,000. ``page_size`` (default 100) is capped at 500; the lists
 whose rows the database writes as JSON take up to 2,000, in pages bounded by bytes
-(``RowsPagination``)."""
+(``RowsPagination``), as are the lists whose rows can be large (``BytesPagination``)."""
 
 from __future__ import annotations
 
@@ -90,25 +90,23 @@ class CursorPagination(pagination.CursorPagination):
 
 
 class RowsPagination(CursorPagination):
-    """For the rows of ``agentstate.api.json_rows``: pages of up to 2,000. A page of more than 500
-    ends early once it holds ``settings.PAGE_MAX_BYTES`` of JSON (one row always fits, whatever its
-    size), so the larger pages hold no more than the old largest could; ``next`` starts at the
-    first row left out. Pages of up to 500 skip the count: it costs the database a sort of the
-    page (docs/PERFORMANCE.md, section 9)."""
+    """For the rows of ``agentstate.api.json_rows``: pages of up to 2,000. Every page ends early once
+    it holds ``settings.PAGE_MAX_BYTES`` of JSON (one row always fits, whatever its size), so no
+    page makes a worker hold much more than that; ``next`` starts at the first row left out. A page
+    of small rows pays a length per row for it (``json_rows.byte_bounded``, docs/PERFORMANCE.md)."""
 
     max_page_size = MAX_ROWS_PAGE_SIZE
     page_size_description = (
-        "Rows per page. A page of more than 500 ends early once its rows hold the server's "
-        "AGENTSTATE_PAGE_MAX_BYTES (4 MiB by default) of JSON: follow `next` until it is null."
+        "Rows per page. A page ends early once its rows hold the server's AGENTSTATE_PAGE_MAX_BYTES "
+        "(4 MiB by default) of JSON: follow `next` until it is null."
     )
     _requested_page_size = CursorPagination.page_size
     _budget: json_rows.ByteBudget | None = None
     _rows_in_page: int | None = None
 
     def paginate_queryset(self, queryset, request, view=None):
-        if self.get_page_size(request) > MAX_PAGE_SIZE:
-            self._budget = json_rows.ByteBudget(settings.PAGE_MAX_BYTES)
-            queryset = json_rows.byte_bounded(queryset, self._budget)
+        self._budget = json_rows.ByteBudget(settings.PAGE_MAX_BYTES)
+        queryset = json_rows.byte_bounded(queryset, self._budget)
         page = super().paginate_queryset(queryset, request, view)
         self._rows_in_page = len(page)
         return page

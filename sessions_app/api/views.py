@@ -7,6 +7,7 @@ If-Match through the services' compare-and-set.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -24,7 +25,7 @@ from agentstate.exceptions import NotFound, PreconditionFailed
 from sessions_app import selectors, services
 from sessions_app.api import serializers as s
 from sessions_app.api.filters import SessionFilter
-from sessions_app.models import Message, Session
+from sessions_app.models import Session
 
 IF_MATCH = OpenApiParameter(
     "If-Match",
@@ -160,7 +161,8 @@ class MessageListView(SessionScopedView):
                 session=session,
                 limit=query["recent"],
                 role=role,
-                columns=[json_rows.row_column(s.MessageSerializer, Message)],
+                serializer_class=s.MessageSerializer,
+                max_bytes=settings.PAGE_MAX_BYTES,
             )
             response = Response({"next": None, "previous": None, "results": json_rows.embedded(recent)})
         else:
