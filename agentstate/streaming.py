@@ -21,14 +21,20 @@ from django.http import StreamingHttpResponse
 BATCH_ROWS = 500
 
 
-def stored_size(*fields: str) -> Expression:
-    """About how many bytes the text or JSON ``fields`` hold in a row, counted by the database so a
-    batch can be cut before its rows are read."""
-    sizes = [Coalesce(Length(Cast(name, models.TextField())), 0) for name in fields]
+def stored_size(model: type[models.Model], *fields: str) -> Expression:
+    """About how many bytes ``fields`` hold in a row of ``model`` (text and JSON as their text,
+    binary as it is), counted by the database so a batch or page is cut before its rows are read."""
+    sizes = [Coalesce(_length(model, name), 0) for name in fields]
     total: Expression = sizes[0]
     for size in sizes[1:]:
         total = total + size
     return total
+
+
+def _length(model: type[models.Model], name: str) -> Expression:
+    if isinstance(model._meta.get_field(name), models.BinaryField):
+        return Length(name)  # bytes (SQLite's LENGTH of a blob as text stops at its first NUL)
+    return Length(Cast(name, models.TextField()))
 
 
 def rows_in_batches(

@@ -339,10 +339,8 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> Iterator[di
     in_sessions = {"session_id__in": [s.pk for s in sessions]}
 
     def rows(queryset: QuerySet, *large: str) -> _SessionRows:
-        return _SessionRows(
-            streaming.rows_in_batches(queryset.filter(**in_sessions), size=streaming.stored_size(*large), rank=rank),
-            rank=rank,
-        )
+        size = streaming.stored_size(queryset.model, *large)
+        return _SessionRows(streaming.rows_in_batches(queryset.filter(**in_sessions), size=size, rank=rank), rank=rank)
 
     messages = rows(Message.objects.order_by("session_id", "seq"), "content", "metadata", "usage")
     # A pop keeps a copy of what it removed for its retries (services/history.py): that is theirs too.

@@ -42,7 +42,7 @@ def subject_user_data_count(*, tenant: Tenant, user_id: str, existed_at: datetim
 def subject_user_data_export(*, tenant: Tenant, user_id: str) -> Iterator[dict]:
     """The subject's keys and values, read in batches bounded by bytes (``agentstate.streaming``)."""
     data = streaming.rows_in_batches(
-        user_datum_list(tenant=tenant, user_id=user_id), size=streaming.stored_size("value")
+        user_datum_list(tenant=tenant, user_id=user_id), size=streaming.stored_size(UserDatum, "value")
     )
     return (
         {"key": d.key, "value": d.value, "created_at": d.created_at.isoformat(), "updated_at": d.updated_at.isoformat()}

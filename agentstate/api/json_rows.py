@@ -19,9 +19,9 @@ from typing import Any, cast
 
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections, models
-from django.db.models import F, Func, QuerySet
+from django.db.models import Case, Expression, F, Func, Q, QuerySet, When
 from django.db.models.expressions import RawSQL
-from django.db.models.query import BaseIterable
+from django.db.models.query import BaseIterable, ModelIterable
 from django.db.models.sql import Query
 from rest_framework import serializers
 
@@ -177,6 +177,58 @@ class _ByteBoundedRows(BaseIterable):
         if fetched and fetched[-1][-1] is None:
             self.budget.rows_that_fit = len(fetched) - 1
         return fetched
+
+
+def byte_bounded_models(
+    queryset: QuerySet, budget: ByteBudget, *, size: Expression, large: tuple[str, ...]
+) -> QuerySet:
+    """Model rows (a sliced page of ``queryset``) whose ``large`` fields leave the database only for
+    the rows that fit ``budget``, by their ``size`` as the database counts it: the rows that fit (at
+    least one), then the first that did not, without its large fields, where the next page starts.
+    As ``byte_bounded``: one query when every row is within its share of the budget, else a second
+    one for the large fields of the rows that fit."""
+    bounded = queryset.all()
+    bounded._iterable_class = partial(  # type: ignore[assignment]
+        _ByteBoundedModels, budget=budget, size=size, large=large
+    )
+    return bounded
+
+
+class _ByteBoundedModels(ModelIterable):
+    def __init__(self, queryset: QuerySet, *, budget: ByteBudget, size: Expression, large: tuple[str, ...], **kwargs):
+        super().__init__(queryset, **kwargs)
+        self.budget, self.size, self.large = budget, size, large
+
+    def __iter__(self):
+        query = self.queryset.query
+        if query.high_mark is None:
+            raise ImproperlyConfigured("byte_bounded_models rows are fetched a page at a time: slice them.")
+        share = self.budget.limit // (query.high_mark - query.low_mark)
+        fields = [self.queryset.model._meta.get_field(name) for name in self.large]
+        within = Q(_stored_bytes__lte=share)
+        light = self.queryset.defer(*self.large).annotate(
+            _stored_bytes=self.size,
+            **{f"_within_{f.name}": Case(When(within, then=F(f.name)), output_field=f) for f in fields},
+        )
+        light._iterable_class = ModelIterable
+        rows = list(light)
+        fit = len(rows)
+        if any((row._stored_bytes or 0) > share for row in rows):
+            held = 0
+            for index, row in enumerate(rows):
+                if held >= self.budget.limit:
+                    fit = self.budget.rows_that_fit = index
+                    rows = rows[: fit + 1]
+                    break
+                held += row._stored_bytes or 0
+            values = self.queryset.model._base_manager.using(self.queryset.db).filter(pk__in=[r.pk for r in rows[:fit]])
+            found = {pk: rest for pk, *rest in values.values_list("pk", *self.large)}
+        else:
+            found = {row.pk: [getattr(row, f"_within_{f.name}") for f in fields] for row in rows}
+        for row in rows[:fit]:
+            for field, value in zip(fields, found[row.pk], strict=True):
+                setattr(row, field.attname, value)
+        return iter(rows)
 
 
 def _window_order(query: Query, selected: dict[str, str]) -> list[str]:
