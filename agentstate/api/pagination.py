@@ -168,9 +168,16 @@ class RoundPagination(CursorPagination):
 
 
 class InsertionPagination(CursorPagination):
-    """Checkpoints and transitions, in the order they were stored."""
+    """Checkpoints, in the order they were stored."""
 
     ordering = "id"
+
+
+class TransitionPagination(ModelsPagination):
+    """Agent hand-offs in the order they were recorded; their reason and metadata can be large."""
+
+    ordering = "id"
+    large = ("reason", "metadata")
 
 
 class KeyPagination(ModelsPagination):

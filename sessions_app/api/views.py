@@ -16,7 +16,13 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from agentstate.api import etags, json_rows
-from agentstate.api.pagination import InsertionPagination, RoundPagination, SeqPagination, SessionPagination
+from agentstate.api.pagination import (
+    InsertionPagination,
+    RoundPagination,
+    SeqPagination,
+    SessionPagination,
+    TransitionPagination,
+)
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
 from agentstate.api.views import TenantAPIView
@@ -423,7 +429,7 @@ class WorkingStateView(SessionScopedView):
 
 
 class TransitionListView(SessionScopedView):
-    pagination_class = InsertionPagination
+    pagination_class = TransitionPagination
 
     @extend_schema(summary="List agent hand-offs", responses={200: s.TransitionSerializer(many=True)})
     def get(self, request, user_id, session_id):

@@ -96,3 +96,16 @@ def test_adk_session_lists_end_early_at_the_byte_budget(api, tenant, settings):
     assert sum(map(len, pages)) == len(states) and len(pages) >= 2
     for page in pages:  # within the budget but for the session that crossed it
         assert sum(len(json.dumps(s["state"], separators=(",", ":"))) for s in page[:-1]) < settings.PAGE_MAX_BYTES
+
+
+def test_transition_pages_end_early_at_the_byte_budget(api, tenant, settings):
+    from sessions_app import services
+
+    session = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    for i in range(6):
+        services.transition_record(session=session, to_agent=f"a{i}", reason="r" * 300, metadata={"i": i})
+    settings.PAGE_MAX_BYTES = 500
+
+    pages = _read_all(api, "/api/v1/users/u1/sessions/s1/transitions/")
+    assert [t["to_agent"] for page in pages for t in page] == [f"a{i}" for i in range(6)]
+    assert all(len(page) == 2 for page in pages)
