@@ -131,52 +131,57 @@ def byte_bounded(rows: QuerySet, budget: ByteBudget) -> QuerySet:
 
 
 class _ByteBoundedRows(BaseIterable):
-    """First the page with each row's JSON only if it is within its share of the budget (the budget
-    over the rows asked for): when every row is, the page fits and that was its one query, which
-    costs a length per row and no sort. Only a page holding a row past its share is read again
-    with the running count, a window over the page in its own order."""
+    """One query gives the page with each row's JSON length, and its JSON only if that is within
+    the row's share of the budget (the budget over the rows asked for): when every row is, the page
+    fits and that was its one query (a length per row, no sort). Otherwise the lengths say how many
+    rows fit, and a second query reads just those; rows past the budget never leave the database."""
 
     def __init__(self, queryset: QuerySet, *, budget: ByteBudget, **kwargs: Any) -> None:
         super().__init__(queryset, **kwargs)
         self.budget = budget
 
     def __iter__(self):
-        compiler = self.queryset.query.get_compiler(self.queryset.db)
-        sql, params = compiler.as_sql()
         query = self.queryset.query
         if query.high_mark is None:
             raise ImproperlyConfigured("byte_bounded rows are fetched a page at a time: slice them.")
-        quote = compiler.connection.ops.quote_name
-        selected = {name: quote(query.get_meta().get_field(name).column) for name in query.values_select}
-        columns = ", ".join(selected.values())
-        window = ", ".join(_window_order(query, selected))
-        size = f"OCTET_LENGTH({ROW})" if compiler.connection.vendor == "postgresql" else f"LENGTH(CAST({ROW} AS BLOB))"
+        compiler = query.get_compiler(self.queryset.db)
+        sql, params = compiler.as_sql()
+        postgresql = compiler.connection.vendor == "postgresql"
+        columns = ", ".join(compiler.connection.ops.quote_name(name) for name in _selected_columns(query))
+        size = f"OCTET_LENGTH({ROW})" if postgresql else f"LENGTH(CAST({ROW} AS BLOB))"
+        # No LIMIT (-1, ALL) keeps SQLite from flattening a subquery into the query around it, which
+        # would write each row's JSON once per mention; PostgreSQL never flattens one with a LIMIT.
+        unlimited = " LIMIT ALL" if postgresql else " LIMIT -1"
+        shared = (
+            f"SELECT {columns}, CASE WHEN _size <= %s THEN {ROW} END, _size FROM ("
+            f"SELECT {columns}, {ROW}, {size} AS _size FROM ({sql}) _page{unlimited}) _sized{unlimited}"
+        )
         share = self.budget.limit // (query.high_mark - query.low_mark)
-        # LIMIT -1 (none) keeps SQLite from flattening the page into this query, which would write
-        # each row's JSON once per mention; PostgreSQL never flattens a subquery with a LIMIT.
-        limit_none = " LIMIT ALL" if compiler.connection.vendor == "postgresql" else " LIMIT -1"
-        shared = f"SELECT {columns}, CASE WHEN {size} <= %s THEN {ROW} END FROM ({sql}) _page{limit_none}"
         with compiler.connection.cursor() as cursor:
             cursor.execute(shared, (share, *params))
             fetched = cursor.fetchall()
-        if any(row[-1] is None for row in fetched):
-            fetched = self._counted(compiler, sql, params, columns=columns, window=window, size=size)
-        return compiler.results_iter(results=[fetched], tuple_expected=True)
-
-    def _counted(self, compiler, sql: str, params: tuple, *, columns: str, window: str, size: str) -> list:
-        preceding = f"SUM({size}) OVER (ORDER BY {window} ROWS BETWEEN UNBOUNDED PRECEDING AND %s PRECEDING)"
-        bounded = (
-            f"SELECT {columns}, CASE WHEN _before < %s THEN {ROW} END FROM ("
-            f"SELECT {columns}, {ROW}, COALESCE({preceding % 1}, 0) AS _before, "
-            f"COALESCE({preceding % 2}, 0) AS _before_previous FROM ({sql}) _page"
-            f") _counted WHERE _before_previous < %s ORDER BY {window}"
-        )
+        if all(row[-1] <= share for row in fetched):
+            return compiler.results_iter(results=[[row[:-1] for row in fetched]], tuple_expected=True)
+        held, fit = 0, len(fetched)
+        for index, row in enumerate(fetched):
+            if held >= self.budget.limit:
+                fit = self.budget.rows_that_fit = index
+                break
+            held += row[-1]
+        fitting = query.chain()
+        fitting.clear_limits()
+        fitting.set_limits(query.low_mark, query.low_mark + fit)
         with compiler.connection.cursor() as cursor:
-            cursor.execute(bounded, (self.budget.limit, *params, self.budget.limit))
-            fetched = cursor.fetchall()
-        if fetched and fetched[-1][-1] is None:
-            self.budget.rows_that_fit = len(fetched) - 1
-        return fetched
+            cursor.execute(*fitting.get_compiler(self.queryset.db).as_sql())
+            rows = cursor.fetchall()
+        following = [(*row[:-2], None) for row in fetched[fit : fit + 1]]  # where the next page starts
+        return compiler.results_iter(results=[rows + following], tuple_expected=True)
+
+
+def _selected_columns(query: Query) -> list[str]:
+    """The columns before the JSON in a ``values_list`` query of ``json_rows``, as its SQL names them."""
+    meta = query.get_meta()
+    return [str(cast(models.Field, meta.get_field(name)).column) for name in query.values_select]
 
 
 def byte_bounded_models(
@@ -229,19 +234,6 @@ class _ByteBoundedModels(ModelIterable):
             for field, value in zip(fields, found[row.pk], strict=True):
                 setattr(row, field.attname, value)
         return iter(rows)
-
-
-def _window_order(query: Query, selected: dict[str, str]) -> list[str]:
-    """The query's ORDER BY over its selected columns: the bytes are counted in the order the
-    rows are paged in."""
-    order = []
-    for field in query.order_by:
-        if not isinstance(field, str) or field.lstrip("-") not in selected:
-            raise ImproperlyConfigured(f"byte_bounded rows must select the fields they are ordered by: {field!r}")
-        order.append(f"{selected[field.lstrip('-')]} {'DESC' if field.startswith('-') else 'ASC'}")
-    if not order:
-        raise ImproperlyConfigured("byte_bounded rows need an explicit order.")
-    return order
 
 
 def embedded(rows) -> RawJSON:
