@@ -154,7 +154,8 @@ class MessageListView(SessionScopedView):
         summary="Read the history",
         parameters=[s.MessageQuery],
         responses={200: s.MessageSerializer(many=True)},
-        description="Pages in seq order (follow `next`); `recent=N` returns the last N as one page. "
+        description="Pages in seq order (follow `next`: a page ends early once it holds AGENTSTATE_PAGE_MAX_BYTES); "
+        "`recent=N` returns the last N as one page (the newest that fit that budget). "
         "`X-History-Generation` is the session's history generation: if it changes between pages, an "
         "edit removed messages and the history should be read again.",
     )
