@@ -131,10 +131,11 @@ def byte_bounded(rows: QuerySet, budget: ByteBudget) -> QuerySet:
 
 
 class _ByteBoundedRows(BaseIterable):
-    """One query gives the page with each row's JSON length, and its JSON only if that is within
-    the row's share of the budget (the budget over the rows asked for): when every row is, the page
-    fits and that was its one query (a length per row, no sort). Otherwise the lengths say how many
-    rows fit, and a second query reads just those; rows past the budget never leave the database."""
+    """One query gives the page with each row's JSON only if its length is within the row's share of
+    the budget (the budget over the rows asked for): when every row is, the page fits and that was
+    its one query (a length per row, no sort). Otherwise a second query gives the rows' lengths,
+    which say how many fit, and a third reads just those: rows past the budget never leave the
+    database."""
 
     def __init__(self, queryset: QuerySet, *, budget: ByteBudget, **kwargs: Any) -> None:
         super().__init__(queryset, **kwargs)
@@ -152,29 +153,28 @@ class _ByteBoundedRows(BaseIterable):
         # No LIMIT (-1, ALL) keeps SQLite from flattening a subquery into the query around it, which
         # would write each row's JSON once per mention; PostgreSQL never flattens one with a LIMIT.
         unlimited = " LIMIT ALL" if postgresql else " LIMIT -1"
-        shared = (
-            f"SELECT {columns}, CASE WHEN _size <= %s THEN {ROW} END, _size FROM ("
-            f"SELECT {columns}, {ROW}, {size} AS _size FROM ({sql}) _page{unlimited}) _sized{unlimited}"
-        )
+        shared = f"SELECT {columns}, CASE WHEN {size} <= %s THEN {ROW} END FROM ({sql}) _page{unlimited}"
         share = self.budget.limit // (query.high_mark - query.low_mark)
         with compiler.connection.cursor() as cursor:
             cursor.execute(shared, (share, *params))
             fetched = cursor.fetchall()
-        if all(row[-1] <= share for row in fetched):
-            return compiler.results_iter(results=[[row[:-1] for row in fetched]], tuple_expected=True)
+            if all(row[-1] is not None for row in fetched):
+                return compiler.results_iter(results=[fetched], tuple_expected=True)
+            cursor.execute(f"SELECT {size} FROM ({sql}) _page", params)
+            lengths = [length for (length,) in cursor.fetchall()]
         held, fit = 0, len(fetched)
-        for index, row in enumerate(fetched):
+        for index, length in enumerate(lengths):
             if held >= self.budget.limit:
                 fit = self.budget.rows_that_fit = index
                 break
-            held += row[-1]
+            held += length
         fitting = query.chain()
         fitting.clear_limits()
         fitting.set_limits(query.low_mark, query.low_mark + fit)
         with compiler.connection.cursor() as cursor:
             cursor.execute(*fitting.get_compiler(self.queryset.db).as_sql())
             rows = cursor.fetchall()
-        following = [(*row[:-2], None) for row in fetched[fit : fit + 1]]  # where the next page starts
+        following = [(*row[:-1], None) for row in fetched[fit : fit + 1]]  # where the next page starts
         return compiler.results_iter(results=[rows + following], tuple_expected=True)
 
 
