@@ -210,7 +210,7 @@ def checkpoint_list(*, session: Session) -> QuerySet[Checkpoint]:
 @dataclass(frozen=True)
 class RestoredSession:
     session: Session
-    checkpoints: list[Checkpoint]
+    checkpoints: Iterator[Checkpoint]  # read in batches bounded by bytes (``agentstate.streaming``)
     working_state: dict[str, Any]
 
 
@@ -220,7 +220,9 @@ def session_restore(*, tenant: Tenant, user_id: str, session_id: str) -> Restore
     session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
     return RestoredSession(
         session=session,
-        checkpoints=list(Checkpoint.objects.filter(session=session).order_by("id")),
+        checkpoints=streaming.rows_in_batches(
+            Checkpoint.objects.filter(session=session).order_by("id"), size=streaming.stored_size(Checkpoint, "state")
+        ),
         working_state=working_state_get(session=session),
     )
 

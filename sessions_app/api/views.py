@@ -15,6 +15,7 @@ from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from agentstate import streaming
 from agentstate.api import etags, json_rows
 from agentstate.api.pagination import (
     InsertionPagination,
@@ -137,11 +138,19 @@ class SessionEndView(SessionScopedView):
 
 class SessionRestoreView(SessionScopedView):
     @extend_schema(
-        summary="What survives a session: its checkpoints and live working state", responses={200: s.RestoreSerializer}
+        summary="What survives a session: its checkpoints and live working state",
+        responses={200: s.RestoreSerializer},
+        description="Streamed as it is read: a session's checkpoints may hold more than a page may.",
     )
     def get(self, request, user_id, session_id):
         restored = selectors.session_restore(tenant=request.tenant, user_id=user_id, session_id=session_id)
-        return Response(s.RestoreSerializer(restored).data)
+        return streaming.json_response(
+            {
+                "session": s.SessionSerializer(restored.session).data,
+                "checkpoints": (s.CheckpointSerializer(c).data for c in restored.checkpoints),
+                "working_state": restored.working_state,
+            }
+        )
 
 
 # --- Messages -----------------------------------------------------------------------------
