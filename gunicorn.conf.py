@@ -6,6 +6,8 @@ Every value can be overridden by an environment variable, so one file serves eve
 import logging
 import multiprocessing
 import os
+import resource
+import sys
 
 from agentstate.logging import ServerErrorFilter
 
@@ -26,6 +28,34 @@ worker_tmp_dir = os.environ.get("GUNICORN_WORKER_TMP_DIR") or ("/dev/shm" if os.
 # requests meant a restart every few seconds (docs/PERFORMANCE.md).
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "50000"))
 max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", "5000"))
+# gunicorn has no memory limit of its own, and a Python process seldom hands freed memory back: a
+# worker whose resident memory passed this bound after a request finishes it and exits gracefully,
+# and the master starts a fresh one (0 turns the check off). Every answer is bounded by bytes
+# (docs/OPERATIONS.md), so a worker passes it only after a rare large request.
+max_worker_memory_mb = int(os.environ.get("GUNICORN_MAX_WORKER_MEMORY_MB", "1024"))
+
+
+def post_request(worker, req, environ, resp):
+    """Recycle this worker after the request when it holds more than ``max_worker_memory_mb``."""
+    if max_worker_memory_mb and worker.alive:
+        resident = resident_mib()
+        if resident > max_worker_memory_mb:
+            worker.log.info(
+                "Recycling worker at %d MiB (GUNICORN_MAX_WORKER_MEMORY_MB=%d)", resident, max_worker_memory_mb
+            )
+            worker.alive = False  # what gunicorn does at max_requests: finish, exit, be replaced
+
+
+def resident_mib() -> int:
+    """This process's resident memory (Linux); its peak where /proc is missing."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
+    except OSError:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+        return peak // 2**20 if sys.platform == "darwin" else peak // 2**10
+
+
 # Forked workers open their own database connections: never load the app in the master.
 preload_app = False
 # The app writes one JSON line per request (agentstate.middleware); gunicorn's access log would

@@ -1,9 +1,9 @@
 """What bounding a page by bytes costs: the page query alone, in process, plain and counted.
 
-A history page of more than 500 messages and every page of an ADK session's events end early once
-their rows hold ``settings.PAGE_MAX_BYTES`` of JSON; the database counts the bytes in the same
-query (``agentstate.api.json_rows.byte_bounded``). This times that query against the same page
-without the count, on a session of 2,000 messages and one of 2,000 ADK events, through the code the
+Every history page and every page of an ADK session's events end early once their rows hold
+``settings.PAGE_MAX_BYTES`` of JSON; the database counts the bytes in the same query
+(``agentstate.api.json_rows.byte_bounded``: a length per row). This times that query against the
+same page without the count, on a session of 2,000 messages and one of 2,000 ADK events, through the code the
 API runs: ``json_rows`` over ``message_list`` (the history's rows, written by the database) and
 ``adk_event_page`` (the ADK backend's pages). Nothing here reaches the byte budget: the count is
 paid on every page, the early end only on pages of large rows.

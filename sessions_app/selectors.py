@@ -4,17 +4,19 @@ fetched through it), so nothing outside the tenant is reachable; each query is i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from functools import lru_cache, partial
 from typing import Any
 
 from django.db import connections, router
-from django.db.models import Count, Expression, QuerySet, Subquery, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Count, QuerySet, Subquery, Sum
+from django.db.models.functions import Length, TruncDate
 from django.utils import timezone
 
+from agentstate import streaming
+from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
@@ -142,11 +144,16 @@ def message_recent(*, session: Session, limit: int, role: str | None = None) -> 
 
 
 def message_recent_rows(
-    *, session: Session, limit: int, role: str | None = None, columns: Sequence[str | Expression]
+    *, session: Session, limit: int, role: str | None = None, serializer_class: type, max_bytes: int
 ) -> list[tuple[Any, ...]]:
-    """``message_recent`` as tuples of ``columns`` (names or expressions) only: a caller that just
-    serializes them skips building models."""
-    return list(reversed(_newest_messages(session=session, limit=limit, role=role).values_list(*columns)[:limit]))
+    """``message_recent`` as rows of ``json_rows`` in ``serializer_class``'s shape, bounded by
+    ``max_bytes`` of JSON: when the last ``limit`` hold more, the newest that fit (at least one)."""
+    newest = json_rows.json_rows(_newest_messages(session=session, limit=limit, role=role), serializer_class, "seq")
+    if not limit:
+        return []
+    budget = json_rows.ByteBudget(max_bytes)
+    rows = list(json_rows.byte_bounded(newest, budget)[:limit])
+    return list(reversed(rows if budget.rows_that_fit is None else rows[: budget.rows_that_fit]))
 
 
 def _rounds_of(*, tenant: Tenant, user_id: str, session_id: str | None) -> QuerySet[Round]:
@@ -203,7 +210,7 @@ def checkpoint_list(*, session: Session) -> QuerySet[Checkpoint]:
 @dataclass(frozen=True)
 class RestoredSession:
     session: Session
-    checkpoints: list[Checkpoint]
+    checkpoints: Iterator[Checkpoint]  # read in batches bounded by bytes (``agentstate.streaming``)
     working_state: dict[str, Any]
 
 
@@ -213,7 +220,9 @@ def session_restore(*, tenant: Tenant, user_id: str, session_id: str) -> Restore
     session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
     return RestoredSession(
         session=session,
-        checkpoints=list(Checkpoint.objects.filter(session=session).order_by("id")),
+        checkpoints=streaming.rows_in_batches(
+            Checkpoint.objects.filter(session=session).order_by("id"), size=streaming.stored_size(Checkpoint, "state")
+        ),
         working_state=working_state_get(session=session),
     )
 
@@ -327,57 +336,44 @@ def message_as_dict(m: Message) -> dict[str, Any]:
     }
 
 
-def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[str, Any]]:
+def subject_process_state_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str, Any]]:
     """Every session of the subject (forks included) with its messages, the messages its pops keep,
     rounds, checkpoints, transitions, LangGraph checkpoints and writes, ADK events, and live working state, as
-    JSON-ready dicts (subject access, GDPR Art. 15/20). One query per category."""
+    JSON-ready dicts (subject access, GDPR Art. 15/20). Lazy: a session at a time, each category an
+    iterator read in batches bounded by bytes (``agentstate.streaming``), so an export of any size
+    holds about one batch. Queries: two per category and batch, whatever the number of sessions."""
     sessions = list(subject_sessions(tenant=tenant, user_id=user_id).order_by("created_at", "id"))
+    rank = {s.pk: index for index, s in enumerate(sessions)}.__getitem__
     in_sessions = {"session_id__in": [s.pk for s in sessions]}
-    by_session: dict[int, dict[str, list]] = {
-        s.pk: {
-            "messages": [],
-            "popped_messages": [],
-            "rounds": [],
-            "checkpoints": [],
-            "transitions": [],
-            "adk_events": [],
-        }
-        for s in sessions
-    }
-    langgraph = _langgraph_export(in_sessions)
-    for m in Message.objects.filter(**in_sessions).order_by("session_id", "seq"):
-        by_session[m.session_id]["messages"].append(message_as_dict(m))
+
+    def rows(queryset: QuerySet, *large: str) -> _SessionRows:
+        size = streaming.stored_size(queryset.model, *large)
+        return _SessionRows(streaming.rows_in_batches(queryset.filter(**in_sessions), size=size, rank=rank), rank=rank)
+
+    messages = rows(Message.objects.order_by("session_id", "seq"), "content", "metadata", "usage")
     # A pop keeps a copy of what it removed for its retries (services/history.py): that is theirs too.
-    for p in MessagePop.objects.filter(**in_sessions, message__isnull=False).order_by("session_id", "id"):
-        by_session[p.session_id]["popped_messages"].append(p.message)
-    for r in Round.objects.filter(**in_sessions).order_by("session_id", "round_id"):
-        by_session[r.session_id]["rounds"].append(
-            {
-                "round_id": r.round_id,
-                "state": r.state,
-                "created_at": _iso(r.created_at),
-                "updated_at": _iso(r.updated_at),
-            }
-        )
-    for c in Checkpoint.objects.filter(**in_sessions).order_by("session_id", "id"):
-        by_session[c.session_id]["checkpoints"].append(
-            {"id": c.pk, "label": c.label, "state": c.state, "created_at": _iso(c.created_at)}
-        )
-    for t in AgentTransition.objects.filter(**in_sessions).order_by("session_id", "id"):
-        by_session[t.session_id]["transitions"].append(
-            {
-                "from_agent": t.from_agent,
-                "to_agent": t.to_agent,
-                "reason": t.reason,
-                "metadata": t.metadata,
-                "created_at": _iso(t.created_at),
-            }
-        )
-    for e in AdkEvent.objects.filter(**in_sessions).order_by("session_id", "seq"):
-        # The event as stored: its user: delta is user data, exported with it (adk_user_state).
-        by_session[e.session_id]["adk_events"].append({"seq": e.seq, "event": json.loads(e.data)})
-    return [
-        {
+    pops = rows(MessagePop.objects.filter(message__isnull=False).order_by("session_id", "id"), "message")
+    rounds = rows(Round.objects.order_by("session_id", "round_id"), "state")
+    checkpoints = rows(Checkpoint.objects.order_by("session_id", "id"), "state")
+    transitions = rows(AgentTransition.objects.order_by("session_id", "id"), "metadata")
+    adk_events = rows(AdkEvent.objects.order_by("session_id", "seq"), "data")
+    threads = dict(LangGraphThread.objects.filter(**in_sessions).values_list("session_id", "thread_id"))
+    langgraph_checkpoints = rows(
+        LangGraphCheckpoint.objects.order_by("session_id", "checkpoint_ns", "checkpoint_id")
+        .defer("value")
+        .annotate(value_bytes=Length("value")),
+        "rendered",
+        "metadata",
+        "channel_versions",
+    )
+    langgraph_writes = rows(
+        LangGraphWrite.objects.order_by("session_id", "checkpoint_id", "task_id", "idx")
+        .defer("value")
+        .annotate(value_bytes=Length("value")),
+        "rendered",
+    )
+    for s in sessions:
+        document = {
             "session_id": s.session_id,
             "app_name": s.app_name,
             "framework": s.framework,
@@ -389,51 +385,91 @@ def subject_process_state_export(*, tenant: Tenant, user_id: str) -> list[dict[s
             "created_at": _iso(s.created_at),
             "updated_at": _iso(s.updated_at),
             "ended_at": _iso(s.ended_at),
-            **by_session[s.pk],
+            "messages": map(message_as_dict, messages.of(s.pk)),
+            "popped_messages": (p.message for p in pops.of(s.pk)),
+            "rounds": (
+                {
+                    "round_id": r.round_id,
+                    "state": r.state,
+                    "created_at": _iso(r.created_at),
+                    "updated_at": _iso(r.updated_at),
+                }
+                for r in rounds.of(s.pk)
+            ),
+            "checkpoints": (
+                {"id": c.pk, "label": c.label, "state": c.state, "created_at": _iso(c.created_at)}
+                for c in checkpoints.of(s.pk)
+            ),
+            "transitions": (
+                {
+                    "from_agent": t.from_agent,
+                    "to_agent": t.to_agent,
+                    "reason": t.reason,
+                    "metadata": t.metadata,
+                    "created_at": _iso(t.created_at),
+                }
+                for t in transitions.of(s.pk)
+            ),
+            # The event as stored: its user: delta is user data, exported with it (adk_user_state).
+            "adk_events": ({"seq": e.seq, "event": json.loads(e.data)} for e in adk_events.of(s.pk)),
             "working_state": working_state_get(session=s),
-            **({"langgraph": langgraph[s.pk]} if s.pk in langgraph else {}),
         }
-        for s in sessions
-    ]
+        if s.pk in threads:
+            document["langgraph"] = {
+                "thread_id": threads[s.pk],
+                "checkpoints": map(_langgraph_checkpoint_export, langgraph_checkpoints.of(s.pk)),
+                "writes": map(_langgraph_write_export, langgraph_writes.of(s.pk)),
+            }
+        yield document
 
 
-def _langgraph_export(in_sessions: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    """LangGraph threads of the subject (their full thread ids): checkpoints (with their JSON view, or the serializer's
-    type and size where there is none) and pending writes, by session. One query per table."""
-    export: dict[int, dict[str, Any]] = {
-        pk: {"thread_id": thread_id, "checkpoints": [], "writes": []}
-        for pk, thread_id in LangGraphThread.objects.filter(**in_sessions).values_list("pk", "thread_id")
+class _SessionRows:
+    """Rows ordered by their session's rank, handed out a session at a time (``of``), in that order."""
+
+    def __init__(self, rows: Iterator[Any], *, rank: Callable[[int], int]) -> None:
+        self._rows = rows
+        self._rank = rank
+        self._next: Any = None
+        self._started = False
+
+    def of(self, session_pk: int) -> Iterator[Any]:
+        if not self._started:  # the first query runs when the first session is written, not before
+            self._next, self._started = next(self._rows, None), True
+        wanted = self._rank(session_pk)
+        while self._next is not None and self._rank(self._next.session_id) <= wanted:
+            row, self._next = self._next, next(self._rows, None)
+            if self._rank(row.session_id) == wanted:  # an earlier session's rows nobody read are skipped
+                yield row
+
+
+def _langgraph_checkpoint_export(c: LangGraphCheckpoint) -> dict[str, Any]:
+    """A LangGraph checkpoint with its JSON view, or the serializer's type and size where there is none."""
+    return {
+        "checkpoint_ns": c.checkpoint_ns,
+        "checkpoint_id": c.checkpoint_id,
+        "parent_checkpoint_id": c.parent_checkpoint_id,
+        "metadata": c.metadata,
+        "channel_versions": c.channel_versions,
+        "channel_values": c.rendered,
+        "value_type": c.value_type,
+        "value_bytes": c.value_bytes,  # type: ignore[attr-defined]  # annotated: the value is not read
+        "created_at": _iso(c.created_at),
     }
-    for c in LangGraphCheckpoint.objects.filter(**in_sessions).order_by("session_id", "checkpoint_ns", "checkpoint_id"):
-        export[c.session_id]["checkpoints"].append(
-            {
-                "checkpoint_ns": c.checkpoint_ns,
-                "checkpoint_id": c.checkpoint_id,
-                "parent_checkpoint_id": c.parent_checkpoint_id,
-                "metadata": c.metadata,
-                "channel_versions": c.channel_versions,
-                "channel_values": c.rendered,
-                "value_type": c.value_type,
-                "value_bytes": len(c.value),
-                "created_at": _iso(c.created_at),
-            }
-        )
-    for w in LangGraphWrite.objects.filter(**in_sessions).order_by("session_id", "checkpoint_id", "task_id", "idx"):
-        export[w.session_id]["writes"].append(
-            {
-                "checkpoint_ns": w.checkpoint_ns,
-                "checkpoint_id": w.checkpoint_id,
-                "task_id": w.task_id,
-                "task_path": w.task_path,
-                "idx": w.idx,
-                "channel": w.channel,
-                "value": w.rendered,
-                "value_type": w.value_type,
-                "value_bytes": len(w.value),
-                "created_at": _iso(w.created_at),
-            }
-        )
-    return export
+
+
+def _langgraph_write_export(w: LangGraphWrite) -> dict[str, Any]:
+    return {
+        "checkpoint_ns": w.checkpoint_ns,
+        "checkpoint_id": w.checkpoint_id,
+        "task_id": w.task_id,
+        "task_path": w.task_path,
+        "idx": w.idx,
+        "channel": w.channel,
+        "value": w.rendered,
+        "value_type": w.value_type,
+        "value_bytes": w.value_bytes,  # type: ignore[attr-defined]
+        "created_at": _iso(w.created_at),
+    }
 
 
 def subject_ids_iter():

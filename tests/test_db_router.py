@@ -23,6 +23,7 @@ from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 from sessions_app import services
 from sessions_app.models import Session
+from tests.api.assertions import streamed
 from tests.fresh_process import settings_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -151,7 +152,7 @@ def test_exports_and_the_erasure_preview_never_read_the_replica(replica, client)
     exported, on_replica = where(
         lambda: client_for(tenant, "compliance").get("/api/v1/compliance/users/alice/export/"), REPLICA
     )
-    assert exported.status_code == 200 and len(exported.json()["subjects"][0]["sessions"]) == 1
+    assert exported.status_code == 200 and len(json.loads(streamed(exported))["subjects"][0]["sessions"]) == 1
     assert on_replica == []
 
     request = verified_request(subjects=[(tenant, "alice")], scope="everything")

@@ -24,6 +24,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from agentstate import streaming
 from agentstate.exceptions import DomainError, InvalidInput
 from agentstate.validation import clean_identifier
 from sessions_app.admin import (
@@ -36,7 +37,7 @@ from sessions_app.admin import (
 )
 from userdata_app import erasure
 from userdata_app.models import AdkUserState, ErasedSubject, ErasureRequest, ErasureSubject, UserDatum
-from userdata_app.selectors import subject_export
+from userdata_app.selectors import subject_export_lazy
 
 Status = ErasureRequest.Status
 
@@ -650,7 +651,11 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             )
             return None
         ids = "-".join(str(pk) for pk in sorted(queryset.values_list("pk", flat=True)))
-        return json_attachment(subject_export(subjects=pairs), filename=f"subject-export-request-{ids}.json")
+        # Streamed: an export of large histories never sits whole in the worker's memory.
+        return streaming.json_response(
+            subject_export_lazy(subjects=pairs),
+            **{"Content-Disposition": f'attachment; filename="subject-export-request-{ids}.json"'},
+        )
 
     def export_view(self, request, object_id):
         if not self.has_export_subject_data_permission(request):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from agentstate import streaming
 from agentstate.exceptions import NotFound
 from agentstate.tenancy.models import Tenant
 from sessions_app.selectors import subject_process_state_export
@@ -37,11 +39,15 @@ def subject_user_data_count(*, tenant: Tenant, user_id: str, existed_at: datetim
     return subject_user_data(tenant=tenant, user_id=user_id, existed_at=existed_at).count()
 
 
-def subject_user_data_export(*, tenant: Tenant, user_id: str) -> list[dict]:
-    return [
+def subject_user_data_export(*, tenant: Tenant, user_id: str) -> Iterator[dict]:
+    """The subject's keys and values, read in batches bounded by bytes (``agentstate.streaming``)."""
+    data = streaming.rows_in_batches(
+        user_datum_list(tenant=tenant, user_id=user_id), size=streaming.stored_size(UserDatum, "value")
+    )
+    return (
         {"key": d.key, "value": d.value, "created_at": d.created_at.isoformat(), "updated_at": d.updated_at.isoformat()}
-        for d in user_datum_list(tenant=tenant, user_id=user_id)
-    ]
+        for d in data
+    )
 
 
 def subject_ids_iter():
@@ -54,10 +60,16 @@ def subject_ids_iter():
 def subject_export(*, subjects: list[tuple[Tenant, str]]) -> dict:
     """One JSON document with everything held about a person (GDPR Art. 15/20): for each
     ``(tenant, user_id)``, the user data and every session with its messages, rounds,
-    checkpoints, transitions and working state. Queries: a fixed number per subject."""
+    checkpoints, transitions and working state, whole (``subject_export_lazy``'s iterators read)."""
+    return streaming.materialized(subject_export_lazy(subjects=subjects))
+
+
+def subject_export_lazy(*, subjects: list[tuple[Tenant, str]]) -> dict:
+    """``subject_export`` whose lists are iterators read in batches bounded by bytes: written with
+    ``agentstate.streaming.json_pieces``, an export of any size holds about one batch in memory."""
     return {
         "generated_at": timezone.now().isoformat(),
-        "subjects": [
+        "subjects": (
             {
                 "tenant": tenant.slug,
                 "user_id": user_id,
@@ -66,7 +78,7 @@ def subject_export(*, subjects: list[tuple[Tenant, str]]) -> dict:
                 "sessions": subject_process_state_export(tenant=tenant, user_id=user_id),
             }
             for tenant, user_id in subjects
-        ],
+        ),
     }
 
 

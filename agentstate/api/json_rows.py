@@ -19,9 +19,9 @@ from typing import Any, cast
 
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections, models
-from django.db.models import F, Func, QuerySet
+from django.db.models import Case, Expression, F, Func, Q, QuerySet, When
 from django.db.models.expressions import RawSQL
-from django.db.models.query import BaseIterable
+from django.db.models.query import BaseIterable, ModelIterable
 from django.db.models.sql import Query
 from rest_framework import serializers
 
@@ -123,52 +123,117 @@ def byte_bounded(rows: QuerySet, budget: ByteBudget) -> QuerySet:
     ``ROW``) whose fetch ends once ``budget`` is spent: the rows that fit (at
     least one, whatever its size), then the first row that did not, with its JSON left out (None),
     so a paginator still sees where the next page starts. The database counts the bytes in the
-    same query, in the queryset's own order: rows past the budget never leave it."""
+    same query, in the queryset's own order: rows past the budget never leave it. The fetch must
+    be sliced (a page): its row count shares out the budget."""
     bounded = rows.all()
     bounded._iterable_class = partial(_ByteBoundedRows, budget=budget)  # type: ignore[assignment]
     return bounded
 
 
 class _ByteBoundedRows(BaseIterable):
+    """One query gives the page with each row's JSON only if its length is within the row's share of
+    the budget (the budget over the rows asked for): when every row is, the page fits and that was
+    its one query (a length per row, no sort). Otherwise a second query gives the rows' lengths,
+    which say how many fit, and a third reads just those: rows past the budget never leave the
+    database."""
+
     def __init__(self, queryset: QuerySet, *, budget: ByteBudget, **kwargs: Any) -> None:
         super().__init__(queryset, **kwargs)
         self.budget = budget
 
     def __iter__(self):
-        compiler = self.queryset.query.get_compiler(self.queryset.db)
-        sql, params = compiler.as_sql()
         query = self.queryset.query
-        quote = compiler.connection.ops.quote_name
-        selected = {name: quote(query.get_meta().get_field(name).column) for name in query.values_select}
-        columns = ", ".join(selected.values())
-        window = ", ".join(_window_order(query, selected))
-        size = f"OCTET_LENGTH({ROW})" if compiler.connection.vendor == "postgresql" else f"LENGTH(CAST({ROW} AS BLOB))"
-        preceding = f"SUM({size}) OVER (ORDER BY {window} ROWS BETWEEN UNBOUNDED PRECEDING AND %s PRECEDING)"
-        bounded = (
-            f"SELECT {columns}, CASE WHEN _before < %s THEN {ROW} END FROM ("
-            f"SELECT {columns}, {ROW}, COALESCE({preceding % 1}, 0) AS _before, "
-            f"COALESCE({preceding % 2}, 0) AS _before_previous FROM ({sql}) _page"
-            f") _counted WHERE _before_previous < %s ORDER BY {window}"
-        )
+        if query.high_mark is None:
+            raise ImproperlyConfigured("byte_bounded rows are fetched a page at a time: slice them.")
+        compiler = query.get_compiler(self.queryset.db)
+        sql, params = compiler.as_sql()
+        postgresql = compiler.connection.vendor == "postgresql"
+        columns = ", ".join(compiler.connection.ops.quote_name(name) for name in _selected_columns(query))
+        size = f"OCTET_LENGTH({ROW})" if postgresql else f"LENGTH(CAST({ROW} AS BLOB))"
+        # No LIMIT (-1, ALL) keeps SQLite from flattening a subquery into the query around it, which
+        # would write each row's JSON once per mention; PostgreSQL never flattens one with a LIMIT.
+        unlimited = " LIMIT ALL" if postgresql else " LIMIT -1"
+        shared = f"SELECT {columns}, CASE WHEN {size} <= %s THEN {ROW} END FROM ({sql}) _page{unlimited}"
+        share = self.budget.limit // (query.high_mark - query.low_mark)
         with compiler.connection.cursor() as cursor:
-            cursor.execute(bounded, (self.budget.limit, *params, self.budget.limit))
+            cursor.execute(shared, (share, *params))
             fetched = cursor.fetchall()
-        if fetched and fetched[-1][-1] is None:
-            self.budget.rows_that_fit = len(fetched) - 1
-        return compiler.results_iter(results=[fetched], tuple_expected=True)
+            if all(row[-1] is not None for row in fetched):
+                return compiler.results_iter(results=[fetched], tuple_expected=True)
+            cursor.execute(f"SELECT {size} FROM ({sql}) _page", params)
+            lengths = [length for (length,) in cursor.fetchall()]
+        held, fit = 0, len(fetched)
+        for index, length in enumerate(lengths):
+            if held >= self.budget.limit:
+                fit = self.budget.rows_that_fit = index
+                break
+            held += length
+        fitting = query.chain()
+        fitting.clear_limits()
+        fitting.set_limits(query.low_mark, query.low_mark + fit)
+        with compiler.connection.cursor() as cursor:
+            cursor.execute(*fitting.get_compiler(self.queryset.db).as_sql())
+            rows = cursor.fetchall()
+        following = [(*row[:-1], None) for row in fetched[fit : fit + 1]]  # where the next page starts
+        return compiler.results_iter(results=[rows + following], tuple_expected=True)
 
 
-def _window_order(query: Query, selected: dict[str, str]) -> list[str]:
-    """The query's ORDER BY over its selected columns: the bytes are counted in the order the
-    rows are paged in."""
-    order = []
-    for field in query.order_by:
-        if not isinstance(field, str) or field.lstrip("-") not in selected:
-            raise ImproperlyConfigured(f"byte_bounded rows must select the fields they are ordered by: {field!r}")
-        order.append(f"{selected[field.lstrip('-')]} {'DESC' if field.startswith('-') else 'ASC'}")
-    if not order:
-        raise ImproperlyConfigured("byte_bounded rows need an explicit order.")
-    return order
+def _selected_columns(query: Query) -> list[str]:
+    """The columns before the JSON in a ``values_list`` query of ``json_rows``, as its SQL names them."""
+    meta = query.get_meta()
+    return [str(cast(models.Field, meta.get_field(name)).column) for name in query.values_select]
+
+
+def byte_bounded_models(
+    queryset: QuerySet, budget: ByteBudget, *, size: Expression, large: tuple[str, ...]
+) -> QuerySet:
+    """Model rows (a sliced page of ``queryset``) whose ``large`` fields leave the database only for
+    the rows that fit ``budget``, by their ``size`` as the database counts it: the rows that fit (at
+    least one), then the first that did not, without its large fields, where the next page starts.
+    As ``byte_bounded``: one query when every row is within its share of the budget, else a second
+    one for the large fields of the rows that fit."""
+    bounded = queryset.all()
+    bounded._iterable_class = partial(  # type: ignore[assignment]
+        _ByteBoundedModels, budget=budget, size=size, large=large
+    )
+    return bounded
+
+
+class _ByteBoundedModels(ModelIterable):
+    def __init__(self, queryset: QuerySet, *, budget: ByteBudget, size: Expression, large: tuple[str, ...], **kwargs):
+        super().__init__(queryset, **kwargs)
+        self.budget, self.size, self.large = budget, size, large
+
+    def __iter__(self):
+        query = self.queryset.query
+        if query.high_mark is None:
+            raise ImproperlyConfigured("byte_bounded_models rows are fetched a page at a time: slice them.")
+        share = self.budget.limit // (query.high_mark - query.low_mark)
+        fields = [self.queryset.model._meta.get_field(name) for name in self.large]
+        within = Q(_stored_bytes__lte=share)
+        light = self.queryset.defer(*self.large).annotate(
+            _stored_bytes=self.size,
+            **{f"_within_{f.name}": Case(When(within, then=F(f.name)), output_field=f) for f in fields},
+        )
+        light._iterable_class = ModelIterable
+        rows = list(light)
+        fit = len(rows)
+        if any((row._stored_bytes or 0) > share for row in rows):
+            held = 0
+            for index, row in enumerate(rows):
+                if held >= self.budget.limit:
+                    fit = self.budget.rows_that_fit = index
+                    rows = rows[: fit + 1]
+                    break
+                held += row._stored_bytes or 0
+            values = self.queryset.model._base_manager.using(self.queryset.db).filter(pk__in=[r.pk for r in rows[:fit]])
+            found = {pk: rest for pk, *rest in values.values_list("pk", *self.large)}
+        else:
+            found = {row.pk: [getattr(row, f"_within_{f.name}") for f in fields] for row in rows}
+        for row in rows[:fit]:
+            for field, value in zip(fields, found[row.pk], strict=True):
+                setattr(row, field.attname, value)
+        return iter(rows)
 
 
 def embedded(rows) -> RawJSON:

@@ -1,16 +1,18 @@
 """Cursor pagination for every list: a stable, unique ordering served by an index, no COUNT, and
 the same cost on page 1 and page 1,000. ``page_size`` (default 100) is capped at 500; the lists
 whose rows the database writes as JSON take up to 2,000, in pages bounded by bytes
-(``RowsPagination``)."""
+(``RowsPagination``), as are the lists whose rows can be large (``ModelsPagination``)."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
+from django.db.models import Expression
 from rest_framework import pagination
 from rest_framework.exceptions import NotFound, ValidationError
 
+from agentstate import streaming
 from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import clean_datetime
@@ -89,27 +91,25 @@ class CursorPagination(pagination.CursorPagination):
         return position
 
 
-class RowsPagination(CursorPagination):
-    """For the rows of ``agentstate.api.json_rows``: pages of up to 2,000. A page of more than 500
-    ends early once it holds ``settings.PAGE_MAX_BYTES`` of JSON (one row always fits, whatever its
-    size), so the larger pages hold no more than the old largest could; ``next`` starts at the
-    first row left out. Pages of up to 500 skip the count: it costs the database a sort of the
-    page (docs/PERFORMANCE.md, section 9)."""
+class ByteBoundedPagination(CursorPagination):
+    """Pages that end early once they hold ``settings.PAGE_MAX_BYTES`` (one row always fits,
+    whatever its size), so no page makes a worker hold much more than that; ``next`` starts at
+    the first row left out. ``bounded`` says how the database counts a page's bytes."""
 
-    max_page_size = MAX_ROWS_PAGE_SIZE
     page_size_description = (
-        "Rows per page. A page of more than 500 ends early once its rows hold the server's "
-        "AGENTSTATE_PAGE_MAX_BYTES (4 MiB by default) of JSON: follow `next` until it is null."
+        "Rows per page. A page ends early once its rows hold the server's AGENTSTATE_PAGE_MAX_BYTES "
+        "(4 MiB by default): follow `next` until it is null."
     )
     _requested_page_size = CursorPagination.page_size
     _budget: json_rows.ByteBudget | None = None
     _rows_in_page: int | None = None
 
+    def bounded(self, queryset, budget: json_rows.ByteBudget):
+        raise NotImplementedError
+
     def paginate_queryset(self, queryset, request, view=None):
-        if self.get_page_size(request) > MAX_PAGE_SIZE:
-            self._budget = json_rows.ByteBudget(settings.PAGE_MAX_BYTES)
-            queryset = json_rows.byte_bounded(queryset, self._budget)
-        page = super().paginate_queryset(queryset, request, view)
+        self._budget = json_rows.ByteBudget(settings.PAGE_MAX_BYTES)
+        page = super().paginate_queryset(self.bounded(queryset, self._budget), request, view)
         self._rows_in_page = len(page)
         return page
 
@@ -131,6 +131,30 @@ class RowsPagination(CursorPagination):
         self._requested_page_size = value
 
 
+class RowsPagination(ByteBoundedPagination):
+    """For the rows of ``agentstate.api.json_rows``: pages of up to 2,000, bounded by their JSON. A
+    page of small rows pays a length per row for it (``json_rows.byte_bounded``, docs/PERFORMANCE.md)."""
+
+    max_page_size = MAX_ROWS_PAGE_SIZE
+
+    def bounded(self, queryset, budget: json_rows.ByteBudget):
+        return json_rows.byte_bounded(queryset, budget)
+
+
+class ModelsPagination(ByteBoundedPagination):
+    """For model rows whose ``large`` fields can hold megabytes each: the page is read without them,
+    with their ``size`` counted by the database, and they are read for the rows that fit."""
+
+    large: tuple[str, ...] = ()
+
+    def size(self) -> Expression:
+        return streaming.stored_size(self._model, *self.large)
+
+    def bounded(self, queryset, budget: json_rows.ByteBudget):
+        self._model = queryset.model
+        return json_rows.byte_bounded_models(queryset, budget, size=self.size(), large=self.large)
+
+
 class SessionPagination(RowsPagination):
     ordering = ("created_at", "id")
 
@@ -144,10 +168,18 @@ class RoundPagination(CursorPagination):
 
 
 class InsertionPagination(CursorPagination):
-    """Checkpoints and transitions, in the order they were stored."""
+    """Checkpoints, in the order they were stored."""
 
     ordering = "id"
 
 
-class KeyPagination(CursorPagination):
+class TransitionPagination(ModelsPagination):
+    """Agent hand-offs in the order they were recorded; their reason and metadata can be large."""
+
+    ordering = "id"
+    large = ("reason", "metadata")
+
+
+class KeyPagination(ModelsPagination):
     ordering = "key"
+    large = ("value",)

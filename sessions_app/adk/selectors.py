@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db.models import F, Q
 
+from agentstate import streaming
 from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
@@ -118,9 +119,11 @@ def adk_session_list(
     user_id: str | None = None,
     cursor: str | None = None,
     page_size: int = SESSION_PAGE_SIZE,
+    max_bytes: int,
 ) -> SessionPage:
     """An app's sessions (one user's, or every user's) as ADK orders them: last update oldest
-    first, then user id and session id; without events. Keyset pages on that order."""
+    first, then user id and session id; without events. Keyset pages on that order, ending early
+    once their session state holds ``max_bytes`` (at least one session)."""
     if not 1 <= page_size <= MAX_SESSION_PAGE_SIZE:
         raise InvalidInput.for_field("page_size", f"must be an integer from 1 to {MAX_SESSION_PAGE_SIZE}.")
     sessions = Session.objects.filter(tenant=tenant, app_name=app_name, framework=FRAMEWORK)
@@ -137,9 +140,13 @@ def adk_session_list(
             | Q(last_update_time=updated, user_id__gt=after_user)
             | Q(last_update_time=updated, user_id=after_user, session_id__gt=after_session)
         )
-    rows = list(sessions.order_by("last_update_time", "user_id", "session_id").defer("metadata")[: page_size + 1])
+    budget = json_rows.ByteBudget(max_bytes)
+    ordered = sessions.order_by("last_update_time", "user_id", "session_id").defer("metadata")
+    size = streaming.stored_size(Session, "durable_state")
+    bounded = json_rows.byte_bounded_models(ordered, budget, size=size, large=("durable_state",))
+    rows = list(bounded[: page_size + 1])
     following = None
-    if len(rows) > page_size:
+    if len(rows) > page_size or budget.rows_that_fit is not None:
         rows.pop()
         last = rows[-1]
         following = _cursor_encode([last.last_update_time, last.user_id, last.session_id])

@@ -7,6 +7,7 @@ If-Match through the services' compare-and-set.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -14,8 +15,15 @@ from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from agentstate import streaming
 from agentstate.api import etags, json_rows
-from agentstate.api.pagination import InsertionPagination, RoundPagination, SeqPagination, SessionPagination
+from agentstate.api.pagination import (
+    InsertionPagination,
+    RoundPagination,
+    SeqPagination,
+    SessionPagination,
+    TransitionPagination,
+)
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
 from agentstate.api.views import TenantAPIView
@@ -24,7 +32,7 @@ from agentstate.exceptions import NotFound, PreconditionFailed
 from sessions_app import selectors, services
 from sessions_app.api import serializers as s
 from sessions_app.api.filters import SessionFilter
-from sessions_app.models import Message, Session
+from sessions_app.models import Session
 
 IF_MATCH = OpenApiParameter(
     "If-Match",
@@ -130,11 +138,19 @@ class SessionEndView(SessionScopedView):
 
 class SessionRestoreView(SessionScopedView):
     @extend_schema(
-        summary="What survives a session: its checkpoints and live working state", responses={200: s.RestoreSerializer}
+        summary="What survives a session: its checkpoints and live working state",
+        responses={200: s.RestoreSerializer},
+        description="Streamed as it is read: a session's checkpoints may hold more than a page may.",
     )
     def get(self, request, user_id, session_id):
         restored = selectors.session_restore(tenant=request.tenant, user_id=user_id, session_id=session_id)
-        return Response(s.RestoreSerializer(restored).data)
+        return streaming.json_response(
+            {
+                "session": s.SessionSerializer(restored.session).data,
+                "checkpoints": (s.CheckpointSerializer(c).data for c in restored.checkpoints),
+                "working_state": restored.working_state,
+            }
+        )
 
 
 # --- Messages -----------------------------------------------------------------------------
@@ -147,7 +163,8 @@ class MessageListView(SessionScopedView):
         summary="Read the history",
         parameters=[s.MessageQuery],
         responses={200: s.MessageSerializer(many=True)},
-        description="Pages in seq order (follow `next`); `recent=N` returns the last N as one page. "
+        description="Pages in seq order (follow `next`: a page ends early once it holds AGENTSTATE_PAGE_MAX_BYTES); "
+        "`recent=N` returns the last N as one page (the newest that fit that budget). "
         "`X-History-Generation` is the session's history generation: if it changes between pages, an "
         "edit removed messages and the history should be read again.",
     )
@@ -160,7 +177,8 @@ class MessageListView(SessionScopedView):
                 session=session,
                 limit=query["recent"],
                 role=role,
-                columns=[json_rows.row_column(s.MessageSerializer, Message)],
+                serializer_class=s.MessageSerializer,
+                max_bytes=settings.PAGE_MAX_BYTES,
             )
             response = Response({"next": None, "previous": None, "results": json_rows.embedded(recent)})
         else:
@@ -421,7 +439,7 @@ class WorkingStateView(SessionScopedView):
 
 
 class TransitionListView(SessionScopedView):
-    pagination_class = InsertionPagination
+    pagination_class = TransitionPagination
 
     @extend_schema(summary="List agent hand-offs", responses={200: s.TransitionSerializer(many=True)})
     def get(self, request, user_id, session_id):

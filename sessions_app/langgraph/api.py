@@ -10,7 +10,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from agentstate.api.pagination import CursorPagination
+from agentstate.api.pagination import ModelsPagination
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import JSONTextField, StrictInput, StringField, validated
 from agentstate.api.views import TenantAPIView
@@ -146,10 +146,15 @@ def _tuple_data(item: selectors.CheckpointTuple) -> dict:
     }
 
 
-class CheckpointPagination(CursorPagination):
-    """Newest first: LangGraph's checkpoint ids grow with time."""
+class CheckpointPagination(ModelsPagination):
+    """Newest first: LangGraph's checkpoint ids grow with time. A page ends early once its
+    checkpoints and their pending writes hold ``PAGE_MAX_BYTES``."""
 
     ordering = "-checkpoint_id"
+    large = ("value", "metadata")
+
+    def size(self):
+        return super().size() + selectors.checkpoint_writes_size()
 
 
 class CheckpointListView(TenantAPIView):
@@ -168,7 +173,7 @@ class CheckpointListView(TenantAPIView):
             checkpoint_ns=query.get("checkpoint_ns"),
             before=query.get("before"),
             metadata_filter=selectors.clean_filter(query.get("filter")),
-        )
+        ).defer("rendered", "channel_versions")  # not in the answer
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
         tuples = selectors.checkpoint_tuples(page, thread_id=query.get("thread_id"))

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import Coalesce, Length
 
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
@@ -65,6 +66,18 @@ def checkpoint_list(
         # KeyTransform, not metadata__<key>: a key holding "__" must not become a nested lookup.
         rows = rows.alias(**{f"_meta_{number}": KeyTransform(key, "metadata")}).filter(**{f"_meta_{number}": value})
     return rows.order_by("-checkpoint_id")
+
+
+def checkpoint_writes_size() -> Coalesce:
+    """The bytes of a checkpoint's pending writes (in a query of checkpoints): a page of
+    checkpoints is bounded by what its answer holds, writes included."""
+    writes = LangGraphWrite.objects.filter(
+        session_id=OuterRef("session_id"),
+        checkpoint_ns=OuterRef("checkpoint_ns"),
+        checkpoint_id=OuterRef("checkpoint_id"),
+    )
+    total = writes.values("session_id").annotate(total=Sum(Length("value"))).values("total")
+    return Coalesce(Subquery(total), 0)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from sessions_app import selectors as session_selectors
 from tests.admin.staff import login, staff
+from tests.api.assertions import streamed
 from tests.userdata_app.erasure_factories import (
     SUBJECT_DATA_COUNTS,
     erasure_request_added,
@@ -239,7 +240,7 @@ def test_export_action_downloads_everything_about_the_subjects(client, officer, 
     response = client.post(CHANGELIST, {"action": "export_subject_data", "_selected_action": [request.pk]})
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     assert "attachment" in response["Content-Disposition"]
-    [subject] = json.loads(response.content)["subjects"]
+    [subject] = json.loads(streamed(response))["subjects"]
     assert subject["user_id"] == "alice" and len(subject["sessions"][0]["messages"]) == 2
 
 

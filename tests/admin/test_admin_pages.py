@@ -332,3 +332,27 @@ def test_a_request_not_executed_has_no_receipt_to_download(client, officer, tena
     login(client, officer)
     request = erasure.erasure_request_create(subjects=[(tenant, "alice")])
     assert client.get(reverse("admin:userdata_app_erasurerequest_receipt", args=[request.pk])).status_code == 404
+
+
+def test_pages_of_large_values_show_their_start_and_link_the_whole(client, officer, tenant):
+    """Thirty messages of 5 MiB made a session page of 105 MB: a list row and the session page show
+    the first 2,000 characters of a value and how long it is; its own page shows it whole."""
+    from sessions_app import services
+
+    login(client, officer)
+    session = services.session_create(tenant=tenant, user_id="alice", session_id="s1")
+    large = "start of a long answer " + "x" * 200_000
+    services.message_append(
+        session=session, messages=[{"role": "user", "content": large}, {"role": "user", "content": "short"}]
+    )
+    services.round_save(tenant=tenant, user_id="alice", session_id="s1", state={"notes": large})
+    services.checkpoint_create(session=session, label="big", state={"notes": large})
+
+    page = page_of(client, reverse("admin:sessions_app_session_change", args=[session.pk]))
+    assert len(page) < 100_000 and "x" * 2_001 not in page
+    assert "start of a long answer" in page and "short" in page
+    assert f"{len(large) + 2:,} characters in all" in page  # the message's JSON text: the string, quoted
+    listed = page_of(client, reverse("admin:sessions_app_message_changelist"))
+    assert len(listed) < 100_000 and "start of a long answer" in listed
+    message = Message.objects.get(seq=1)
+    assert large in text(page_of(client, reverse("admin:sessions_app_message_change", args=[message.pk])))

@@ -11,3 +11,8 @@ def assert_error(response, status: int, code: str, field: str | None = None):
     if field is not None:
         assert field in error["fields"], error
     return error
+
+
+def streamed(response) -> bytes:
+    """The body of a streamed answer (the subject export), read whole."""
+    return b"".join(response.streaming_content)

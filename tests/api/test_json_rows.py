@@ -145,21 +145,22 @@ def _pages(api, url: str, link: str = "next") -> list[list[dict]]:
     return pages if link == "next" else pages[::-1]
 
 
-def test_a_page_ends_early_when_its_bytes_run_out_and_loses_no_row(api, tenant, settings):
+@pytest.mark.parametrize("page_size", [2000, 500, 50])
+def test_a_page_ends_early_when_its_bytes_run_out_and_loses_no_row(api, tenant, settings, page_size):
+    """Pages of every size: a page of 500 of the largest messages once held 2.5 GB."""
     session = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
     texts = ["x" * (40 * (i % 7)) for i in range(40)] + ["larger than a whole page " * 100, "after it"]
     services.message_append(session=session, messages=[{"role": "user", "content": t} for t in texts])
     settings.PAGE_MAX_BYTES = 1_000
 
-    pages = _pages(api, M + "?page_size=2000")
+    pages = _pages(api, M + f"?page_size={page_size}")
     assert [m["content"] for page in pages for m in page] == texts  # every message once, in order
     assert 1 < max(map(len, pages)) < len(texts)
     for page in pages:  # within the budget but for the row that crossed it, which ends the page
         assert sum(len(json.dumps(m, separators=(",", ":")).encode()) for m in page[:-1]) < settings.PAGE_MAX_BYTES
     assert pages[-2][-1]["content"] == texts[-2] and [m["content"] for m in pages[-1]] == ["after it"]
-    assert len(json.loads(api.get(M + "?page_size=500").content)["results"]) == len(texts)  # up to 500: by rows only
 
-    body = json.loads(api.get(M + "?page_size=2000").content)
+    body = json.loads(api.get(M + f"?page_size={page_size}").content)
     while body["next"]:
         body = json.loads(api.get(body["next"]).content)
     back = _pages(api, body["previous"], "previous")
@@ -189,3 +190,20 @@ def test_session_pages_keep_sessions_created_in_the_same_instant_both_ways(
         url = json.loads(api.get(url).content)["next"]
     back = _pages(api, json.loads(api.get(url).content)["previous"], "previous")
     assert [s["session_id"] for page in back for s in page] == listed[: -len(pages[-1])]
+
+
+def test_recent_keeps_the_newest_messages_that_fit_the_budget(api, tenant, settings):
+    """``recent`` is one page: past the budget it holds the newest messages that fit (one at
+    least), oldest first, instead of every large message asked for."""
+    session = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    texts = ["old", "a large one " * 60, "x" * 300, "y" * 300, "newest"]
+    services.message_append(session=session, messages=[{"role": "user", "content": t} for t in texts])
+    settings.PAGE_MAX_BYTES = 1_000
+
+    body = json.loads(api.get(M, {"recent": 5}).content)
+    assert [m["content"] for m in body["results"]] == texts[2:] and body["next"] is None
+    only = json.loads(api.get(M, {"recent": 4, "role": "user"}).content)["results"]
+    assert [m["content"] for m in json.loads(api.get(M, {"recent": 1}).content)["results"]] == ["newest"]
+    assert len(only) == 3
+    settings.PAGE_MAX_BYTES = 10
+    assert [m["content"] for m in json.loads(api.get(M, {"recent": 5}).content)["results"]] == ["newest"]

@@ -1,5 +1,6 @@
 """Sessions over HTTP: create, get, update with ETag/If-Match, end, delete, restore, list + filters."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -7,7 +8,7 @@ from django.utils import timezone
 
 from sessions_app import services
 from sessions_app.models import Message, Session
-from tests.api.assertions import assert_error
+from tests.api.assertions import assert_error, streamed
 
 pytestmark = pytest.mark.django_db
 S = "/api/v1/users/u1/sessions/s1/"
@@ -144,13 +145,21 @@ def test_delete_removes_everything_of_the_session(api, session):
     assert_error(api.delete(S), 404, "not_found")
 
 
-def test_restore(api, session):
+def test_restore(api, session, settings):
+    """Streamed, its checkpoints read a batch of about ``PAGE_MAX_BYTES`` at a time: a session's
+    checkpoints of 5 MiB each were once built into one answer."""
     services.working_state_patch(session=session, changes={"step": 1})
     services.checkpoint_create(session=session, label="cp")
-    body = api.get(S + "restore/").json()
+    services.checkpoint_create(session=session, label="large", state={"notes": "n" * 2_000})
+    settings.PAGE_MAX_BYTES = 1_000
+    response = api.get(S + "restore/")
+    assert response.streaming
+    body = json.loads(streamed(response))
     assert body["session"]["session_id"] == "s1"
-    assert [c["label"] for c in body["checkpoints"]] == ["cp"] and body["checkpoints"][0]["state"] == {"step": 1}
+    assert [c["state"] for c in body["checkpoints"]] == [{"step": 1}, {"notes": "n" * 2_000}]
+    assert [c["label"] for c in body["checkpoints"]] == ["cp", "large"]
     assert body["working_state"] == {"step": 1}
+    assert body["session"] == json.loads(api.get(S).content)  # as the session's own answer writes it
 
 
 # --- list -----------------------------------------------------------------------------------

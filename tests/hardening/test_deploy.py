@@ -118,16 +118,17 @@ def free_port() -> int:
 
 
 @contextmanager
-def gunicorn(tmp_path, collected_static):
-    """gunicorn with the production settings and gunicorn.conf.py; yields its base URL, a
-    function returning what it has logged so far (its error log and the app's JSON lines) and the
-    master's process id."""
+def gunicorn(tmp_path, collected_static, **extra_env: str):
+    """gunicorn with the production settings and gunicorn.conf.py (and ``extra_env``); yields its
+    base URL, a function returning what it has logged so far (its error log and the app's JSON
+    lines) and the master's process id."""
     port = free_port()
     env = production_env(
         DJANGO_STATIC_ROOT=str(collected_static),
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
         GUNICORN_BIND=f"127.0.0.1:{port}",
         GUNICORN_WORKERS="1",
+        **extra_env,
     )
     env.pop("REDIS_URL", None)
     log = tmp_path / "gunicorn.log"

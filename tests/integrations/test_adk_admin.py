@@ -61,3 +61,31 @@ def test_an_adk_session_page_shows_events_in_order_and_merged_state(staff, tenan
     app_state = AdkAppState.objects.get(app_name="weather_app")
     assert "metric" in staff.get(reverse("admin:sessions_app_adkappstate_change", args=[app_state.pk])).content.decode()
     assert staff.get(reverse("admin:userdata_app_adkuserstate_changelist") + "?q=ada").status_code == 200
+
+
+def test_an_adk_session_page_of_large_events_stops_at_the_page_budget(staff, tenant, settings):
+    """Fifty events carrying inline files made the session page load them all: past
+    ``PAGE_MAX_BYTES`` it shows the ones that fit and sends staff to the events' list."""
+    from sessions_app.adk import services as adk_services
+
+    adk_services.adk_session_create(tenant=tenant, app_name="app", user_id="ada", session_id="s1", state={})
+    for i in range(6):
+        text = f"event {i} " + "f" * 20_000
+        adk_services.adk_event_append(
+            tenant=tenant,
+            app_name="app",
+            user_id="ada",
+            session_id="s1",
+            event={
+                "id": f"e{i}",
+                "author": "agent",
+                "timestamp": 1_700_000_000 + i,
+                "content": {"parts": [{"text": text}]},
+            },
+        )
+    settings.PAGE_MAX_BYTES = 50_000
+
+    session = Session.objects.get(session_id="s1")
+    page = staff.get(reverse("admin:sessions_app_session_change", args=[session.pk])).content.decode()
+    assert "event 2 " in page and "event 3 " not in page and len(page) < 200_000
+    assert "the newer ones hold more than a page may" in page

@@ -11,6 +11,7 @@ from langgraph.checkpoint.serde.types import INTERRUPT
 from agentstate.client import Conflict, ValidationError
 from agentstate.integrations import langgraph as integration
 from agentstate.integrations.langgraph import AgentStateSaver, escape_text, unescape_text
+from agentstate.streaming import materialized
 
 
 @pytest.fixture
@@ -182,7 +183,7 @@ def test_erasure_of_one_user_removes_that_users_threads_only_and_export_shows_th
         saver.put_writes(stored[-1], [("said", f"more from {user}")], "task")
     put_chain(saver, "alice-second", 1)  # the default user
 
-    export = session_selectors.subject_process_state_export(tenant=tenant, user_id="alice")
+    export = materialized(session_selectors.subject_process_state_export(tenant=tenant, user_id="alice"))
     threads = {s["langgraph"]["thread_id"]: s["langgraph"] for s in export}
     assert set(threads) == {"alice-thread", "alice-second"}
     assert [c["channel_values"] for c in threads["alice-thread"]["checkpoints"]] == [{"said": "hello from alice"}] * 2

@@ -6,6 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agentstate.exceptions import InvalidInput, PreconditionFailed, SessionAlreadyExists, SessionEnded
+from agentstate.streaming import materialized
 from sessions_app import selectors, services
 from sessions_app.models import Message, MessagePop, Round, Session
 
@@ -237,7 +238,9 @@ def test_erasure_and_export_cover_forks_and_kept_pops(tenant):
     other = _session(tenant, user_id="u2")
     _append(other, "theirs")
     services.message_pop(session=other, idempotency_key="k")
-    exported = {s["session_id"]: s for s in selectors.subject_process_state_export(tenant=tenant, user_id="u1")}
+    exported = {
+        s["session_id"]: s for s in materialized(selectors.subject_process_state_export(tenant=tenant, user_id="u1"))
+    }
     assert exported["f1"]["forked_from_session_id"] == "s1" and [m["content"] for m in exported["f1"]["messages"]] == [
         "a"
     ]

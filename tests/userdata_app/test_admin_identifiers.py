@@ -13,6 +13,7 @@ from django.urls import reverse
 from agentstate.validation import identifier_visible
 from sessions_app import selectors as session_selectors
 from tests.admin.staff import login, staff
+from tests.api.assertions import streamed
 from tests.userdata_app.erasure_factories import erasure_request_added, subject_data_create, verified_request
 from userdata_app import selectors as userdata_selectors
 from userdata_app.erasure.registry import subject_hash
@@ -98,7 +99,7 @@ def test_the_export_of_an_id_ending_in_an_em_space_holds_that_person_only(client
     assert "x⟦U+2003⟧" in change_page  # what the export is about, before downloading it
     response = client.get(reverse("admin:userdata_app_erasurerequest_export", args=[request.pk]))
     assert response.status_code == 200
-    [subject] = json.loads(response.content)["subjects"]
+    [subject] = json.loads(streamed(response))["subjects"]
     assert subject["user_id"] == "x" + EM_SPACE
     assert [len(s["messages"]) for s in subject["sessions"]] == [2]
     assert {d["key"]: d["value"] for d in subject["user_data"]}["email"] == f"x{EM_SPACE}@example.com"

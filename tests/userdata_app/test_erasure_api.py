@@ -1,10 +1,15 @@
 """The compliance API (subject export) and the grace period as API clients see it (409)."""
 
+import json
+
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from agentstate.tenancy.services import api_key_create
+from tests.api.assertions import streamed
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create, verified_request
 from userdata_app import erasure
 
@@ -27,14 +32,15 @@ def data(tenant, other_tenant):
 def test_compliance_key_exports_everything_about_its_tenants_user(data, tenant):
     response = client_for(tenant, "compliance").get(EXPORT)
     assert response.status_code == 200
-    [subject] = response.json()["subjects"]
+    body = streamed(response).decode()
+    [subject] = json.loads(body)["subjects"]
     assert subject["tenant"] == "acme" and subject["user_id"] == "alice"
     assert len(subject["sessions"][0]["messages"]) == 3 and len(subject["user_data"]) == 2
-    assert "bob" not in response.content.decode()
+    assert "bob" not in body
 
 
 def test_export_stays_in_the_callers_tenant_and_needs_the_compliance_scope(data, tenant, other_tenant):
-    other = client_for(other_tenant, "compliance").get(EXPORT).json()["subjects"][0]
+    other = json.loads(streamed(client_for(other_tenant, "compliance").get(EXPORT)))["subjects"][0]
     assert other["tenant"] == "globex" and len(other["sessions"][0]["messages"]) == 1
 
     denied = client_for(tenant, "agent").get(EXPORT)
@@ -50,7 +56,7 @@ def test_staff_need_the_compliance_permission(data, client, tenant):
     assert client.get(EXPORT, {"tenant": "acme"}).status_code == 403
     staff.groups.add(compliance_group())
     client.force_login(get_user_model().objects.get(pk=staff.pk))
-    assert client.get(EXPORT, {"tenant": "acme"}).json()["subjects"][0]["user_id"] == "alice"
+    assert json.loads(streamed(client.get(EXPORT, {"tenant": "acme"})))["subjects"][0]["user_id"] == "alice"
 
 
 def test_api_writes_recreating_an_erased_subject_get_409_subject_erased(data, tenant):
@@ -66,3 +72,17 @@ def test_api_writes_recreating_an_erased_subject_get_409_subject_erased(data, te
         error = response.json()["error"]
         assert error["code"] == "subject_erased" and "erased" in error["message"]
     assert api.post("/api/v1/sessions/", {"user_id": "bob", "session_id": "new"}, format="json").status_code == 201
+
+
+def test_the_export_is_streamed_and_reads_large_rows_a_few_at_a_time(tenant, settings):
+    """Messages of 5 MiB made a 157 MB export that the worker built whole: the answer is now
+    written as it is read, in batches of about ``PAGE_MAX_BYTES``, and holds the same document."""
+    subject_data_create(tenant=tenant, user_id="alice", sessions=2, messages=6)
+    whole = json.loads(streamed(client_for(tenant, "compliance").get(EXPORT)))
+    settings.PAGE_MAX_BYTES = 1  # every row alone
+    with CaptureQueriesContext(connection) as queries:
+        response = client_for(tenant, "compliance").get(EXPORT)
+        assert response.streaming and not response.has_header("Content-Length")
+        batched = json.loads(streamed(response))
+    assert batched["subjects"] == whole["subjects"]
+    assert sum('"sessions_app_message"."id" IN (' in q["sql"] for q in queries.captured_queries) == 12  # one a message

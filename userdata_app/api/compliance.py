@@ -7,11 +7,11 @@ from __future__ import annotations
 from django.urls import re_path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework.response import Response
 
+from agentstate import streaming
 from agentstate.api.permissions import HasComplianceScope
 from agentstate.api.views import TenantAPIView
-from userdata_app.selectors import subject_export
+from userdata_app.selectors import subject_export_lazy
 
 
 class SubjectExportView(TenantAPIView):
@@ -22,12 +22,13 @@ class SubjectExportView(TenantAPIView):
         summary="Everything held about a user of this tenant (GDPR Art. 15/20)",
         description=(
             "One JSON document: the user's data, and every session with its messages, rounds, checkpoints, "
-            "transitions and working state. A user with nothing stored gets empty lists."
+            "transitions and working state. A user with nothing stored gets empty lists. Streamed as it is "
+            "written (no Content-Length): a large export never sits whole in the server's memory."
         ),
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request, user_id):
-        return Response(subject_export(subjects=[(request.tenant, user_id)]))
+        return streaming.json_response(subject_export_lazy(subjects=[(request.tenant, user_id)]))
 
 
 urlpatterns = [

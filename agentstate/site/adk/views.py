@@ -101,7 +101,9 @@ class SessionListView(AdkView):
     )
     def get(self, request, app_name):
         query = validated(s.AdkSessionListQuery, request.query_params)
-        page = selectors.adk_session_list(tenant=request.tenant, app_name=app_name, **query)
+        page = selectors.adk_session_list(
+            tenant=request.tenant, app_name=app_name, max_bytes=settings.PAGE_MAX_BYTES, **query
+        )
         app_state = selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name)
         user_states = user_selectors.adk_user_states(
             tenant=request.tenant, app_name=app_name, user_ids=[session.user_id for session in page.sessions]

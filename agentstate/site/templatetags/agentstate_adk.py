@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from django import template
+from django.conf import settings
 
 from agentstate.validation import timestamp_datetime
 from sessions_app.adk import selectors
@@ -50,9 +51,12 @@ def _event_row(seq: int, event: dict[str, Any], user_delta: dict[str, Any] | Non
 @register.inclusion_tag("admin/sessions_app/session/adk_events.html")
 def adk_session(session: Session, all_url: str) -> dict[str, Any]:
     window = selectors.adk_event_window(session=session, num_recent_events=LATEST_EVENTS)
-    # Not bounded by bytes: a page that ended early would drop the latest events, not the oldest.
+    # Bounded by bytes like every page (events carry inline files): past the budget the page shows
+    # the oldest of the window that fit and says the newer ones are on the events' list.
     page = (
-        selectors.adk_event_page(session=session, cursor=window, page_size=LATEST_EVENTS, max_bytes=None)
+        selectors.adk_event_page(
+            session=session, cursor=window, page_size=LATEST_EVENTS, max_bytes=settings.PAGE_MAX_BYTES
+        )
         if window
         else None
     )
@@ -69,6 +73,7 @@ def adk_session(session: Session, all_url: str) -> dict[str, Any]:
     return {
         "events": [_event_row(seq, json.loads(text), deltas.get(seq)) for seq, text in events],
         "total": session.last_seq,
+        "cut": page is not None and page.next is not None,
         "all_url": all_url,
         "state": _json(state_merge(app=app_state, user=user_state, session=json_object(session.durable_state))),
     }

@@ -1,10 +1,9 @@
 """Write everything held about a person (GDPR Art. 15/20) to one JSON file."""
 
-import json
-
 from django.core.management.base import BaseCommand
 
-from userdata_app.selectors import subject_export
+from agentstate.streaming import json_pieces
+from userdata_app.selectors import subject_export_lazy
 
 from ._subjects import add_subject_argument, parse_subjects
 
@@ -17,10 +16,14 @@ class Command(BaseCommand):
         parser.add_argument("--output", "-o", default="-", help="File to write (default: standard output).")
 
     def handle(self, *args, subject, output, **options):
-        document = json.dumps(subject_export(subjects=parse_subjects(subject)), indent=2, ensure_ascii=False)
+        # Written as it is read: an export of large histories never sits whole in memory.
+        pieces = json_pieces(subject_export_lazy(subjects=parse_subjects(subject)))
         if output == "-":
-            self.stdout.write(document)
+            for piece in pieces:
+                self.stdout.write(piece, ending="")
+            self.stdout.write("")
             return
         with open(output, "w", encoding="utf-8") as handle:
-            handle.write(document + "\n")
+            handle.writelines(pieces)
+            handle.write("\n")
         self.stderr.write(f"Wrote {output}")
