@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from agentstate.tenancy.services import api_key_create
 from sessions_app.models import AdkAppState, AdkEvent, Session
+from tests.api.assertions import streamed
 
 pytestmark = pytest.mark.django_db
 SESSIONS = "/api/v1/adk/apps/app/users/ada/sessions/"
@@ -31,7 +32,8 @@ def adk(tenant) -> Client:
 def strict_json(response):
     """The body, read as JSON that has no NaN or infinity (what any other JSON parser accepts)."""
     assert response["Content-Type"].startswith("application/json")
-    return json.loads(response.content, parse_constant=lambda name: pytest.fail(f"{name} in the answer"))
+    body = streamed(response) if response.streaming else response.content  # the export is streamed
+    return json.loads(body, parse_constant=lambda name: pytest.fail(f"{name} in the answer"))
 
 
 def append(client: Client, event_text: str, session: str = "s1"):
