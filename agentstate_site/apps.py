@@ -5,7 +5,7 @@ from django.contrib.admin import apps as admin_apps
 class SiteConfig(AppConfig):
     """The project level as an app: its template tags and management commands."""
 
-    name = "agentstate.site"
+    name = "agentstate_site"
     label = "agentstate_site"
     verbose_name = "agentstate site"
 
@@ -15,4 +15,4 @@ class AgentStateAdminConfig(admin_apps.AdminConfig):
     INSTALLED_APPS in its place)."""
 
     default = False
-    default_site = "agentstate.site.admin_site.AgentStateAdminSite"
+    default_site = "agentstate_site.admin_site.AgentStateAdminSite"
