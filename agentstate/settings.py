@@ -43,7 +43,7 @@ if PRODUCTION:
         raise ImproperlyConfigured("DJANGO_ENV=production needs DJANGO_ALLOWED_HOSTS (comma-separated).")
 
 INSTALLED_APPS = [
-    "agentstate.site.apps.AgentStateAdminConfig",  # django.contrib.admin with our admin site
+    "agentstate_site.apps.AgentStateAdminConfig",  # django.contrib.admin with our admin site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -58,7 +58,7 @@ INSTALLED_APPS = [
     "agentstate.tenancy",
     "sessions_app",
     "userdata_app",
-    "agentstate.site",
+    "agentstate_site",
 ]
 
 MIDDLEWARE = [
@@ -73,7 +73,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "agentstate.urls"
+ROOT_URLCONF = "agentstate_site.urls"
 WSGI_APPLICATION = "agentstate.wsgi.application"
 
 TEMPLATES = [
@@ -219,8 +219,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# A refused CSRF check answers by path too (agentstate.site.errors): JSON under /api/.
-CSRF_FAILURE_VIEW = "agentstate.site.errors.csrf_failure"
+# A refused CSRF check answers by path too (agentstate_site.errors): JSON under /api/.
+CSRF_FAILURE_VIEW = "agentstate_site.errors.csrf_failure"
 
 LANGUAGE_CODE = "en-us"
 FORMAT_MODULE_PATH = ["agentstate.formats"]  # ISO dates and times on every page

@@ -43,7 +43,7 @@ def _pages(session_pk: int, user_id: str, tenant_pk: int) -> dict[str, str]:
 def _measure(client, pages: dict[str, str], renders: int) -> dict[str, dict[str, Any]]:
     from django.core.cache import cache
 
-    from agentstate.site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
+    from agentstate_site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
 
     measured = {}
     for name, url in pages.items():

@@ -520,9 +520,13 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         "adk_events",
     )
 
+    # An ADK session's events and state, rendered by the project level (agentstate_site wires it in
+    # its AppConfig.ready): it merges in the user: state, which is user data, a layer above this app.
+    adk_section: Callable[[Session, str], str] | None = None
+
     def get_fieldsets(self, request, obj=None):
         """A Google ADK session shows its events and state as ADK has them, not REST messages."""
-        if obj is None or obj.framework != "adk":
+        if obj is None or obj.framework != "adk" or self.adk_section is None:
             return self.fieldsets
         return (
             (
@@ -642,14 +646,8 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
 
     @admin.display(description="")
     def adk_events(self, obj: Session):
-        # The page's template tag (project level) merges in the user: state, which is user data.
-        return render_to_string(
-            "admin/sessions_app/session/adk.html",
-            {
-                "session": obj,
-                "all_url": history_url(AdkEvent, obj),
-            },
-        )
+        assert self.adk_section is not None  # get_fieldsets shows the field only when it is wired
+        return self.adk_section(obj, history_url(AdkEvent, obj))
 
 
 class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):

@@ -1,15 +1,72 @@
 """The house rules of docs/DESIGN.md, "Layers", that code review alone would let slip."""
 
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from importlinter.cli import lint_imports
+import pytest
+
+from tests.layers import Checkout, lint
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_imports_run_one_way():
     """The contracts in pyproject.toml ([tool.importlinter]): the project level on top, then
-    userdata_app, then sessions_app, then the platform, never upwards; userdata_app reaches
-    sessions_app through its services and selectors, never its models (erasure asks each app to
-    erase its own part); the client imports no Django."""
-    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0
+    userdata_app, then sessions_app, then the platform, never upwards, counting the template tag
+    libraries a module's templates load as its imports; userdata_app reaches sessions_app through
+    its services and selectors, never its models (erasure asks each app to erase its own part);
+    the client imports no Django."""
+    assert lint(ROOT)
+
+
+@pytest.mark.parametrize(
+    "planted,broken",
+    [
+        # A new module anywhere in a layer's package is covered the day it is written.
+        ({"agentstate/newmod.py": "import sessions_app.models\n"}, "agentstate.newmod -> sessions_app.models"),
+        ({"agentstate/tenancy/newmod.py": "import userdata_app\n"}, "agentstate.tenancy.newmod -> userdata_app"),
+        (
+            {"sessions_app/newmod.py": "from agentstate_site import urls\n"},
+            "sessions_app.newmod -> agentstate_site.urls",
+        ),
+        ({"agentstate/client/newmod.py": "import django\n"}, "agentstate.client.newmod -> django"),
+        ({"userdata_app/newmod.py": "import sessions_app.models\n"}, "userdata_app.newmod -> sessions_app.models"),
+        # A page of sessions_app that pulls in a project-level page whose tag library reads both apps.
+        (
+            {
+                "sessions_app/newmod.py": 'PAGE = "admin/sessions_app/planted.html"\n',
+                "templates/admin/sessions_app/planted.html": "{% include 'admin/agentstate_index.html' %}\n",
+            },
+            "sessions_app.newmod -> agentstate_site.templatetags.agentstate_dashboard",
+        ),
+        # A template Django's admin picks by its path (admin/<app>/...) is that app's admin's.
+        (
+            {"templates/admin/userdata_app/change_list.html": "{% load i18n agentstate_dashboard %}\n"},
+            "userdata_app.admin -> agentstate_site.templatetags.agentstate_dashboard",
+        ),
+    ],
+)
+def test_a_planted_forbidden_import_breaks_the_contracts(tmp_path, planted, broken):
+    """The contracts run on a copy of the checkout with one forbidden import planted in it."""
+    copy = tmp_path / "checkout"
+    copy.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", copy)
+    for folder in [*Checkout(ROOT).packages, "templates"]:
+        shutil.copytree(ROOT / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for path, text in planted.items():
+        (copy / path).parent.mkdir(parents=True, exist_ok=True)
+        (copy / path).write_text(text)
+
+    # A process of its own: this one has already imported the real packages.
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.layers", str(copy)],
+        env={"PYTHONPATH": f"{copy}:{ROOT}", "PATH": "/usr/bin:/bin"},
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert broken in run.stdout

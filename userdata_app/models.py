@@ -199,7 +199,7 @@ class ErasedSubject(models.Model):
         return f"Erased subject #{self.pk}"
 
 
-# --- Google ADK's user: state (agentstate.site.adk) ---------------------------------------------
+# --- Google ADK's user: state (agentstate_site.adk) ---------------------------------------------
 
 
 class AdkUserState(models.Model):

@@ -4,7 +4,7 @@
 DRF's handler still runs first so its headers stay (``WWW-Authenticate`` on 401, ``Retry-After``
 on 429); domain errors carry their own status and code (agentstate.exceptions). The Django-level
 handlers (``handler404`` ...) answer the same shape for API requests no DRF view saw
-(agentstate.site.errors calls them for paths under /api/).
+(agentstate_site.errors calls them for paths under /api/).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def _key_of_a_deleted_tenant(request) -> bool:
     return True
 
 
-# --- Django-level handlers (agentstate.urls): URL not found, body too big before DRF, crashes --
+# --- Django-level handlers (agentstate_site.urls): URL not found, body too big before DRF, crashes --
 
 
 def handler400(request, exception=None):

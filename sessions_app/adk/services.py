@@ -5,7 +5,7 @@ ADK's semantics win here (docs/DESIGN.md, "Framework backends"): a writer holdin
 than the stored one gets ``StaleSession``, as ADK's database and SQLite services raise
 ``StaleSessionError``; an event id the session already holds gets ``EventAlreadyExists``, as
 their primary key on (session, event id) refuses it. The ``user:`` parts are returned to the
-caller (agentstate.site.adk), which stores them as user data in the same transaction.
+caller (agentstate_site.adk), which stores them as user data in the same transaction.
 """
 
 from __future__ import annotations

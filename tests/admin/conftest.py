@@ -1,7 +1,7 @@
 import pytest
 from django.core.cache import cache
 
-from agentstate.site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
+from agentstate_site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
 from tests.admin.staff import staff
 
 

@@ -3,7 +3,7 @@ quotes the stored value that caused it (tests/hardening/test_logging.py)."""
 
 from django.urls import path
 
-from agentstate.urls import urlpatterns as project_urlpatterns
+from agentstate_site.urls import urlpatterns as project_urlpatterns
 
 SECRET_IN_ERROR = "credit card 4111-1111-1111-1111"
 

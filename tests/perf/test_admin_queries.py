@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from agentstate.site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
+from agentstate_site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
 from benchmarks import data
 from sessions_app.models import Session
 

@@ -1,1 +1,1 @@
-"""Google ADK's ``user:`` state as user-attributed data (written with its event by agentstate.site.adk)."""
+"""Google ADK's ``user:`` state as user-attributed data (written with its event by agentstate_site.adk)."""

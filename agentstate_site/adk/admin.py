@@ -1,22 +1,22 @@
 """A Google ADK session as staff read it on its admin page: its latest events in order (author,
 text, function calls and results, state deltas with their user: part put back) and the merged
-state. Project level: the user: state is user data (userdata_app), the rest process state."""
+state. Project level: the user: state is user data (userdata_app), the rest process state, so the
+section is rendered here and handed to the session admin (``SiteConfig.ready``), never loaded as a
+template tag by a page of sessions_app."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from django import template
 from django.conf import settings
+from django.template.loader import render_to_string
 
 from agentstate.validation import timestamp_datetime
 from sessions_app.adk import selectors
 from sessions_app.adk.state import USER_PREFIX, json_object, state_merge
 from sessions_app.models import Session
 from userdata_app.adk import selectors as user_selectors
-
-register = template.Library()
 
 LATEST_EVENTS = 50
 
@@ -48,8 +48,7 @@ def _event_row(seq: int, event: dict[str, Any], user_delta: dict[str, Any] | Non
     }
 
 
-@register.inclusion_tag("admin/sessions_app/session/adk_events.html")
-def adk_session(session: Session, all_url: str) -> dict[str, Any]:
+def session_section(session: Session, all_url: str) -> str:
     window = selectors.adk_event_window(session=session, num_recent_events=LATEST_EVENTS)
     # Bounded by bytes like every page (events carry inline files): past the budget the page shows
     # the oldest of the window that fit and says the newer ones are on the events' list.
@@ -70,10 +69,13 @@ def adk_session(session: Session, all_url: str) -> dict[str, Any]:
     user_state = user_selectors.adk_user_state_get(
         tenant=session.tenant, app_name=session.app_name, user_id=session.user_id
     )
-    return {
-        "events": [_event_row(seq, json.loads(text), deltas.get(seq)) for seq, text in events],
-        "total": session.last_seq,
-        "cut": page is not None and page.next is not None,
-        "all_url": all_url,
-        "state": _json(state_merge(app=app_state, user=user_state, session=json_object(session.durable_state))),
-    }
+    return render_to_string(
+        "admin/sessions_app/session/adk_events.html",
+        {
+            "events": [_event_row(seq, json.loads(text), deltas.get(seq)) for seq, text in events],
+            "total": session.last_seq,
+            "cut": page is not None and page.next is not None,
+            "all_url": all_url,
+            "state": _json(state_merge(app=app_state, user=user_state, session=json_object(session.durable_state))),
+        },
+    )

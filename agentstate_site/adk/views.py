@@ -23,8 +23,8 @@ from agentstate.api.renderers import JSONRenderer
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
 from agentstate.api.views import TenantAPIView
-from agentstate.site.adk import serializers as s
 from agentstate.validation import clean_identifier
+from agentstate_site.adk import serializers as s
 from sessions_app import services as session_services
 from sessions_app.adk import selectors, services
 from sessions_app.adk.state import USER_PREFIX, json_object, json_text, state_merge

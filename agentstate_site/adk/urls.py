@@ -2,7 +2,7 @@
 
 from django.urls import re_path
 
-from agentstate.site.adk import views
+from agentstate_site.adk import views
 
 SEGMENT = r"[^/]+"  # identifiers are checked by the view (400 naming the field)
 APP = rf"^apps/(?P<app_name>{SEGMENT})"

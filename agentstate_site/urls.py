@@ -1,7 +1,7 @@
 """Top-level URL configuration: a home page, the admin, the REST API (v1), its schema and docs, the probes.
 
 Errors Django answers itself (an unknown URL, a refused page, a body too big before DRF reads it, a
-crash) are chosen by path (agentstate.site.errors): the API's JSON error shape under /api/, the
+crash) are chosen by path (agentstate_site.errors): the API's JSON error shape under /api/, the
 admin's own pages in the admin.
 """
 
@@ -10,8 +10,8 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from agentstate.api.errors import api_not_found
-from agentstate.site.health import HealthView, livez
-from agentstate.site.home import HomeView
+from agentstate_site.health import HealthView, livez
+from agentstate_site.home import HomeView
 
 urlpatterns = [
     path("", HomeView.as_view(), name="home"),  # where the admin's "View site" leads
@@ -26,11 +26,11 @@ urlpatterns = [
     path("api/v1/", include("userdata_app.api.urls")),
     path("api/v1/compliance/", include("sessions_app.api.compliance")),
     path("api/v1/compliance/", include("userdata_app.api.compliance")),
-    path("api/v1/adk/", include("agentstate.site.adk.urls")),
+    path("api/v1/adk/", include("agentstate_site.adk.urls")),
     re_path(r"^api/", api_not_found),  # last: JSON 404s under /api/ whatever DEBUG says
 ]
 
-handler400 = "agentstate.site.errors.handler400"
-handler403 = "agentstate.site.errors.handler403"
-handler404 = "agentstate.site.errors.handler404"
-handler500 = "agentstate.site.errors.handler500"
+handler400 = "agentstate_site.errors.handler400"
+handler403 = "agentstate_site.errors.handler403"
+handler404 = "agentstate_site.errors.handler404"
+handler500 = "agentstate_site.errors.handler500"
