@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 from datetime import UTC, datetime
 from typing import Any
@@ -44,7 +45,7 @@ def clean_identifier(value: Any, *, field: str, max_length: int = IDENTIFIER_MAX
     if any(unicodedata.category(ch) == "Cc" for ch in value):
         raise InvalidInput.for_field(field, "must not contain control characters.")
     if not _is_utf8(value):
-        raise InvalidInput.for_field(field, "must be valid Unicode (no lone surrogates).")
+        raise InvalidInput.for_field(field, LONE_SURROGATE)
     return value
 
 
@@ -132,15 +133,36 @@ def _check_json(value: Any, *, field: str, depth: int) -> None:
 
 def parse_json_text(text: str, *, field: str) -> Any:
     """JSON carried as a string (ADK's state and events, LangGraph's filter), read by the rules of a
-    JSON body: no NaN or infinity (Python's parser takes them, and 1e400 as infinity), nesting at
-    most ``MAX_BODY_DEPTH``. NUL characters are left to the caller: ADK's text keeps them."""
-    check_json_text_depth(text.encode("utf-8", "surrogatepass"), field=field)
+    JSON body: no NaN or infinity (Python's parser takes them, and 1e400 as infinity), no lone
+    surrogate (no database stores one, no JSON encoder writes one), nesting at most
+    ``MAX_BODY_DEPTH``. NUL characters are left to the caller: ADK's text keeps them."""
+    if not _is_utf8(text):
+        raise InvalidInput.for_field(field, LONE_SURROGATE)
+    check_json_text_depth(text.encode("utf-8"), field=field)
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except _NotFinite:
         raise InvalidInput.for_field(field, "must not contain NaN or infinity.") from None
     except ValueError:
         raise InvalidInput.for_field(field, "must be valid JSON text.") from None
+    if _SURROGATE_ESCAPE.search(text) and not _all_utf8(value):  # only an escape can make one now
+        raise InvalidInput.for_field(field, LONE_SURROGATE)
+    return value
+
+
+LONE_SURROGATE = "must be valid Unicode (no lone surrogates)."
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _all_utf8(value: Any) -> bool:
+    """Every string and key of a parsed JSON value is valid Unicode (depth is bounded already)."""
+    if isinstance(value, str):
+        return _is_utf8(value)
+    if isinstance(value, dict):
+        return all(_is_utf8(key) and _all_utf8(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(_all_utf8(item) for item in value)
+    return True
 
 
 class _NotFinite(Exception):
@@ -162,7 +184,7 @@ def _check_text(value: str, *, field: str) -> None:
     if "\x00" in value:
         raise InvalidInput.for_field(field, "must not contain NUL characters.")
     if not _is_utf8(value):
-        raise InvalidInput.for_field(field, "must be valid Unicode (no lone surrogates).")
+        raise InvalidInput.for_field(field, LONE_SURROGATE)
 
 
 def clean_round_id(value: Any, *, field: str = "round_id") -> int:

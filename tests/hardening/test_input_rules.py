@@ -62,10 +62,20 @@ def nested(levels: int, leaf: str = "{}") -> str:
 
 NOT_FINITE_TEXT = ["NaN", "-NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1E+999", "[1e400]"]
 TOO_DEEP_TEXT = [nested(MAX_BODY_DEPTH + 1), "[" * 3000 + "]" * 3000, "[" * 3000]
-FINE_TEXT = ['{"a": 1.5e308, "b": -0.0, "c": 1' + "0" * 400 + "}", nested(MAX_BODY_DEPTH - 1), '"a\\u0000b"']
+FINE_TEXT = [
+    '{"a": 1.5e308, "b": -0.0, "c": 1' + "0" * 400 + "}",
+    nested(MAX_BODY_DEPTH - 1),
+    '"a\\u0000b"',
+    '["\\ud83d\\ude00", "\\\\ud800"]',  # a surrogate pair, and an escaped backslash before "ud800"
+]
 
 
-@pytest.mark.parametrize("text", NOT_FINITE_TEXT + TOO_DEEP_TEXT + ["{", "", "{'a': 1}", "\u00a0{}"])
+LONE_SURROGATE_TEXT = ['{"x": "\\ud800"}', '{"\\udc00": 1}', '["a\\ud83d"]', '{"x": "\ud800"}']
+
+
+@pytest.mark.parametrize(
+    "text", NOT_FINITE_TEXT + TOO_DEEP_TEXT + LONE_SURROGATE_TEXT + ["{", "", "{'a': 1}", "\u00a0{}"]
+)
 def test_json_text_breaking_a_rule_is_refused(text):
     with pytest.raises(InvalidInput):
         parse_json_text(text, field="state")
@@ -247,7 +257,13 @@ def test_a_string_field_refuses_a_nul_or_stores_it_without_a_server_error(everyt
 
 
 JSON_VALUES = {"overflow": '{"x": 1e400}', "deep": nested(MAX_JSON_DEPTH + 5)}
-JSON_TEXT_VALUES = {"nan": '{"x": NaN}', "infinity": '{"x": -Infinity}', "overflow": '{"x": 1e400}', "deep": "[" * 3000}
+JSON_TEXT_VALUES = {
+    "nan": '{"x": NaN}',
+    "infinity": '{"x": -Infinity}',
+    "overflow": '{"x": 1e400}',
+    "deep": "[" * 3000,
+    "lone surrogate": '{"x": "\\ud800"}',
+}
 
 
 def _named(error, field: Field) -> bool:
@@ -265,7 +281,7 @@ def test_a_json_field_refuses_infinity_and_deep_nesting(everything, field, kind)
 
 @pytest.mark.parametrize("kind", JSON_TEXT_VALUES)
 @pytest.mark.parametrize("field", [f for f in FIELDS if f.kind == "json-text"], ids=str)
-def test_a_json_text_field_refuses_nan_infinity_and_deep_nesting(everything, field, kind):
+def test_a_json_text_field_refuses_nan_infinity_lone_surrogates_and_deep_nesting(everything, field, kind):
     before = stored_everything()
     error = assert_error(request_with(everything, field, JSON_TEXT_VALUES[kind]), 400, "invalid")
     assert _named(error, field), error

@@ -58,6 +58,34 @@ def test_state_with_nan_infinity_or_overflow_is_400_and_every_answer_stays_json(
     assert strict_json(adk.get(SESSIONS + "s1/"))["state"] == {}
 
 
+@pytest.mark.parametrize(
+    "where",
+    ["state", "app: delta", "user: delta", "event id", "event text"],
+)
+def test_a_lone_surrogate_in_json_text_is_400_and_the_app_keeps_answering(adk, where):
+    """No database stores a lone surrogate and no JSON encoder writes one: taken in, one ``app:``
+    value made every session of the app answer 500."""
+    lone = "\\ud800"  # the JSON escape, inside the JSON text
+    if where == "state":
+        response = adk.post(
+            SESSIONS, {"session_id": "s2", "state": f'{{"k": "{lone}"}}'}, content_type="application/json"
+        )
+    else:
+        event = {
+            "app: delta": f'{{"id": "e1", "timestamp": 1.0, "actions": {{"state_delta": {{"app:k": "{lone}"}}}}}}',
+            "user: delta": f'{{"id": "e1", "timestamp": 1.0, "actions": {{"state_delta": {{"user:k": "{lone}"}}}}}}',
+            "event id": f'{{"id": "e{lone}", "timestamp": 1.0}}',
+            "event text": f'{{"id": "e1", "timestamp": 1.0, "content": {{"parts": [{{"text": "{lone}"}}]}}}}',
+        }[where]
+        response = append(adk, event)
+    assert response.status_code == 400, response.content
+    assert "lone surrogate" in json.dumps(strict_json(response)["error"])
+    assert not AdkEvent.objects.exists() and not Session.objects.filter(session_id="s2").exists()
+    assert adk.post(SESSIONS, {"session_id": "s3"}, content_type="application/json").status_code == 201
+    assert strict_json(adk.get(SESSIONS + "s1/"))["state"] == {}
+    assert adk.get("/api/v1/adk/apps/app/sessions/").status_code == 200
+
+
 def test_the_same_event_id_twice_in_a_session_is_409_and_stored_once(adk):
     assert adk.post(SESSIONS, {"session_id": "s2"}, content_type="application/json").status_code == 201
     event = json.dumps({"id": "e1", "author": "user", "timestamp": 1.0})
