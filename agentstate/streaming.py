@@ -89,8 +89,8 @@ def json_pieces(value: Any) -> Iterator[str]:
     else:
         try:  # as the API's renderer writes it (NaN stored before it was refused becomes null)
             yield orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-        except orjson.JSONEncodeError:  # integers past 64 bits, nesting past orjson's limit
-            yield json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        except orjson.JSONEncodeError:  # integers past 64 bits, nesting past orjson's limit, a lone surrogate
+            yield json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
 def materialized(value: Any) -> Any:

@@ -4,7 +4,8 @@ Encoding is most of what a large answer costs the server after the database (doc
 latency). The answer holds the same JSON values as DRF's renderer writes (floats may spell an
 exponent differently): compact, UTF-8, U+2028/U+2029 escaped, datetimes, decimals and other non-JSON
 types through DRF's own encoder. Anything orjson refuses (integers past 64 bits, nesting past its
-limit) and indented output go through DRF's renderer unchanged. JSON text the database already
+limit, a lone surrogate stored before the input rules refused it) and indented output go through
+DRF's renderer (ASCII-escaped where a lone surrogate would not encode). JSON text the database already
 wrote (``RawJSON``, from ``agentstate.api.json_rows``) is embedded as it is, or decoded for DRF's
 renderer.
 """
@@ -43,14 +44,21 @@ class JSONRenderer(renderers.JSONRenderer):
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if data is None or self.get_indent(accepted_media_type, renderer_context or {}) is not None:
-            return super().render(data, accepted_media_type, renderer_context)
+            return self._render_with_drf(data, accepted_media_type, renderer_context)
         try:
             ret = orjson.dumps(data, default=_default, option=_OPTIONS)
         except orjson.JSONEncodeError:
-            return super().render(data, accepted_media_type, renderer_context)
+            return self._render_with_drf(data, accepted_media_type, renderer_context)
         if b"\xe2\x80\xa8" in ret or b"\xe2\x80\xa9" in ret:
             ret = ret.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
         return ret
+
+    def _render_with_drf(self, data, accepted_media_type, renderer_context):
+        try:
+            return super().render(data, accepted_media_type, renderer_context)
+        except UnicodeEncodeError:  # a lone surrogate stored before the rules refused it: sent as its escape
+            self.ensure_ascii = True  # this renderer serves one answer
+            return super().render(data, accepted_media_type, renderer_context)
 
 
 def _default(obj):

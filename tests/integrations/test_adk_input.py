@@ -86,6 +86,20 @@ def test_a_lone_surrogate_in_json_text_is_400_and_the_app_keeps_answering(adk, w
     assert adk.get("/api/v1/adk/apps/app/sessions/").status_code == 200
 
 
+def test_a_lone_surrogate_stored_before_the_rule_reads_back_as_its_escape(adk, tenant):
+    AdkAppState.objects.create(tenant=tenant, app_name="app", state='{"k": "\\ud800"}')
+    session = Session.objects.get(session_id="s1")
+    AdkEvent.objects.create(
+        session=session, tenant=tenant, user_id="ada", seq=1, event_id="e1", timestamp=1.0,
+        data='{"id": "e1", "timestamp": 1.0, "content": {"parts": [{"text": "\\udc00"}]}}',
+    )  # fmt: skip
+    answer = strict_json(adk.get(SESSIONS + "s1/"))
+    assert answer["state"] == {"app:k": "\ud800"}
+    assert adk.get("/api/v1/adk/apps/app/sessions/").status_code == 200
+    exported = streamed(adk.get("/api/v1/compliance/users/ada/export/"))
+    assert b"\\udc00" in exported and json.loads(exported)
+
+
 def test_the_same_event_id_twice_in_a_session_is_409_and_stored_once(adk):
     assert adk.post(SESSIONS, {"session_id": "s2"}, content_type="application/json").status_code == 201
     event = json.dumps({"id": "e1", "author": "user", "timestamp": 1.0})
