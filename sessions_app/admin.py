@@ -55,7 +55,14 @@ LATEST_FORKS = 50
 
 
 def json_text(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    """``value`` as indented JSON for staff; a lone surrogate stored before the input rules refused
+    it is shown as its escape (the page could not be encoded with it)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, indent=2, ensure_ascii=True, sort_keys=True)
+    return text
 
 
 def pretty_json(value: Any):

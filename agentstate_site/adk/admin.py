@@ -15,14 +15,11 @@ from django.template.loader import render_to_string
 from agentstate.validation import timestamp_datetime
 from sessions_app.adk import selectors
 from sessions_app.adk.state import USER_PREFIX, json_object, state_merge
+from sessions_app.admin import json_text
 from sessions_app.models import Session
 from userdata_app.adk import selectors as user_selectors
 
 LATEST_EVENTS = 50
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
 def _event_row(seq: int, event: dict[str, Any], user_delta: dict[str, Any] | None) -> dict[str, Any]:
@@ -35,16 +32,16 @@ def _event_row(seq: int, event: dict[str, Any], user_delta: dict[str, Any] | Non
         "time": timestamp_datetime(event.get("timestamp")),  # None: stored before timestamps were checked
         "text": "\n".join(p["text"] for p in parts if isinstance(p.get("text"), str)),
         "calls": [
-            f"{p['function_call'].get('name')}({_json(p['function_call'].get('args') or {})})"
+            f"{p['function_call'].get('name')}({json_text(p['function_call'].get('args') or {})})"
             for p in parts
             if p.get("function_call")
         ],
         "results": [
-            f"{p['function_response'].get('name')} → {_json(p['function_response'].get('response'))}"
+            f"{p['function_response'].get('name')} → {json_text(p['function_response'].get('response'))}"
             for p in parts
             if p.get("function_response")
         ],
-        "delta": _json(delta) if delta else "",
+        "delta": json_text(delta) if delta else "",
     }
 
 
@@ -76,6 +73,6 @@ def session_section(session: Session, all_url: str) -> str:
             "total": session.last_seq,
             "cut": page is not None and page.next is not None,
             "all_url": all_url,
-            "state": _json(state_merge(app=app_state, user=user_state, session=json_object(session.durable_state))),
+            "state": json_text(state_merge(app=app_state, user=user_state, session=json_object(session.durable_state))),
         },
     )

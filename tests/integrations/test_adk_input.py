@@ -98,6 +98,16 @@ def test_a_lone_surrogate_stored_before_the_rule_reads_back_as_its_escape(adk, t
     assert adk.get("/api/v1/adk/apps/app/sessions/").status_code == 200
     exported = streamed(adk.get("/api/v1/compliance/users/ada/export/"))
     assert b"\\udc00" in exported and json.loads(exported)
+    staff = Client()
+    staff.force_login(get_user_model().objects.create_superuser("boss", password="pw"))
+    for page in [
+        reverse("admin:sessions_app_adkevent_changelist"),
+        reverse("admin:sessions_app_adkevent_change", args=[AdkEvent.objects.get().pk]),
+        reverse("admin:sessions_app_session_change", args=[session.pk]),
+        reverse("admin:sessions_app_adkappstate_changelist"),
+        reverse("admin:sessions_app_adkappstate_change", args=[AdkAppState.objects.get().pk]),
+    ]:
+        assert staff.get(page).status_code == 200, page
 
 
 def test_the_same_event_id_twice_in_a_session_is_409_and_stored_once(adk):
