@@ -68,9 +68,15 @@ class CursorPagination(pagination.CursorPagination):
 
     def decode_cursor(self, request):
         """Refuse (400, field ``cursor``) a cursor whose position is not a value of the ordering
-        field: a forged one must not reach the database as a bad parameter."""
+        field: a forged one must not reach the database as a bad parameter. A cursor that decodes to
+        nothing (``AAAA``, ``!!!``) is refused too, as the ADK pages refuse one: every cursor this
+        server gives names a position, an offset or a direction."""
         try:
             cursor = super().decode_cursor(request)
+            if cursor == pagination.Cursor(offset=0, reverse=False, position=None):
+                if request.query_params.get(self.cursor_query_param) == "":
+                    return None  # ``?cursor=``: the first page, as without one
+                raise ValueError("empty cursor")
             if cursor is not None and cursor.position is not None:
                 cursor = cursor._replace(position=self._checked_position(cursor.position))
         except (NotFound, DjangoValidationError, InvalidInput, ValueError, TypeError):

@@ -185,6 +185,16 @@ GARBLED_CURSORS = [
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("cursor", ["AAAA", "!!!", "%00"])
+@pytest.mark.parametrize("path", LISTS)
+def test_a_cursor_that_decodes_to_nothing_is_400_on_every_list(api, full_session, path, cursor):
+    """Every cursor the server gives names a position, an offset or a direction; one that decodes to
+    none of them was not given by it (the ADK pages refuse it the same way). An empty one is none."""
+    assert_error(api.get(path, {"cursor": cursor}), 400, "invalid", "cursor")
+    assert api.get(path, {"cursor": ""}).status_code == 200
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("cursor", GARBLED_CURSORS)
 @pytest.mark.parametrize("path", LISTS)
 def test_forged_or_garbled_cursors_never_reach_the_database(api, full_session, path, cursor):
