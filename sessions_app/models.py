@@ -1,19 +1,17 @@
 """Process state: sessions, their message history, rounds, checkpoints, transitions, working state.
 
-Every row carries its tenant and user id (copied from its session, never changed) so rows can be
-distributed by owner later. Each Meta names the queries its indexes serve.
+Every row of a session is ``SessionOwned``: it carries its owner, copied from its session. Each
+Meta names the queries its indexes serve.
 """
 
 from django.db import models
 from django.db.models.functions import Substr
 from django.utils import timezone
 
-from agentstate.tenancy.models import Tenant
+from agentstate.tenancy.models import SubjectOwned, Tenant
 
 
-class Session(models.Model):
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=128)
+class Session(SubjectOwned):
     session_id = models.CharField(max_length=128)
     # Part of the identity: a framework's app (Google ADK's app_name) scopes its sessions, so one
     # session id under two apps is two sessions. Sessions of the REST API itself have none.
@@ -111,13 +109,25 @@ class Session(models.Model):
         return {"session_id": self.forked_from_session_id, "seq": self.forked_from_seq, "round": self.forked_from_round}
 
 
-class Message(models.Model):
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages", db_index=False)
-    # A copy of the session's tenant (tenant-wide queries skip the join). No database constraint:
-    # the session's own key already proves the tenant exists, and checking it again per row doubled
-    # what a fork pays at commit. Deleting a tenant still deletes these rows (Django cascades).
+class SessionOwned(SubjectOwned):
+    """A row of one session. Its owner ``(tenant, user_id)`` is copied from the session when the row
+    is written and never changed, so tenant- and user-wide queries skip the join and rows can be
+    distributed by owner. Session has no reverse accessor for them: callers query the model
+    (``Message.objects.filter(session=...)``), as the services and selectors do."""
+
+    # No index of its own: each model's constraints and indexes lead with the session.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # No database constraint: the session's own key already proves the tenant exists, and checking
+    # it again per row doubled what a fork pays at commit. Deleting a tenant still deletes these
+    # rows (Django cascades).
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False)
-    user_id = models.CharField(max_length=128)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+
+class Message(SessionOwned):
     seq = models.BigIntegerField()
     # NULL, not "": messages without a client id stay outside message_unique_client_id.
     client_id = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
@@ -128,7 +138,6 @@ class Message(models.Model):
     content = models.JSONField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     usage = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
@@ -150,20 +159,16 @@ class Message(models.Model):
         return f"Message #{self.seq} of session #{self.session_id}"
 
 
-class MessagePop(models.Model):
+class MessagePop(SessionOwned):
     """The answer to one pop, kept under the caller's idempotency key so a retried pop returns the
     same message instead of popping another. It holds a copy of the popped message: it goes with
     its session (delete, erasure) and is in the subject export."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+", db_index=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=128)
     key = models.CharField(max_length=128)
     message = models.JSONField(null=True, blank=True)  # the popped message as the API showed it; null: none
     # When the popped message was written: drop_messages_after_days drops the copy with the messages
     # of its age (null for a pop that found none, or kept before this column: the pop's own time).
     message_created_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
@@ -175,14 +180,9 @@ class MessagePop(models.Model):
         return f"Pop {self.key} of session #{self.session_id}"
 
 
-class Round(models.Model):
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="rounds", db_index=False)
-    # The session's tenant, unconstrained for the reason given on Message.tenant.
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False)
-    user_id = models.CharField(max_length=128)
+class Round(SessionOwned):
     round_id = models.PositiveIntegerField()
     state = models.JSONField(default=dict)
-    created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     version = models.PositiveIntegerField(default=1)
 
@@ -196,13 +196,9 @@ class Round(models.Model):
         return f"Round {self.round_id} of session #{self.session_id}"
 
 
-class Checkpoint(models.Model):
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="checkpoints", db_index=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=128)
+class Checkpoint(SessionOwned):
     label = models.CharField(max_length=128)
     state = models.JSONField(default=dict)
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [
@@ -216,15 +212,11 @@ class Checkpoint(models.Model):
         return f"Checkpoint #{self.pk} ({self.label})"
 
 
-class AgentTransition(models.Model):
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="transitions", db_index=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=128)
+class AgentTransition(SessionOwned):
     from_agent = models.CharField(max_length=128, blank=True, default="")
     to_agent = models.CharField(max_length=128)
     reason = models.TextField(blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [
@@ -266,15 +258,13 @@ class WorkingStateEntry(models.Model):
 # text column holds what PostgreSQL can store; docs/CLIENT.md describes the mapping.
 
 
-class LangGraphThread(models.Model):
+class LangGraphThread(SessionOwned):
+    # One thread per session: the session is its key, and ``session.langgraph_thread`` its thread.
     session = models.OneToOneField(Session, on_delete=models.CASCADE, primary_key=True, related_name="langgraph_thread")
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=128)
     # LangGraph's thread id as given: any length, any character. The key (its SHA-256) is what the
     # unique index holds, so a long id never exceeds an index entry.
     thread_id = models.TextField()
     thread_key = models.CharField(max_length=64)
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
@@ -286,10 +276,7 @@ class LangGraphThread(models.Model):
         return f"LangGraph thread of session #{self.session_id}"
 
 
-class LangGraphCheckpoint(models.Model):
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+", db_index=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=128)
+class LangGraphCheckpoint(SessionOwned):
     checkpoint_ns = models.TextField(blank=True, default="")  # "" is the root graph
     checkpoint_id = models.TextField()
     # NULL, not "": LangGraph tells "no parent" and "no run" (None) apart from an empty id.
@@ -306,7 +293,6 @@ class LangGraphCheckpoint(models.Model):
     # A JSON view of the channel values for staff and subject exports; null when the serializer
     # cannot render them as JSON (the admin then shows type and size).
     rendered = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
@@ -327,12 +313,9 @@ class LangGraphCheckpoint(models.Model):
         return f"LangGraph checkpoint #{self.pk}"
 
 
-class LangGraphWrite(models.Model):
+class LangGraphWrite(SessionOwned):
     """A pending write, keyed as LangGraph keys it: (thread, namespace, checkpoint, task, idx)."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+", db_index=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=128)
     checkpoint_ns = models.TextField(blank=True, default="")
     checkpoint_id = models.TextField()
     task_id = models.TextField()
@@ -342,7 +325,6 @@ class LangGraphWrite(models.Model):
     value_type = models.CharField(max_length=32)
     value = models.BinaryField()
     rendered = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
@@ -363,14 +345,11 @@ class LangGraphWrite(models.Model):
 ADK_EVENT_ID_INDEXED = 100  # characters of an event id in the index (at most 400 bytes)
 
 
-class AdkEvent(models.Model):
+class AdkEvent(SessionOwned):
     """One ADK event of a session, stored whole as the JSON text ADK wrote (so it reads back
     unchanged), with the columns staff, search and erasure need. Its ``user:`` state delta is not
     here: that is user-attributed data (userdata_app), tied to ``(session, seq)``."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="adk_events", db_index=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=128)
     seq = models.BigIntegerField()  # append order, from the session's counter
     event_id = models.TextField()
     invocation_id = models.TextField(blank=True, default="")
@@ -378,7 +357,6 @@ class AdkEvent(models.Model):
     timestamp = models.FloatField()
     text = models.TextField(blank=True, default="")  # a preview of the content's text parts
     data = models.TextField()  # the event as JSON text, without its user: state delta
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [

@@ -8,12 +8,10 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from agentstate.tenancy.models import Tenant
+from agentstate.tenancy.models import SubjectOwned, Tenant
 
 
-class UserDatum(models.Model):
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=128)
+class UserDatum(SubjectOwned):
     key = models.CharField(max_length=128)
     value = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -202,13 +200,11 @@ class ErasedSubject(models.Model):
 # --- Google ADK's user: state (agentstate_site.adk) ---------------------------------------------
 
 
-class AdkUserState(models.Model):
+class AdkUserState(SubjectOwned):
     """ADK's ``user:`` state of one user of one app: facts about the person, so it lives with user
     data (erased and exported with it) and survives the deletion of any session."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
     app_name = models.CharField(max_length=128)
-    user_id = models.CharField(max_length=128)
     state = models.TextField(default="{}")  # JSON text, keys without the prefix
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -227,14 +223,12 @@ class AdkUserState(models.Model):
         return f"ADK user state #{self.pk} ({self.app_name})"
 
 
-class AdkEventUserDelta(models.Model):
+class AdkEventUserDelta(SubjectOwned):
     """The ``user:`` part of one ADK event's state delta, kept with the user's data and tied to its
     event by the session's primary key and the event's append number (no foreign key into process
     state): erasing user data removes it, and the event then reads back without it."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
     app_name = models.CharField(max_length=128)
-    user_id = models.CharField(max_length=128)
     session_pk = models.BigIntegerField()
     event_seq = models.BigIntegerField()
     delta = models.TextField()  # JSON text, keys without the prefix

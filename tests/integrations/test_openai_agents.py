@@ -271,7 +271,7 @@ def test_branches_behave_as_advanced_sqlite_session(oa_session):
 
 
 def test_a_branch_is_a_fork_of_the_user_in_agentstate(oa_session, tenant):
-    from sessions_app.models import Session
+    from sessions_app.models import Message, Session
 
     session = oa_session("chat/with slash")
     run(run_turns(session))
@@ -281,7 +281,7 @@ def test_a_branch_is_a_fork_of_the_user_in_agentstate(oa_session, tenant):
     assert main.session_id.startswith("oa-session-") and main.user_id == branch.user_id == USER
     assert branch.parent_id == main.pk and branch.workspace_id == main.workspace_id
     assert branch.metadata == {"openai_agents": {"session_id": "chat/with slash", "branch": "b"}}
-    stored = main.messages.order_by("seq").first()
+    stored = Message.objects.filter(session=main).order_by("seq").first()
     assert (stored.role, stored.type, json.loads(stored.content)) == (
         "user",
         "message",

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput, NotFound
 from sessions_app import selectors, services
-from sessions_app.models import Checkpoint, Session
+from sessions_app.models import Checkpoint, Round, Session
 
 pytestmark = pytest.mark.django_db
 
@@ -271,4 +271,4 @@ def test_an_apps_session_is_another_session_than_the_apis_own_with_the_same_id(t
     assert selectors.session_get(tenant=tenant, user_id="u1", session_id="s1").pk == own.pk
     assert selectors.session_get(tenant=tenant, user_id="u1", session_id="s1", app_name="travel").pk == app_session.pk
     assert selectors.round_get(tenant=tenant, user_id="u1", session_id="s1").session_id == own.pk
-    assert not app_session.rounds.exists()
+    assert not Round.objects.filter(session=app_session).exists()
