@@ -12,10 +12,10 @@ from typing import Any
 from django.conf import settings
 from django.template.loader import render_to_string
 
+from agentstate.admin.display import json_text
 from agentstate.validation import timestamp_datetime
 from sessions_app.adk import selectors
 from sessions_app.adk.state import USER_PREFIX, json_object, state_merge
-from sessions_app.admin import json_text
 from sessions_app.models import Session
 from userdata_app.adk import selectors as user_selectors
 

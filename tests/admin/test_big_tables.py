@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app.admin import CappedPaginator
+from agentstate.admin.pagination import CappedPaginator
 from sessions_app.models import Message, Session
 from tests.admin.staff import login, staff
 from tests.userdata_app.erasure_factories import subject_data_create

@@ -1,12 +1,11 @@
-"""User data (browse only) and erasure requests (the compliance officer's workflow).
+"""Erasure requests: the compliance officer's workflow, from receipt through the lifecycle steps to
+execution and its receipt, and the subject access export.
 
-Every step calls userdata_app.erasure; the admin only collects input and shows results.
 Executing an erasure is an action with a confirmation page listing what will be erased (like
 Django's delete_selected), acting only on the posted confirmation, and needs the
-``userdata_app.execute_erasure`` permission (the "Compliance" group has it).
-
-A subject's user id is taken exactly as typed (never stripped) and shown with its invisible
-characters spelled out: "alice" and "alice\u00a0" are two people.
+``userdata_app.execute_erasure`` permission (the "Compliance" group has it). A subject's user id is
+taken exactly as typed (never stripped) and shown with its invisible characters spelled out:
+"alice" and "alice\u00a0" are two people.
 """
 
 from __future__ import annotations
@@ -25,76 +24,14 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from agentstate import streaming
+from agentstate.admin.display import identifier_display, identifier_html
 from agentstate.exceptions import DomainError, InvalidInput
 from agentstate.validation import clean_identifier
-from sessions_app.admin import (
-    USER_CHANGELISTS,
-    ReadOnlyAdmin,
-    UserIdFilter,
-    identifier_display,
-    identifier_html,
-    json_display,
-)
 from userdata_app import erasure
-from userdata_app.models import AdkUserState, ErasedSubject, ErasureRequest, ErasureSubject, UserDatum
+from userdata_app.models import ErasureRequest, ErasureSubject
 from userdata_app.selectors import subject_export_lazy
 
 Status = ErasureRequest.Status
-
-
-@admin.register(UserDatum)
-class UserDatumAdmin(ReadOnlyAdmin):
-    list_display = ("key", "user_id_shown", "tenant", "updated_at")
-    list_select_related = ("tenant",)
-    list_filter = ("tenant", UserIdFilter)
-    search_fields = ("user_id__exact", "key__exact")  # exact, case-sensitive: served by their indexes
-    search_help_text = (
-        "Exact user id or key: case, spaces and invisible characters count. "
-        "To find one user's key, search the key and filter by user id."
-    )
-    ordering = ("-id",)
-    fields = ("tenant", "user_id_shown", "key", "value_json", "created_at", "updated_at")
-    readonly_fields = ("user_id_shown", "value_json")
-
-    user_id_shown = identifier_display("user_id", description="user id")
-
-    value_json = json_display("value")
-
-
-@admin.register(AdkUserState)
-class AdkUserStateAdmin(ReadOnlyAdmin):
-    """Google ADK's user: state, one row per tenant, user and app (user data: erased with it)."""
-
-    list_display = ("app_name", "user_id", "tenant", "updated_at")
-    list_select_related = ("tenant",)
-    list_filter = ("tenant",)
-    search_fields = ("user_id__exact",)
-    ordering = ("-id",)
-    fields = ("tenant", "app_name", "user_id", "updated_at", "state_json")
-    readonly_fields = ("state_json",)
-
-    @admin.display(description="state")
-    def state_json(self, obj: AdkUserState):
-        return format_html(
-            '<pre class="json">{}</pre>', json.dumps(json.loads(obj.state), indent=2, ensure_ascii=False)
-        )
-
-
-USER_CHANGELISTS.append(("user data", "admin:userdata_app_userdatum_changelist"))  # linked from a session's user id
-
-
-@admin.register(ErasedSubject)
-class ErasedSubjectAdmin(ReadOnlyAdmin):
-    """The registry of erased subjects (keyed hashes only), read by reapply_erasures."""
-
-    list_display = ("id", "key_id", "subject_hash", "scope", "request", "erased_at", "grace_until", "last_reapplied_at")
-    list_filter = ("scope", "key_id")
-    search_fields = ("subject_hash__exact",)  # served by the (subject_hash, grace_until) index
-    search_help_text = "Exact subject hash (lowercase hex)."
-    ordering = ("-id",)
-
-
-# --- Erasure requests -------------------------------------------------------------------------
 
 
 class IdentifierField(forms.CharField):

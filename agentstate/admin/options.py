@@ -1,0 +1,48 @@
+"""The ModelAdmin base of the records staff browse and never edit."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Q
+
+from agentstate.admin.display import identifier_is_valid
+from agentstate.admin.pagination import CappedPaginator
+from agentstate.db_router import replica_reads
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """View-only for everyone, superusers included; counts capped for big tables; searches
+    match the whole term exactly."""
+
+    paginator = CappedPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER  # facet counts are a COUNT per filter choice
+    list_per_page = 50
+
+    @replica_reads  # a changelist tolerates lag (docs/SCALING.md): rendered here so its rows are read there
+    def changelist_view(self, request, extra_context=None):
+        response = super().changelist_view(request, extra_context)
+        return response.render() if hasattr(response, "render") else response
+
+    def get_search_results(self, request, queryset, search_term):
+        """Rows where one of ``search_fields`` (each an indexed ``<column>__exact``) equals the
+        whole term as typed. Django's default splits the term on whitespace and unquotes the
+        parts: an id holding a space or a no-break space could not be found, or found another."""
+        search_fields = self.get_search_fields(request)
+        if not (search_fields and search_term):
+            return queryset, False
+        if not identifier_is_valid(request, search_term, field="search"):
+            return queryset.none(), False
+        return self.search(queryset, search_term, search_fields), False
+
+    def search(self, queryset, term: str, search_fields):
+        return queryset.filter(Q.create([(field, term) for field in search_fields], connector=Q.OR))
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

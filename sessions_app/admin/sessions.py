@@ -1,0 +1,328 @@
+"""The session list and a session's page: who it belongs to, its latest history and state, and
+links to everything else the admin holds about its user."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.contrib import admin
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+
+from agentstate.admin.display import (
+    content_text,
+    identifier_display,
+    identifier_html,
+    json_display,
+    json_text,
+    pretty_json,
+    previewed,
+    shown,
+)
+from agentstate.admin.filters import InputFilter, UserIdFilter
+from agentstate.admin.options import ReadOnlyAdmin
+from agentstate.validation import identifier_visible
+from sessions_app import selectors
+from sessions_app.models import AdkEvent, AgentTransition, Checkpoint, Message, Round, Session
+
+LATEST_MESSAGES = 20
+LATEST_ROUNDS = 10
+LATEST_FORKS = 50
+
+
+class EndedFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "ended"
+
+    def lookups(self, request, model_admin):
+        return (("no", "Live"), ("yes", "Ended"))
+
+    def queryset(self, request, queryset):
+        if self.value() in ("yes", "no"):
+            return queryset.filter(ended_at__isnull=self.value() == "no")
+        return queryset
+
+
+class AgentFilter(InputFilter):
+    title = "agent id"
+    parameter_name = "agent_id"
+
+
+class WorkspaceFilter(InputFilter):
+    title = "workspace id"
+    parameter_name = "workspace_id"
+
+
+def history_url(model, session: Session) -> str:
+    return reverse(f"admin:sessions_app_{model._meta.model_name}_changelist") + f"?session__id__exact={session.pk}"
+
+
+def user_url(url_name: str, *, tenant_pk: int, user_id: str) -> str:
+    query: dict[str, int | str] = {"tenant__id__exact": tenant_pk, "user_id": user_id}
+    return reverse(url_name) + "?" + urlencode(query)
+
+
+def session_label_text(session: Session) -> str:
+    """``tenant / user / session`` as staff tell sessions apart (a page title). Not ``__str__``:
+    the admin log keeps that, and a user id is personal data."""
+    app = f" (app {identifier_visible(session.app_name)})" if session.app_name else ""
+    return (
+        f"{session.tenant.slug} / {identifier_visible(session.user_id)} / {identifier_visible(session.session_id)}{app}"
+    )
+
+
+def session_label(session: Session):
+    """``session_label_text`` linked: the tenant to its sessions, the user id to that user's
+    sessions, the session id to the session's page. Needs ``session.tenant`` loaded (select it)."""
+    sessions = "admin:sessions_app_session_changelist"
+    return format_html(
+        '<span class="session-label"><a href="{}">{}</a> / <a href="{}">{}</a> / <a href="{}">{}</a>{}</span>',
+        reverse(sessions) + "?" + urlencode({"tenant__id__exact": session.tenant_id}),
+        session.tenant.slug,
+        user_url(sessions, tenant_pk=session.tenant_id, user_id=session.user_id),
+        identifier_html(session.user_id, length=False),
+        reverse("admin:sessions_app_session_change", args=[session.pk]),
+        identifier_html(session.session_id, length=False),
+        format_html(" (app {})", identifier_html(session.app_name, length=False)) if session.app_name else "",
+    )
+
+
+class SessionLabelTitle:
+    """Change pages whose title names the session as ``tenant / user / session`` (linked, through
+    templates/admin/sessions_app/change_form.html) instead of ``__str__``'s database number."""
+
+    def object_title(self, obj) -> str:
+        return str(obj)
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .select_related(
+                "tenant" if self.model is Session else "session__tenant"  # the label's, in the page's one query
+            )
+        )
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            session = obj if isinstance(obj, Session) else obj.session
+            title = self.object_title(obj)
+            context.update(
+                subtitle=f"{title} · {session_label_text(session)}" if title else session_label_text(session),
+                subtitle_html=format_html("{} · {}", title, session_label(session))
+                if title
+                else session_label(session),
+            )
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+
+@admin.register(Session)
+class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
+    list_display = (
+        "session_id",
+        "user_id_shown",
+        "tenant",
+        "agent_id",
+        "workspace_id",
+        "messages",
+        "created_at",
+        "updated_at",
+        "ended_at",
+    )
+    list_select_related = ("tenant",)
+    list_filter = ("tenant", EndedFilter, UserIdFilter, AgentFilter, WorkspaceFilter, "created_at", "updated_at")
+    # Exact, case-sensitive: served by the user_id and session_id indexes ("=user_id" would compile
+    # to UPPER(user_id) = UPPER(%s), which no index serves).
+    search_fields = ("user_id__exact", "session_id__exact")
+    search_help_text = (
+        "Exact user id or session id: case, spaces and invisible characters count. "
+        "To find one user's session, search the session id and filter by user id."
+    )
+    ordering = ("-id",)
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "tenant",
+                    "user_id_linked",
+                    "session_id",
+                    "agent_id",
+                    "workspace_id",
+                    "messages",
+                    "last_seq",
+                    "history_generation",
+                    "created_at",
+                    "updated_at",
+                    "ended_at",
+                    "version",
+                    "metadata_json",
+                )
+            },
+        ),
+        ("Forks", {"fields": ("forked_from", "forks")}),
+        ("Latest messages", {"fields": ("latest_messages",)}),
+        ("Rounds", {"fields": ("latest_rounds",)}),
+        ("Checkpoints", {"fields": ("checkpoints",)}),
+        ("Agent transitions", {"fields": ("transitions",)}),
+        ("Working state", {"fields": ("working_state",)}),
+    )
+    readonly_fields = (
+        "user_id_linked",
+        "messages",
+        "last_seq",
+        "history_generation",
+        "forked_from",
+        "forks",
+        "metadata_json",
+        "latest_messages",
+        "latest_rounds",
+        "checkpoints",
+        "transitions",
+        "working_state",
+        "app_name",
+        "framework",
+        "adk_events",
+    )
+
+    # An ADK session's events and state, rendered by the project level (agentstate_site wires it in
+    # its AppConfig.ready): it merges in the user: state, which is user data, a layer above this app.
+    adk_section: Callable[[Session, str], str] | None = None
+
+    # Changelists listing one user's rows, filtered by ``tenant__id__exact`` and ``user_id``, as
+    # (label, URL name): a session's user id links to each. The project level adds userdata_app's
+    # user data (``SiteConfig.ready``): this app does not know it.
+    user_changelists: tuple[tuple[str, str], ...] = (("sessions", "admin:sessions_app_session_changelist"),)
+
+    def get_fieldsets(self, request, obj=None):
+        """A Google ADK session shows its events and state as ADK has them, not REST messages."""
+        if obj is None or obj.framework != "adk" or self.adk_section is None:
+            return self.fieldsets
+        return (
+            (
+                None,
+                {
+                    "fields": (
+                        "tenant",
+                        "app_name",
+                        "framework",
+                        "user_id_linked",
+                        "session_id",
+                        "created_at",
+                        "updated_at",
+                        "version",
+                    )
+                },
+            ),
+            ("ADK events and state", {"fields": ("adk_events",)}),
+        )
+
+    user_id_shown = identifier_display("user_id", description="user id")
+
+    def object_title(self, obj: Session) -> str:
+        return ""  # the session itself: its label is the title
+
+    @admin.display(description="user id")
+    def user_id_linked(self, obj: Session):
+        """The user id, spelled out, with links to everything else the admin holds about that user."""
+        links = format_html_join(
+            " · ",
+            '<a href="{}">{}</a>',
+            (
+                (user_url(url_name, tenant_pk=obj.tenant_id, user_id=obj.user_id), label)
+                for label, url_name in self.user_changelists
+            ),
+        )
+        return format_html("{} — {}", identifier_html(obj.user_id), links)
+
+    # Named apart from the model's message_count column, whose verbose name ("message count")
+    # the admin would otherwise use as the header of a narrow column.
+    @admin.display(description="messages", ordering="message_count")
+    def messages(self, obj: Session) -> int:
+        return obj.message_count
+
+    @admin.display(description="forked from")
+    def forked_from(self, obj: Session):
+        if obj.forked_from_seq is None:
+            return "Not a fork."
+        point = f"up to message {obj.forked_from_seq}, round {obj.forked_from_round}"
+        if obj.parent_id is None:
+            return f"{obj.forked_from_session_id} (deleted), {point}"
+        url = reverse("admin:sessions_app_session_change", args=[obj.parent_id])
+        return format_html('<a href="{}">{}</a>, {}', url, obj.forked_from_session_id, point)
+
+    @admin.display(description="forks")
+    def forks(self, obj: Session):
+        forks = list(Session.objects.filter(parent=obj).order_by("id").values_list("pk", "session_id")[:LATEST_FORKS])
+        if not forks:
+            return "No forks."
+        return format_html_join(
+            ", ",
+            '<a href="{}">{}</a>',
+            ((reverse("admin:sessions_app_session_change", args=[pk]), sid) for pk, sid in forks),
+        )
+
+    metadata_json = json_display("metadata")
+
+    @admin.display(description="")
+    def latest_messages(self, obj: Session):
+        newest = previewed(Message.objects.filter(session=obj).defer("metadata", "usage").order_by("-seq"), "content")
+        return render_to_string(
+            "admin/sessions_app/session/latest_messages.html",
+            {
+                "messages": [
+                    (m, shown(m.content_start, m.content_length, content_text))
+                    for m in reversed(newest[:LATEST_MESSAGES])
+                ],
+                "total": obj.message_count,
+                "history_url": history_url(Message, obj),
+            },
+        )
+
+    @admin.display(description="")
+    def latest_rounds(self, obj: Session):
+        rounds = previewed(Round.objects.filter(session=obj).order_by("-round_id"), "state")[:LATEST_ROUNDS]
+        return render_to_string(
+            "admin/sessions_app/session/json_rows.html",
+            {
+                "rows": [
+                    (f"Round {r.round_id}", r.updated_at, shown(r.state_start, r.state_length, json_text))
+                    for r in rounds
+                ],
+                "all_url": history_url(Round, obj),
+                "empty": "No rounds.",
+            },
+        )
+
+    @admin.display(description="")
+    def checkpoints(self, obj: Session):
+        checkpoints = previewed(Checkpoint.objects.filter(session=obj).order_by("-id"), "state")[:LATEST_ROUNDS]
+        return render_to_string(
+            "admin/sessions_app/session/json_rows.html",
+            {
+                "rows": [(c.label, c.created_at, shown(c.state_start, c.state_length, json_text)) for c in checkpoints],
+                "all_url": history_url(Checkpoint, obj),
+                "empty": "No checkpoints.",
+            },
+        )
+
+    @admin.display(description="")
+    def transitions(self, obj: Session):
+        return render_to_string(
+            "admin/sessions_app/session/transitions.html",
+            {
+                "transitions": selectors.transition_list(session=obj)[:50],
+                "all_url": history_url(AgentTransition, obj),
+            },
+        )
+
+    @admin.display(description="")
+    def working_state(self, obj: Session):
+        return pretty_json(selectors.working_state_get(session=obj))
+
+    @admin.display(description="")
+    def adk_events(self, obj: Session):
+        assert self.adk_section is not None  # get_fieldsets shows the field only when it is wired
+        return self.adk_section(obj, history_url(AdkEvent, obj))

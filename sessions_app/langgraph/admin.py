@@ -1,0 +1,131 @@
+"""LangGraph's checkpointer as staff browse it: threads with their timeline of checkpoints, each
+checkpoint's state and pending writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.html import format_html
+
+from agentstate.admin.display import json_display, json_text, pretty_json
+from agentstate.admin.options import ReadOnlyAdmin
+from sessions_app.admin.history import SessionChildAdmin
+from sessions_app.langgraph import selectors as langgraph_selectors
+from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+
+LANGGRAPH_TIMELINE = 50
+
+
+def stored_value(value_type: str, value: bytes | memoryview, rendered: Any):
+    """A stored LangGraph value: its JSON view, or the serializer's type and size without one."""
+    if rendered is not None:
+        return pretty_json(rendered)
+    return format_html('<span class="quiet">{} value, {} bytes</span>', value_type, len(value))
+
+
+@admin.register(LangGraphThread)
+class LangGraphThreadAdmin(ReadOnlyAdmin):
+    list_display = ("session_id", "thread_id", "user_id", "tenant", "created_at")
+    list_select_related = ("tenant",)
+    list_filter = ("tenant",)
+    ordering = ("-session_id",)
+    fields = ("tenant", "user_id", "thread_id", "session_link", "created_at", "timeline")
+    readonly_fields = ("session_link", "timeline")
+
+    @admin.display(description="session")
+    def session_link(self, obj: LangGraphThread):
+        url = reverse("admin:sessions_app_session_change", args=[obj.session_id])
+        return format_html('<a href="{}">Session #{}</a>', url, obj.session_id)
+
+    @admin.display(description="checkpoints, newest first")
+    def timeline(self, obj: LangGraphThread):
+        checkpoints = list(langgraph_selectors.thread_timeline(thread=obj)[:LANGGRAPH_TIMELINE])
+        return render_to_string(
+            "admin/sessions_app/langgraphthread/timeline.html",
+            {
+                "rows": [
+                    (c, reverse("admin:sessions_app_langgraphcheckpoint_change", args=[c.pk]), json_text(c.metadata))
+                    for c in checkpoints
+                ],
+                "all_url": reverse("admin:sessions_app_langgraphcheckpoint_changelist")
+                + f"?session__id__exact={obj.pk}",
+                "more": len(checkpoints) == LANGGRAPH_TIMELINE,
+            },
+        )
+
+
+@admin.register(LangGraphCheckpoint)
+class LangGraphCheckpointAdmin(SessionChildAdmin):
+    list_display = (
+        "checkpoint_id",
+        "session_link",
+        "checkpoint_ns",
+        "step",
+        "source",
+        "parent_checkpoint_id",
+        "created_at",
+    )
+    list_display_links = ("checkpoint_id",)
+    ordering = ("-session_id", "-checkpoint_id")  # the (session, checkpoint_id) index, read backwards
+    fields = (
+        "session_link",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "parent_checkpoint_id",
+        "step",
+        "source",
+        "run_id",
+        "created_at",
+        "metadata_json",
+        "channel_versions_json",
+        "state",
+        "pending_writes",
+    )
+    readonly_fields = ("session_link", "metadata_json", "channel_versions_json", "state", "pending_writes")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("value", "rendered", "channel_versions", "metadata")
+
+    metadata_json = json_display("metadata")
+
+    channel_versions_json = json_display("channel_versions")
+
+    @admin.display(description="state (channel values)")
+    def state(self, obj: LangGraphCheckpoint):
+        return stored_value(obj.value_type, obj.value, obj.rendered)
+
+    @admin.display(description="pending writes")
+    def pending_writes(self, obj: LangGraphCheckpoint):
+        writes = langgraph_selectors.checkpoint_tuples([obj])[0].writes
+        return render_to_string(
+            "admin/sessions_app/langgraphthread/writes.html",
+            {
+                "writes": [(w, stored_value(w.value_type, w.value, w.rendered)) for w in writes],
+            },
+        )
+
+
+@admin.register(LangGraphWrite)
+class LangGraphWriteAdmin(SessionChildAdmin):
+    list_display = ("id", "session_link", "checkpoint_id", "task_id", "idx", "channel", "created_at")
+    list_display_links = ("id",)
+    ordering = ("-id",)
+    fields = (
+        "session_link",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "task_id",
+        "task_path",
+        "idx",
+        "channel",
+        "created_at",
+        "value_display",
+    )
+    readonly_fields = ("session_link", "value_display")
+
+    @admin.display(description="value")
+    def value_display(self, obj: LangGraphWrite):
+        return stored_value(obj.value_type, obj.value, obj.rendered)

@@ -1,0 +1,38 @@
+"""The user data the API keeps per tenant and user, browsed only (written and erased through the
+API and erasure requests).
+
+A user id is matched exactly as typed (never stripped) and shown with its invisible characters
+spelled out: "alice" and "alice\u00a0" are two people.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from agentstate.admin.display import identifier_display, json_display
+from agentstate.admin.filters import UserIdFilter
+from agentstate.admin.options import ReadOnlyAdmin
+from userdata_app.models import UserDatum
+
+# One user's user data, as (label, URL name): the project level links a session's user id to it
+# (agentstate_site.apps.SiteConfig.ready).
+USER_CHANGELIST = ("user data", "admin:userdata_app_userdatum_changelist")
+
+
+@admin.register(UserDatum)
+class UserDatumAdmin(ReadOnlyAdmin):
+    list_display = ("key", "user_id_shown", "tenant", "updated_at")
+    list_select_related = ("tenant",)
+    list_filter = ("tenant", UserIdFilter)
+    search_fields = ("user_id__exact", "key__exact")  # exact, case-sensitive: served by their indexes
+    search_help_text = (
+        "Exact user id or key: case, spaces and invisible characters count. "
+        "To find one user's key, search the key and filter by user id."
+    )
+    ordering = ("-id",)
+    fields = ("tenant", "user_id_shown", "key", "value_json", "created_at", "updated_at")
+    readonly_fields = ("user_id_shown", "value_json")
+
+    user_id_shown = identifier_display("user_id", description="user id")
+
+    value_json = json_display("value")
