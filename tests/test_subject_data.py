@@ -1,0 +1,77 @@
+"""The map of people's data is complete: every model holding a person's data is declared, and a
+model added without a declaration fails the suite (``agentstate.subject_data.check_declared``)."""
+
+import pytest
+from django.db import models
+from django.test.utils import isolate_apps
+
+from agentstate import subject_data
+from agentstate.subjects import PROCESS_STATE, USER_DATA
+from sessions_app.models import Message, Session
+from userdata_app.models import UserDatum
+
+
+def test_every_model_of_the_project_is_declared_or_listed_as_not_personal():
+    assert subject_data.check_declared() == []
+
+
+def test_the_map_covers_each_kind_of_data_the_service_keeps():
+    assert {"user_data", "adk_user_state"} <= set(subject_data.categories(USER_DATA))
+    assert {"sessions", "messages", "message_pops", "working_state", "langgraph_checkpoints", "adk_events"} <= set(
+        subject_data.categories(PROCESS_STATE)
+    )
+    assert subject_data.category_label("message_pops") == "kept popped messages"
+
+
+@isolate_apps("sessions_app")
+def test_a_new_model_with_a_user_id_or_a_key_to_a_session_must_be_declared():
+    class Preference(models.Model):  # a user id of its own
+        user_id = models.CharField(max_length=128)
+        value = models.JSONField()
+
+        class Meta:
+            app_label = "sessions_app"
+
+    class Annotation(models.Model):  # hangs off a session
+        session = models.ForeignKey(Session, on_delete=models.CASCADE)
+        note = models.TextField()
+
+        class Meta:
+            app_label = "sessions_app"
+
+    class Setting(models.Model):  # about no person
+        name = models.CharField(max_length=32)
+
+        class Meta:
+            app_label = "sessions_app"
+
+    assert subject_data.undeclared([Preference, Annotation, Setting]) == [
+        "sessions_app.Preference",
+        "sessions_app.Annotation",
+    ]
+
+
+def test_a_model_left_out_of_the_map_fails_the_check(monkeypatch):
+    monkeypatch.delitem(subject_data._declared, UserDatum)
+    errors = subject_data.check_declared()
+    assert [(e.id, e.msg.split()[0]) for e in errors] == [("agentstate.E001", "userdata_app.UserDatum")]
+
+
+def test_rows_hanging_off_undeclared_data_fail_the_check(monkeypatch):
+    monkeypatch.delitem(subject_data._declared, Session)
+    problems = subject_data.incomplete()
+    assert "sessions_app.Message hangs off sessions_app.Session, which is not declared." in problems
+
+
+def test_a_declaration_without_an_export_fails_the_check(monkeypatch):
+    declaration = subject_data.declaration_of(Message)
+    monkeypatch.setitem(
+        subject_data._declared, Message, subject_data.SubjectData(**{**declaration.__dict__, "export": None})
+    )
+    assert subject_data.incomplete() == ["sessions_app.Message declares no export."]
+
+
+@pytest.mark.parametrize("kind", ["", "people"])
+def test_a_declaration_names_a_kind_erasure_knows(kind):
+    with pytest.raises(ValueError, match="kind must be one of"):
+        subject_data.register(subject_data.SubjectData(model=UserDatum, category="x", kind=kind))
