@@ -62,7 +62,8 @@ class SubjectData:
     declared row it points to, and exist while it does (the session is the unit). ``count_roots``
     and ``erase_roots`` replace the table's own count and delete for data kept outside it (working
     state in Redis): they take the primary keys of the subject's rows ``via`` points to.
-    ``part`` tells the root's exporter how to export the rows (``sessions_app``'s session parts).
+    ``part`` tells the root's exporter how to export the rows (``sessions_app``'s session parts),
+    ``retention`` which retention rule also removes them (``sessions_app``'s ``AgesWithMessages``).
     """
 
     model: type[models.Model]
@@ -73,6 +74,7 @@ class SubjectData:
     existed: str = ""
     export: Export | ExportedWith | None = None
     part: Any = None
+    retention: Any = None
     count_roots: Callable[[list[Any]], int] | None = None
     erase_roots: Callable[[list[Any]], int] | None = None
 

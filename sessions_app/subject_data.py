@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
+from django.db.models.functions import Coalesce
 
 from agentstate import streaming
 from agentstate.subject_data import Export, ExportedWith, SubjectData, declared, register
@@ -25,6 +26,7 @@ from sessions_app import working_state
 from sessions_app.models import AgentTransition, Checkpoint, Message, MessagePop, Round, Session, WorkingStateEntry
 from sessions_app.selectors import message_as_dict, working_state_get
 from sessions_app.services.live import working_state_clear_on_commit
+from sessions_app.services.retention import AgesWithMessages
 
 SESSIONS = "sessions"  # the sessions' category, and their key in the subject export
 
@@ -86,6 +88,7 @@ def declare() -> None:
             Message,
             "messages",
             SessionPart("messages", message_as_dict, order=("seq",), large=("content", "metadata", "usage")),
+            retention=AgesWithMessages(counted_by="message_count"),
         ),
         # A pop keeps a copy of what it removed for its retries (services/history.py): that is theirs too.
         process_state(
@@ -98,6 +101,9 @@ def declare() -> None:
                 rows=lambda rows: rows.filter(message__isnull=False),
             ),
             label="kept popped messages",
+            # A copy goes with the messages of its age; one kept before that column, or of a pop
+            # that found nothing, ages from the pop's own time. Not history: nobody reads it there.
+            retention=AgesWithMessages(age=Coalesce("message_created_at", "created_at"), in_history=False),
         ),
         process_state(
             Round,

@@ -1,6 +1,8 @@
 """The map of people's data is complete: every model holding a person's data is declared, and a
 model added without a declaration fails the suite (``agentstate.subject_data.check_declared``)."""
 
+# ruff: noqa: DJ008  (throwaway models that only the completeness check sees need no __str__)
+
 import pytest
 from django.db import models
 from django.test.utils import isolate_apps

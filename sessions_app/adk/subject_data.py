@@ -8,6 +8,7 @@ import json
 
 from agentstate.subject_data import register
 from sessions_app.models import AdkEvent
+from sessions_app.services.retention import AgesWithMessages
 from sessions_app.subject_data import SessionPart, process_state
 
 
@@ -21,5 +22,6 @@ def declare() -> None:
                 "adk_events", lambda e: {"seq": e.seq, "event": json.loads(e.data)}, order=("seq",), large=("data",)
             ),
             label="ADK events",
+            retention=AgesWithMessages(),
         ),
     )
