@@ -63,7 +63,8 @@ class SubjectData:
     and ``erase_roots`` replace the table's own count and delete for data kept outside it (working
     state in Redis): they take the primary keys of the subject's rows ``via`` points to.
     ``part`` tells the root's exporter how to export the rows (``sessions_app``'s session parts),
-    ``retention`` which retention rule also removes them (``sessions_app``'s ``AgesWithMessages``).
+    ``retention`` says which retention rule removes process state's rows besides their session's
+    deletion (``sessions_app``'s ``AgesWithMessages``, or the rule's name), or why none does.
     """
 
     model: type[models.Model]
@@ -270,6 +271,8 @@ def incomplete() -> list[str]:
             problems.append(f"{name} hangs off {d.root._meta.label}, which is not declared.")
         if d.via and _declared.get(d.root, d).via:
             problems.append(f"{name} hangs off {d.root._meta.label}, which itself hangs off another model.")
+        if d.kind == PROCESS_STATE and d.retention is None:
+            problems.append(f"{name} says nothing of retention (the rule that removes its rows, or why none does).")
         if (d.count_roots is None) != (d.erase_roots is None):
             problems.append(f"{name} counts and erases its rows in different places.")
     return problems

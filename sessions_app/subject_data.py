@@ -82,6 +82,7 @@ def declare() -> None:
             category=SESSIONS,
             kind=PROCESS_STATE,
             existed="created_at",
+            retention="delete_ended_after_days",  # and end_idle_after_days ends it
             export=Export(SESSIONS, lambda *, tenant, user_id: subject_sessions_export(tenant=tenant, user_id=user_id)),
         ),
         process_state(
@@ -119,6 +120,7 @@ def declare() -> None:
                 order=("round_id",),
                 large=("state",),
             ),
+            retention="keep_latest_rounds",
         ),
         process_state(
             Checkpoint,
@@ -128,6 +130,7 @@ def declare() -> None:
                 lambda c: {"id": c.pk, "label": c.label, "state": c.state, "created_at": iso(c.created_at)},
                 large=("state",),
             ),
+            retention="labelled state an agent chose to keep: lives as long as its session",
         ),
         process_state(
             AgentTransition,
@@ -143,6 +146,7 @@ def declare() -> None:
                 },
                 large=("metadata",),
             ),
+            retention="hand-offs between agents: live as long as their session",
         ),
         process_state(
             WorkingStateEntry,
@@ -150,6 +154,7 @@ def declare() -> None:
             SessionPart("working_state", of_session=lambda s: working_state_get(session=s)),
             count_roots=lambda session_pks: working_state.get_store().count_many(session_pks),
             erase_roots=_working_state_erase,
+            retention="discarded when its session ends, the idle rule's end included",
         ),
     )
 

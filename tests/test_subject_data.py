@@ -77,3 +77,13 @@ def test_a_declaration_without_an_export_fails_the_check(monkeypatch):
 def test_a_declaration_names_a_kind_erasure_knows(kind):
     with pytest.raises(ValueError, match="kind must be one of"):
         subject_data.register(subject_data.SubjectData(model=UserDatum, category="x", kind=kind))
+
+
+def test_process_state_that_says_nothing_of_retention_fails_the_check(monkeypatch):
+    declaration = subject_data.declaration_of(Message)
+    monkeypatch.setitem(
+        subject_data._declared, Message, subject_data.SubjectData(**{**declaration.__dict__, "retention": None})
+    )
+    assert subject_data.incomplete() == [
+        "sessions_app.Message says nothing of retention (the rule that removes its rows, or why none does)."
+    ]

@@ -55,6 +55,7 @@ def declare() -> None:
             "langgraph_threads",
             SessionPart("thread_id", lambda t: t.thread_id, order=(), large=("thread_id",), group=FRAMEWORK, one=True),
             label="LangGraph threads",
+            retention="the thread's id: lives as long as its session",
         ),
         process_state(
             LangGraphCheckpoint,
@@ -68,6 +69,7 @@ def declare() -> None:
                 group=FRAMEWORK,
             ),
             label="LangGraph checkpoints",
+            retention="keep_latest_checkpoints",
         ),
         process_state(
             LangGraphWrite,
@@ -81,5 +83,6 @@ def declare() -> None:
                 group=FRAMEWORK,
             ),
             label="LangGraph writes",
+            retention="keep_latest_checkpoints",  # a checkpoint's pending writes go with it
         ),
     )

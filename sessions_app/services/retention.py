@@ -30,9 +30,8 @@ from agentstate.exceptions import InvalidInput
 from agentstate.subject_data import SubjectData, declared
 from agentstate.subjects import PROCESS_STATE
 from agentstate.tenancy.models import Tenant
-from sessions_app.langgraph.services import FRAMEWORK as LANGGRAPH
-from sessions_app.langgraph.services import orphan_writes_delete
-from sessions_app.models import LangGraphCheckpoint, RetentionPolicy, RetentionRun, Round, Session
+from sessions_app.backends import backends
+from sessions_app.models import RetentionPolicy, RetentionRun, Round, Session
 from sessions_app.services.live import working_state_clear_on_commit
 
 POLICY_FIELDS = RetentionPolicy.RULES
@@ -44,9 +43,14 @@ DEFAULT_BATCH_SIZE = 200  # sessions per batch
 ENDED_SESSIONS = "ended_sessions_deleted"
 IDLE_SESSIONS = "idle_sessions_ended"
 ROUNDS = "rounds_deleted"
-CHECKPOINTS = "checkpoints_deleted"
 MESSAGES = "messages_dropped"
-CATEGORIES = (ENDED_SESSIONS, IDLE_SESSIONS, ROUNDS, CHECKPOINTS, MESSAGES)
+
+
+def categories() -> tuple[str, ...]:
+    """What a run reports, in the order the sweep applies it: the core's rules with each
+    registered backend's (``sessions_app.backends``) before the messages."""
+    of_backends = tuple(rule.category for backend in backends() for rule in backend.retention)
+    return (ENDED_SESSIONS, IDLE_SESSIONS, ROUNDS, *of_backends, MESSAGES)
 
 
 def _clean_rule(name: str, value: Any) -> int | None:
@@ -84,6 +88,15 @@ def retention_policy_save(*, tenant: Tenant, **values: Any) -> RetentionPolicy:
         tenant=tenant, defaults={**cleaned, "updated_at": timezone.now()}
     )
     return policy
+
+
+def rows_past_latest(model, session_pks: list[int], *, partition: list[str], order: str, keep: int) -> list[int]:
+    """Ids of the rows past the ``keep`` newest (by ``order``) per partition, among these
+    sessions' rows (one statement): what a keep-latest rule removes."""
+    ranked = model.objects.filter(session_id__in=session_pks).annotate(
+        rank=Window(RowNumber(), partition_by=[F(p) for p in partition], order_by=F(order).desc())
+    )
+    return list(ranked.filter(rank__gt=keep).values_list("pk", flat=True))
 
 
 @dataclass(frozen=True)
@@ -163,32 +176,13 @@ class _Sweep:
         working_state_clear_on_commit(pks)
         return matching.update(ended_at=self.now, updated_at=self.now, ended_by_retention=True)
 
-    def _doomed_latest(self, model, pks: list[int], partition: list[str], order: str, keep: int) -> list[int]:
-        """Row ids past the ``keep`` newest per partition, among these sessions (one statement)."""
-        ranked = model.objects.filter(session_id__in=pks).annotate(
-            rank=Window(RowNumber(), partition_by=[F(p) for p in partition], order_by=F(order).desc())
-        )
-        return list(ranked.filter(rank__gt=keep).values_list("pk", flat=True))
-
     def _prune_rounds(self, pks: list[int], matching) -> int:
         keep = self.policy.keep_latest_rounds
         assert keep is not None  # run() sweeps rounds only under this rule
-        doomed = self._doomed_latest(Round, pks, ["session_id"], "round_id", keep)
+        doomed = rows_past_latest(Round, pks, partition=["session_id"], order="round_id", keep=keep)
         if self.dry_run or not doomed:
             return len(doomed)
         return Round.objects.filter(pk__in=doomed).delete()[0]
-
-    def _prune_checkpoints(self, pks: list[int], matching) -> int:
-        """LangGraph's keep-latest per namespace, with K kept: the writes of kept checkpoints stay,
-        orphaned writes go, so every thread's latest state can still be rebuilt."""
-        keep = self.policy.keep_latest_checkpoints
-        assert keep is not None  # run() sweeps checkpoints only under this rule
-        doomed = self._doomed_latest(LangGraphCheckpoint, pks, ["session_id", "checkpoint_ns"], "checkpoint_id", keep)
-        if self.dry_run or not doomed:
-            return len(doomed)
-        deleted = LangGraphCheckpoint.objects.filter(pk__in=doomed).delete()[0]
-        orphan_writes_delete(pks)
-        return deleted
 
     def _drop_messages(self, pks: list[int], matching) -> int:
         """Drop every declared row that ages with the messages (``AgesWithMessages``): messages
@@ -250,8 +244,14 @@ class _Sweep:
             )
         if policy.keep_latest_rounds:
             self._run(ROUNDS, Session.objects.filter(last_round_id__gt=0), self._prune_rounds)
-        if policy.keep_latest_checkpoints:
-            self._run(CHECKPOINTS, Session.objects.filter(framework=LANGGRAPH), self._prune_checkpoints)
+        for rule in (rule for backend in backends() for rule in backend.retention):
+            value = getattr(policy, rule.policy_field)
+            if value:
+                self._run(
+                    rule.category,
+                    rule.sessions(Session.objects.all()),
+                    lambda pks, matching, rule=rule, value=value: rule.apply(pks, value, self.dry_run),
+                )
         if policy.drop_messages_after_days:
             holds_messages = Q()
             for declaration, ages in aging_with_messages():
