@@ -3,7 +3,10 @@ model added without a declaration fails the suite (``agentstate.subject_data.che
 
 # ruff: noqa: DJ008  (throwaway models that only the completeness check sees need no __str__)
 
+from dataclasses import replace
+
 import pytest
+from django.conf import settings
 from django.db import models
 from django.test.utils import isolate_apps
 
@@ -11,6 +14,11 @@ from agentstate import subject_data
 from agentstate.subjects import PROCESS_STATE, USER_DATA
 from sessions_app.models import Message, Session
 from userdata_app.models import UserDatum
+
+
+def without(model) -> dict:
+    """The map as if ``model`` had not been declared (a copy: the registration order stays)."""
+    return {m: d for m, d in subject_data._declared.items() if m is not model}
 
 
 def test_every_model_of_the_project_is_declared_or_listed_as_not_personal():
@@ -54,13 +62,13 @@ def test_a_new_model_with_a_user_id_or_a_key_to_a_session_must_be_declared():
 
 
 def test_a_model_left_out_of_the_map_fails_the_check(monkeypatch):
-    monkeypatch.delitem(subject_data._declared, UserDatum)
+    monkeypatch.setattr(subject_data, "_declared", without(UserDatum))
     errors = subject_data.check_declared()
     assert [(e.id, e.msg.split()[0]) for e in errors] == [("agentstate.E001", "userdata_app.UserDatum")]
 
 
 def test_rows_hanging_off_undeclared_data_fail_the_check(monkeypatch):
-    monkeypatch.delitem(subject_data._declared, Session)
+    monkeypatch.setattr(subject_data, "_declared", without(Session))
     problems = subject_data.incomplete()
     assert "sessions_app.Message hangs off sessions_app.Session, which is not declared." in problems
 
@@ -81,9 +89,22 @@ def test_a_declaration_names_a_kind_erasure_knows(kind):
 
 def test_process_state_that_says_nothing_of_retention_fails_the_check(monkeypatch):
     declaration = subject_data.declaration_of(Message)
-    monkeypatch.setitem(
-        subject_data._declared, Message, subject_data.SubjectData(**{**declaration.__dict__, "retention": None})
+    monkeypatch.setattr(
+        subject_data, "_declared", {**subject_data._declared, Message: replace(declaration, retention=None)}
     )
     assert subject_data.incomplete() == [
         "sessions_app.Message says nothing of retention (the rule that removes its rows, or why none does)."
+    ]
+
+
+def test_the_compliance_guide_lists_every_category_by_the_name_staff_read():
+    text = (settings.BASE_DIR / "docs" / "COMPLIANCE.md").read_text()
+    table = text.split("### Categories", 1)[1].split("\n\n")[2]
+    rows = [line.split("|")[1:4] for line in table.splitlines()[2:]]
+    documented = [(key.strip().strip("`"), label.strip(), scope.strip()) for key, label, scope in rows]
+    scope = {USER_DATA: "either", PROCESS_STATE: "everything"}
+    assert documented == [
+        (category, subject_data.category_label(category), scope[kind])
+        for kind in subject_data.KINDS
+        for category in subject_data.categories(kind)
     ]
