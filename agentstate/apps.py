@@ -8,8 +8,11 @@ class AgentstateConfig(AppConfig):
     verbose_name = "agentstate"
 
     def ready(self) -> None:
+        from django.core import checks
         from django.core.signals import request_started
 
         from agentstate.api.views import raw_path_keep
+        from agentstate.subject_data import check_declared
 
         request_started.connect(raw_path_keep, dispatch_uid="agentstate.raw_path_keep")
+        checks.register(check_declared, "agentstate")

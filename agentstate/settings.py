@@ -57,7 +57,11 @@ INSTALLED_APPS = [
     "agentstate",
     "agentstate.tenancy",
     "sessions_app",
+    # The framework backends: each registers itself with the core from its AppConfig.
+    "sessions_app.langgraph",
+    "sessions_app.adk",
     "userdata_app",
+    "userdata_app.adk",
     "agentstate_site",
 ]
 

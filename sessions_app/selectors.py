@@ -3,7 +3,6 @@ fetched through it), so nothing outside the tenant is reachable; each query is i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
@@ -12,7 +11,7 @@ from typing import Any
 
 from django.db import connections, router
 from django.db.models import Count, QuerySet, Subquery, Sum
-from django.db.models.functions import Length, TruncDate
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from agentstate import streaming
@@ -22,19 +21,13 @@ from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 from sessions_app import working_state
 from sessions_app.models import (
-    AdkEvent,
     AgentTransition,
     Checkpoint,
-    LangGraphCheckpoint,
-    LangGraphThread,
-    LangGraphWrite,
     Message,
-    MessagePop,
     RetentionPolicy,
     RetentionRun,
     Round,
     Session,
-    WorkingStateEntry,
 )
 
 DEFAULT_SESSION_ID = "default"
@@ -245,77 +238,6 @@ def transition_list(*, session: Session) -> QuerySet[AgentTransition]:
     return AgentTransition.objects.filter(session=session).order_by("id")
 
 
-# --- One data subject's process state (erasure preview, residue check, subject export) -----
-
-PROCESS_STATE_CATEGORIES = (
-    "sessions",
-    "messages",
-    "message_pops",
-    "rounds",
-    "checkpoints",
-    "transitions",
-    "working_state",
-    "langgraph_checkpoints",
-    "langgraph_writes",
-    "adk_events",
-)
-
-
-def subject_sessions(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> QuerySet[Session]:
-    """The subject's sessions; with ``existed_at``, only those created at or before then. The
-    session is the unit: one that existed then goes with everything in it, one created later
-    stays whole (re-applying an erasure after a restore). Served by the (tenant, user_id,
-    session_id) unique index."""
-    sessions = Session.objects.filter(tenant=tenant, user_id=user_id)
-    return sessions if existed_at is None else sessions.filter(created_at__lte=existed_at)
-
-
-def subject_process_state_counts(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> dict[str, int]:
-    """How many rows of each process-state category the subject has (``subject_sessions``): one
-    query per category, whatever the data size (children are found through the sessions)."""
-    sessions = subject_sessions(tenant=tenant, user_id=user_id, existed_at=existed_at)
-    session_pks = list(sessions.values_list("pk", flat=True))
-    in_sessions = {"session_id__in": sessions.values("pk")}
-    return {
-        "sessions": len(session_pks),
-        "messages": Message.objects.filter(**in_sessions).count(),
-        "message_pops": MessagePop.objects.filter(**in_sessions).count(),
-        "rounds": Round.objects.filter(**in_sessions).count(),
-        "checkpoints": Checkpoint.objects.filter(**in_sessions).count(),
-        "transitions": AgentTransition.objects.filter(**in_sessions).count(),
-        "working_state": working_state.get_store().count_many(session_pks),
-        "langgraph_checkpoints": LangGraphCheckpoint.objects.filter(**in_sessions).count(),
-        "langgraph_writes": LangGraphWrite.objects.filter(**in_sessions).count(),
-        "adk_events": AdkEvent.objects.filter(**in_sessions).count(),
-    }
-
-
-def subject_process_state_tables() -> list[str]:
-    """The tables an erasure of process state deletes from (their statistics are refreshed after)."""
-    models = (
-        Session,
-        Message,
-        MessagePop,
-        Round,
-        Checkpoint,
-        AgentTransition,
-        WorkingStateEntry,
-        LangGraphThread,
-        LangGraphCheckpoint,
-        LangGraphWrite,
-        AdkEvent,
-    )
-    return [model._meta.db_table for model in models]
-
-
-def subject_admin_objects(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> list[QuerySet]:
-    """The subject's rows of each model the admin shows, so erasure can scrub the admin log."""
-    sessions = subject_sessions(tenant=tenant, user_id=user_id, existed_at=existed_at)
-    in_sessions = {"session_id__in": sessions.values("pk")}
-    models = (Message, Round, Checkpoint, AgentTransition, LangGraphCheckpoint, LangGraphWrite, AdkEvent)
-    return [sessions, *(model.objects.filter(**in_sessions) for model in models)]
-
-
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
@@ -334,147 +256,6 @@ def message_as_dict(m: Message) -> dict[str, Any]:
         "usage": m.usage,
         "created_at": _iso(m.created_at),
     }
-
-
-def subject_process_state_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str, Any]]:
-    """Every session of the subject (forks included) with its messages, the messages its pops keep,
-    rounds, checkpoints, transitions, LangGraph checkpoints and writes, ADK events, and live working state, as
-    JSON-ready dicts (subject access, GDPR Art. 15/20). Lazy: a session at a time, each category an
-    iterator read in batches bounded by bytes (``agentstate.streaming``), so an export of any size
-    holds about one batch. Queries: two per category and batch, whatever the number of sessions."""
-    sessions = list(subject_sessions(tenant=tenant, user_id=user_id).order_by("created_at", "id"))
-    rank = {s.pk: index for index, s in enumerate(sessions)}.__getitem__
-    in_sessions = {"session_id__in": [s.pk for s in sessions]}
-
-    def rows(queryset: QuerySet, *large: str) -> _SessionRows:
-        size = streaming.stored_size(queryset.model, *large)
-        return _SessionRows(streaming.rows_in_batches(queryset.filter(**in_sessions), size=size, rank=rank), rank=rank)
-
-    messages = rows(Message.objects.order_by("session_id", "seq"), "content", "metadata", "usage")
-    # A pop keeps a copy of what it removed for its retries (services/history.py): that is theirs too.
-    pops = rows(MessagePop.objects.filter(message__isnull=False).order_by("session_id", "id"), "message")
-    rounds = rows(Round.objects.order_by("session_id", "round_id"), "state")
-    checkpoints = rows(Checkpoint.objects.order_by("session_id", "id"), "state")
-    transitions = rows(AgentTransition.objects.order_by("session_id", "id"), "metadata")
-    adk_events = rows(AdkEvent.objects.order_by("session_id", "seq"), "data")
-    threads = dict(LangGraphThread.objects.filter(**in_sessions).values_list("session_id", "thread_id"))
-    langgraph_checkpoints = rows(
-        LangGraphCheckpoint.objects.order_by("session_id", "checkpoint_ns", "checkpoint_id")
-        .defer("value")
-        .annotate(value_bytes=Length("value")),
-        "rendered",
-        "metadata",
-        "channel_versions",
-    )
-    langgraph_writes = rows(
-        LangGraphWrite.objects.order_by("session_id", "checkpoint_id", "task_id", "idx")
-        .defer("value")
-        .annotate(value_bytes=Length("value")),
-        "rendered",
-    )
-    for s in sessions:
-        document = {
-            "session_id": s.session_id,
-            "app_name": s.app_name,
-            "framework": s.framework,
-            "forked_from_session_id": s.forked_from_session_id,
-            "durable_state": json.loads(s.durable_state) if s.durable_state else None,
-            "agent_id": s.agent_id,
-            "workspace_id": s.workspace_id,
-            "metadata": s.metadata,
-            "created_at": _iso(s.created_at),
-            "updated_at": _iso(s.updated_at),
-            "ended_at": _iso(s.ended_at),
-            "messages": map(message_as_dict, messages.of(s.pk)),
-            "popped_messages": (p.message for p in pops.of(s.pk)),
-            "rounds": (
-                {
-                    "round_id": r.round_id,
-                    "state": r.state,
-                    "created_at": _iso(r.created_at),
-                    "updated_at": _iso(r.updated_at),
-                }
-                for r in rounds.of(s.pk)
-            ),
-            "checkpoints": (
-                {"id": c.pk, "label": c.label, "state": c.state, "created_at": _iso(c.created_at)}
-                for c in checkpoints.of(s.pk)
-            ),
-            "transitions": (
-                {
-                    "from_agent": t.from_agent,
-                    "to_agent": t.to_agent,
-                    "reason": t.reason,
-                    "metadata": t.metadata,
-                    "created_at": _iso(t.created_at),
-                }
-                for t in transitions.of(s.pk)
-            ),
-            # The event as stored: its user: delta is user data, exported with it (adk_user_state).
-            "adk_events": ({"seq": e.seq, "event": json.loads(e.data)} for e in adk_events.of(s.pk)),
-            "working_state": working_state_get(session=s),
-        }
-        if s.pk in threads:
-            document["langgraph"] = {
-                "thread_id": threads[s.pk],
-                "checkpoints": map(_langgraph_checkpoint_export, langgraph_checkpoints.of(s.pk)),
-                "writes": map(_langgraph_write_export, langgraph_writes.of(s.pk)),
-            }
-        yield document
-
-
-class _SessionRows:
-    """Rows ordered by their session's rank, handed out a session at a time (``of``), in that order."""
-
-    def __init__(self, rows: Iterator[Any], *, rank: Callable[[int], int]) -> None:
-        self._rows = rows
-        self._rank = rank
-        self._next: Any = None
-        self._started = False
-
-    def of(self, session_pk: int) -> Iterator[Any]:
-        if not self._started:  # the first query runs when the first session is written, not before
-            self._next, self._started = next(self._rows, None), True
-        wanted = self._rank(session_pk)
-        while self._next is not None and self._rank(self._next.session_id) <= wanted:
-            row, self._next = self._next, next(self._rows, None)
-            if self._rank(row.session_id) == wanted:  # an earlier session's rows nobody read are skipped
-                yield row
-
-
-def _langgraph_checkpoint_export(c: LangGraphCheckpoint) -> dict[str, Any]:
-    """A LangGraph checkpoint with its JSON view, or the serializer's type and size where there is none."""
-    return {
-        "checkpoint_ns": c.checkpoint_ns,
-        "checkpoint_id": c.checkpoint_id,
-        "parent_checkpoint_id": c.parent_checkpoint_id,
-        "metadata": c.metadata,
-        "channel_versions": c.channel_versions,
-        "channel_values": c.rendered,
-        "value_type": c.value_type,
-        "value_bytes": c.value_bytes,  # type: ignore[attr-defined]  # annotated: the value is not read
-        "created_at": _iso(c.created_at),
-    }
-
-
-def _langgraph_write_export(w: LangGraphWrite) -> dict[str, Any]:
-    return {
-        "checkpoint_ns": w.checkpoint_ns,
-        "checkpoint_id": w.checkpoint_id,
-        "task_id": w.task_id,
-        "task_path": w.task_path,
-        "idx": w.idx,
-        "channel": w.channel,
-        "value": w.rendered,
-        "value_type": w.value_type,
-        "value_bytes": w.value_bytes,  # type: ignore[attr-defined]
-        "created_at": _iso(w.created_at),
-    }
-
-
-def subject_ids_iter():
-    """Every distinct ``(tenant slug, user_id)`` holding process state (reapply after restore)."""
-    return Session.objects.values_list("tenant__slug", "user_id").distinct().order_by().iterator()
 
 
 def activity_summary(*, days: int = 30) -> dict[str, Any]:

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from agentstate import streaming
 from agentstate.exceptions import NotFound
+from agentstate.subject_data import subject_export_parts
 from agentstate.tenancy.models import Tenant
-from sessions_app.selectors import subject_process_state_export
-from userdata_app.adk.selectors import subject_adk_user_ids_iter, subject_adk_user_state_export
 from userdata_app.models import ErasureRequest, UserDatum
 
 
@@ -28,17 +26,6 @@ def user_datum_list(*, tenant: Tenant, user_id: str) -> QuerySet[UserDatum]:
     return UserDatum.objects.filter(tenant=tenant, user_id=user_id).order_by("key")
 
 
-def subject_user_data(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> QuerySet[UserDatum]:
-    """The subject's user data; with ``existed_at``, only keys whose value was written at or before
-    then (a key set again since holds only the new value: re-applying an erasure keeps it)."""
-    data = UserDatum.objects.filter(tenant=tenant, user_id=user_id)
-    return data if existed_at is None else data.filter(updated_at__lte=existed_at)
-
-
-def subject_user_data_count(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> int:
-    return subject_user_data(tenant=tenant, user_id=user_id, existed_at=existed_at).count()
-
-
 def subject_user_data_export(*, tenant: Tenant, user_id: str) -> Iterator[dict]:
     """The subject's keys and values, read in batches bounded by bytes (``agentstate.streaming``)."""
     data = streaming.rows_in_batches(
@@ -50,17 +37,11 @@ def subject_user_data_export(*, tenant: Tenant, user_id: str) -> Iterator[dict]:
     )
 
 
-def subject_ids_iter():
-    """Every distinct ``(tenant slug, user_id)`` holding user data, ADK's user: state included
-    (reapply after restore)."""
-    yield from UserDatum.objects.values_list("tenant__slug", "user_id").distinct().order_by().iterator()
-    yield from subject_adk_user_ids_iter()
-
-
 def subject_export(*, subjects: list[tuple[Tenant, str]]) -> dict:
     """One JSON document with everything held about a person (GDPR Art. 15/20): for each
-    ``(tenant, user_id)``, the user data and every session with its messages, rounds,
-    checkpoints, transitions and working state, whole (``subject_export_lazy``'s iterators read)."""
+    ``(tenant, user_id)``, every declared part (``agentstate.subject_data``): the user data and
+    every session with its messages, rounds, checkpoints, transitions and working state, whole
+    (``subject_export_lazy``'s iterators read)."""
     return streaming.materialized(subject_export_lazy(subjects=subjects))
 
 
@@ -73,9 +54,7 @@ def subject_export_lazy(*, subjects: list[tuple[Tenant, str]]) -> dict:
             {
                 "tenant": tenant.slug,
                 "user_id": user_id,
-                "user_data": subject_user_data_export(tenant=tenant, user_id=user_id),
-                "adk_user_state": subject_adk_user_state_export(tenant=tenant, user_id=user_id),
-                "sessions": subject_process_state_export(tenant=tenant, user_id=user_id),
+                **subject_export_parts(tenant=tenant, user_id=user_id),
             }
             for tenant, user_id in subjects
         ),

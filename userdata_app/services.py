@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -13,7 +12,6 @@ from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
 from userdata_app.models import UserDatum
-from userdata_app.selectors import subject_user_data
 
 
 @transaction.atomic
@@ -45,10 +43,3 @@ def user_datum_delete(*, tenant: Tenant, user_id: str, key: str) -> None:
     deleted, _ = UserDatum.objects.filter(tenant=tenant, user_id=user_id, key=key).delete()
     if not deleted:
         raise NotFound(f"No value stored under {key!r}.")
-
-
-def subject_user_data_erase(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> int:
-    """Delete all user-attributed data of one subject (with ``existed_at``, only what existed then:
-    ``selectors.subject_user_data``) in one statement; process state is not touched (the seeds'
-    rule). Returns the number of rows deleted."""
-    return subject_user_data(tenant=tenant, user_id=user_id, existed_at=existed_at).delete()[0]

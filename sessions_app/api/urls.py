@@ -1,7 +1,7 @@
 """Routes of the process-state API under /api/v1/. A trailing slash is optional: a client that
 forgets it gets the endpoint, not a redirect that drops its body."""
 
-from django.urls import include, re_path
+from django.urls import re_path
 
 from sessions_app.api import views
 
@@ -9,7 +9,6 @@ SEGMENT = r"[^/]+"  # identifiers are checked by the view (400 naming the field)
 SESSION = rf"^users/(?P<user_id>{SEGMENT})/sessions/(?P<session_id>{SEGMENT})"
 
 urlpatterns = [
-    re_path(r"^langgraph/", include("sessions_app.langgraph.urls")),
     re_path(r"^sessions/?$", views.SessionListView.as_view(), name="session-list"),
     re_path(rf"{SESSION}/?$", views.SessionDetailView.as_view(), name="session-detail"),
     re_path(rf"{SESSION}/end/?$", views.SessionEndView.as_view(), name="session-end"),

@@ -19,6 +19,7 @@ from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
 from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite, Session
 from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED
+from sessions_app.services.retention import rows_past_latest
 from sessions_app.services.sessions import session_delete
 
 FRAMEWORK = "langgraph"
@@ -352,6 +353,20 @@ def _threads_find(*, tenant: Tenant, thread_ids: Any) -> list[int]:
         raise InvalidInput.for_field("thread_ids", "must be a list of thread ids.")
     keys = [thread_key(clean_text(t, field="thread_ids")) for t in thread_ids]
     return list(LangGraphThread.objects.filter(tenant=tenant, thread_key__in=keys).values_list("pk", flat=True))
+
+
+def checkpoints_keep_latest(session_pks: list[int], keep: int, dry_run: bool) -> int:
+    """Retention's ``keep_latest_checkpoints`` over these sessions (locked by the sweep): the
+    ``keep`` newest checkpoints of each namespace stay with their writes, orphaned writes go, so
+    every thread's latest state can still be rebuilt. Returns checkpoints deleted (dry: counted)."""
+    doomed = rows_past_latest(
+        LangGraphCheckpoint, session_pks, partition=["session_id", "checkpoint_ns"], order="checkpoint_id", keep=keep
+    )
+    if dry_run or not doomed:
+        return len(doomed)
+    deleted = LangGraphCheckpoint.objects.filter(pk__in=doomed).delete()[0]
+    orphan_writes_delete(session_pks)
+    return deleted
 
 
 def orphan_writes_delete(session_pks) -> int:

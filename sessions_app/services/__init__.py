@@ -8,7 +8,6 @@ from sessions_app.services.messages import MAX_MESSAGES_PER_APPEND, AppendResult
 from sessions_app.services.retention import retention_apply, retention_policy_clean, retention_policy_save
 from sessions_app.services.rounds import round_delete, round_save
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
-from sessions_app.services.subjects import subject_process_state_erase
 from sessions_app.services.transitions import transition_record
 from sessions_app.services.working_state import (
     working_state_clear,
@@ -37,7 +36,6 @@ __all__ = [
     "session_end",
     "session_fork",
     "session_update",
-    "subject_process_state_erase",
     "transition_record",
     "working_state_clear",
     "working_state_orphans_clear",

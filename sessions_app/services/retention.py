@@ -27,19 +27,11 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput
+from agentstate.subject_data import SubjectData, declared
+from agentstate.subjects import PROCESS_STATE
 from agentstate.tenancy.models import Tenant
-from sessions_app.langgraph.services import FRAMEWORK as LANGGRAPH
-from sessions_app.langgraph.services import orphan_writes_delete
-from sessions_app.models import (
-    AdkEvent,
-    LangGraphCheckpoint,
-    Message,
-    MessagePop,
-    RetentionPolicy,
-    RetentionRun,
-    Round,
-    Session,
-)
+from sessions_app.backends import backends
+from sessions_app.models import RetentionPolicy, RetentionRun, Round, Session
 from sessions_app.services.live import working_state_clear_on_commit
 
 POLICY_FIELDS = RetentionPolicy.RULES
@@ -51,9 +43,14 @@ DEFAULT_BATCH_SIZE = 200  # sessions per batch
 ENDED_SESSIONS = "ended_sessions_deleted"
 IDLE_SESSIONS = "idle_sessions_ended"
 ROUNDS = "rounds_deleted"
-CHECKPOINTS = "checkpoints_deleted"
 MESSAGES = "messages_dropped"
-CATEGORIES = (ENDED_SESSIONS, IDLE_SESSIONS, ROUNDS, CHECKPOINTS, MESSAGES)
+
+
+def categories() -> tuple[str, ...]:
+    """What a run reports, in the order the sweep applies it: the core's rules with each
+    registered backend's (``sessions_app.backends``) before the messages."""
+    of_backends = tuple(rule.category for backend in backends() for rule in backend.retention)
+    return (ENDED_SESSIONS, IDLE_SESSIONS, ROUNDS, *of_backends, MESSAGES)
 
 
 def _clean_rule(name: str, value: Any) -> int | None:
@@ -91,6 +88,31 @@ def retention_policy_save(*, tenant: Tenant, **values: Any) -> RetentionPolicy:
         tenant=tenant, defaults={**cleaned, "updated_at": timezone.now()}
     )
     return policy
+
+
+def rows_past_latest(model, session_pks: list[int], *, partition: list[str], order: str, keep: int) -> list[int]:
+    """Ids of the rows past the ``keep`` newest (by ``order``) per partition, among these
+    sessions' rows (one statement): what a keep-latest rule removes."""
+    ranked = model.objects.filter(session_id__in=session_pks).annotate(
+        rank=Window(RowNumber(), partition_by=[F(p) for p in partition], order_by=F(order).desc())
+    )
+    return list(ranked.filter(rank__gt=keep).values_list("pk", flat=True))
+
+
+@dataclass(frozen=True)
+class AgesWithMessages:
+    """How a declared model's rows (``agentstate.subject_data``, its ``retention``) fall under
+    ``drop_messages_after_days``: dropped once ``age`` (a column or an expression) is older.
+    ``counted_by`` names the session's counter of these rows, kept true; ``in_history``: dropping
+    them edits the history a reader sees, so the session's history generation advances."""
+
+    age: Any = "created_at"
+    counted_by: str = ""
+    in_history: bool = True
+
+
+def aging_with_messages() -> list[tuple[SubjectData, AgesWithMessages]]:
+    return [(d, d.retention) for d in declared(PROCESS_STATE) if isinstance(d.retention, AgesWithMessages)]
 
 
 @dataclass(frozen=True)
@@ -154,62 +176,56 @@ class _Sweep:
         working_state_clear_on_commit(pks)
         return matching.update(ended_at=self.now, updated_at=self.now, ended_by_retention=True)
 
-    def _doomed_latest(self, model, pks: list[int], partition: list[str], order: str, keep: int) -> list[int]:
-        """Row ids past the ``keep`` newest per partition, among these sessions (one statement)."""
-        ranked = model.objects.filter(session_id__in=pks).annotate(
-            rank=Window(RowNumber(), partition_by=[F(p) for p in partition], order_by=F(order).desc())
-        )
-        return list(ranked.filter(rank__gt=keep).values_list("pk", flat=True))
-
     def _prune_rounds(self, pks: list[int], matching) -> int:
         keep = self.policy.keep_latest_rounds
         assert keep is not None  # run() sweeps rounds only under this rule
-        doomed = self._doomed_latest(Round, pks, ["session_id"], "round_id", keep)
+        doomed = rows_past_latest(Round, pks, partition=["session_id"], order="round_id", keep=keep)
         if self.dry_run or not doomed:
             return len(doomed)
         return Round.objects.filter(pk__in=doomed).delete()[0]
 
-    def _prune_checkpoints(self, pks: list[int], matching) -> int:
-        """LangGraph's keep-latest per namespace, with K kept: the writes of kept checkpoints stay,
-        orphaned writes go, so every thread's latest state can still be rebuilt."""
-        keep = self.policy.keep_latest_checkpoints
-        assert keep is not None  # run() sweeps checkpoints only under this rule
-        doomed = self._doomed_latest(LangGraphCheckpoint, pks, ["session_id", "checkpoint_ns"], "checkpoint_id", keep)
-        if self.dry_run or not doomed:
-            return len(doomed)
-        deleted = LangGraphCheckpoint.objects.filter(pk__in=doomed).delete()[0]
-        orphan_writes_delete(pks)
-        return deleted
-
     def _drop_messages(self, pks: list[int], matching) -> int:
-        """Drop what holds messages older than N days: messages (the OpenAI Agents SDK's items
-        among them), the copies popped messages keep for retries, ADK events. Keep each session's
-        counters true: message_count goes down by the messages that went, history_generation
-        advances as after an edit. At most six statements whatever the batch."""
+        """Drop every declared row that ages with the messages (``AgesWithMessages``): messages
+        (the OpenAI Agents SDK's items among them), the copies popped messages keep for retries,
+        a framework's events. Keep each session's counters true: a counter of those rows goes
+        down by what went, history_generation advances as after an edit. A fixed number of
+        statements per declared model, whatever the batch."""
         days = self.policy.drop_messages_after_days
         assert days is not None  # run() drops messages only under this rule
         cutoff = self.now - timedelta(days=days)
-        old = Message.objects.filter(session_id__in=pks, created_at__lt=cutoff)
-        per_session = dict(old.values("session_id").annotate(n=Count("pk")).values_list("session_id", "n").order_by())
-        events = AdkEvent.objects.filter(session_id__in=pks, created_at__lt=cutoff)
-        event_sessions = set(events.values_list("session_id", flat=True).distinct().order_by())
-        pops = MessagePop.objects.filter(session_id__in=pks).filter(
-            Q(message_created_at__lt=cutoff) | Q(message_created_at__isnull=True, created_at__lt=cutoff)
-        )
-        if self.dry_run:
-            return sum(per_session.values()) + events.count() + pops.count()
-        removed = pops.delete()[0]
-        if not per_session and not event_sessions:
+        removed = 0
+        counted: dict[str, dict[int, int]] = {}
+        edited: set[int] = set()
+        for declaration, ages in aging_with_messages():
+            age = F(ages.age) if isinstance(ages.age, str) else ages.age
+            old = declaration.model._default_manager.filter(session_id__in=pks).alias(age=age).filter(age__lt=cutoff)
+            if ages.counted_by or ages.in_history:
+                per_session = dict(
+                    old.values("session_id").annotate(n=Count("pk")).values_list("session_id", "n").order_by()
+                )
+                if ages.counted_by:
+                    counted[ages.counted_by] = per_session
+                if ages.in_history:
+                    edited |= set(per_session)
+                if not per_session:
+                    continue
+                removed += sum(per_session.values()) if self.dry_run else old.delete()[0]
+            else:
+                removed += old.count() if self.dry_run else old.delete()[0]
+        if self.dry_run or not edited:
             return removed
-        removed += old.delete()[0] + events.delete()[0]
-        Session.objects.filter(pk__in=sorted(event_sessions | set(per_session))).update(
-            message_count=F("message_count")
-            - Case(
-                *(When(pk=pk, then=Value(n)) for pk, n in per_session.items()),
-                default=Value(0),
-                output_field=IntegerField(),
-            ),
+        Session.objects.filter(pk__in=sorted(edited)).update(
             history_generation=F("history_generation") + 1,
+            **{
+                counter: F(counter)
+                - Case(
+                    *(When(pk=pk, then=Value(n)) for pk, n in per_session.items()),
+                    default=Value(0),
+                    output_field=IntegerField(),
+                )
+                for counter, per_session in counted.items()
+                if per_session
+            },
         )
         return removed
 
@@ -228,14 +244,22 @@ class _Sweep:
             )
         if policy.keep_latest_rounds:
             self._run(ROUNDS, Session.objects.filter(last_round_id__gt=0), self._prune_rounds)
-        if policy.keep_latest_checkpoints:
-            self._run(CHECKPOINTS, Session.objects.filter(framework=LANGGRAPH), self._prune_checkpoints)
+        for rule in (rule for backend in backends() for rule in backend.retention):
+            value = getattr(policy, rule.policy_field)
+            if value:
+                self._run(
+                    rule.category,
+                    rule.sessions(Session.objects.all()),
+                    lambda pks, matching, rule=rule, value=value: rule.apply(pks, value, self.dry_run),
+                )
         if policy.drop_messages_after_days:
-            holds_messages = (
-                Q(message_count__gt=0)
-                | Exists(AdkEvent.objects.filter(session=OuterRef("pk")))
-                | Exists(MessagePop.objects.filter(session=OuterRef("pk")))
-            )
+            holds_messages = Q()
+            for declaration, ages in aging_with_messages():
+                holds_messages |= (
+                    Q(**{f"{ages.counted_by}__gt": 0})
+                    if ages.counted_by
+                    else Q(Exists(declaration.model._default_manager.filter(session=OuterRef("pk"))))
+                )
             self._run(MESSAGES, Session.objects.filter(holds_messages), self._drop_messages)
 
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 from sessions_app import selectors as session_selectors
 from tests.admin.staff import login, staff
 from tests.api.assertions import streamed
+from tests.subjects import process_state_held
 from tests.userdata_app.erasure_factories import (
     SUBJECT_DATA_COUNTS,
     erasure_request_added,
@@ -158,7 +159,7 @@ def test_officer_takes_a_request_from_receipt_to_executed_receipt(client, office
     assert preview.status_code == 200
     assert preview.context["previews"][0]["counts"] == SUBJECT_DATA_COUNTS
     assert "Yes, erase" in preview.content.decode()
-    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["messages"] == 6
+    assert process_state_held(tenant=tenant, user_id="alice")["messages"] == 6
 
     done = client.post(CHANGELIST, {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"})
     assert done.status_code == 302 and done.url == reverse(
@@ -166,8 +167,8 @@ def test_officer_takes_a_request_from_receipt_to_executed_receipt(client, office
     )
     request.refresh_from_db()
     assert request.status == Status.EXECUTED
-    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["sessions"] == 0
-    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="bob")["sessions"] == 2
+    assert process_state_held(tenant=tenant, user_id="alice")["sessions"] == 0
+    assert process_state_held(tenant=tenant, user_id="bob")["sessions"] == 2
 
     page = client.get(done.url).content.decode()
     assert "Receipt" in page and "hmac_sha256" in page and "officer" in page
@@ -218,7 +219,7 @@ def test_staff_without_the_permission_can_browse_but_not_execute_or_export(clien
     assert client.get(reverse("admin:userdata_app_erasurerequest_export", args=[request.pk])).status_code == 403
     request.refresh_from_db()
     assert request.status == Status.VERIFIED
-    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["sessions"] == 2
+    assert process_state_held(tenant=tenant, user_id="alice")["sessions"] == 2
 
 
 def test_execute_acts_only_on_verified_requests(client, officer, tenant):

@@ -4,10 +4,9 @@ erasure request, previews it, confirms it and sees the receipt. Screenshots go t
 import pytest
 from django.contrib.auth import get_user_model
 
-from sessions_app import selectors as session_selectors
 from tests.browser.chromium import ARTIFACTS, needs_chromium
+from tests.subjects import held, process_state_held
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
-from userdata_app import selectors as userdata_selectors
 from userdata_app.models import ErasureRequest
 
 pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True)]
@@ -53,7 +52,7 @@ def test_officer_previews_confirms_and_sees_the_receipt(live_server, browser_pag
     counts = page.inner_text("table.erasure-counts[id^=erasure-counts]")
     assert "messages\t10" in counts and "sessions\t2" in counts and "user data\t2" in counts
     page.screenshot(path=str(ARTIFACTS / "erasure-confirmation.png"), full_page=True)
-    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["messages"] == 10
+    assert process_state_held(tenant=tenant, user_id="alice")["messages"] == 10
 
     page.click("input[type=submit][value='Yes, erase']")
     page.wait_for_selector("table.erasure-hashes")
@@ -64,9 +63,9 @@ def test_officer_previews_confirms_and_sees_the_receipt(live_server, browser_pag
     page.screenshot(path=str(ARTIFACTS / "erasure-receipt.png"), full_page=True)
 
     assert ErasureRequest.objects.get().status == ErasureRequest.Status.EXECUTED
-    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["sessions"] == 0
-    assert userdata_selectors.subject_user_data_count(tenant=tenant, user_id="alice") == 0
-    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="bob")["sessions"] == 1
+    assert process_state_held(tenant=tenant, user_id="alice")["sessions"] == 0
+    assert held(tenant=tenant, user_id="alice")["user_data"] == 0
+    assert process_state_held(tenant=tenant, user_id="bob")["sessions"] == 1
 
 
 def test_an_id_with_a_trailing_no_break_space_is_shown_and_erased_exactly(live_server, browser_page, tenant):
@@ -89,7 +88,7 @@ def test_an_id_with_a_trailing_no_break_space_is_shown_and_erased_exactly(live_s
 
     page.click("input[type=submit][value='Yes, erase']")
     page.wait_for_selector("table.erasure-hashes")
-    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id=subject)["sessions"] == 0
-    assert userdata_selectors.subject_user_data_count(tenant=tenant, user_id=subject) == 0
-    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["messages"] == 4
-    assert userdata_selectors.subject_user_data_count(tenant=tenant, user_id="alice") == 2
+    assert process_state_held(tenant=tenant, user_id=subject)["sessions"] == 0
+    assert held(tenant=tenant, user_id=subject)["user_data"] == 0
+    assert process_state_held(tenant=tenant, user_id="alice")["messages"] == 4
+    assert held(tenant=tenant, user_id="alice")["user_data"] == 2

@@ -12,6 +12,7 @@ from agentstate.client import Conflict, ValidationError
 from agentstate.integrations import langgraph as integration
 from agentstate.integrations.langgraph import AgentStateSaver, escape_text, unescape_text
 from agentstate.streaming import materialized
+from sessions_app.subject_data import subject_sessions_export
 
 
 @pytest.fixture
@@ -172,7 +173,6 @@ def test_a_thread_belongs_to_the_user_of_its_first_checkpoint(saver):
 
 
 def test_erasure_of_one_user_removes_that_users_threads_only_and_export_shows_them(saver, tenant):
-    from sessions_app import selectors as session_selectors
     from sessions_app.models import LangGraphCheckpoint, LangGraphWrite
     from tests.userdata_app.erasure_factories import verified_request
     from userdata_app import erasure
@@ -183,7 +183,7 @@ def test_erasure_of_one_user_removes_that_users_threads_only_and_export_shows_th
         saver.put_writes(stored[-1], [("said", f"more from {user}")], "task")
     put_chain(saver, "alice-second", 1)  # the default user
 
-    export = materialized(session_selectors.subject_process_state_export(tenant=tenant, user_id="alice"))
+    export = materialized(subject_sessions_export(tenant=tenant, user_id="alice"))
     threads = {s["langgraph"]["thread_id"]: s["langgraph"] for s in export}
     assert set(threads) == {"alice-thread", "alice-second"}
     assert [c["channel_values"] for c in threads["alice-thread"]["checkpoints"]] == [{"said": "hello from alice"}] * 2

@@ -4,7 +4,8 @@ transaction (the servers and these tests reach the primary only through it)."""
 from django.conf import settings
 from django.db import connection
 
-from sessions_app import selectors, services
+from agentstate import subject_data
+from sessions_app import services
 from tests.multinode.servers import PRIMARY, client, in_threads, key_new, needs_servers, sql, tenant_new
 
 pytestmark = needs_servers
@@ -36,7 +37,7 @@ def test_a_streamed_read_works_without_server_side_cursors():
     tenant = tenant_new()
     for n in range(3):
         services.session_create(tenant=tenant, user_id=f"u{n}", session_id="s1")
-    subjects = {(slug, user) for slug, user in selectors.subject_ids_iter() if slug == tenant.slug}
+    subjects = {(slug, user) for slug, user in subject_data.subject_ids() if slug == tenant.slug}
     assert subjects == {(tenant.slug, "u0"), (tenant.slug, "u1"), (tenant.slug, "u2")}
 
 

@@ -2,13 +2,17 @@
 the run uses."""
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from agentstate import subject_data
 from agentstate.exceptions import InvalidInput, PreconditionFailed, SessionAlreadyExists, SessionEnded
 from agentstate.streaming import materialized
-from sessions_app import selectors, services
+from agentstate.subjects import PROCESS_STATE
+from sessions_app import services
 from sessions_app.models import Message, MessagePop, Round, Session
+from sessions_app.subject_data import subject_sessions_export
+from tests.subjects import process_state_held
 
 pytestmark = pytest.mark.django_db
 
@@ -238,15 +242,14 @@ def test_erasure_and_export_cover_forks_and_kept_pops(tenant):
     other = _session(tenant, user_id="u2")
     _append(other, "theirs")
     services.message_pop(session=other, idempotency_key="k")
-    exported = {
-        s["session_id"]: s for s in materialized(selectors.subject_process_state_export(tenant=tenant, user_id="u1"))
-    }
+    exported = {s["session_id"]: s for s in materialized(subject_sessions_export(tenant=tenant, user_id="u1"))}
     assert exported["f1"]["forked_from_session_id"] == "s1" and [m["content"] for m in exported["f1"]["messages"]] == [
         "a"
     ]
     assert [m["content"] for m in exported["s1"]["popped_messages"]] == ["b"]
-    assert selectors.subject_process_state_counts(tenant=tenant, user_id="u1")["message_pops"] == 1
-    counts = services.subject_process_state_erase(tenant=tenant, user_id="u1")
+    assert process_state_held(tenant=tenant, user_id="u1")["message_pops"] == 1
+    with transaction.atomic():
+        counts = subject_data.subject_erase(tenant=tenant, user_id="u1", kinds=[PROCESS_STATE])
     assert counts["sessions"] == 2 and counts["messages"] == 2 and counts["message_pops"] == 1
     assert not Session.objects.filter(pk__in=[session.pk, fork.pk]).exists()
     assert list(MessagePop.objects.values_list("session_id", flat=True)) == [other.pk]

@@ -20,6 +20,7 @@ SUBJECT_DATA_COUNTS = {
     "checkpoints": 2,
     "transitions": 2,
     "working_state": 2,
+    "langgraph_threads": 0,
     "langgraph_checkpoints": 0,
     "langgraph_writes": 0,
     "adk_user_state": 0,

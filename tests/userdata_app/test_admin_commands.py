@@ -7,9 +7,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from sessions_app import selectors as session_selectors
+from tests.subjects import held, process_state_held
 from tests.userdata_app.erasure_factories import subject_data_create
-from userdata_app import selectors as userdata_selectors
 from userdata_app.erasure.registry import subject_hash
 
 NBSP = "\u00a0"
@@ -29,7 +28,7 @@ def lookalikes(tenant):
 
 
 def messages(tenant, user_id):
-    return session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id)["messages"]
+    return process_state_held(tenant=tenant, user_id=user_id)["messages"]
 
 
 @pytest.mark.parametrize("user_id, bystander", [("alice" + NBSP, "alice"), (" bob", "bob"), ("x\u2003", "x")])
@@ -40,7 +39,7 @@ def test_erase_user_erases_exactly_the_id_typed(lookalikes, user_id, bystander):
     assert entry["hmac_sha256"] == subject_hash(tenant_slug="acme", user_id=user_id)[1]
     assert messages(lookalikes, user_id) == 0
     assert messages(lookalikes, bystander) == 2
-    assert userdata_selectors.subject_user_data_count(tenant=lookalikes, user_id=bystander) == 2
+    assert held(tenant=lookalikes, user_id=bystander)["user_data"] == 2
 
 
 def test_a_user_id_may_hold_a_colon(lookalikes):

@@ -11,11 +11,10 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from agentstate.validation import identifier_visible
-from sessions_app import selectors as session_selectors
 from tests.admin.staff import login, staff
 from tests.api.assertions import streamed
+from tests.subjects import held, process_state_held
 from tests.userdata_app.erasure_factories import erasure_request_added, subject_data_create, verified_request
-from userdata_app import selectors as userdata_selectors
 from userdata_app.erasure.registry import subject_hash
 from userdata_app.models import ErasureRequest, ErasureSubject
 
@@ -52,8 +51,8 @@ def verify_preview_execute(client, request: ErasureRequest):
 
 def holdings(tenant, user_id: str) -> tuple[int, int]:
     return (
-        session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id)["messages"],
-        userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id),
+        process_state_held(tenant=tenant, user_id=user_id)["messages"],
+        held(tenant=tenant, user_id=user_id)["user_data"],
     )
 
 

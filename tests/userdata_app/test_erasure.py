@@ -13,16 +13,18 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from agentstate import subject_data
 from agentstate.exceptions import Conflict, InvalidInput, NotFound, SubjectErased
+from agentstate.subjects import USER_DATA
 from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
 from sessions_app.models import Message, Session
+from tests.subjects import held
 from tests.userdata_app.erasure_factories import SUBJECT_DATA_COUNTS as FULL
 from tests.userdata_app.erasure_factories import subject_data_create, subject_data_restored, verified_request
 from userdata_app import erasure
 from userdata_app import selectors as userdata_selectors
 from userdata_app import services as userdata_services
-from userdata_app.adk import selectors as adk_selectors
 from userdata_app.models import ErasedSubject, ErasureEvent, ErasureReceipt, ErasureRequest, ErasureSubject, UserDatum
 
 Scope = ErasureRequest.Scope
@@ -30,11 +32,7 @@ Status = ErasureRequest.Status
 
 
 def holdings(tenant, user_id):
-    return {
-        "user_data": userdata_selectors.subject_user_data_count(tenant=tenant, user_id=user_id),
-        "adk_user_state": adk_selectors.subject_adk_user_state_count(tenant=tenant, user_id=user_id),
-        **session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id),
-    }
+    return held(tenant=tenant, user_id=user_id)
 
 
 @pytest.fixture
@@ -137,8 +135,11 @@ def test_only_verified_requests_execute(world, officer):
 def test_residue_rolls_everything_back_and_marks_the_request_failed(world, officer, monkeypatch):
     acme, _ = world
     request = verified_request(subjects=[(acme, "alice")], scope=Scope.EVERYTHING, actor=officer)
-    # A process-state eraser that leaves rows behind: the residue check must catch it.
-    monkeypatch.setattr(erasure.execution.session_services, "subject_process_state_erase", lambda **kw: {})
+    # An eraser that leaves process state behind: the residue check must catch it.
+    erase = subject_data.subject_erase
+    monkeypatch.setattr(
+        erasure.execution.subject_data, "subject_erase", lambda **kw: erase(**{**kw, "kinds": [USER_DATA]})
+    )
 
     with pytest.raises(erasure.ErasureFailed):
         erasure.erasure_execute(request=request, actor=officer)

@@ -50,7 +50,7 @@ def _working_state(store, tenant, user_id) -> dict[int, dict]:
 
 
 def _fail_with_residue(monkeypatch):
-    monkeypatch.setattr(erasure.execution.userdata_services, "subject_user_data_erase", lambda **kw: 0)
+    monkeypatch.setattr(erasure.execution.subject_data, "subject_erase", lambda **kw: {})
 
 
 def _fail_with_a_database_error(monkeypatch):

@@ -8,9 +8,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from sessions_app import selectors as session_selectors
+from tests.subjects import held, process_state_held
 from tests.userdata_app.erasure_factories import subject_data_create, subject_data_restored
-from userdata_app import selectors as userdata_selectors
 from userdata_app.models import ErasedSubject, ErasureRequest
 
 
@@ -32,7 +31,7 @@ def alice(tenant, other_tenant):
 def test_erase_user_dry_run_prints_the_preview_and_changes_nothing(alice):
     out = json.loads(run("erase_user", "--subject", "acme:alice", "--scope", "everything", "--dry-run"))
     assert out["would_erase"]["messages"] == 2 and out["would_erase"]["user_data"] == 2
-    assert session_selectors.subject_process_state_counts(tenant=alice, user_id="alice")["messages"] == 2
+    assert process_state_held(tenant=alice, user_id="alice")["messages"] == 2
     assert not ErasureRequest.objects.exists()
 
 
@@ -40,8 +39,8 @@ def test_erase_user_executes_and_prints_a_receipt_without_the_user_id(alice, oth
     out = run("erase_user", "--subject", "acme:alice", "--scope", "everything", "--requested-by", "ticket 9", "--yes")
     receipt = json.loads(out)
     assert receipt["counts"]["sessions"] == 1 and "alice" not in out
-    assert session_selectors.subject_process_state_counts(tenant=alice, user_id="alice")["sessions"] == 0
-    assert userdata_selectors.subject_user_data_count(tenant=other_tenant, user_id="alice") == 2
+    assert process_state_held(tenant=alice, user_id="alice")["sessions"] == 0
+    assert held(tenant=other_tenant, user_id="alice")["user_data"] == 2
     assert ErasureRequest.objects.get().status == ErasureRequest.Status.EXECUTED
 
 
@@ -76,7 +75,7 @@ def test_reapply_after_restoring_an_older_backup_with_a_saved_registry(alice, tm
     out = run("reapply_erasures", "--registry-file", str(saved))
     summary = json.loads(out[out.index("{") :])
     assert summary["subjects_matched"] == 1 and summary["erased_messages"] == 2
-    assert session_selectors.subject_process_state_counts(tenant=alice, user_id="alice")["sessions"] == 0
+    assert process_state_held(tenant=alice, user_id="alice")["sessions"] == 0
     assert ErasedSubject.objects.get().grace_until > timezone.now() - timedelta(days=2)
 
 
@@ -101,7 +100,7 @@ class Terminal:
 
 
 def messages_of(tenant, user_id="alice") -> int:
-    return session_selectors.subject_process_state_counts(tenant=tenant, user_id=user_id)["messages"]
+    return process_state_held(tenant=tenant, user_id=user_id)["messages"]
 
 
 def test_erase_user_shows_what_will_go_and_erases_only_on_yes(alice, monkeypatch):

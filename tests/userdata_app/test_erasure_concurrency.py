@@ -8,8 +8,8 @@ from django.db import connection, transaction
 
 from agentstate.exceptions import NotFound
 from agentstate.tenancy.services import tenant_get_or_create
-from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
+from tests.subjects import process_state_held
 from tests.userdata_app.erasure_factories import verified_request
 from userdata_app import erasure
 
@@ -58,6 +58,6 @@ def test_an_append_in_flight_is_erased_too_and_a_later_one_is_refused(postgres_o
     receipt = results["erase"]
     assert not isinstance(receipt, Exception), receipt
     assert receipt.counts["messages"] == 2
-    assert session_selectors.subject_process_state_counts(tenant=tenant, user_id="alice")["messages"] == 0
+    assert process_state_held(tenant=tenant, user_id="alice")["messages"] == 0
     with pytest.raises(NotFound):
         session_services.message_append(session=session, messages=[{"role": "user", "content": "too late"}])

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
-
-from django.db.models import QuerySet
 
 from agentstate.tenancy.models import Tenant
 from sessions_app.adk.state import json_object
@@ -29,29 +26,6 @@ def adk_event_user_deltas(*, session_pk: int, first_seq: int, last_seq: int) -> 
     return {seq: json_object(delta) for seq, delta in rows.values_list("event_seq", "delta")}
 
 
-def subject_adk_user_state(
-    *, tenant: Tenant, user_id: str, existed_at: datetime | None = None
-) -> QuerySet[AdkUserState]:
-    """The subject's ``user:`` state per app; with ``existed_at``, only what was written at or
-    before then (re-applying an erasure after a restore keeps newer state)."""
-    rows = AdkUserState.objects.filter(tenant=tenant, user_id=user_id)
-    return (rows if existed_at is None else rows.filter(updated_at__lte=existed_at)).order_by("app_name")
-
-
-def subject_adk_event_deltas(
-    *, tenant: Tenant, user_id: str, existed_at: datetime | None = None
-) -> QuerySet[AdkEventUserDelta]:
-    rows = AdkEventUserDelta.objects.filter(tenant=tenant, user_id=user_id)
-    return rows if existed_at is None else rows.filter(created_at__lte=existed_at)
-
-
-def subject_adk_user_state_count(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> int:
-    return (
-        subject_adk_user_state(tenant=tenant, user_id=user_id, existed_at=existed_at).count()
-        + subject_adk_event_deltas(tenant=tenant, user_id=user_id, existed_at=existed_at).count()
-    )
-
-
 def subject_adk_user_state_export(*, tenant: Tenant, user_id: str) -> list[dict[str, Any]]:
     """Per app: the user's state and each event's part of it (session by its primary key)."""
     deltas: dict[str, list[dict[str, Any]]] = {}
@@ -66,7 +40,7 @@ def subject_adk_user_state_export(*, tenant: Tenant, user_id: str) -> list[dict[
                 "created_at": d.created_at.isoformat(),
             }
         )
-    apps = {row.app_name: row for row in subject_adk_user_state(tenant=tenant, user_id=user_id)}
+    apps = {row.app_name: row for row in AdkUserState.objects.filter(tenant=tenant, user_id=user_id)}
     return [
         {
             "app_name": app_name,
@@ -76,9 +50,3 @@ def subject_adk_user_state_export(*, tenant: Tenant, user_id: str) -> list[dict[
         }
         for app_name in sorted(set(apps) | set(deltas))
     ]
-
-
-def subject_adk_user_ids_iter():
-    """Every distinct ``(tenant slug, user_id)`` with ADK user state or event deltas."""
-    for model in (AdkUserState, AdkEventUserDelta):
-        yield from model.objects.values_list("tenant__slug", "user_id").distinct().order_by().iterator()

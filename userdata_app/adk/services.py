@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -11,7 +10,6 @@ from django.utils import timezone
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from sessions_app.adk.state import json_object, json_text
-from userdata_app.adk import selectors
 from userdata_app.models import AdkEventUserDelta, AdkUserState
 
 
@@ -51,12 +49,3 @@ def adk_user_state_update(
             event_seq=event_seq,
             delta=json_text(delta),
         )
-
-
-def subject_adk_user_state_erase(*, tenant: Tenant, user_id: str, existed_at: datetime | None = None) -> int:
-    """Delete the subject's ADK user state and event deltas, every app (with ``existed_at``, what
-    was written at or before then): two statements."""
-    return (
-        selectors.subject_adk_user_state(tenant=tenant, user_id=user_id, existed_at=existed_at).delete()[0]
-        + selectors.subject_adk_event_deltas(tenant=tenant, user_id=user_id, existed_at=existed_at).delete()[0]
-    )

@@ -127,7 +127,7 @@ class OpenFilter(admin.SimpleListFilter):
 def count_rows(counts: dict[str, int]):
     """Table rows "category | rows" for a preview or a receipt."""
     return format_html_join(
-        "", "<tr><td>{}</td><td>{}</td></tr>", ((erasure.CATEGORY_LABELS.get(c, c), n) for c, n in counts.items())
+        "", "<tr><td>{}</td><td>{}</td></tr>", ((erasure.category_label(c), n) for c, n in counts.items())
     )
 
 

@@ -3,11 +3,10 @@ its ``execution`` (preview, one transaction, receipt), the ``storage`` clean-up 
 erased-subject ``registry`` and ``reapply`` after a restore. Callers use this package
 (``from userdata_app import erasure``)."""
 
+from agentstate.subject_data import category_label, counts_text
 from userdata_app.erasure.execution import (
-    CATEGORY_LABELS,
     ERASED_REPR,
     ErasureFailed,
-    counts_text,
     erasure_execute,
     erasure_preview,
     receipt_document,
@@ -30,7 +29,6 @@ from userdata_app.erasure.reapply import erased_subjects_export, erased_subjects
 from userdata_app.erasure.storage import STORAGE_CLEANUP_OWED, WAL_PENDING, WORKING_STATE_OWED, erasure_storage_retry
 
 __all__ = [
-    "CATEGORY_LABELS",
     "ERASED_REPR",
     "OPEN_STATUSES",
     "STEPS",
@@ -39,6 +37,7 @@ __all__ = [
     "WORKING_STATE_OWED",
     "ErasureFailed",
     "add_months",
+    "category_label",
     "counts_text",
     "erased_subjects_export",
     "erased_subjects_import",

@@ -1,13 +1,13 @@
 """Executing an erasure request: its preview, its execution in one transaction, its receipt.
 
 Execution erases, for every ``(tenant, user_id)`` of the request, the user-attributed data and,
-with scope "everything", the process state (sessions_app's own service erases it), in one
-transaction; then counts what is left in scope and rolls everything back unless it is 0. The
-executed request keeps a receipt with counts and keyed hashes, never the plain user id. Only
-once that transaction has committed are the copies outside the database's live rows cleared
-(working state, statistics, SQLite's log: ``storage``), so a rollback changes nothing anywhere;
-the transaction itself records that clean-up as owed on the request, so that a crash before it
-has run leaves the request and its receipt saying so.
+with scope "everything", the process state — every model the apps declared as holding it
+(``agentstate.subject_data``) — in one transaction; then counts what is left in scope and rolls
+everything back unless it is 0. The executed request keeps a receipt with counts and keyed hashes,
+never the plain user id. Only once that transaction has committed are the copies outside the
+database's live rows cleared (working state, statistics, SQLite's log: ``storage``), so a rollback
+changes nothing anywhere; the transaction itself records that clean-up as owed on the request, so
+that a crash before it has run leaves the request and its receipt saying so.
 """
 
 from __future__ import annotations
@@ -25,51 +25,26 @@ from django.db.models import CharField, QuerySet
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from agentstate import subject_data
 from agentstate.exceptions import Conflict
-from agentstate.subjects import subjects_lock
+from agentstate.subject_data import counts_text
+from agentstate.subjects import PROCESS_STATE, USER_DATA, subjects_lock
 from agentstate.tenancy.models import Tenant
-from sessions_app import selectors as session_selectors
-from sessions_app import services as session_services
-from userdata_app import selectors as userdata_selectors
-from userdata_app import services as userdata_services
-from userdata_app.adk import selectors as adk_selectors
-from userdata_app.adk import services as adk_services
 from userdata_app.erasure.lifecycle import actor_name, step_allowed, transition
 from userdata_app.erasure.registry import grace_until, subject_hash
+from userdata_app.erasure.scope import kinds_in_scope
 from userdata_app.erasure.storage import erasure_storage_after_commit, storage_cleanup_owed
 from userdata_app.models import ErasedSubject, ErasureReceipt, ErasureRequest, ErasureSubject
 
 Status = ErasureRequest.Status
 Scope = ErasureRequest.Scope
-USER_DATA_CATEGORIES = ("user_data", "adk_user_state")
-CATEGORIES = USER_DATA_CATEGORIES + session_selectors.PROCESS_STATE_CATEGORIES
 ERASED_REPR = "[erased]"
-# The one name of each category wherever people read it: the preview, the receipt, the history,
-# messages and the commands (the receipt's JSON keeps the keys on the left).
-# One vocabulary for staff (preview, receipt, history, erase_user): the category names in words.
-CATEGORY_LABELS = {
-    **{category: category.replace("_", " ") for category in CATEGORIES},
-    "adk_user_state": "ADK user state",
-    "adk_events": "ADK events",
-    "message_pops": "kept popped messages",
-    "langgraph_checkpoints": "LangGraph checkpoints",
-    "langgraph_writes": "LangGraph writes",
-}
-
-
-def counts_text(counts: dict[str, int]) -> str:
-    """``{"user_data": 2, "messages": 6}`` as people read it: "2 user data, 6 messages"."""
-    return ", ".join(f"{n} {CATEGORY_LABELS.get(category, category)}" for category, n in counts.items())
 
 
 class ErasureFailed(Conflict):
     """The erasure was rolled back (something remained in scope, or the database failed)."""
 
     code = "erasure_failed"
-
-
-def categories_in_scope(scope: str) -> tuple[str, ...]:
-    return CATEGORIES if scope == Scope.EVERYTHING else USER_DATA_CATEGORIES
 
 
 def subject_counts(
@@ -81,26 +56,17 @@ def subject_counts(
     process_state_existed_at: datetime | None = None,
 ) -> dict[str, int]:
     """Rows per category in ``scope``; the ``*_existed_at`` limit a category to what existed then."""
-    counts = {
-        "user_data": userdata_selectors.subject_user_data_count(
-            tenant=tenant, user_id=user_id, existed_at=user_data_existed_at
-        ),
-        "adk_user_state": adk_selectors.subject_adk_user_state_count(
-            tenant=tenant, user_id=user_id, existed_at=user_data_existed_at
-        ),
-    }
-    if scope == Scope.EVERYTHING:
-        counts.update(
-            session_selectors.subject_process_state_counts(
-                tenant=tenant, user_id=user_id, existed_at=process_state_existed_at
-            )
-        )
-    return counts
+    return subject_data.subject_counts(
+        tenant=tenant,
+        user_id=user_id,
+        kinds=kinds_in_scope(scope),
+        existed_at={USER_DATA: user_data_existed_at, PROCESS_STATE: process_state_existed_at},
+    )
 
 
 def subjects_preview(*, subjects: list[tuple[Tenant, str]], scope: str) -> dict[str, int]:
     """Rows per category in ``scope`` held about these ``(tenant, user_id)`` pairs right now."""
-    total = Counter(dict.fromkeys(categories_in_scope(scope), 0))
+    total = Counter(dict.fromkeys(subject_data.categories(*kinds_in_scope(scope)), 0))
     for tenant, user_id in subjects:
         total.update(subject_counts(tenant=tenant, user_id=user_id, scope=scope))
     return dict(total)
@@ -137,31 +103,13 @@ def erase_subject(
 ) -> dict[str, int]:
     """Erase the subject's data in ``scope`` (the ``*_existed_at`` limit a category to what existed
     then: re-applying after a restore) and scrub the admin log about it; counts per category."""
-    _scrub_admin_log(
-        userdata_selectors.subject_user_data(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at)
+    return subject_data.subject_erase(
+        tenant=tenant,
+        user_id=user_id,
+        kinds=kinds_in_scope(scope),
+        existed_at={USER_DATA: user_data_existed_at, PROCESS_STATE: process_state_existed_at},
+        before_delete=_scrub_admin_log,
     )
-    _scrub_admin_log(
-        adk_selectors.subject_adk_user_state(tenant=tenant, user_id=user_id, existed_at=user_data_existed_at)
-    )
-    counts = {
-        "user_data": userdata_services.subject_user_data_erase(
-            tenant=tenant, user_id=user_id, existed_at=user_data_existed_at
-        ),
-        "adk_user_state": adk_services.subject_adk_user_state_erase(
-            tenant=tenant, user_id=user_id, existed_at=user_data_existed_at
-        ),
-    }
-    if scope == Scope.EVERYTHING:
-        for objects in session_selectors.subject_admin_objects(
-            tenant=tenant, user_id=user_id, existed_at=process_state_existed_at
-        ):
-            _scrub_admin_log(objects)
-        counts.update(
-            session_services.subject_process_state_erase(
-                tenant=tenant, user_id=user_id, existed_at=process_state_existed_at
-            )
-        )
-    return counts
 
 
 class _Residue(Exception):
@@ -192,7 +140,7 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
             if not subjects:
                 raise Conflict("The request names no subject.")
             subjects_lock(subjects=_pairs(subjects), exclusive=True)  # in-flight writes land first
-            counts = Counter(dict.fromkeys(categories_in_scope(locked.scope), 0))
+            counts = Counter(dict.fromkeys(subject_data.categories(*kinds_in_scope(locked.scope)), 0))
             for subject in subjects:
                 counts.update(erase_subject(tenant=subject.tenant, user_id=subject.user_id, scope=locked.scope))
             residue = subjects_preview(subjects=_pairs(subjects), scope=locked.scope)

@@ -12,9 +12,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput
+from agentstate.subject_data import subject_ids
 from agentstate.tenancy.models import Tenant
-from sessions_app import selectors as session_selectors
-from userdata_app import selectors as userdata_selectors
 from userdata_app.erasure.execution import erase_subject, subject_counts
 from userdata_app.erasure.registry import subject_hash
 from userdata_app.erasure.storage import storage_cleanup
@@ -35,7 +34,7 @@ def erasures_reapply(*, dry_run: bool = False) -> dict[str, int]:
     for entry in ErasedSubject.objects.all():
         registry.setdefault((entry.key_id, entry.subject_hash), []).append(entry)
     usable_keys = {key_id for key_id, _ in registry} & set(settings.ERASURE_HMAC_KEYS)
-    candidates = set(userdata_selectors.subject_ids_iter()) | set(session_selectors.subject_ids_iter())
+    candidates = set(subject_ids())
     tenants = {t.slug: t for t in Tenant.objects.filter(slug__in={slug for slug, _ in candidates})}
     summary = Counter(
         subjects_matched=0,

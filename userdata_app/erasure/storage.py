@@ -19,10 +19,12 @@ import time
 from django.contrib.admin.models import LogEntry
 from django.db import connection
 
+from agentstate.subject_data import subject_tables
 from agentstate.subjects import statistics_refresh, wal_truncate
 from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
-from userdata_app.models import AdkEventUserDelta, AdkUserState, ErasureRequest, ErasureSubject, UserDatum
+from userdata_app.erasure.scope import kinds_in_scope
+from userdata_app.models import ErasureRequest, ErasureSubject
 
 Scope = ErasureRequest.Scope
 WAL_PENDING = (
@@ -44,11 +46,9 @@ WORKING_STATE_OWED = (
 
 
 def _tables(scope: str) -> list[str]:
-    """The tables an erasure of ``scope`` deletes from or overwrites."""
-    tables = [model._meta.db_table for model in (UserDatum, AdkUserState, AdkEventUserDelta, ErasureSubject, LogEntry)]
-    if scope == Scope.EVERYTHING:
-        tables += session_selectors.subject_process_state_tables()
-    return tables
+    """The tables an erasure of ``scope`` deletes from (every declared model in scope) or
+    overwrites (the request's subjects, the admin log)."""
+    return [*subject_tables(*kinds_in_scope(scope)), ErasureSubject._meta.db_table, LogEntry._meta.db_table]
 
 
 def storage_cleanup(*, scope: str = Scope.EVERYTHING) -> str:

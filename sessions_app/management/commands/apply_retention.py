@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from agentstate.exceptions import InvalidInput
 from agentstate.tenancy.models import Tenant
 from sessions_app import services
-from sessions_app.services.retention import CATEGORIES, RetentionBatch
+from sessions_app.services.retention import RetentionBatch, categories
 
 
 class Command(BaseCommand):
@@ -49,7 +49,7 @@ class Command(BaseCommand):
         if not run.counts:
             self.stdout.write("No retention policy applies: nothing removed.")
         for slug, counts in run.counts.items():
-            for category in CATEGORIES:
+            for category in categories():
                 if category in counts:
                     self.stdout.write(f"{slug}: {category} {verb} {counts[category]}")
         self.stdout.write(

@@ -100,7 +100,7 @@ class Command(BaseCommand):
         counts = erasure.subjects_preview(subjects=subjects, scope=scope)
         self.stdout.write("Rows that will be erased:")
         for category, n in counts.items():
-            self.stdout.write(f"  {erasure.CATEGORY_LABELS[category]}: {n}")
+            self.stdout.write(f"  {erasure.category_label(category)}: {n}")
         self.stdout.write('Type "yes" to erase: ', ending="")
         self.stdout.flush()
         if sys.stdin.readline().strip() != "yes":

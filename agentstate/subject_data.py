@@ -1,0 +1,295 @@
+"""What the service holds about people, declared once, and everything that follows from it.
+
+Each app declares, for every model that holds a person's data, one ``SubjectData``: its category
+(the name a preview, a receipt and the retention report use), which erasure scope covers it, how
+its rows reach a person — their own ``(tenant, user_id)`` columns, or a foreign key to a declared
+row that has them (a session's messages) — and how they are exported. Erasure (what it deletes,
+in which order, which admin-log entries it scrubs), its preview counts, the residue check that
+rolls an erasure back, the tables whose storage is cleaned after it, the re-application after a
+restore, the subject export and the labels staff read are all derived here from that one map, in
+the style of Zulip's export tables and Sentry's deletion registry. ``check_declared`` (a system
+check, run by the test suite) refuses a model with a user id, or a foreign key to declared data,
+that is neither declared nor listed as not personal with a reason.
+
+The platform defines the map and its derivations; the apps (and the framework backends in them)
+register their part from their ``AppConfig.ready``, so this module imports no app.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.apps import apps
+from django.core import checks
+from django.db import models
+
+from agentstate.subjects import PROCESS_STATE, USER_DATA
+
+if TYPE_CHECKING:
+    from agentstate.tenancy.models import Tenant
+
+KINDS = (USER_DATA, PROCESS_STATE)  # the order an erasure takes them in
+
+
+@dataclass(frozen=True)
+class Export:
+    """A top-level part of the subject export: ``rows(tenant=, user_id=)`` gives its JSON-ready
+    items (an iterator read in batches bounded by bytes), under ``key``."""
+
+    key: str
+    rows: Callable[..., Iterable[Any]]
+
+
+@dataclass(frozen=True)
+class ExportedWith:
+    """The rows are exported inside another declaration's part (``key``): a user's ADK event deltas
+    with that user's ADK state, a session's messages with the session."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class SubjectData:
+    """One model that holds a person's data.
+
+    ``via`` empty: the rows carry the person's ``(tenant, user_id)``; ``existed`` then names the
+    column an erasure re-applied after a restore compares with its own time (what was written
+    since is the person's new data). ``via`` a foreign key: the rows belong to the person of the
+    declared row it points to, and exist while it does (the session is the unit). ``count_roots``
+    and ``erase_roots`` replace the table's own count and delete for data kept outside it (working
+    state in Redis): they take the primary keys of the subject's rows ``via`` points to.
+    ``part`` tells the root's exporter how to export the rows (``sessions_app``'s session parts),
+    ``retention`` says which retention rule removes process state's rows besides their session's
+    deletion (``sessions_app``'s ``AgesWithMessages``, or the rule's name), or why none does.
+    """
+
+    model: type[models.Model]
+    category: str
+    kind: str
+    label: str = ""
+    via: str = ""
+    existed: str = ""
+    export: Export | ExportedWith | None = None
+    part: Any = None
+    retention: Any = None
+    count_roots: Callable[[list[Any]], int] | None = None
+    erase_roots: Callable[[list[Any]], int] | None = None
+
+    @property
+    def root(self) -> type[models.Model]:
+        """The model whose rows carry the person: the model itself, or the one ``via`` points to."""
+        if not self.via:
+            return self.model
+        related = self.model._meta.get_field(self.via).related_model
+        assert isinstance(related, type)
+        return related
+
+
+_declared: dict[type[models.Model], SubjectData] = {}
+_not_personal: dict[str, str] = {}
+
+
+def register(*declarations: SubjectData) -> None:
+    """Declare models that hold people's data (from an app's ``AppConfig.ready``)."""
+    for declaration in declarations:
+        if declaration.kind not in KINDS:
+            raise ValueError(f"{declaration.model.__name__}: kind must be one of {KINDS}.")
+        _declared[declaration.model] = declaration
+
+
+def register_not_personal(model_label: str, reason: str) -> None:
+    """A model that has a user id or points at people's data, but holds nothing of a person that
+    erasure or export must reach, and why (the completeness check accepts it)."""
+    _not_personal[model_label] = reason
+
+
+def declared(*kinds: str) -> list[SubjectData]:
+    """The declarations of these kinds (default: all): user data first, then in registration order."""
+    return sorted((d for d in _declared.values() if not kinds or d.kind in kinds), key=lambda d: KINDS.index(d.kind))
+
+
+def declaration_of(model: type[models.Model]) -> SubjectData | None:
+    return _declared.get(model)
+
+
+def categories(*kinds: str) -> tuple[str, ...]:
+    """The categories of these kinds, each once, in the order people read them."""
+    return tuple(dict.fromkeys(d.category for d in declared(*kinds)))
+
+
+def category_label(category: str) -> str:
+    """The one name of a category wherever people read it: the preview, the receipt, the
+    erasure's history and messages, the commands."""
+    for d in _declared.values():
+        if d.category == category and d.label:
+            return d.label
+    return category.replace("_", " ")
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """``{"user_data": 2, "messages": 6}`` as people read it: "2 user data, 6 messages"."""
+    return ", ".join(f"{n} {category_label(category)}" for category, n in counts.items())
+
+
+# --- One subject's rows ------------------------------------------------------------------------
+
+
+def subject_rows(
+    declaration: SubjectData, *, tenant: Tenant, user_id: str, existed_at: datetime | None = None
+) -> models.QuerySet:
+    """The subject's rows of one declared model; with ``existed_at``, only what existed then."""
+    if declaration.via:
+        root = _declared[declaration.root]
+        roots = subject_rows(root, tenant=tenant, user_id=user_id, existed_at=existed_at)
+        return declaration.model._default_manager.filter(**{f"{declaration.via}__in": roots.values("pk")})
+    rows = declaration.model._default_manager.filter(tenant=tenant, user_id=user_id)
+    if existed_at is not None and declaration.existed:
+        rows = rows.filter(**{f"{declaration.existed}__lte": existed_at})
+    return rows
+
+
+def subject_counts(
+    *, tenant: Tenant, user_id: str, kinds: Iterable[str], existed_at: dict[str, datetime | None] | None = None
+) -> dict[str, int]:
+    """Rows per category of these kinds held about the subject (with ``existed_at`` per kind: what
+    existed then). One query per declared model, whatever the data size."""
+    counts: Counter[str] = Counter()
+    for kind in kinds:
+        when = (existed_at or {}).get(kind)
+        for d in declared(kind):
+            counts[d.category] += 0
+            if d.count_roots is not None:
+                roots = subject_rows(_declared[d.root], tenant=tenant, user_id=user_id, existed_at=when)
+                counts[d.category] += d.count_roots(list(roots.values_list("pk", flat=True)))
+            else:
+                counts[d.category] += subject_rows(d, tenant=tenant, user_id=user_id, existed_at=when).count()
+    return dict(counts)
+
+
+def subject_erase(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    kinds: Iterable[str],
+    existed_at: dict[str, datetime | None] | None = None,
+    before_delete: Callable[[models.QuerySet], None] = lambda rows: None,
+) -> dict[str, int]:
+    """Delete the subject's rows of every model of these kinds; counts per category. Inside the
+    caller's transaction: the rows other rows hang off (sessions) are locked first, so a write
+    running against them finishes before and one that starts later finds them gone; the rows that
+    hang off them go before them. ``before_delete`` sees each queryset first (the admin log is
+    scrubbed of it). Bulk deletes: a fixed number of statements whatever the number of rows."""
+    counts: Counter[str] = Counter()
+    for kind in kinds:
+        when = (existed_at or {}).get(kind)
+        kind_declared = declared(kind)
+        roots = {d.root for d in kind_declared if d.via}
+        locked = {
+            root: list(
+                subject_rows(_declared[root], tenant=tenant, user_id=user_id, existed_at=when)
+                .select_for_update()
+                .values_list("pk", flat=True)
+            )
+            for root in roots
+        }
+        for d in sorted(kind_declared, key=lambda d: d.model in roots):  # what hangs off first
+            counts[d.category] += 0
+            if d.erase_roots is not None:
+                counts[d.category] += d.erase_roots(locked[d.root])
+                continue
+            rows = subject_rows(d, tenant=tenant, user_id=user_id, existed_at=when)
+            before_delete(rows)
+            deleted = rows.delete()[1]  # only this model's rows: cascades are counted by their own
+            counts[d.category] += deleted.get(d.model._meta.label, 0)
+    return dict(counts)
+
+
+def subject_tables(*kinds: str) -> list[str]:
+    """The tables an erasure of these kinds deletes from (their storage is cleaned after it)."""
+    return [d.model._meta.db_table for d in declared(*kinds)]
+
+
+def subject_ids() -> Iterator[tuple[str, str]]:
+    """Every ``(tenant slug, user_id)`` the data holds, once per model that carries it (re-applying
+    erasures after a restore hashes each)."""
+    for d in declared():
+        if not d.via:
+            yield from d.model._default_manager.values_list("tenant__slug", "user_id").distinct().order_by().iterator()
+
+
+def subject_export_parts(*, tenant: Tenant, user_id: str) -> dict[str, Iterable[Any]]:
+    """The subject's part of the export, by key, from every declaration exported on its own."""
+    return {
+        d.export.key: d.export.rows(tenant=tenant, user_id=user_id) for d in declared() if isinstance(d.export, Export)
+    }
+
+
+# --- The completeness check --------------------------------------------------------------------
+
+
+def needs_declaring(model: type[models.Model]) -> bool:
+    """A model holds people's data when its rows carry a user id or point at declared data."""
+    for field in model._meta.get_fields():
+        if field.name == "user_id" and not field.is_relation:
+            return True
+        points_at_declared = field.related_model in _declared and field.related_model is not model
+        if field.concrete and (field.many_to_one or field.one_to_one) and points_at_declared:
+            return True
+    return False
+
+
+def undeclared(candidates: Iterable[type[models.Model]]) -> list[str]:
+    """Models among ``candidates`` that hold people's data and are neither declared nor listed as
+    not personal."""
+    return [
+        model._meta.label
+        for model in candidates
+        if not model._meta.abstract
+        and not model._meta.proxy
+        and not model._meta.auto_created
+        and model not in _declared
+        and model._meta.label not in _not_personal
+        and needs_declaring(model)
+    ]
+
+
+def incomplete() -> list[str]:
+    """Declarations that cannot be derived from: an export missing, ``via`` to undeclared data."""
+    problems = []
+    exported = {d.export.key for d in declared() if isinstance(d.export, Export)}
+    for d in declared():
+        name = d.model._meta.label
+        if d.export is None:
+            problems.append(f"{name} declares no export.")
+        elif isinstance(d.export, ExportedWith) and d.export.key not in exported:
+            problems.append(f"{name} is exported with {d.export.key!r}, which no declaration exports.")
+        if d.via and d.root not in _declared:
+            problems.append(f"{name} hangs off {d.root._meta.label}, which is not declared.")
+        if d.via and _declared.get(d.root, d).via:
+            problems.append(f"{name} hangs off {d.root._meta.label}, which itself hangs off another model.")
+        if d.kind == PROCESS_STATE and d.retention is None:
+            problems.append(f"{name} says nothing of retention (the rule that removes its rows, or why none does).")
+        if (d.count_roots is None) != (d.erase_roots is None):
+            problems.append(f"{name} counts and erases its rows in different places.")
+    return problems
+
+
+def check_declared(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """System check: every model that holds people's data is declared (or listed as not personal,
+    with a reason), and every declaration can be erased and exported."""
+    models_to_check = [m for config in app_configs for m in config.get_models()] if app_configs else apps.get_models()
+    errors = [
+        checks.Error(
+            f"{label} holds people's data (a user id, or a key to declared data) but is not declared.",
+            hint="Declare it with agentstate.subject_data.register (docs/DESIGN.md, "
+            "'Adding a model that holds personal data'), or list it with register_not_personal and a reason.",
+            id="agentstate.E001",
+        )
+        for label in undeclared(models_to_check)
+    ]
+    errors += [checks.Error(problem, id="agentstate.E002") for problem in incomplete()]
+    return errors

@@ -1,0 +1,27 @@
+"""ADK's process state in the map of people's data: a session's events hang off it and go with it.
+(Its ``user:`` state is user data: ``userdata_app.adk.subject_data``; ``app:`` state is about no
+person.)"""
+
+from __future__ import annotations
+
+import json
+
+from agentstate.subject_data import register
+from sessions_app.models import AdkEvent
+from sessions_app.services.retention import AgesWithMessages
+from sessions_app.subject_data import SessionPart, process_state
+
+
+def declare() -> None:
+    register(
+        process_state(
+            AdkEvent,
+            "adk_events",
+            # The event as stored: its user: delta is user data, exported with it (adk_user_state).
+            SessionPart(
+                "adk_events", lambda e: {"seq": e.seq, "event": json.loads(e.data)}, order=("seq",), large=("data",)
+            ),
+            label="ADK events",
+            retention=AgesWithMessages(),
+        ),
+    )

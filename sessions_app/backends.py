@@ -1,0 +1,56 @@
+"""Framework backends as the core sees them: each registers one ``FrameworkBackend`` from its
+``AppConfig.ready`` — its framework's name (``Session.framework`` of the sessions it keeps), its
+label, and the retention rules of its own — and its rows in the map of people's data
+(``agentstate.subject_data``). The core loops over what is registered and names no framework.
+
+What a backend must do beyond registering (docs/DESIGN.md, "Adding a framework backend"): keep
+its sessions as ``Session`` rows with ``framework`` set, hang its rows off them, and make every
+write activity (``services.live.session_touch`` or ``update_live_session`` under the session's row
+lock), so retention and erasure treat its data as they treat the core's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+
+@dataclass(frozen=True)
+class RetentionRule:
+    """A rule of the tenant's retention policy that a backend applies to its own rows.
+
+    ``policy_field`` is the ``RetentionPolicy`` column that turns it on (its value: how many to
+    keep, or days); ``category`` what a run reports; ``sessions`` narrows the sessions the sweep
+    looks at; ``apply(session_pks, value, dry_run)`` removes (or, dry, counts) rows of those
+    sessions, locked by the sweep, and returns how many."""
+
+    policy_field: str
+    category: str
+    sessions: Callable[[QuerySet], QuerySet]
+    apply: Callable[[list[int], int, bool], int]
+
+
+@dataclass(frozen=True)
+class FrameworkBackend:
+    framework: str
+    label: str
+    retention: tuple[RetentionRule, ...] = ()
+
+
+_backends: dict[str, FrameworkBackend] = {}
+
+
+def register(backend: FrameworkBackend) -> None:
+    _backends[backend.framework] = backend
+
+
+def backends() -> list[FrameworkBackend]:
+    return list(_backends.values())
+
+
+def framework_label(framework: str) -> str:
+    """How staff read a session's framework: the backend's label, or the name as stored."""
+    backend = _backends.get(framework)
+    return backend.label if backend else framework

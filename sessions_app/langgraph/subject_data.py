@@ -1,0 +1,88 @@
+"""LangGraph's rows in the map of people's data: a thread, its checkpoints and pending writes hang
+off the thread's session and go with it; the export nests them under ``langgraph``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models.functions import Length
+
+from agentstate.subject_data import register
+from sessions_app.langgraph.services import FRAMEWORK
+from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from sessions_app.subject_data import SessionPart, iso, process_state
+
+
+def _stored_value(rows):
+    """The serializer's bytes are not exported (their JSON view is): only their size is read."""
+    return rows.defer("value").annotate(value_bytes=Length("value"))
+
+
+def _checkpoint(c: LangGraphCheckpoint) -> dict[str, Any]:
+    """A checkpoint with its JSON view, or the serializer's type and size where there is none."""
+    return {
+        "checkpoint_ns": c.checkpoint_ns,
+        "checkpoint_id": c.checkpoint_id,
+        "parent_checkpoint_id": c.parent_checkpoint_id,
+        "metadata": c.metadata,
+        "channel_versions": c.channel_versions,
+        "channel_values": c.rendered,
+        "value_type": c.value_type,
+        "value_bytes": c.value_bytes,  # type: ignore[attr-defined]  # annotated: the value is not read
+        "created_at": iso(c.created_at),
+    }
+
+
+def _write(w: LangGraphWrite) -> dict[str, Any]:
+    return {
+        "checkpoint_ns": w.checkpoint_ns,
+        "checkpoint_id": w.checkpoint_id,
+        "task_id": w.task_id,
+        "task_path": w.task_path,
+        "idx": w.idx,
+        "channel": w.channel,
+        "value": w.rendered,
+        "value_type": w.value_type,
+        "value_bytes": w.value_bytes,  # type: ignore[attr-defined]
+        "created_at": iso(w.created_at),
+    }
+
+
+def declare() -> None:
+    register(
+        process_state(
+            LangGraphThread,
+            "langgraph_threads",
+            SessionPart("thread_id", lambda t: t.thread_id, order=(), large=("thread_id",), group=FRAMEWORK, one=True),
+            label="LangGraph threads",
+            retention="the thread's id: lives as long as its session",
+        ),
+        process_state(
+            LangGraphCheckpoint,
+            "langgraph_checkpoints",
+            SessionPart(
+                "checkpoints",
+                _checkpoint,
+                order=("checkpoint_ns", "checkpoint_id"),
+                large=("rendered", "metadata", "channel_versions"),
+                rows=_stored_value,
+                group=FRAMEWORK,
+            ),
+            label="LangGraph checkpoints",
+            retention="keep_latest_checkpoints",
+        ),
+        process_state(
+            LangGraphWrite,
+            "langgraph_writes",
+            SessionPart(
+                "writes",
+                _write,
+                order=("checkpoint_id", "task_id", "idx"),
+                large=("rendered",),
+                rows=_stored_value,
+                group=FRAMEWORK,
+            ),
+            label="LangGraph writes",
+            retention="keep_latest_checkpoints",  # a checkpoint's pending writes go with it
+        ),
+    )

@@ -1,0 +1,227 @@
+"""Process state in the map of people's data (``agentstate.subject_data``): a session belongs to
+its ``(tenant, user_id)``, and every row that hangs off a session is the session's person's.
+
+The subject export writes each session as one document; every declaration that hangs off a
+session says, with its ``SessionPart``, where in that document its rows go and how each reads.
+A framework backend declares its own rows the same way (``sessions_app.langgraph``,
+``sessions_app.adk``) and the export, erasure and counts take them without naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+from django.db.models.functions import Coalesce
+
+from agentstate import streaming
+from agentstate.subject_data import Export, ExportedWith, SubjectData, declared, register
+from agentstate.subjects import PROCESS_STATE
+from agentstate.tenancy.models import Tenant
+from sessions_app import working_state
+from sessions_app.models import AgentTransition, Checkpoint, Message, MessagePop, Round, Session, WorkingStateEntry
+from sessions_app.selectors import message_as_dict, working_state_get
+from sessions_app.services.live import working_state_clear_on_commit
+from sessions_app.services.retention import AgesWithMessages
+
+SESSIONS = "sessions"  # the sessions' category, and their key in the subject export
+
+
+@dataclass(frozen=True)
+class SessionPart:
+    """Where a session's rows of one model go in its export document, and how each row reads.
+
+    ``rows`` narrows or shapes the queryset (ordered by session first, then ``order``); ``large``
+    names the columns that bound a batch's bytes (at least one). ``group`` nests the part under that key, present
+    only in sessions kept by the framework of that name. ``one``: the part is a single row's value
+    (None without one). ``of_session`` replaces the rows: the value is read per session."""
+
+    key: str
+    row: Callable[[Any], Any] = lambda row: row
+    order: tuple[str, ...] = ("id",)
+    large: tuple[str, ...] = ()
+    rows: Callable[[QuerySet], QuerySet] = lambda rows: rows
+    group: str = ""
+    one: bool = False
+    of_session: Callable[[Session], Any] | None = None
+
+
+def process_state(model, category: str, part: SessionPart, **options: Any) -> SubjectData:
+    """The declaration of rows that hang off a session."""
+    return SubjectData(
+        model=model,
+        category=category,
+        kind=PROCESS_STATE,
+        via="session",
+        export=ExportedWith(SESSIONS),
+        part=part,
+        **options,
+    )
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _working_state_erase(session_pks: list[int]) -> int:
+    """Count the sessions' working state now; clear it once the erasure commits (a rollback keeps it)."""
+    count = working_state.get_store().count_many(session_pks)
+    working_state_clear_on_commit(session_pks)
+    return count
+
+
+def declare() -> None:
+    """Register the core's process state (called from ``SessionsAppConfig.ready``)."""
+    register(
+        SubjectData(
+            model=Session,
+            category=SESSIONS,
+            kind=PROCESS_STATE,
+            existed="created_at",
+            retention="delete_ended_after_days",  # and end_idle_after_days ends it
+            export=Export(SESSIONS, lambda *, tenant, user_id: subject_sessions_export(tenant=tenant, user_id=user_id)),
+        ),
+        process_state(
+            Message,
+            "messages",
+            SessionPart("messages", message_as_dict, order=("seq",), large=("content", "metadata", "usage")),
+            retention=AgesWithMessages(counted_by="message_count"),
+        ),
+        # A pop keeps a copy of what it removed for its retries (services/history.py): that is theirs too.
+        process_state(
+            MessagePop,
+            "message_pops",
+            SessionPart(
+                "popped_messages",
+                lambda p: p.message,
+                large=("message",),
+                rows=lambda rows: rows.filter(message__isnull=False),
+            ),
+            label="kept popped messages",
+            # A copy goes with the messages of its age; one kept before that column, or of a pop
+            # that found nothing, ages from the pop's own time. Not history: nobody reads it there.
+            retention=AgesWithMessages(age=Coalesce("message_created_at", "created_at"), in_history=False),
+        ),
+        process_state(
+            Round,
+            "rounds",
+            SessionPart(
+                "rounds",
+                lambda r: {
+                    "round_id": r.round_id,
+                    "state": r.state,
+                    "created_at": iso(r.created_at),
+                    "updated_at": iso(r.updated_at),
+                },
+                order=("round_id",),
+                large=("state",),
+            ),
+            retention="keep_latest_rounds",
+        ),
+        process_state(
+            Checkpoint,
+            "checkpoints",
+            SessionPart(
+                "checkpoints",
+                lambda c: {"id": c.pk, "label": c.label, "state": c.state, "created_at": iso(c.created_at)},
+                large=("state",),
+            ),
+            retention="labelled state an agent chose to keep: lives as long as its session",
+        ),
+        process_state(
+            AgentTransition,
+            "transitions",
+            SessionPart(
+                "transitions",
+                lambda t: {
+                    "from_agent": t.from_agent,
+                    "to_agent": t.to_agent,
+                    "reason": t.reason,
+                    "metadata": t.metadata,
+                    "created_at": iso(t.created_at),
+                },
+                large=("metadata",),
+            ),
+            retention="hand-offs between agents: live as long as their session",
+        ),
+        process_state(
+            WorkingStateEntry,
+            "working_state",
+            SessionPart("working_state", of_session=lambda s: working_state_get(session=s)),
+            count_roots=lambda session_pks: working_state.get_store().count_many(session_pks),
+            erase_roots=_working_state_erase,
+            retention="discarded when its session ends, the idle rule's end included",
+        ),
+    )
+
+
+def subject_sessions_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str, Any]]:
+    """Every session of the subject (forks included) as a JSON-ready document with every declared
+    part (``SessionPart``), as JSON-ready dicts (subject access, GDPR Art. 15/20). Lazy: a session
+    at a time, each part an iterator read in batches bounded by bytes (``agentstate.streaming``),
+    so an export of any size holds about one batch. Queries: two per part and batch, whatever the
+    number of sessions."""
+    sessions = list(Session.objects.filter(tenant=tenant, user_id=user_id).order_by("created_at", "id"))
+    rank = {s.pk: index for index, s in enumerate(sessions)}.__getitem__
+    session_pks = [s.pk for s in sessions]
+    parts = [(d.model, d.part) for d in declared(PROCESS_STATE) if d.via]
+    readers = {
+        (part.group, part.key): _SessionRows(
+            streaming.rows_in_batches(
+                part.rows(model.objects.filter(session_id__in=session_pks)).order_by("session_id", *part.order),
+                size=streaming.stored_size(model, *part.large),
+                rank=rank,
+            ),
+            rank=rank,
+        )
+        for model, part in parts
+        if part.of_session is None
+    }
+    for s in sessions:
+        document: dict[str, Any] = {
+            "session_id": s.session_id,
+            "app_name": s.app_name,
+            "framework": s.framework,
+            "forked_from_session_id": s.forked_from_session_id,
+            "durable_state": json.loads(s.durable_state) if s.durable_state else None,
+            "agent_id": s.agent_id,
+            "workspace_id": s.workspace_id,
+            "metadata": s.metadata,
+            "created_at": iso(s.created_at),
+            "updated_at": iso(s.updated_at),
+            "ended_at": iso(s.ended_at),
+        }
+        for _, part in parts:
+            if part.group and part.group != s.framework:
+                continue
+            if part.of_session is not None:
+                value: Any = part.of_session(s)
+            elif part.one:
+                value = next(map(part.row, readers[part.group, part.key].of(s.pk)), None)
+            else:
+                value = map(part.row, readers[part.group, part.key].of(s.pk))
+            (document.setdefault(part.group, {}) if part.group else document)[part.key] = value
+        yield document
+
+
+class _SessionRows:
+    """Rows ordered by their session's rank, handed out a session at a time (``of``), in that order."""
+
+    def __init__(self, rows: Iterator[Any], *, rank: Callable[[int], int]) -> None:
+        self._rows = rows
+        self._rank = rank
+        self._next: Any = None
+        self._started = False
+
+    def of(self, session_pk: int) -> Iterator[Any]:
+        if not self._started:  # the first query runs when the first session is written, not before
+            self._next, self._started = next(self._rows, None), True
+        wanted = self._rank(session_pk)
+        while self._next is not None and self._rank(self._next.session_id) <= wanted:
+            row, self._next = self._next, next(self._rows, None)
+            if self._rank(row.session_id) == wanted:  # an earlier session's rows nobody read are skipped
+                yield row

@@ -1,0 +1,110 @@
+"""The map of people's data is complete: every model holding a person's data is declared, and a
+model added without a declaration fails the suite (``agentstate.subject_data.check_declared``)."""
+
+# ruff: noqa: DJ008  (throwaway models that only the completeness check sees need no __str__)
+
+from dataclasses import replace
+
+import pytest
+from django.conf import settings
+from django.db import models
+from django.test.utils import isolate_apps
+
+from agentstate import subject_data
+from agentstate.subjects import PROCESS_STATE, USER_DATA
+from sessions_app.models import Message, Session
+from userdata_app.models import UserDatum
+
+
+def without(model) -> dict:
+    """The map as if ``model`` had not been declared (a copy: the registration order stays)."""
+    return {m: d for m, d in subject_data._declared.items() if m is not model}
+
+
+def test_every_model_of_the_project_is_declared_or_listed_as_not_personal():
+    assert subject_data.check_declared() == []
+
+
+def test_the_map_covers_each_kind_of_data_the_service_keeps():
+    assert {"user_data", "adk_user_state"} <= set(subject_data.categories(USER_DATA))
+    assert {"sessions", "messages", "message_pops", "working_state", "langgraph_checkpoints", "adk_events"} <= set(
+        subject_data.categories(PROCESS_STATE)
+    )
+    assert subject_data.category_label("message_pops") == "kept popped messages"
+
+
+@isolate_apps("sessions_app")
+def test_a_new_model_with_a_user_id_or_a_key_to_a_session_must_be_declared():
+    class Preference(models.Model):  # a user id of its own
+        user_id = models.CharField(max_length=128)
+        value = models.JSONField()
+
+        class Meta:
+            app_label = "sessions_app"
+
+    class Annotation(models.Model):  # hangs off a session
+        session = models.ForeignKey(Session, on_delete=models.CASCADE)
+        note = models.TextField()
+
+        class Meta:
+            app_label = "sessions_app"
+
+    class Setting(models.Model):  # about no person
+        name = models.CharField(max_length=32)
+
+        class Meta:
+            app_label = "sessions_app"
+
+    assert subject_data.undeclared([Preference, Annotation, Setting]) == [
+        "sessions_app.Preference",
+        "sessions_app.Annotation",
+    ]
+
+
+def test_a_model_left_out_of_the_map_fails_the_check(monkeypatch):
+    monkeypatch.setattr(subject_data, "_declared", without(UserDatum))
+    errors = subject_data.check_declared()
+    assert [(e.id, e.msg.split()[0]) for e in errors] == [("agentstate.E001", "userdata_app.UserDatum")]
+
+
+def test_rows_hanging_off_undeclared_data_fail_the_check(monkeypatch):
+    monkeypatch.setattr(subject_data, "_declared", without(Session))
+    problems = subject_data.incomplete()
+    assert "sessions_app.Message hangs off sessions_app.Session, which is not declared." in problems
+
+
+def test_a_declaration_without_an_export_fails_the_check(monkeypatch):
+    declaration = subject_data.declaration_of(Message)
+    monkeypatch.setitem(
+        subject_data._declared, Message, subject_data.SubjectData(**{**declaration.__dict__, "export": None})
+    )
+    assert subject_data.incomplete() == ["sessions_app.Message declares no export."]
+
+
+@pytest.mark.parametrize("kind", ["", "people"])
+def test_a_declaration_names_a_kind_erasure_knows(kind):
+    with pytest.raises(ValueError, match="kind must be one of"):
+        subject_data.register(subject_data.SubjectData(model=UserDatum, category="x", kind=kind))
+
+
+def test_process_state_that_says_nothing_of_retention_fails_the_check(monkeypatch):
+    declaration = subject_data.declaration_of(Message)
+    monkeypatch.setattr(
+        subject_data, "_declared", {**subject_data._declared, Message: replace(declaration, retention=None)}
+    )
+    assert subject_data.incomplete() == [
+        "sessions_app.Message says nothing of retention (the rule that removes its rows, or why none does)."
+    ]
+
+
+def test_the_compliance_guide_lists_every_category_by_the_name_staff_read():
+    text = (settings.BASE_DIR / "docs" / "COMPLIANCE.md").read_text()
+    table = text.split("### Categories", 1)[1].split("\n\n")[2]
+    rows = [line.split("|")[1:4] for line in table.splitlines()[2:]]
+    documented = [(key.strip().strip("`"), label.strip(), scope.strip()) for key, label, scope in rows]
+    scope = {USER_DATA: "either", PROCESS_STATE: "everything"}
+    assert documented == [
+        (category, subject_data.category_label(category), scope[kind])
+        for kind in subject_data.KINDS
+        for category in subject_data.categories(kind)
+    ]

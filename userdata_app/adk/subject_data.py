@@ -1,0 +1,31 @@
+"""ADK's ``user:`` state in the map of people's data: per app, and each event's part of it."""
+
+from __future__ import annotations
+
+from agentstate.subject_data import Export, ExportedWith, SubjectData, register
+from agentstate.subjects import USER_DATA
+from userdata_app.adk.selectors import subject_adk_user_state_export
+from userdata_app.models import AdkEventUserDelta, AdkUserState
+
+CATEGORY = "adk_user_state"
+
+
+def declare() -> None:
+    register(
+        SubjectData(
+            model=AdkUserState,
+            category=CATEGORY,
+            kind=USER_DATA,
+            label="ADK user state",
+            existed="updated_at",
+            export=Export(CATEGORY, subject_adk_user_state_export),
+        ),
+        SubjectData(
+            model=AdkEventUserDelta,
+            category=CATEGORY,
+            kind=USER_DATA,
+            label="ADK user state",
+            existed="created_at",
+            export=ExportedWith(CATEGORY),
+        ),
+    )
