@@ -16,16 +16,14 @@ class SiteConfig(AppConfig):
         from django.contrib import admin
 
         from agentstate_site.adk.admin import session_section
-        from sessions_app.admin.sessions import SessionAdmin
+        from sessions_app.adk.services import FRAMEWORK as ADK
+        from sessions_app.admin.sessions import FrameworkSection, SessionAdmin
         from sessions_app.models import Session
-        from userdata_app.admin.user_data import USER_CHANGELIST
 
         session_admin = admin.site.get_model_admin(Session)
         assert isinstance(session_admin, SessionAdmin)
         # An ADK session's page merges in the user: state (userdata_app), a layer above sessions_app.
-        session_admin.adk_section = session_section
-        # A session's user id links to that user's user data, which sessions_app does not know.
-        session_admin.user_changelists = (*SessionAdmin.user_changelists, USER_CHANGELIST)
+        session_admin.framework_sections = {ADK: FrameworkSection("ADK events and state", session_section)}
 
 
 class AgentStateAdminConfig(admin_apps.AdminConfig):

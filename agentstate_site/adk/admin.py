@@ -16,7 +16,8 @@ from agentstate.admin.display import json_text
 from agentstate.validation import timestamp_datetime
 from sessions_app.adk import selectors
 from sessions_app.adk.state import USER_PREFIX, json_object, state_merge
-from sessions_app.models import Session
+from sessions_app.admin.sessions import history_url
+from sessions_app.models import AdkEvent, Session
 from userdata_app.adk import selectors as user_selectors
 
 LATEST_EVENTS = 50
@@ -45,7 +46,7 @@ def _event_row(seq: int, event: dict[str, Any], user_delta: dict[str, Any] | Non
     }
 
 
-def session_section(session: Session, all_url: str) -> str:
+def session_section(session: Session) -> str:
     window = selectors.adk_event_window(session=session, num_recent_events=LATEST_EVENTS)
     # Bounded by bytes like every page (events carry inline files): past the budget the page shows
     # the oldest of the window that fit and says the newer ones are on the events' list.
@@ -67,12 +68,12 @@ def session_section(session: Session, all_url: str) -> str:
         tenant=session.tenant, app_name=session.app_name, user_id=session.user_id
     )
     return render_to_string(
-        "admin/sessions_app/session/adk_events.html",
+        "agentstate_site/adk_session.html",
         {
             "events": [_event_row(seq, json.loads(text), deltas.get(seq)) for seq, text in events],
             "total": session.last_seq,
             "cut": page is not None and page.next is not None,
-            "all_url": all_url,
+            "all_url": history_url(AdkEvent, session),
             "state": json_text(state_merge(app=app_state, user=user_state, session=json_object(session.durable_state))),
         },
     )

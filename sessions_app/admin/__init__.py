@@ -5,11 +5,9 @@ indexed columns, identifiers shown as stored.
 
 A module per area, each registering its admins when imported: ``sessions`` (the session list and
 page), ``history`` (what a session holds: messages, rounds, checkpoints, agent transitions),
-``retention`` (policies and runs). The framework backends' admins live in their backends.
+``retention`` (policies and runs). The framework backends' admins live in their backends, discovered as every app's.
 """
 
-from sessions_app.adk import admin as adk_admin  # registered here until ADK is an app of its own
 from sessions_app.admin import history, retention, sessions
-from sessions_app.langgraph import admin as langgraph_admin  # registered here until LangGraph is an app of its own
 
-__all__ = ["adk_admin", "history", "langgraph_admin", "retention", "sessions"]
+__all__ = ["history", "retention", "sessions"]

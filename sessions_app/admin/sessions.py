@@ -4,13 +4,16 @@ links to everything else the admin holds about its user."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.contrib import admin
+from django.contrib.admin.templatetags.admin_urls import admin_urlname
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
+from agentstate import subject_data
 from agentstate.admin.display import (
     content_text,
     identifier_display,
@@ -25,7 +28,7 @@ from agentstate.admin.filters import InputFilter, UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
 from agentstate.validation import identifier_visible
 from sessions_app import selectors
-from sessions_app.models import AdkEvent, AgentTransition, Checkpoint, Message, Round, Session
+from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 
 LATEST_MESSAGES = 20
 LATEST_ROUNDS = 10
@@ -53,6 +56,25 @@ class AgentFilter(InputFilter):
 class WorkspaceFilter(InputFilter):
     title = "workspace id"
     parameter_name = "workspace_id"
+
+
+@dataclass(frozen=True)
+class FrameworkSection:
+    """A framework's section of its sessions' page: its title and ``render(session) -> HTML``."""
+
+    title: str
+    render: Callable[[Session], str]
+
+
+def user_changelists(site: admin.AdminSite) -> list[tuple[str, str]]:
+    """Everything the admin lists about one user, as (label, URL name): the changelist of each
+    model of the map of people's data whose rows carry the user id (``agentstate.subject_data``),
+    the sessions first. Each filters by ``tenant__id__exact`` and ``user_id``."""
+    owned = sorted(
+        (d for d in subject_data.declared() if not d.via and site.is_registered(d.model)),
+        key=lambda d: d.model is not Session,
+    )
+    return [(subject_data.category_label(d.category), admin_urlname(d.model._meta, "changelist")) for d in owned]
 
 
 def history_url(model, session: Session) -> str:
@@ -184,21 +206,19 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         "working_state",
         "app_name",
         "framework",
-        "adk_events",
+        "framework_section",
     )
 
-    # An ADK session's events and state, rendered by the project level (agentstate_site wires it in
-    # its AppConfig.ready): it merges in the user: state, which is user data, a layer above this app.
-    adk_section: Callable[[Session, str], str] | None = None
-
-    # Changelists listing one user's rows, filtered by ``tenant__id__exact`` and ``user_id``, as
-    # (label, URL name): a session's user id links to each. The project level adds userdata_app's
-    # user data (``SiteConfig.ready``): this app does not know it.
-    user_changelists: tuple[tuple[str, str], ...] = (("sessions", "admin:sessions_app_session_changelist"),)
+    # A framework's own section of its sessions' page, by framework name, in place of the REST
+    # API's messages and rounds (``FrameworkSection``). Wired by whoever renders it: ADK's merges in
+    # the user: state, user data a layer above this app, so the project level wires it
+    # (``agentstate_site.apps.SiteConfig.ready``).
+    framework_sections: dict[str, FrameworkSection] = {}
 
     def get_fieldsets(self, request, obj=None):
-        """A Google ADK session shows its events and state as ADK has them, not REST messages."""
-        if obj is None or obj.framework != "adk" or self.adk_section is None:
+        """A framework's session shows its own section (ADK: its events and state as ADK has them)."""
+        section = self.framework_sections.get(obj.framework) if obj is not None else None
+        if section is None:
             return self.fieldsets
         return (
             (
@@ -216,7 +236,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
                     )
                 },
             ),
-            ("ADK events and state", {"fields": ("adk_events",)}),
+            (section.title, {"fields": ("framework_section",)}),
         )
 
     user_id_shown = identifier_display("user_id", description="user id")
@@ -232,7 +252,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
             '<a href="{}">{}</a>',
             (
                 (user_url(url_name, tenant_pk=obj.tenant_id, user_id=obj.user_id), label)
-                for label, url_name in self.user_changelists
+                for label, url_name in user_changelists(self.admin_site)
             ),
         )
         return format_html("{} — {}", identifier_html(obj.user_id), links)
@@ -323,6 +343,5 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         return pretty_json(selectors.working_state_get(session=obj))
 
     @admin.display(description="")
-    def adk_events(self, obj: Session):
-        assert self.adk_section is not None  # get_fieldsets shows the field only when it is wired
-        return self.adk_section(obj, history_url(AdkEvent, obj))
+    def framework_section(self, obj: Session):
+        return self.framework_sections[obj.framework].render(obj)  # shown only when one is wired

@@ -6,11 +6,14 @@ import re
 from urllib.parse import quote
 
 import pytest
+from django.contrib import admin
 from django.urls import reverse
 
+from agentstate import subject_data
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 from tests.admin.staff import login, staff
 from tests.userdata_app.erasure_factories import subject_data_create
+from userdata_app.models import AdkUserState
 
 pytestmark = pytest.mark.django_db
 NBSP = "\u00a0"
@@ -93,6 +96,27 @@ def test_the_session_page_has_no_stray_labels_one_date_format_and_links_the_user
     assert f'href="{sessions.request["PATH_INFO"]}?tenant__id__exact={tenant.pk}&amp;user_id=alice"' in user
     assert f'href="{data.request["PATH_INFO"]}?tenant__id__exact={tenant.pk}&amp;user_id=alice"' in user
     assert sessions.context["cl"].result_count == 2 and data.context["cl"].result_count == 2
+
+
+def test_the_user_id_links_to_every_list_of_the_map_that_holds_the_users_rows(client, officer, tenant):
+    """One link per model of the map of people's data whose rows carry a user id (registered in
+    the admin), each a list of that user's rows only: a model declared later gets its link."""
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=1)
+    subject_data_create(tenant=tenant, user_id="bob", sessions=1, messages=1)
+    AdkUserState.objects.create(tenant=tenant, app_name="app", user_id="alice", state="{}")
+    session = Session.objects.get(user_id="alice")
+    page = page_of(client, reverse("admin:sessions_app_session_change", args=[session.pk]))
+    user = page[page.index("field-user_id_linked") :]
+    links = re.findall(r'<a href="([^"]+)">([^<]+)</a>', user[: user.index("</div>", user.index('class="readonly"'))])
+
+    owners = [d for d in subject_data.declared() if not d.via and admin.site.is_registered(d.model)]
+    assert sorted(label for _, label in links) == sorted(subject_data.category_label(d.category) for d in owners)
+    for href, label in links:
+        listed = client.get(href.replace("&amp;", "&"))
+        assert listed.status_code == 200 and "e=1" not in listed.request["QUERY_STRING"], label
+        rows = listed.context["cl"].queryset
+        assert rows.exists() and not rows.exclude(user_id="alice").exists(), label
 
 
 def test_erasure_request_dates_use_the_same_format(client, officer, tenant):

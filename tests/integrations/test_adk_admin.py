@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from agentstate.tenancy.models import APIKey
 from sessions_app.models import AdkAppState, Session
+from userdata_app.models import AdkUserState
 
 
 @pytest.fixture
@@ -89,3 +90,11 @@ def test_an_adk_session_page_of_large_events_stops_at_the_page_budget(staff, ten
     page = staff.get(reverse("admin:sessions_app_session_change", args=[session.pk])).content.decode()
     assert "event 2 " in page and "event 3 " not in page and len(page) < 200_000
     assert "the newer ones hold more than a page may" in page
+
+
+def test_adk_user_state_stored_with_a_lone_surrogate_reads_as_its_escape(staff, tenant):
+    """State stored before the input rules could hold a lone surrogate: the page shows its escape
+    (as every JSON staff read) instead of failing to encode it."""
+    row = AdkUserState.objects.create(tenant=tenant, app_name="app", user_id="u1", state='{"city": "\\ud800x"}')
+    page = staff.get(reverse("admin:userdata_app_adkuserstate_change", args=[row.pk]))
+    assert page.status_code == 200 and "\\ud800x" in page.content.decode()

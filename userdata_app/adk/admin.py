@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 from django.contrib import admin
-from django.utils.html import format_html
 
+from agentstate.admin.display import pretty_json
+from agentstate.admin.filters import UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
 from userdata_app.models import AdkUserState
 
@@ -17,7 +18,7 @@ class AdkUserStateAdmin(ReadOnlyAdmin):
 
     list_display = ("app_name", "user_id", "tenant", "updated_at")
     list_select_related = ("tenant",)
-    list_filter = ("tenant",)
+    list_filter = ("tenant", UserIdFilter)
     search_fields = ("user_id__exact",)
     ordering = ("-id",)
     fields = ("tenant", "app_name", "user_id", "updated_at", "state_json")
@@ -25,6 +26,4 @@ class AdkUserStateAdmin(ReadOnlyAdmin):
 
     @admin.display(description="state")
     def state_json(self, obj: AdkUserState):
-        return format_html(
-            '<pre class="json">{}</pre>', json.dumps(json.loads(obj.state), indent=2, ensure_ascii=False)
-        )
+        return pretty_json(json.loads(obj.state))  # as every JSON staff read: a stored lone surrogate as its escape

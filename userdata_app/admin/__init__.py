@@ -3,10 +3,9 @@ of erased subjects. Every step calls ``userdata_app.erasure``; the admin only co
 shows results.
 
 A module per area, each registering its admins when imported: ``user_data``, ``erasure_requests``,
-``erased_subjects``. ADK's user: state is browsed from ADK's own module.
+``erased_subjects``. ADK's user: state is browsed from its backend's admin (``userdata_app.adk``).
 """
 
-from userdata_app.adk import admin as adk_admin  # registered here until ADK is an app of its own
 from userdata_app.admin import erased_subjects, erasure_requests, user_data
 
-__all__ = ["adk_admin", "erased_subjects", "erasure_requests", "user_data"]
+__all__ = ["erased_subjects", "erasure_requests", "user_data"]

@@ -14,10 +14,6 @@ from agentstate.admin.filters import UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
 from userdata_app.models import UserDatum
 
-# One user's user data, as (label, URL name): the project level links a session's user id to it
-# (agentstate_site.apps.SiteConfig.ready).
-USER_CHANGELIST = ("user data", "admin:userdata_app_userdatum_changelist")
-
 
 @admin.register(UserDatum)
 class UserDatumAdmin(ReadOnlyAdmin):
