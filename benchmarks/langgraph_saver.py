@@ -65,7 +65,7 @@ def _fill_server(*, tenant, thread_id: str, size: int) -> str:
     same rows AgentStateSaver.put stores. Returns the newest checkpoint id."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from sessions_app.models import LangGraphCheckpoint
+    from sessions_app.langgraph.models import LangGraphCheckpoint
 
     serde = JsonPlusSerializer()
     first = _checkpoint(0)

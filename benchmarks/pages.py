@@ -33,8 +33,9 @@ def _prepare():
     from django.utils import timezone
 
     from agentstate.tenancy.services import tenant_get_or_create
+    from sessions_app.adk.models import AdkEvent
     from sessions_app.adk.services import adk_session_create
-    from sessions_app.models import AdkEvent, Session
+    from sessions_app.models import Session
 
     tenant = tenant_get_or_create(slug="bench-pages")
     history = Session.objects.create(tenant=tenant, user_id="agent", session_id="history", agent_id="agent")

@@ -15,9 +15,10 @@ from django.template.loader import render_to_string
 from agentstate.admin.display import json_text
 from agentstate.validation import timestamp_datetime
 from sessions_app.adk import selectors
+from sessions_app.adk.models import AdkEvent
 from sessions_app.adk.state import USER_PREFIX, json_object, state_merge
 from sessions_app.admin.sessions import history_url
-from sessions_app.models import AdkEvent, Session
+from sessions_app.models import Session
 from userdata_app.adk import selectors as user_selectors
 
 LATEST_EVENTS = 50

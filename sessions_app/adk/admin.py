@@ -10,8 +10,8 @@ from django.contrib import admin
 from agentstate.admin.display import one_line, pretty_json
 from agentstate.admin.options import ReadOnlyAdmin
 from agentstate.validation import timestamp_datetime
+from sessions_app.adk.models import AdkAppState, AdkEvent
 from sessions_app.admin.history import SessionChildAdmin
-from sessions_app.models import AdkAppState, AdkEvent
 
 
 @admin.register(AdkEvent)

@@ -17,9 +17,10 @@ from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
+from sessions_app.adk.models import AdkAppState, AdkEvent
 from sessions_app.adk.services import FRAMEWORK
 from sessions_app.adk.state import json_object
-from sessions_app.models import AdkAppState, AdkEvent, Session
+from sessions_app.models import Session
 from sessions_app.selectors import session_get
 
 EVENT_PAGE_SIZE = 1000

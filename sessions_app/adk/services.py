@@ -22,8 +22,9 @@ from agentstate.exceptions import Conflict, InvalidInput, NotFound, SessionAlrea
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_timestamp
+from sessions_app.adk.models import ADK_EVENT_ID_INDEXED, AdkAppState, AdkEvent
 from sessions_app.adk.state import USER_PREFIX, json_object, json_text, state_split
-from sessions_app.models import ADK_EVENT_ID_INDEXED, AdkAppState, AdkEvent, Session
+from sessions_app.models import Session
 from sessions_app.services.sessions import new_session_id_clean
 
 FRAMEWORK = "adk"

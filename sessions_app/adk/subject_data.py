@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from agentstate.subject_data import register
-from sessions_app.models import AdkEvent
+from sessions_app.adk.models import AdkEvent
 from sessions_app.services.retention import AgesWithMessages
 from sessions_app.subject_data import SessionPart, process_state
 

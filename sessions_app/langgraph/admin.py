@@ -14,7 +14,7 @@ from agentstate.admin.display import json_display, json_text, pretty_json
 from agentstate.admin.options import ReadOnlyAdmin
 from sessions_app.admin.history import SessionChildAdmin
 from sessions_app.langgraph import selectors as langgraph_selectors
-from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 
 LANGGRAPH_TIMELINE = 50
 

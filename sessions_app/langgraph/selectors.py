@@ -13,8 +13,8 @@ from django.db.models.functions import Coalesce, Length
 
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
+from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from sessions_app.langgraph.services import MAX_ID_BYTES, MAX_NS_BYTES, clean_text, thread_key
-from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 
 
 def _thread_pk(*, tenant: Tenant, thread_id: str) -> Subquery:

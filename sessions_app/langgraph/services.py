@@ -17,7 +17,8 @@ from agentstate.exceptions import Conflict, InvalidInput
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
-from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite, Session
+from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from sessions_app.models import Session
 from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED
 from sessions_app.services.retention import rows_past_latest
 from sessions_app.services.sessions import session_delete

@@ -8,8 +8,8 @@ from typing import Any
 from django.db.models.functions import Length
 
 from agentstate.subject_data import register
+from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from sessions_app.langgraph.services import FRAMEWORK
-from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from sessions_app.subject_data import SessionPart, iso, process_state
 
 

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from sessions_app.langgraph import services
-from sessions_app.models import LangGraphCheckpoint, LangGraphThread
+from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread
 
 
 def typed(rendered, data=b"\x81\xa1k\xa1v"):

@@ -17,19 +17,11 @@ from django.urls import get_resolver
 from django.utils import timezone
 
 from sessions_app import selectors, services
-from sessions_app.models import (
-    AdkEvent,
-    AgentTransition,
-    Checkpoint,
-    LangGraphCheckpoint,
-    LangGraphWrite,
-    Message,
-    MessagePop,
-    Round,
-    Session,
-)
+from sessions_app.adk.models import AdkEvent
+from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphWrite
+from sessions_app.models import AgentTransition, Checkpoint, Message, MessagePop, Round, Session
 from tests.api.routes import api_routes
-from userdata_app.models import AdkUserState
+from userdata_app.adk.models import AdkUserState
 
 pytestmark = pytest.mark.django_db
 

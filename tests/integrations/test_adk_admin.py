@@ -12,8 +12,9 @@ from django.test import Client
 from django.urls import reverse
 
 from agentstate.tenancy.models import APIKey
-from sessions_app.models import AdkAppState, Session
-from userdata_app.models import AdkUserState
+from sessions_app.adk.models import AdkAppState
+from sessions_app.models import Session
+from userdata_app.adk.models import AdkUserState
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from agentstate.tenancy.models import APIKey
 from benchmarks import data
 from sessions_app.adk import selectors, services
-from sessions_app.models import AdkEvent, Session
+from sessions_app.adk.models import AdkEvent
+from sessions_app.models import Session
 
 pytestmark = pytest.mark.django_db
 APP = "bench_app"

@@ -14,7 +14,8 @@ from langgraph.graph import END, START, StateGraph
 
 from agentstate.integrations.langgraph import AgentStateSaver
 from sessions_app import services
-from sessions_app.models import LangGraphCheckpoint, Session
+from sessions_app.langgraph.models import LangGraphCheckpoint
+from sessions_app.models import Session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LONG_AGO = timedelta(days=3)

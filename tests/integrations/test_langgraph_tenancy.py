@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from agentstate.tenancy.services import api_key_create
 from sessions_app.langgraph import services, urls
-from sessions_app.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from tests.api.routes import api_routes
 
 pytestmark = pytest.mark.django_db

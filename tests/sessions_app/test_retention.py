@@ -15,19 +15,12 @@ from django.utils import timezone
 from agentstate import subject_data
 from agentstate.exceptions import InvalidInput
 from sessions_app import selectors, services
+from sessions_app.adk.models import AdkEvent
 from sessions_app.langgraph import services as langgraph
-from sessions_app.models import (
-    AdkEvent,
-    LangGraphCheckpoint,
-    LangGraphWrite,
-    Message,
-    MessagePop,
-    RetentionPolicy,
-    RetentionRun,
-    Round,
-    Session,
-)
-from userdata_app.models import AdkEventUserDelta, AdkUserState, ErasedSubject, ErasureRequest
+from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphWrite
+from sessions_app.models import Message, MessagePop, RetentionPolicy, RetentionRun, Round, Session
+from userdata_app.adk.models import AdkEventUserDelta, AdkUserState
+from userdata_app.models import ErasedSubject, ErasureRequest
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,8 @@ from django.utils import timezone
 from agentstate.exceptions import NotFound
 from sessions_app import services
 from sessions_app.langgraph import services as langgraph
-from sessions_app.models import LangGraphCheckpoint, Message, Session
+from sessions_app.langgraph.models import LangGraphCheckpoint
+from sessions_app.models import Message, Session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 

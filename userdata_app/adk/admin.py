@@ -9,7 +9,7 @@ from django.contrib import admin
 from agentstate.admin.display import pretty_json
 from agentstate.admin.filters import UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
-from userdata_app.models import AdkUserState
+from userdata_app.adk.models import AdkUserState
 
 
 @admin.register(AdkUserState)

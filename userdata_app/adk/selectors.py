@@ -6,7 +6,7 @@ from typing import Any
 
 from agentstate.tenancy.models import Tenant
 from sessions_app.adk.state import json_object
-from userdata_app.models import AdkEventUserDelta, AdkUserState
+from userdata_app.adk.models import AdkEventUserDelta, AdkUserState
 
 
 def adk_user_state_get(*, tenant: Tenant, app_name: str, user_id: str) -> dict[str, Any]:

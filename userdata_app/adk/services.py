@@ -10,7 +10,7 @@ from django.utils import timezone
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from sessions_app.adk.state import json_object, json_text
-from userdata_app.models import AdkEventUserDelta, AdkUserState
+from userdata_app.adk.models import AdkEventUserDelta, AdkUserState
 
 
 @transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from agentstate.subject_data import Export, ExportedWith, SubjectData, register
 from agentstate.subjects import USER_DATA
+from userdata_app.adk.models import AdkEventUserDelta, AdkUserState
 from userdata_app.adk.selectors import subject_adk_user_state_export
-from userdata_app.models import AdkEventUserDelta, AdkUserState
 
 CATEGORY = "adk_user_state"
 

@@ -1,0 +1,97 @@
+"""LangGraph's rows: a thread is a Session (framework "langgraph") plus the row below that holds
+LangGraph's own thread id, unique per tenant; its checkpoints and pending writes hang off the session.
+Identifiers and values arrive already mapped by the client (NUL, lone surrogates and the escape
+character itself become "\ue000" + 4 hex digits), so every text column holds what PostgreSQL can
+store; docs/CLIENT.md describes the mapping.
+
+The models belong to ``sessions_app`` (``Meta.app_label``): their tables, migrations and admin
+URLs are that app's, while their code lives with the backend.
+"""
+
+from django.db import models
+
+from sessions_app.models import Session, SessionOwned
+
+
+class LangGraphThread(SessionOwned):
+    # One thread per session: the session is its key, and ``session.langgraph_thread`` its thread.
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, primary_key=True, related_name="langgraph_thread")
+    # LangGraph's thread id as given: any length, any character. The key (its SHA-256) is what the
+    # unique index holds, so a long id never exceeds an index entry.
+    thread_id = models.TextField()
+    thread_key = models.CharField(max_length=64)
+
+    class Meta:
+        app_label = "sessions_app"
+        constraints = [
+            # Serves: find a thread by tenant and thread id (every saver call starts here).
+            models.UniqueConstraint(fields=["tenant", "thread_key"], name="lg_thread_unique_per_tenant"),
+        ]
+
+    def __str__(self) -> str:
+        return f"LangGraph thread of session #{self.session_id}"
+
+
+class LangGraphCheckpoint(SessionOwned):
+    checkpoint_ns = models.TextField(blank=True, default="")  # "" is the root graph
+    checkpoint_id = models.TextField()
+    # NULL, not "": LangGraph tells "no parent" and "no run" (None) apart from an empty id.
+    parent_checkpoint_id = models.TextField(null=True, blank=True)  # noqa: DJ001
+    # Copied out of the metadata: the admin's timeline and delete_for_runs need them as columns.
+    run_id = models.TextField(null=True, blank=True)  # noqa: DJ001
+    step = models.BigIntegerField(null=True, blank=True)
+    source = models.CharField(max_length=32, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    channel_versions = models.JSONField(default=dict, blank=True)
+    # The checkpoint exactly as LangGraph's serializer wrote it (type, bytes): the round trip.
+    value_type = models.CharField(max_length=32)
+    value = models.BinaryField()
+    # A JSON view of the channel values for staff and subject exports; null when the serializer
+    # cannot render them as JSON (the admin then shows type and size).
+    rendered = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        app_label = "sessions_app"
+        constraints = [
+            # Serves: get one checkpoint; the latest of a namespace; list a namespace newest first
+            # (cursor = checkpoint id, which LangGraph makes monotonic).
+            models.UniqueConstraint(fields=["session", "checkpoint_ns", "checkpoint_id"], name="lg_checkpoint_unique"),
+        ]
+        indexes = [
+            # Serves: list every namespace of a thread newest first.
+            models.Index(fields=["session", "checkpoint_id"], name="lg_checkpoint_thread_order"),
+            # Serves: delete_for_runs, which names runs only.
+            models.Index(fields=["tenant", "run_id"], name="lg_checkpoint_run"),
+            # Serves: a search across all threads of a tenant (list without a thread), newest first.
+            models.Index(fields=["tenant", "checkpoint_id"], name="lg_checkpoint_tenant_order"),
+        ]
+
+    def __str__(self) -> str:
+        return f"LangGraph checkpoint #{self.pk}"
+
+
+class LangGraphWrite(SessionOwned):
+    """A pending write, keyed as LangGraph keys it: (thread, namespace, checkpoint, task, idx)."""
+
+    checkpoint_ns = models.TextField(blank=True, default="")
+    checkpoint_id = models.TextField()
+    task_id = models.TextField()
+    task_path = models.TextField(blank=True, default="")
+    idx = models.IntegerField()
+    channel = models.TextField()
+    value_type = models.CharField(max_length=32)
+    value = models.BinaryField()
+    rendered = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        app_label = "sessions_app"
+        constraints = [
+            # Serves: a retried put_writes (idempotent on this key) and the writes of the
+            # checkpoints of one page (session, checkpoint_id IN ...).
+            models.UniqueConstraint(
+                fields=["session", "checkpoint_id", "checkpoint_ns", "task_id", "idx"], name="lg_write_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"LangGraph write #{self.pk}"
