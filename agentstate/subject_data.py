@@ -282,7 +282,7 @@ def check_declared(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """System check: every model that holds people's data is declared (or listed as not personal,
     with a reason), and every declaration can be erased and exported."""
     models_to_check = [m for config in app_configs for m in config.get_models()] if app_configs else apps.get_models()
-    errors = [
+    errors: list[checks.CheckMessage] = [
         checks.Error(
             f"{label} holds people's data (a user id, or a key to declared data) but is not declared.",
             hint="Declare it with agentstate.subject_data.register (docs/DESIGN.md, "

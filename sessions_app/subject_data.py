@@ -172,7 +172,9 @@ def subject_sessions_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[st
     readers = {
         (part.group, part.key): _SessionRows(
             streaming.rows_in_batches(
-                part.rows(model.objects.filter(session_id__in=session_pks)).order_by("session_id", *part.order),
+                part.rows(model._default_manager.filter(session_id__in=session_pks)).order_by(
+                    "session_id", *part.order
+                ),
                 size=streaming.stored_size(model, *part.large),
                 rank=rank,
             ),

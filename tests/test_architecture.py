@@ -38,7 +38,10 @@ def test_imports_run_one_way():
             {"sessions_app/services/newmod.py": "from sessions_app.langgraph import services\n"},
             "sessions_app.services.newmod -> sessions_app.langgraph.services",
         ),
-        ({"userdata_app/newmod.py": "import userdata_app.adk.models\n"}, "userdata_app.newmod -> userdata_app.adk.models"),
+        (
+            {"userdata_app/newmod.py": "import userdata_app.adk.models\n"},
+            "userdata_app.newmod -> userdata_app.adk.models",
+        ),
         # A page of sessions_app that pulls in a project-level page whose tag library reads both apps.
         (
             {

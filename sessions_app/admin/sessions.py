@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.contrib import admin
-from django.contrib.admin.templatetags.admin_urls import admin_urlname
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -74,7 +73,13 @@ def user_changelists(site: admin.AdminSite) -> list[tuple[str, str]]:
         (d for d in subject_data.declared() if not d.via and site.is_registered(d.model)),
         key=lambda d: d.model is not Session,
     )
-    return [(subject_data.category_label(d.category), admin_urlname(d.model._meta, "changelist")) for d in owned]
+    return [
+        (
+            subject_data.category_label(d.category),
+            f"admin:{d.model._meta.app_label}_{d.model._meta.model_name}_changelist",
+        )
+        for d in owned
+    ]
 
 
 def history_url(model, session: Session) -> str:

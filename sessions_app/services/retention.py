@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -30,7 +31,7 @@ from agentstate.exceptions import InvalidInput
 from agentstate.subject_data import SubjectData, declared
 from agentstate.subjects import PROCESS_STATE
 from agentstate.tenancy.models import Tenant
-from sessions_app.backends import backends
+from sessions_app.backends import RetentionRule, backends
 from sessions_app.models import RetentionPolicy, RetentionRun, Round, Session
 from sessions_app.services.live import working_state_clear_on_commit
 
@@ -184,6 +185,10 @@ class _Sweep:
             return len(doomed)
         return Round.objects.filter(pk__in=doomed).delete()[0]
 
+    def _apply_rule(self, rule: RetentionRule, value: int, pks: list[int], matching) -> int:
+        """A backend's own rule (``sessions_app.backends``) over a locked batch."""
+        return rule.apply(pks, value, self.dry_run)
+
     def _drop_messages(self, pks: list[int], matching) -> int:
         """Drop every declared row that ages with the messages (``AgesWithMessages``): messages
         (the OpenAI Agents SDK's items among them), the copies popped messages keep for retries,
@@ -247,11 +252,7 @@ class _Sweep:
         for rule in (rule for backend in backends() for rule in backend.retention):
             value = getattr(policy, rule.policy_field)
             if value:
-                self._run(
-                    rule.category,
-                    rule.sessions(Session.objects.all()),
-                    lambda pks, matching, rule=rule, value=value: rule.apply(pks, value, self.dry_run),
-                )
+                self._run(rule.category, rule.sessions(Session.objects.all()), partial(self._apply_rule, rule, value))
         if policy.drop_messages_after_days:
             holds_messages = Q()
             for declaration, ages in aging_with_messages():

@@ -54,7 +54,7 @@ def erasures_reapply(*, dry_run: bool = False) -> dict[str, int]:
             continue
         summary["subjects_matched"] += 1
         everything = [e.erased_at for e in entries if e.scope == Scope.EVERYTHING]
-        target = {
+        target: dict[str, Any] = {
             "tenant": tenants[slug],
             "user_id": user_id,
             "scope": Scope.EVERYTHING if everything else Scope.USER_DATA,
