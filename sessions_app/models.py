@@ -81,7 +81,7 @@ class Session(SubjectOwned):
             ),
             # Serve: the admin's created-date, agent and workspace filters across tenants, for the
             # same reason, and child rows (messages, rounds, ...) filtered by tenant, user or session
-            # id through their session (sessions_app.admin.sessions_where) rather than by indexes on
+            # id through their session (sessions_app.admin.history.sessions_where) rather than by indexes on
             # the children, which every append would pay for. Written once, at create, and left
             # alone by the per-append update. ``updated_at`` (the admin's "active" filter) has no
             # index on purpose: every append changes it, and an index on it would turn that HOT
