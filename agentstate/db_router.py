@@ -9,10 +9,17 @@ The rule (docs/SCALING.md, "Which reads go to a replica"):
   OPTIONS), when the caller wrote in the last ``READ_YOUR_WRITES_SECONDS`` (an API key or a staff
   user: marked in the shared cache after every unsafe request, so every app process sees it), when
   the model's app is in ``DATABASE_PRIMARY_ONLY_APPS``, or when no replica is healthy.
-- A replica is healthy when it answers and replays within ``REPLICA_MAX_LAG_SECONDS``; each
-  process checks a replica at most once per ``REPLICA_CHECK_SECONDS`` and keeps the verdict.
-  One that is down, stalled or too far behind is skipped, and a call that fails on a replica is
-  run again on the primary: the caller never sees the replica's failure.
+- A replica is healthy when it answers and is at most ``REPLICA_MAX_LAG_SECONDS`` behind the
+  primary; each process checks a replica at most once per ``REPLICA_CHECK_SECONDS`` and keeps the
+  verdict. Lag is measured against the primary, never by the replica alone: each check reads the
+  primary's flushed WAL position, then what the replica has replayed. Having reached that position
+  it is caught up (lag 0); short of it, it lacks only commits made after the last one it replayed,
+  so the age of that commit bounds its lag. A paused replay, a stalled sender and a partition all
+  count, since the replica cannot know what it did not receive. One that is down, stalled or too
+  far behind is skipped, and a call that fails on a replica is run again on the primary: the
+  caller never sees the replica's failure.
+- The shared cache only ever sends reads to the primary: when it cannot be read or written (Redis
+  down), the caller counts as having written, and the request that wrote still gets its answer.
 
 Why this bounds staleness for the caller's own writes: a replica whose lag was at most
 ``MAX_LAG`` when checked (at most ``CHECK`` seconds ago) has replayed every commit older than
@@ -22,6 +29,8 @@ Why this bounds staleness for the caller's own writes: a replica whose lag was a
 from __future__ import annotations
 
 import functools
+import logging
+import math
 import random
 import threading
 import time
@@ -31,6 +40,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
+logger = logging.getLogger(__name__)
 _request: ContextVar = ContextVar("agentstate_db_request", default=None)
 _replica: ContextVar[str | None] = ContextVar("agentstate_db_replica", default=None)
 _verdicts: dict[str, tuple[float, bool]] = {}  # alias -> (valid until, healthy), per process
@@ -38,17 +48,18 @@ _verdicts_lock = threading.Lock()
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 WROTE_KEY = "agentstate:wrote:{}"
 
-# Seconds of replay lag, 0 when caught up with what it received (or not a standby at all, as a
-# test mirror). A standby without a running WAL receiver is stale however small this looks (the
-# view's row, unlike its details, is visible to any role: the app needs no monitoring privilege).
-_LAG_SQL = """
+# What a replica has replayed, and how long ago it replayed its last commit: a NULL position when it
+# is not a standby at all (a test mirror: never behind), '0/0' without a running WAL receiver (stale
+# however recent its replay looks). The view's row, unlike its details, is visible to any role: the
+# app needs no monitoring privilege.
+_REPLAYED_SQL = """
 SELECT CASE
-  WHEN NOT pg_is_in_recovery() THEN 0
-  WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver) THEN 'Infinity'
-  WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
-  ELSE COALESCE(EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()), 'Infinity')
-END
+  WHEN NOT pg_is_in_recovery() THEN NULL
+  WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver) THEN '0/0'::pg_lsn
+  ELSE pg_last_wal_replay_lsn()
+END::text, EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())
 """
+_PRIMARY_POSITION_SQL = "SELECT pg_current_wal_flush_lsn()::text"
 
 
 class ReplicaRouter:
@@ -130,14 +141,37 @@ def replica_is_healthy(alias: str) -> bool:
 
 
 def replica_lag_seconds(alias: str) -> float:
-    """How far ``alias`` is behind, in seconds (one query on that replica)."""
-    connection = connections[alias]
-    with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
+    """How far ``alias`` is behind the primary, in seconds: the primary's flushed WAL position
+    first (one query there), then what the replica replayed (one query there)."""
+    replica = connections[alias]
+    if replica.vendor != "postgresql":
+        with replica.cursor() as cursor:
             cursor.execute("SELECT 0")
-        else:
-            cursor.execute(_LAG_SQL)
-        return float(cursor.fetchone()[0])
+        return 0.0
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(_PRIMARY_POSITION_SQL)
+        primary = cursor.fetchone()[0]
+    with replica.cursor() as cursor:
+        cursor.execute(_REPLAYED_SQL)
+        replayed, last_commit_age = cursor.fetchone()
+    if replayed is None:
+        return 0.0
+    return lag_behind(primary=primary, replayed=replayed, last_commit_age=last_commit_age)
+
+
+def lag_behind(*, primary: str, replayed: str, last_commit_age: float | None) -> float:
+    """A replica's lag from the primary's WAL position (read first) and the replica's: none once it
+    has reached it, else at most the age of the last commit it replayed (every commit it lacks came
+    after that one); infinite when it has replayed none."""
+    if wal_position(replayed) >= wal_position(primary):
+        return 0.0
+    return float("inf") if last_commit_age is None else max(0.0, float(last_commit_age))
+
+
+def wal_position(lsn: str) -> int:
+    """A PostgreSQL LSN (``16/B374D848``) as a number."""
+    high, low = lsn.split("/")
+    return (int(high, 16) << 32) + int(low, 16)
 
 
 def replica_verdicts_clear() -> None:
@@ -172,8 +206,16 @@ def _caller(request) -> str | None:
 
 
 def _caller_wrote_recently(request) -> bool:
+    """Whether the caller wrote in the window, as the shared cache says; without the cache, yes
+    (reads go to the primary, never to a replica that may miss the caller's write)."""
     caller = _caller(request)
-    return caller is not None and cache.get(WROTE_KEY.format(caller)) is not None
+    if caller is None:
+        return False
+    try:
+        return cache.get(WROTE_KEY.format(caller)) is not None
+    except Exception:  # the cache is down or refusing: the safe side
+        logger.warning("read-your-writes cache unavailable: reading from the primary", exc_info=True)
+        return True
 
 
 class ReadYourWritesMiddleware:
@@ -193,5 +235,8 @@ class ReadYourWritesMiddleware:
         if settings.DATABASE_REPLICAS and request.method not in SAFE_METHODS:
             caller = _caller(request)
             if caller is not None:
-                cache.set(WROTE_KEY.format(caller), 1, settings.READ_YOUR_WRITES_SECONDS)
+                try:
+                    cache.set(WROTE_KEY.format(caller), 1, math.ceil(settings.READ_YOUR_WRITES_SECONDS))
+                except Exception:  # the write is committed: its answer goes out whatever the cache
+                    logger.warning("read-your-writes cache unavailable: mark not recorded", exc_info=True)
         return response

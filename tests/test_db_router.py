@@ -248,3 +248,54 @@ def test_replica_urls_become_aliases_mirrored_in_tests_and_pooling_turns_server_
 def test_a_read_your_writes_window_shorter_than_lag_plus_check_is_refused():
     result = _settings_of(AGENTSTATE_READ_YOUR_WRITES_SECONDS="2", AGENTSTATE_REPLICA_MAX_LAG_SECONDS="2")
     assert result.returncode != 0 and "AGENTSTATE_READ_YOUR_WRITES_SECONDS must exceed" in result.stderr
+
+
+@pytest.fixture
+def cache_down(settings):
+    """The shared cache (Redis) is gone: nothing listens where it was."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
+    }
+
+
+def test_without_the_cache_a_write_is_answered_and_reads_go_to_the_primary(replica, cache_down):
+    """The read-your-writes mark cannot be recorded: the write, committed, still gets its 201 (a
+    500 would make a client retry and store it twice), and every read goes to the primary, where
+    no caller can miss its own write."""
+    tenant = tenant_get_or_create(slug="acme")
+    writer, reader = client_for(tenant), client_for(tenant)
+    created = writer.post(SESSIONS, {"user_id": "u1", "session_id": "s1"}, format="json")
+    assert created.status_code == 201 and Session.objects.filter(session_id="s1").count() == 1
+
+    for caller in (writer, reader):
+        listed, on_primary, on_replica = where(lambda caller=caller: caller.get(SESSIONS), "default", REPLICA)
+        assert listed.status_code == 200 and [s["session_id"] for s in listed.json()["results"]] == ["s1"]
+        assert mentions(on_primary, SESSION_TABLE) and not mentions(on_replica, SESSION_TABLE)
+
+
+@pytest.mark.parametrize(
+    "primary,replayed,last_commit_age,lag",
+    [
+        (
+            "0/3000060",
+            "0/3000060",
+            120.0,
+            0.0,
+        ),  # reached the primary's position: caught up, however old its last commit
+        ("0/3000060", "0/3000100", None, 0.0),  # past it (the primary moved on since it was read)
+        ("1/0", "0/FFFFFFFF", 0.25, 0.25),  # short of it: lacks only what came after its last replayed commit
+        ("0/3000060", "0/3000000", 30.0, 30.0),  # a stalled sender: nothing new arrives, its last commit ages
+        ("0/3000060", "0/0", None, float("inf")),  # no WAL receiver, or never replayed a commit
+    ],
+)
+def test_a_replicas_lag_is_measured_against_the_primary(primary, replayed, last_commit_age, lag):
+    assert db_router.lag_behind(primary=primary, replayed=replayed, last_commit_age=last_commit_age) == lag
+
+
+def test_a_fractional_read_your_writes_window_is_accepted():
+    result = _settings_of(AGENTSTATE_READ_YOUR_WRITES_SECONDS="3.5")
+    assert result.returncode == 0, result.stderr

@@ -2,12 +2,15 @@
 replica, a caller that just wrote reads the primary, a replica too far behind or down is skipped,
 and what erasure and export rely on never comes from the replica."""
 
+import os
+import signal
 import time
 
 import pytest
 from django.conf import settings
 
 from sessions_app import services
+from sessions_app.models import Session
 from tests.multinode.servers import (
     PRIMARY,
     REPLICA,
@@ -107,9 +110,34 @@ def test_a_replica_that_is_down_is_skipped_without_an_error():
 
 def test_the_lag_check_needs_no_monitoring_privilege():
     """The app's database role is usually not a superuser: the check must still see the receiver."""
-    from agentstate.db_router import _LAG_SQL
+    from agentstate.db_router import _PRIMARY_POSITION_SQL, _REPLAYED_SQL, wal_position
 
     sql(PRIMARY, "DO $$ BEGIN CREATE ROLE agentstate_app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    (primary,) = sql(PRIMARY.replace("postgres@", "agentstate_app@"), _PRIMARY_POSITION_SQL)
     replica_wait_replayed()
-    (lag,) = sql(REPLICA.replace("postgres@", "agentstate_app@"), _LAG_SQL)
-    assert 0 <= lag <= settings.REPLICA_MAX_LAG_SECONDS
+    (replayed,) = sql(REPLICA.replace("postgres@", "agentstate_app@"), _REPLAYED_SQL)
+    assert wal_position(replayed) >= wal_position(primary) > 0  # the receiver is seen: not "0/0"
+
+
+def test_a_stalled_sender_counts_as_lag_and_no_listing_is_older_than_the_bound():
+    """The replica stays connected but receives nothing (its sender on the primary is stopped), so
+    by itself it looks caught up. Measured against the primary it is behind: once the bound has
+    passed, every listing comes from the primary, even another caller's; an erased person's data
+    is not shown after the erasure."""
+    tenant = tenant_new()
+    writer, reader = client(key_new(tenant)), client(key_new(tenant))
+    assert writer.post(SESSIONS, json={"user_id": "gone", "session_id": "theirs"}).status_code == 201
+    replica_wait_replayed()
+    (sender,) = sql(PRIMARY, "SELECT pid FROM pg_stat_replication LIMIT 1")
+    os.kill(sender, signal.SIGSTOP)
+    try:
+        stalled = time.monotonic()
+        services.session_create(tenant=tenant, user_id="u1", session_id="during")
+        Session.objects.filter(tenant=tenant, user_id="gone").delete()  # as an erasure deletes it
+        time.sleep(settings.REPLICA_MAX_LAG_SECONDS + settings.REPLICA_CHECK_SECONDS + 0.5)
+        for _ in range(6):  # every app server, whatever its last check said
+            assert sorted(session_ids(reader.get(SESSIONS))) == ["during"]
+        assert time.monotonic() - stalled < 30
+    finally:
+        os.kill(sender, signal.SIGCONT)
+        replica_wait_replayed()
