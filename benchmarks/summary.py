@@ -376,7 +376,7 @@ def kept_table(runs_by_suite: dict[tuple[str, str], list[dict]]) -> Table:
         for (suite, vendor), runs in sorted(runs_by_suite.items())
     ]
     return Table(
-        "Runs kept in `benchmarks/results/`, per suite and database (each table below is the median over them).",
+        "Runs kept in `benchmarks/results/`, per suite and database (each table below summarises them).",
         ["suite", "database", "runs", "latest run", "UTC", "machine"],
         rows,
     )

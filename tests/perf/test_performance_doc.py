@@ -109,3 +109,10 @@ def test_the_doc_names_each_kept_suites_latest_run():
     listed = summary.doc_regions(DOC.read_text())[summary.KEPT]
     latest = {runs[-1]["_file"] for runs in summary.kept_runs().values()}
     assert latest and all(f"`{name}`" in listed for name in latest)
+
+
+def test_the_at_a_glance_rows_link_to_sections_of_the_doc():
+    text = DOC.read_text()
+    anchors = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#{2,3} (.+)$", text, re.M)}
+    links = set(re.findall(r"\]\(#([\w-]+)\)", text))
+    assert links and not links - anchors, f"links to no heading: {sorted(links - anchors)}"
