@@ -25,7 +25,7 @@ keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 worker_tmp_dir = os.environ.get("GUNICORN_WORKER_TMP_DIR") or ("/dev/shm" if os.path.isdir("/dev/shm") else None)
 # Recycle workers now and then so a slow leak never takes a process down; rarely, because a new
 # worker re-imports Django (about a second of CPU): at a few hundred requests/s per worker, 2,000
-# requests meant a restart every few seconds (docs/PERFORMANCE.md).
+# requests meant a restart every few seconds (docs/PERFORMANCE_HISTORY.md).
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "50000"))
 max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", "5000"))
 # gunicorn has no memory limit of its own, and a Python process seldom hands freed memory back: a

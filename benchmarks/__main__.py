@@ -1,4 +1,4 @@
-"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,latency,pages,all,
+"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,latency,all,
     summary}
     [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--markdown] [--write FILE]
 
@@ -10,11 +10,11 @@ PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunic
 replicas adds a streaming replica, PgBouncer and Redis beside such a server (docs/SCALING.md).
 adk compares AgentStateSessionService (through gunicorn) with ADK's own session services.
 latency times one caller per operation: the client against gunicorn, the service layer and ADK's
-services in process (SQLite by default, PostgreSQL when DATABASE_URL is set). pages times a page
-query with and without its byte count (the same databases).
+services in process (SQLite by default, PostgreSQL when DATABASE_URL is set).
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there (--markdown as
-docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generated tables).
+docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generated tables). Suites
+retired once their decision was made are listed, with the decision, in docs/PERFORMANCE_HISTORY.md.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ SUITES = (
     "adk",
     "retention",
     "latency",
-    "pages",
 )
 
 
@@ -55,7 +54,6 @@ IN_DATABASE: dict[str, tuple[str, Callable[[argparse.Namespace], dict[str, Any]]
     "langgraph": ("langgraph_saver", lambda args: {"rounds": 2, "batch": 10} if args.quick else {}),
     "adk": ("adk", lambda args: {"turns": 3 if args.quick else 10}),
     "latency": ("latency", lambda args: {"quick": args.quick}),
-    "pages": ("pages", lambda args: {"quick": args.quick}),
 }
 
 

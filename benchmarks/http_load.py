@@ -1,12 +1,13 @@
 """HTTP load: gunicorn serving the service on a private PostgreSQL, wrk in another process on
-127.0.0.1, and in the same run the bare baseline (benchmarks.baseline).
+127.0.0.1, and in the same run a bare Django view (benchmarks.baseline ``hello/``).
 
-Four targets: ``baseline`` (naive append, no DRF/auth), ``hello`` (the baseline app's view that
-touches no database: the machine's ceiling for a Django view), ``append`` (the service's message
-append, API key, validation and tenant checks included) and ``mixed`` (agent traffic: append,
-save round, export latest, read recent). Each gets a closed-loop sweep over connection counts up
-to saturation (its peak), then for the service paced points at fractions of that peak (wrk's
-``delay()``, exponential pauses) for the latency at a known offered rate.
+Three targets: ``hello`` (a view that touches no database: the machine's ceiling for a Django
+view), ``append`` (the service's message append, API key, validation and tenant checks included)
+and ``mixed`` (agent traffic: append, save round, export latest, read recent). Each gets a
+closed-loop sweep over connection counts up to saturation (its peak), then for the service paced
+points at fractions of that peak (wrk's ``delay()``, exponential pauses) for the latency at a
+known offered rate. The promise judged (docs/PERFORMANCE.md, "HTTP load"): the append's peak at
+least TARGET_HELLO_RATIO of the bare view's, its p99 at half its peak under TARGET_P99_MS, no error.
 
 Per point: requests/s, p50/p95/p99 latency, errors (socket errors and non-2xx answers), database
 statements per request (pg_stat_statements on the private server: every statement the app sends,
@@ -37,8 +38,8 @@ SESSIONS = 32
 HISTORY = 1_000
 PACED_CONNECTIONS = 16
 PACED_FRACTIONS = (0.25, 0.5, 0.75)
-TARGET_BASELINE_RATIO = 1.5
-TARGET_P99_MS = 50.0
+TARGET_HELLO_RATIO = 0.2
+TARGET_P99_MS = 20.0
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -212,7 +213,7 @@ def measure(
 # --- The run -----------------------------------------------------------------------------------
 
 
-def _prepare() -> tuple[str, list[str], list[str]]:
+def _prepare() -> tuple[str, list[str]]:
     """A tenant, an agent key and SESSIONS sessions of HISTORY messages and 100 rounds each."""
     from agentstate.tenancy.services import api_key_create, tenant_get_or_create
     from sessions_app.models import Session
@@ -224,9 +225,7 @@ def _prepare() -> tuple[str, list[str], list[str]]:
     for session in sessions:
         data.history_fill(session=session, messages=HISTORY, rounds=100)
     data.analyze()
-    service = [f"/api/v1/users/agent/sessions/{s.session_id}/" for s in sessions]
-    baseline = [f"/append/{s.pk}/" for s in sessions]
-    return key, service, baseline
+    return key, [f"/api/v1/users/agent/sessions/{s.session_id}/" for s in sessions]
 
 
 def _profile(*, target: dict[str, Any], connections: int, seconds: float, out: Path) -> dict[str, Any]:
@@ -318,7 +317,7 @@ def run(
 
     seconds = 5 if quick else 12
     sweep = (1, 4, 16) if quick else (1, 2, 4, 8, 16, 32)
-    key, service_paths, baseline_paths = _prepare()
+    key, service_paths = _prepare()
     dbname = connection.settings_dict["NAME"]
     counter = StatementCounter(cluster, dbname)
     report.RESULTS_DIR.mkdir(exist_ok=True)
@@ -341,7 +340,7 @@ def run(
             workers=workers,
             threads=threads,
             log=log,
-        ) as (baseline_url, baseline_pid),
+        ) as (hello_url, hello_pid),
         gunicorn(
             app="agentstate.wsgi:application",
             env={**env, "DJANGO_SETTINGS_MODULE": "agentstate.settings"},
@@ -351,12 +350,6 @@ def run(
         ) as (service_url, service_pid),
     ):
         targets = [
-            {
-                "name": "baseline",
-                "url": baseline_url,
-                "pid": baseline_pid,
-                "wrk_env": {"BENCH_MODE": "baseline", "BENCH_PATHS": ",".join(baseline_paths)},
-            },
             {
                 "name": "append",
                 "url": service_url,
@@ -372,8 +365,8 @@ def run(
             # The ceiling: a Django view that does nothing, under the same gunicorn settings.
             {
                 "name": "hello",
-                "url": baseline_url,
-                "pid": baseline_pid,
+                "url": hello_url,
+                "pid": hello_pid,
                 "wrk_env": {"BENCH_MODE": "hello", "BENCH_PATHS": "/hello/"},
             },
         ]
@@ -415,7 +408,7 @@ def run(
         )
         for name in ("append", "mixed")
     }
-    ratio = peaks["append"]["rps"] / peaks["baseline"]["rps"]
+    ratio = peaks["append"]["rps"] / peaks["hello"]["rps"]
     return {
         "workers": workers,
         "threads": threads,
@@ -426,10 +419,10 @@ def run(
         "points": points,
         "peaks": {name: {"rps": p["rps"], "connections": p["connections"]} for name, p in peaks.items()},
         "targets": {
-            "append_over_baseline": {
+            "append_over_hello": {
                 "value": round(ratio, 2),
-                "target": TARGET_BASELINE_RATIO,
-                "met": ratio >= TARGET_BASELINE_RATIO,
+                "target": TARGET_HELLO_RATIO,
+                "met": ratio >= TARGET_HELLO_RATIO,
             },
             "p99_at_half_peak_ms": {
                 name: {"value": p["p99_ms"], "target": TARGET_P99_MS, "met": p["p99_ms"] < TARGET_P99_MS}
@@ -476,8 +469,8 @@ def print_table(result: dict[str, Any]) -> None:
     print(report.table(headers, rows))
     t = result["targets"]
     print(
-        f"append / baseline peak: {t['append_over_baseline']['value']:.2f}x (target >= {TARGET_BASELINE_RATIO}) "
-        f"{'ok' if t['append_over_baseline']['met'] else 'MISSED'}"
+        f"append / bare view peak: {t['append_over_hello']['value']:.2f}x (target >= {TARGET_HELLO_RATIO}) "
+        f"{'ok' if t['append_over_hello']['met'] else 'MISSED'}"
     )
     for name, v in t["p99_at_half_peak_ms"].items():
         print(
@@ -485,11 +478,6 @@ def print_table(result: dict[str, Any]) -> None:
             f"{'ok' if v['met'] else 'MISSED'}"
         )
     print(f"errors: {t['errors']['value']} {'ok' if t['errors']['met'] else 'MISSED'}")
-    peaks = result["peaks"]
-    print(
-        f"hello (no database) peak {peaks['hello']['rps']:.0f} req/s; "
-        f"{TARGET_BASELINE_RATIO} x the baseline's peak would be {TARGET_BASELINE_RATIO * peaks['baseline']['rps']:.0f}"
-    )
     if result["profile"].get("share_percent"):
         print("append at peak, the workers' busy samples by layer (py-spy):")
         for name, percent in result["profile"]["share_percent"].items():

@@ -1,7 +1,7 @@
 -- wrk script of the HTTP benchmark (benchmarks/http_load.py sets the environment):
---   BENCH_MODE      mixed | append | baseline | hello | get (GET each path with the key)
---   BENCH_KEY       the API key (not sent in baseline mode)
---   BENCH_PATHS     comma-separated session paths (".../sessions/<id>/" or "/append/<pk>/"), or "/hello/"
+--   BENCH_MODE      mixed | append | hello | get (GET each path with the key)
+--   BENCH_KEY       the API key (not sent in hello mode)
+--   BENCH_PATHS     comma-separated session paths (".../sessions/<id>/"), or "/hello/"
 --   BENCH_DELAY_MS  mean pause between a connection's requests (exponential, 0 = none): paces
 --                   the offered rate to about connections * 1000 / BENCH_DELAY_MS requests/s
 -- Prints one line "BENCH_JSON {...}" with the counts and latency percentiles.
@@ -12,7 +12,7 @@ local paths = {}
 for p in string.gmatch(os.getenv("BENCH_PATHS"), "[^,]+") do paths[#paths + 1] = p end
 
 local headers = {["Content-Type"] = "application/json"}
-if mode ~= "baseline" and mode ~= "hello" then headers["Authorization"] = "Api-Key " .. key end
+if mode ~= "hello" then headers["Authorization"] = "Api-Key " .. key end
 local append_body = '{"messages": [{"role": "user", "content": "What changed since yesterday?"}]}'
 local round_body = '{"state": {"step": 1, "plan": "look up, summarise, answer", "memory": [1, 2, 3]}}'
 -- Mixed agent traffic: of every 10 requests, 4 append a message, 2 save a round, 2 export the
@@ -37,8 +37,7 @@ function request()
   elseif op == "round" then return wrk.format("POST", path .. "rounds/", headers, round_body)
   elseif op == "latest" then return wrk.format("GET", path .. "rounds/latest/", headers)
   elseif op == "recent" then return wrk.format("GET", path .. "messages/?recent=20", headers)
-  elseif op == "hello" or op == "get" then return wrk.format("GET", path, headers)
-  else return wrk.format("POST", path, headers, append_body) end
+  else return wrk.format("GET", path, headers) end  -- hello, get
 end
 
 if mean_delay > 0 then

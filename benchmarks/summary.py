@@ -158,27 +158,24 @@ def _http(vendor: str, runs: list[dict]) -> list[Table]:
     tables = []
     for (threads, checks), group in by_config.items():
         rows = []
-        for name in ("hello", "baseline", "append", "mixed"):
-            having = [run for run in group if name in run["peaks"]]  # runs before the hello target lack it
-            if not having:
-                continue
-            peaks = [run["peaks"][name]["rps"] for run in having]
-            stmts = [next(p["statements_per_request"] for p in run["points"] if p["target"] == name) for run in having]
+        for name in ("hello", "append", "mixed"):  # runs before 2026-11-26 also swept a naive append
+            peaks = [run["peaks"][name]["rps"] for run in group]
+            stmts = [next(p["statements_per_request"] for p in run["points"] if p["target"] == name) for run in group]
             p99 = (
-                [run["targets"]["p99_at_half_peak_ms"][name]["value"] for run in having]
+                [run["targets"]["p99_at_half_peak_ms"][name]["value"] for run in group]
                 if name in ("append", "mixed")
                 else []
             )
             rows.append(
                 [name, _spread(peaks, "{:,.0f}"), _spread(stmts, "{:.2f}"), _spread(p99, "{:.1f}") if p99 else "—"]
             )
-        ratio = [run["targets"]["append_over_baseline"]["value"] for run in group]
+        ratio = [run["peaks"]["append"]["rps"] / run["peaks"]["hello"]["rps"] for run in group]
         tables.append(
             Table(
                 f"HTTP on {vendor}, threads={threads}, health checks={checks}, {_when(group)}: median [min–max].",
                 ["target", "peak req/s", "statements / request", "p99 ms at half peak"],
                 rows,
-                [f"append / baseline peak: {_spread(ratio, '{:.2f}')}"],
+                [f"append / bare view (hello) peak: {_spread(ratio, '{:.2f}')}"],
             )
         )
     return tables
@@ -340,44 +337,66 @@ def _adk(vendor: str, runs: list[dict]) -> list[Table]:
     ]
 
 
-@summary("pages")
-def _pages(vendor: str, runs: list[dict]) -> list[Table]:
-    rows = []
-    for name, sizes in runs[0]["pages"].items():
-        for size in sizes:
-            points = [run["pages"][name][size] for run in runs]
-            plain = [p["plain"]["median_ms"] for p in points]
-            counted = [p["counted"]["median_ms"] for p in points]
-            cost = [c - p for p, c in zip(plain, counted, strict=True)]
-            rows.append([f"{name}, {int(size):,} rows", *(_spread(v, "{:.2f}") for v in (plain, counted, cost))])
-    return [
-        Table(
-            f"Page queries on {vendor}, in process, {_when(runs)}: median ms of {runs[0]['samples']} each, "
-            "median [min–max] of the runs.",
-            ["page", "plain", "counted (bounded by bytes)", "the count"],
-            rows,
-        )
-    ]
-
-
 def kept_runs(results_dir: Path = RESULTS_DIR) -> dict[tuple[str, str], list[dict]]:
     """Every kept run by (suite, database), in the order they were taken."""
     runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for path in sorted(results_dir.glob("*.json")):
         payload = json.loads(path.read_text())
         payload["_stamp"] = path.stem.rsplit("-", 1)[1]  # <suite>-<vendor>-<UTC time>.json
+        payload["_file"] = path.name
         vendor = "postgresql" if payload["machine"]["database"].startswith("PostgreSQL") else "sqlite"
         runs[(payload["benchmark"], vendor)].append(payload)
     return dict(runs)
 
 
+def _machine(run: dict) -> str:
+    machine = run["machine"]
+    return (
+        f"{machine['nproc']} × {machine['cpu']}, {machine['memory_gb']:g} GB, {machine['database'].split(' (')[0]}, "
+        f"Python {machine['python']}, Django {machine['django']}"
+    )
+
+
+def _stamp_time(stamp: str) -> str:
+    return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[9:11]}:{stamp[11:13]}"
+
+
+def kept_table(runs_by_suite: dict[tuple[str, str], list[dict]]) -> Table:
+    """Which runs every figure of the doc comes from: per suite and database, how many are kept,
+    the latest one's file and time, and the machine it ran on."""
+    rows = [
+        [
+            suite,
+            vendor,
+            str(len(runs)),
+            f"`{runs[-1]['_file']}`",
+            _stamp_time(runs[-1]["_stamp"]),
+            _machine(runs[-1]),
+        ]
+        for (suite, vendor), runs in sorted(runs_by_suite.items())
+    ]
+    return Table(
+        "Runs kept in `benchmarks/results/`, per suite and database (each table below summarises them).",
+        ["suite", "database", "runs", "latest run", "UTC", "machine"],
+        rows,
+    )
+
+
+KEPT = ("kept", "all")  # the region listing the kept runs themselves
+
+
 def markdown_sections(results_dir: Path = RESULTS_DIR) -> dict[tuple[str, str], str]:
-    """The Markdown of every (suite, database) with kept runs and a registered summary."""
-    return {
+    """The Markdown of every (suite, database) with kept runs and a registered summary, and of the
+    list of kept runs (``KEPT``)."""
+    runs_by_suite = kept_runs(results_dir)
+    sections = {
         key: "\n\n".join(t.markdown() for t in SUMMARIES[key[0]](key[1], runs))
-        for key, runs in sorted(kept_runs(results_dir).items())
+        for key, runs in sorted(runs_by_suite.items())
         if key[0] in SUMMARIES
     }
+    if runs_by_suite:
+        sections[KEPT] = kept_table(runs_by_suite).markdown()
+    return sections
 
 
 REGION = re.compile(
@@ -423,15 +442,15 @@ def main(results_dir: Path = RESULTS_DIR, *, markdown: bool = False, write: Path
             return 1
         print(f"{write}: {len(doc_regions(text))} generated regions rewritten")
         return 0
+    if markdown:  # each region as the document holds it
+        for (suite, vendor), section in markdown_sections(results_dir).items():
+            print(f"<!-- benchmarks:summary {suite} {vendor} -->\n{region_body(section)}<!-- /benchmarks:summary -->\n")
+        return 0
     for (suite, vendor), runs in sorted(runs_by_suite.items()):
         if suite not in SUMMARIES:
             print(f"{suite} on {vendor}: {len(runs)} runs kept (no summary table for this suite; see its JSON files)")
-            continue
-        tables = SUMMARIES[suite](vendor, runs)
-        if markdown:  # the region as the document holds it
-            section = "\n\n".join(t.markdown() for t in tables)
-            print(f"<!-- benchmarks:summary {suite} {vendor} -->\n{region_body(section)}<!-- /benchmarks:summary -->")
         else:
-            print("\n\n".join(t.text() for t in tables))
+            print("\n\n".join(t.text() for t in SUMMARIES[suite](vendor, runs)))
         print()
+    print(kept_table(runs_by_suite).text())
     return 0

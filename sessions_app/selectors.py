@@ -40,7 +40,7 @@ def session_get(*, tenant: Tenant, user_id: str, session_id: str, app_name: str 
 
     Every session-scoped API request starts here, so the query is written out and its row made a
     model directly: building the query with the ORM, or mapping a raw query's columns each time,
-    cost several times running it (docs/PERFORMANCE.md)."""
+    cost several times running it (docs/PERFORMANCE_HISTORY.md, "third round")."""
     connection = connections[router.db_for_read(Session)]
     with connection.cursor() as cursor:
         cursor.execute(_SESSION_GET_SQL, [tenant.pk, user_id, session_id, app_name])
@@ -152,7 +152,7 @@ def message_recent_rows(
 def _rounds_of(*, tenant: Tenant, user_id: str, session_id: str | None) -> QuerySet[Round]:
     """The session is a scalar subquery, not a join: PostgreSQL then knows the one session id and
     reads "latest" backwards on the (session, round_id) index, instead of sorting every round of a
-    joined session (a cost that grew with the rounds: the scaling suite, docs/PERFORMANCE.md)."""
+    joined session (a cost that grew with the rounds: docs/PERFORMANCE_HISTORY.md, "the suites")."""
     session = Session.objects.filter(
         tenant=tenant, user_id=user_id, session_id=session_id or DEFAULT_SESSION_ID, app_name=""
     )

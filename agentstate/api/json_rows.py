@@ -1,8 +1,8 @@
 """Rows that leave the database as the API's JSON text.
 
 A long page of history spent most of its time in Python turning columns into values and back into
-JSON: decoding each JSON column, parsing each datetime, encoding it all again (docs/PERFORMANCE.md,
-section 9). For its list endpoints the database writes each row's JSON itself (SQLite's
+JSON: decoding each JSON column, parsing each datetime, encoding it all again (docs/PERFORMANCE_HISTORY.md,
+"second round"). For its list endpoints the database writes each row's JSON itself (SQLite's
 ``JSON_OBJECT``, PostgreSQL's ``TO_JSON`` of each value) and the renderer embeds that text unchanged.
 
 The expression is derived from the endpoint's ``Output`` serializer, so a row has the fields the

@@ -94,3 +94,25 @@ def test_the_code_carries_no_measured_figures():
         if MEASURED.search(text)
     ]
     assert not found, found
+
+
+def test_every_kept_run_belongs_to_a_suite_that_still_runs():
+    """A retired suite takes its kept runs with it (its decision and numbers go to
+    docs/PERFORMANCE_HISTORY.md): the doc's tables guard only what ``python -m benchmarks`` can rerun."""
+    from benchmarks.__main__ import SUITES
+
+    orphans = sorted({suite for suite, _ in summary.kept_runs()} - set(SUITES))
+    assert not orphans, f"kept runs of {orphans}, which python -m benchmarks no longer runs"
+
+
+def test_the_doc_names_each_kept_suites_latest_run():
+    listed = summary.doc_regions(DOC.read_text())[summary.KEPT]
+    latest = {runs[-1]["_file"] for runs in summary.kept_runs().values()}
+    assert latest and all(f"`{name}`" in listed for name in latest)
+
+
+def test_the_at_a_glance_rows_link_to_sections_of_the_doc():
+    text = DOC.read_text()
+    anchors = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#{2,3} (.+)$", text, re.M)}
+    links = set(re.findall(r"\]\(#([\w-]+)\)", text))
+    assert links and not links - anchors, f"links to no heading: {sorted(links - anchors)}"
