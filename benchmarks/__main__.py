@@ -81,10 +81,10 @@ def _retention(args) -> None:
 
 
 def _http(args) -> None:
-    from benchmarks.pg_cluster import postgres_cluster
+    from benchmarks.topology import statement_counting_cluster
 
-    with postgres_cluster() as cluster:
-        os.environ["DATABASE_URL"] = cluster.url
+    with statement_counting_cluster() as cluster:
+        os.environ["DATABASE_URL"] = cluster.url("agentstate")
         with bench_database(keep=False):
             from benchmarks import http_load, report
 
@@ -100,23 +100,24 @@ def _http(args) -> None:
 
 
 def _replicas(args) -> None:
-    from benchmarks.pg_cluster import postgres_cluster
-    from benchmarks.topology import pgbouncer, redis_server, streaming_replica
+    from benchmarks.topology import pgbouncer, redis_server, statement_counting_cluster
+    from tools import pgcluster
 
     with (
-        postgres_cluster() as cluster,
-        streaming_replica(cluster) as replica,
+        statement_counting_cluster() as cluster,
+        # The replica serves reads only: no statement counting there.
+        pgcluster.throwaway_replica(cluster, settings={"shared_preload_libraries": ""}) as replica,
         pgbouncer(cluster) as bouncer,
         redis_server() as redis_url,
     ):
-        os.environ["DATABASE_URL"] = cluster.url
+        os.environ["DATABASE_URL"] = cluster.url("agentstate")
         with bench_database(keep=False) as url:
             from benchmarks import replicas, report
 
             result = replicas.run(
                 primary_url=url,
-                admin_url=cluster.admin_url,
-                primary_pid=cluster.postmaster_pid,
+                admin_url=cluster.url(),
+                primary_pid=cluster.pid,
                 replica=replica,
                 bouncer=bouncer,
                 redis_url=redis_url,

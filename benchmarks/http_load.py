@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import data, report
-from benchmarks.pg_cluster import Cluster, free_port
+from tools.pgcluster import Cluster, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 LUA = Path(__file__).with_name("load.lua")
@@ -118,7 +118,7 @@ class StatementCounter:
     def __init__(self, cluster: Cluster, dbname: str):
         import psycopg
 
-        self.conn = psycopg.connect(cluster.admin_url, autocommit=True)
+        self.conn = psycopg.connect(cluster.url(), autocommit=True)
         self.dbname = dbname
 
     def reset(self) -> None:
@@ -370,7 +370,7 @@ def run(
                 "wrk_env": {"BENCH_MODE": "hello", "BENCH_PATHS": "/hello/"},
             },
         ]
-        common = {"counter": counter, "postmaster_pid": cluster.postmaster_pid, "seconds": seconds}
+        common = {"counter": counter, "postmaster_pid": cluster.pid, "seconds": seconds}
         for target in targets:
             _wrk(
                 url=target["url"],

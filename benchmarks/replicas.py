@@ -24,6 +24,7 @@ from typing import Any
 from benchmarks import data, report
 from benchmarks.http_load import _cpu_seconds, _wrk, gunicorn
 from benchmarks.topology import Server, replica_wait, with_port
+from tools.pgcluster import Cluster
 
 SESSIONS = 2_000
 CONNECTIONS = 8
@@ -69,7 +70,7 @@ def run(
     primary_url: str,
     admin_url: str,
     primary_pid: int,
-    replica: Server,
+    replica: Cluster,
     bouncer: Server,
     redis_url: str,
     quick: bool = False,

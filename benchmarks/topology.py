@@ -1,6 +1,6 @@
-"""Servers beside the benchmark's private primary (benchmarks.pg_cluster): a streaming replica,
-PgBouncer in transaction pooling and a Redis, each on a free 127.0.0.1 port, removed at the end.
-The same shapes as .ci/multinode and docs/SCALING.md."""
+"""The benchmarks' private servers: a PostgreSQL primary that counts statements (its streaming
+replica is tools.pgcluster's), PgBouncer in transaction pooling and a Redis, each on a free
+127.0.0.1 port, removed at the end. The same shapes as .ci/multinode and docs/SCALING.md."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from benchmarks.pg_cluster import Cluster, _pg_bin, free_port
+from tools import pgcluster
+from tools.pgcluster import Cluster, free_port
 
 _AS_POSTGRES = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 
@@ -24,6 +25,21 @@ _AS_POSTGRES = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 class Server:
     port: int
     pid: int
+
+
+@contextlib.contextmanager
+def statement_counting_cluster() -> Iterator[Cluster]:
+    """A private primary with pg_stat_statements preloaded, so every statement the service sends
+    (BEGIN, COMMIT and health checks included) can be counted, and nobody else's queries share it.
+    The benchmark's database is created by whoever uses it; pg_stat_statements is read in "postgres"."""
+    settings = {
+        "max_connections": "100",
+        "shared_preload_libraries": "pg_stat_statements",
+        "pg_stat_statements.track_utility": "on",
+    }
+    with pgcluster.throwaway(settings=settings, prefix="agentstate-bench-pg-") as cluster:
+        pgcluster.cluster_sql(cluster, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        yield cluster
 
 
 def with_port(url: str, port: int) -> str:
@@ -37,52 +53,6 @@ def _workdir(prefix: str) -> Path:
     if _AS_POSTGRES:
         shutil.chown(workdir, "postgres", "postgres")
     return workdir
-
-
-@contextlib.contextmanager
-def streaming_replica(cluster: Cluster) -> Iterator[Server]:
-    """``pg_basebackup -R`` of the primary, started as a hot standby on its own port."""
-    pg_bin = _pg_bin()
-    primary_port = urlsplit(cluster.url).port
-    workdir = _workdir("agentstate-bench-replica-")
-    data = workdir / "data"
-    port = free_port()
-    subprocess.run(
-        [
-            *_AS_POSTGRES,
-            pg_bin / "pg_basebackup",
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(primary_port),
-            "-U",
-            "postgres",
-            "-D",
-            data,
-            "-R",
-            "-X",
-            "stream",
-            "-c",
-            "fast",
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    options = (
-        f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={workdir} "
-        "-c fsync=off -c max_connections=100"
-    )
-    ctl = [*_AS_POSTGRES, pg_bin / "pg_ctl", "-D", data]
-    subprocess.run(
-        [*ctl, "-l", workdir / "server.log", "-w", "-t", "60", "-o", options, "start"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        yield Server(port=port, pid=int((data / "postmaster.pid").read_text().split()[0]))
-    finally:
-        subprocess.run([*ctl, "-m", "fast", "-w", "stop"], stdout=subprocess.DEVNULL, check=False)
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def replica_wait(*, primary_url: str, replica_url: str, timeout: float = 60) -> None:
@@ -108,7 +78,7 @@ def pgbouncer(cluster: Cluster, *, pool_size: int = 20) -> Iterator[Server]:
     port = free_port()
     (workdir / "userlist.txt").write_text('"postgres" ""\n')
     (workdir / "pgbouncer.ini").write_text(
-        f"[databases]\n* = host=127.0.0.1 port={urlsplit(cluster.url).port}\n[pgbouncer]\nlisten_addr = 127.0.0.1\n"
+        f"[databases]\n* = host=127.0.0.1 port={cluster.port}\n[pgbouncer]\nlisten_addr = 127.0.0.1\n"
         f"listen_port = {port}\nunix_socket_dir =\nauth_type = trust\nauth_file = {workdir}/userlist.txt\n"
         f"pool_mode = transaction\nmax_client_conn = 500\ndefault_pool_size = {pool_size}\n"
         "ignore_startup_parameters = extra_float_digits,options\n"

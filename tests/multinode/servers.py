@@ -4,7 +4,6 @@ server over HTTP, the primary and the replica directly. Tests skip unless that s
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 import uuid
 from collections.abc import Callable
@@ -13,6 +12,8 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+
+from tools import pgcluster
 
 PROXY = os.environ.get("AGENTSTATE_MULTINODE_PROXY", "")
 APPS = [url for url in os.environ.get("AGENTSTATE_MULTINODE_APPS", "").split(",") if url]
@@ -79,25 +80,14 @@ def replica_wait_replayed(timeout: float = 10) -> None:
         time.sleep(0.05)
 
 
-def _pg_ctl(*args: str) -> None:
-    pg_bin = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))[-1]
-    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    subprocess.run(
-        [*as_postgres, str(pg_bin / "pg_ctl"), "-D", REPLICA_DATA, *args], check=True, stdout=subprocess.DEVNULL
-    )
-
-
 def replica_stop() -> None:
-    _pg_ctl("-m", "fast", "-w", "stop")
+    pgcluster.cluster_stop(Path(REPLICA_DATA))
 
 
 def replica_start() -> None:
-    """Start it as .ci/multinode did and wait until it streams again."""
-    options = (
-        f"-c listen_addresses=127.0.0.1 -p {REPLICA_PORT} -c unix_socket_directories={Path(REPLICA_DATA).parent} "
-        "-c fsync=off -c max_connections=200 -c timezone=UTC"
-    )
-    _pg_ctl("-l", f"{REPLICA_DATA}/server.log", "-w", "-t", "60", "-o", options, "start")
+    """Start it again (its data directory keeps the settings .ci/multinode gave it) and wait until
+    it streams again."""
+    pgcluster.cluster_start(Path(REPLICA_DATA))
     deadline = time.monotonic() + 30
     while not sql(REPLICA, "SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'")[0]:
         assert time.monotonic() < deadline, "the replica did not stream again"
