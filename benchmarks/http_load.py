@@ -28,7 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks import data, report
+from agentstate_site import bulk_data
+from benchmarks import report
 from benchmarks.pg_cluster import Cluster, free_port
 
 REPO = Path(__file__).resolve().parent.parent
@@ -219,11 +220,11 @@ def _prepare() -> tuple[str, list[str], list[str]]:
 
     tenant = tenant_get_or_create(slug="bench")
     _, key = api_key_create(tenant=tenant, name="http benchmark")
-    data.sessions_create(tenant=tenant, user_id="agent", count=SESSIONS)
+    bulk_data.sessions_create(tenant=tenant, user_id="agent", count=SESSIONS)
     sessions = list(Session.objects.filter(tenant=tenant, user_id="agent"))
     for session in sessions:
-        data.history_fill(session=session, messages=HISTORY, rounds=100)
-    data.analyze()
+        bulk_data.history_fill(session=session, messages=HISTORY, rounds=100)
+    bulk_data.analyze()
     service = [f"/api/v1/users/agent/sessions/{s.session_id}/" for s in sessions]
     baseline = [f"/append/{s.pk}/" for s in sessions]
     return key, service, baseline

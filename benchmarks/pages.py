@@ -14,7 +14,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from benchmarks import data, report
+from agentstate_site import bulk_data
+from benchmarks import report
 
 MESSAGES = 2_000
 EVENTS = 2_000
@@ -38,10 +39,10 @@ def _prepare():
 
     tenant = tenant_get_or_create(slug="bench-pages")
     history = Session.objects.create(tenant=tenant, user_id="agent", session_id="history", agent_id="agent")
-    data.history_fill(session=history, messages=MESSAGES)
+    bulk_data.history_fill(session=history, messages=MESSAGES)
     adk = adk_session_create(tenant=tenant, app_name="bench_app", user_id="agent", session_id="events", state={})
     events = adk.session
-    data.insert_series(
+    bulk_data.insert_series(
         model=AdkEvent,
         count=EVENTS,
         values={
@@ -60,7 +61,7 @@ def _prepare():
         params=[events.pk, tenant.pk, "agent", timezone.now()],
     )
     Session.objects.filter(pk=events.pk).update(last_seq=EVENTS)
-    data.analyze()
+    bulk_data.analyze()
     return Session.objects.get(pk=history.pk), Session.objects.get(pk=events.pk)
 
 
