@@ -10,7 +10,7 @@ from tests.userdata_app.erasure_factories import compliance_group, subject_data_
 from userdata_app import selectors as userdata_selectors
 from userdata_app.models import ErasureRequest
 
-pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True)]
+pytestmark = [*needs_chromium, pytest.mark.django_db(transaction=True)]
 
 
 def officer_logs_in(page, live_server):

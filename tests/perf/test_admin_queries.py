@@ -13,7 +13,7 @@ from agentstate_site import bulk_data
 from agentstate_site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
 from sessions_app.models import Session
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.scale]
 
 SESSIONS = reverse("admin:sessions_app_session_changelist")
 MESSAGES = reverse("admin:sessions_app_message_changelist")

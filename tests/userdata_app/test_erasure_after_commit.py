@@ -241,6 +241,7 @@ def copies_outside_the_tables(request):
     return lambda: pg_stats_text().encode()
 
 
+@pytest.mark.servers  # a fresh process of the service, killed mid-erasure
 @pytest.mark.django_db(transaction=True)
 def test_a_crash_right_after_the_erasure_commits_leaves_its_clean_up_flagged_until_the_command_finishes_it(
     copies_outside_the_tables, client
