@@ -6,6 +6,17 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+# The marks (pyproject.toml) of what the quick loop, `pytest -m "not slow"`, leaves out; each also
+# counts as slow, so one expression skips them all.
+SLOW_KINDS = ("fuzz", "servers", "browser", "conformance", "crosscheck", "scale")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
+            item.add_marker(pytest.mark.slow)
+
 
 def redis_test_db_flush() -> None:
     """Empty the Redis database reserved for tests (tests/settings.py), and no other: under any

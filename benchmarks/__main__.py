@@ -1,6 +1,6 @@
 """python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,latency,all,
     summary}
-    [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--markdown] [--write FILE]
+    [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--markdown] [--write FILE] [--results DIR]
 
 scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by
 default and on PostgreSQL when DATABASE_URL is set; retention (a sweep of 10,000 ended sessions,
@@ -168,13 +168,19 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="summary: rewrite FILE's generated regions (<!-- benchmarks:summary SUITE DATABASE -->) from kept runs",
     )
+    parser.add_argument(
+        "--results",
+        metavar="DIR",
+        type=Path,
+        help="summary: read the kept runs from DIR (default benchmarks/results/)",
+    )
     args, _ = parser.parse_known_args(argv)
     # A terminated run still stops its servers and drops its database (the finally blocks run).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.suite == "summary":
         from benchmarks import summary
 
-        return summary.main(markdown=args.markdown, write=args.write)
+        return summary.main(args.results or summary.RESULTS_DIR, markdown=args.markdown, write=args.write)
     if args.suite == "all":
         passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)

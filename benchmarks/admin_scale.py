@@ -12,7 +12,8 @@ import statistics
 import time
 from typing import Any
 
-from benchmarks import data, report
+from agentstate_site import bulk_data
+from benchmarks import report
 
 TARGET_MS = 300.0
 SESSIONS = 10_000  # 10 users x 1,000 sessions
@@ -79,10 +80,10 @@ def run(*, renders: int = 15) -> dict[str, Any]:
 
     tenant = tenant_get_or_create(slug="bench")
     for user in range(10):
-        data.sessions_create(tenant=tenant, user_id=f"user{user}", count=SESSIONS // 10)
+        bulk_data.sessions_create(tenant=tenant, user_id=f"user{user}", count=SESSIONS // 10)
     session = Session.objects.filter(tenant=tenant).order_by("id").first()
-    data.history_fill(session=session, messages=MESSAGES_SMALL)
-    data.analyze()
+    bulk_data.history_fill(session=session, messages=MESSAGES_SMALL)
+    bulk_data.analyze()
     admin = get_user_model().objects.create_superuser("bench-admin", "bench@example.invalid", "unused-password-0")
     client = Client()
     client.force_login(admin)
@@ -90,8 +91,8 @@ def run(*, renders: int = 15) -> dict[str, Any]:
     print(f"admin: {SESSIONS:,} sessions, {MESSAGES_SMALL:,} messages")
     small = _measure(client, pages, renders)
     started = time.perf_counter()
-    added = data.messages_for_every_session(tenant=tenant, per_session=MESSAGES_LARGE // SESSIONS)
-    data.analyze()
+    added = bulk_data.messages_for_every_session(tenant=tenant, per_session=MESSAGES_LARGE // SESSIONS)
+    bulk_data.analyze()
     print(f"admin: {MESSAGES_SMALL + added:,} messages (generated in {time.perf_counter() - started:.0f} s)")
     large = _measure(client, pages, renders)
     results = [{"page": name, "url": url, "small": small[name], "large": large[name]} for name, url in pages.items()]

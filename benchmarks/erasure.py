@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from benchmarks import data, report
+from agentstate_site import bulk_data
+from benchmarks import report
 
 TARGET_SECONDS = 10.0
 # (sessions, messages per session, rounds per session, user data keys): 1,000 and 100,000 rows.
@@ -18,10 +19,10 @@ SUBJECTS = {"small": (2, 300, 100, 200), "large": (10, 5_000, 2_000, 30_000)}
 def _subject(tenant, user_id: str, sessions: int, messages: int, rounds: int, user_data: int) -> int:
     from sessions_app.models import Session
 
-    data.sessions_create(tenant=tenant, user_id=user_id, count=sessions)
+    bulk_data.sessions_create(tenant=tenant, user_id=user_id, count=sessions)
     for session in Session.objects.filter(tenant=tenant, user_id=user_id):
-        data.history_fill(session=session, messages=messages, rounds=rounds)
-    data.user_data_create(tenant=tenant, user_id=user_id, count=user_data)
+        bulk_data.history_fill(session=session, messages=messages, rounds=rounds)
+    bulk_data.user_data_create(tenant=tenant, user_id=user_id, count=user_data)
     return sessions * (messages + rounds) + user_data
 
 
@@ -59,7 +60,7 @@ def run() -> dict[str, Any]:
         _subject(tenant, f"subject-{name}", *shape)
     bystander_rows = _subject(tenant, "bystander", *SUBJECTS["large"])
     _subject(tenant, "warm-up", 1, 1, 1, 1)
-    data.analyze()
+    bulk_data.analyze()
     _erase(tenant, "warm-up")  # one-time lookups (content types) are cached from here on
 
     def rows_of(user_id: str) -> int:

@@ -29,7 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks import data, report
+from agentstate_site import bulk_data
+from benchmarks import report
 from tools.pgcluster import Cluster, free_port
 
 REPO = Path(__file__).resolve().parent.parent
@@ -220,11 +221,11 @@ def _prepare() -> tuple[str, list[str]]:
 
     tenant = tenant_get_or_create(slug="bench")
     _, key = api_key_create(tenant=tenant, name="http benchmark")
-    data.sessions_create(tenant=tenant, user_id="agent", count=SESSIONS)
+    bulk_data.sessions_create(tenant=tenant, user_id="agent", count=SESSIONS)
     sessions = list(Session.objects.filter(tenant=tenant, user_id="agent"))
     for session in sessions:
-        data.history_fill(session=session, messages=HISTORY, rounds=100)
-    data.analyze()
+        bulk_data.history_fill(session=session, messages=HISTORY, rounds=100)
+    bulk_data.analyze()
     return key, [f"/api/v1/users/agent/sessions/{s.session_id}/" for s in sessions]
 
 

@@ -161,7 +161,7 @@ def run(*, rounds: int = 5, batch: int = 40) -> dict[str, Any]:
 
     from agentstate.integrations.langgraph import AgentStateSaver
     from agentstate.tenancy.services import api_key_create, tenant_get_or_create
-    from benchmarks import data
+    from agentstate_site import bulk_data
     from benchmarks.http_load import gunicorn
 
     tenant = tenant_get_or_create(slug="bench")
@@ -170,7 +170,7 @@ def run(*, rounds: int = 5, batch: int = 40) -> dict[str, Any]:
     started = time.perf_counter()
     for size in SIZES:
         heads[("agentstate", size)] = _fill_server(tenant=tenant, thread_id=f"t{size}", size=size)
-    data.analyze()
+    bulk_data.analyze()
     fill_server_s = time.perf_counter() - started
 
     tmp = tempfile.mkdtemp(prefix="agentstate-bench-langgraph-")

@@ -24,7 +24,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import data, report
+from agentstate_site import bulk_data
+from benchmarks import report
 from benchmarks.http_load import gunicorn
 
 APP = "bench_app"
@@ -72,11 +73,11 @@ def _prepare() -> tuple[Any, str]:
 
     tenant = tenant_get_or_create(slug="bench-latency")
     _, key = api_key_create(tenant=tenant, name="latency benchmark")
-    data.sessions_create(tenant=tenant, user_id=USER, count=LISTED - 2)
+    bulk_data.sessions_create(tenant=tenant, user_id=USER, count=LISTED - 2)
     for session_id in ("full", "writes"):
         Session.objects.create(tenant=tenant, user_id=USER, session_id=session_id, agent_id="agent")
-    data.history_fill(session=Session.objects.get(tenant=tenant, session_id="full"), messages=HISTORY, rounds=10)
-    data.analyze()
+    bulk_data.history_fill(session=Session.objects.get(tenant=tenant, session_id="full"), messages=HISTORY, rounds=10)
+    bulk_data.analyze()
     return tenant, key
 
 

@@ -21,7 +21,8 @@ import os
 import statistics
 from typing import Any
 
-from benchmarks import data, report
+from agentstate_site import bulk_data
+from benchmarks import report
 from benchmarks.http_load import _cpu_seconds, _wrk, gunicorn
 from benchmarks.topology import Server, replica_wait, with_port
 from tools.pgcluster import Cluster
@@ -38,8 +39,8 @@ def _prepare() -> tuple[str, str, str]:
     from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 
     tenant = tenant_get_or_create(slug="bench")
-    data.sessions_create(tenant=tenant, user_id="agent", count=SESSIONS)
-    data.analyze()
+    bulk_data.sessions_create(tenant=tenant, user_id="agent", count=SESSIONS)
+    bulk_data.analyze()
     _, reader = api_key_create(tenant=tenant, name="replicas benchmark reader")
     _, writer = api_key_create(tenant=tenant, name="replicas benchmark writer")
     return reader, writer, "/api/v1/users/agent/sessions/s1/"

@@ -11,7 +11,8 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from benchmarks import data, report
+from agentstate_site import bulk_data
+from benchmarks import report
 
 TARGET_P99_MS = 50.0
 MESSAGES_PER_SESSION = 100
@@ -58,12 +59,12 @@ def run(*, sessions: int) -> dict[str, Any]:
     tenant = tenant_get_or_create(slug="bench")
     messages = sessions * MESSAGES_PER_SESSION
     print(f"retention: generating {sessions:,} ended sessions with {messages:,} expired messages")
-    data.sessions_create(tenant=tenant, user_id="gone", count=sessions, prefix="ended-")
-    data.messages_for_every_session(tenant=tenant, per_session=MESSAGES_PER_SESSION)
+    bulk_data.sessions_create(tenant=tenant, user_id="gone", count=sessions, prefix="ended-")
+    bulk_data.messages_for_every_session(tenant=tenant, per_session=MESSAGES_PER_SESSION)
     ended = timezone.now() - timedelta(days=90)
     Session.objects.filter(tenant=tenant).update(ended_at=ended, updated_at=ended)
     Message.objects.filter(tenant=tenant).update(created_at=ended)
-    data.analyze()
+    bulk_data.analyze()
     services.retention_policy_save(tenant=tenant, delete_ended_after_days=30)
 
     stop, sweeping, samples, errors = threading.Event(), threading.Event(), [], []

@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import data, report
+from agentstate_site import bulk_data
+from benchmarks import report
 
 SIZES = (10, 1_000, 10_000, 100_000)
 TARGET_RATIO = 1.3
@@ -67,12 +68,12 @@ def _populate(*, sizes: tuple[int, ...]) -> tuple[Any, dict[int, str]]:
     for size in sizes:
         started = time.perf_counter()
         user_id = f"u{size}"
-        data.sessions_create(tenant=tenant, user_id=user_id, count=size)
+        bulk_data.sessions_create(tenant=tenant, user_id=user_id, count=size)
         history = Session.objects.get(tenant=tenant, user_id=user_id, session_id=HISTORY_SESSION)
-        data.history_fill(session=history, messages=size, rounds=size)
+        bulk_data.history_fill(session=history, messages=size, rounds=size)
         users[size] = user_id
         print(f"  size {size:>7,}: {size:,} sessions, messages and rounds in {time.perf_counter() - started:.1f} s")
-    data.analyze()
+    bulk_data.analyze()
     return tenant, users
 
 

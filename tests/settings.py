@@ -24,12 +24,18 @@ REDIS_TEST_DB_DEFAULT = 15
 
 def redis_test_url(url: str, environ: Mapping[str, str]) -> str:
     """``url`` (REDIS_URL) with its database number replaced by the one reserved for tests:
-    ``AGENTSTATE_TEST_REDIS_DB``, default 15, on the same server and credentials."""
+    ``AGENTSTATE_TEST_REDIS_DB``, default 15, on the same server and credentials. pytest-xdist's
+    workers each get their own, counting down from it (gw0 that number, gw1 the one below, ...):
+    session pks restart in each worker's test database, so shared keys would collide, and each
+    worker empties its database when it starts."""
     chosen = environ.get("AGENTSTATE_TEST_REDIS_DB", "").strip()
     try:
         reserved = int(chosen or REDIS_TEST_DB_DEFAULT)
     except ValueError:
         raise ImproperlyConfigured(f"AGENTSTATE_TEST_REDIS_DB must be a database number, not {chosen!r}.") from None
+    reserved -= int(environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    if reserved < 0:
+        raise ImproperlyConfigured("More pytest-xdist workers than Redis databases below AGENTSTATE_TEST_REDIS_DB.")
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query))
     if parts.scheme == "unix":  # a socket path: the number is the query's db
@@ -42,8 +48,8 @@ def redis_test_url(url: str, environ: Mapping[str, str]) -> str:
         reserved_url = urlunsplit(parts._replace(path=f"/{reserved}", query=urlencode(query)))
     if named == reserved and not chosen:
         raise ImproperlyConfigured(
-            f"REDIS_URL names database {reserved}, the one tests flush by default: set AGENTSTATE_TEST_REDIS_DB "
-            "to a database number the tests may empty."
+            f"REDIS_URL names database {reserved}, one the tests flush by default: set AGENTSTATE_TEST_REDIS_DB "
+            "to a database number the tests may empty (each pytest-xdist worker also empties the ones below it)."
         )
     return reserved_url
 

@@ -1,5 +1,6 @@
 """The house rules of docs/DESIGN.md, "Layers", that code review alone would let slip."""
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -79,3 +80,18 @@ def test_a_planted_forbidden_import_breaks_the_contracts(tmp_path, planted, brok
     )
     assert run.returncode == 1, run.stdout + run.stderr
     assert broken in run.stdout
+
+
+def test_no_test_imports_the_benchmarks():
+    """The benchmarks are measurements that come and go (docs/PERFORMANCE.md): what a test needs
+    from them lives in the package (agentstate_site.bulk_data) or in tests/, and the benchmarks'
+    own command is tested by running it."""
+    importing = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            if any(name == "benchmarks" or name.startswith("benchmarks.") for name in names):
+                importing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not importing, importing

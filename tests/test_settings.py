@@ -135,6 +135,7 @@ def _project_paths_named_by_settings() -> list[str]:
     return sorted({path for path in named if isinstance(path, str) and path.startswith(own)})
 
 
+@pytest.mark.servers
 @pytest.mark.parametrize("dotted_path", _project_paths_named_by_settings())
 def test_each_path_the_settings_name_imports_first_in_a_fresh_process(dotted_path):
     script = (

@@ -33,6 +33,14 @@ def test_pytest_runs_with_the_test_settings():
         ("unix:///run/redis.sock?db=1", {}, "unix:///run/redis.sock?db=15"),
         # Naming REDIS_URL's own database explicitly is a choice to let the tests empty it.
         ("redis://127.0.0.1:6380/4", {"AGENTSTATE_TEST_REDIS_DB": "4"}, "redis://127.0.0.1:6380/4"),
+        # pytest-xdist's workers count down from the reserved database, one each.
+        ("redis://127.0.0.1:6379/0", {"PYTEST_XDIST_WORKER": "gw0"}, "redis://127.0.0.1:6379/15"),
+        ("redis://127.0.0.1:6379/0", {"PYTEST_XDIST_WORKER": "gw2"}, "redis://127.0.0.1:6379/13"),
+        (
+            "redis://127.0.0.1:6379/0",
+            {"AGENTSTATE_TEST_REDIS_DB": "9", "PYTEST_XDIST_WORKER": "gw1"},
+            "redis://127.0.0.1:6379/8",
+        ),
     ],
 )
 def test_the_reserved_database_is_on_redis_urls_server(url, environ, expected):
@@ -43,6 +51,12 @@ def test_the_reserved_database_is_on_redis_urls_server(url, environ, expected):
     "url, environ, message",
     [
         ("redis://127.0.0.1:6379/15", {}, "REDIS_URL names database 15"),
+        ("redis://127.0.0.1:6379/14", {"PYTEST_XDIST_WORKER": "gw1"}, "REDIS_URL names database 14"),
+        (
+            "redis://127.0.0.1:6379/0",
+            {"AGENTSTATE_TEST_REDIS_DB": "1", "PYTEST_XDIST_WORKER": "gw2"},
+            "More pytest-xdist",
+        ),
         (
             "redis://127.0.0.1:6379/0",
             {"AGENTSTATE_TEST_REDIS_DB": "last"},
@@ -87,6 +101,10 @@ def test_a_test_run_leaves_the_database_redis_url_names_untouched():
                 "pytest",
                 "-p",
                 "no:cacheprovider",
+                # In this process, not in workers of its own: it inherits this worker's
+                # PYTEST_XDIST_WORKER, so it empties this worker's Redis database, not another's.
+                "-n",
+                "0",
                 "-q",
                 "tests/test_test_settings.py::test_pytest_runs_with_the_test_settings",
             ],

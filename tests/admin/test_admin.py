@@ -35,6 +35,7 @@ def officer(db):
 # --- Browsing ---------------------------------------------------------------------------------
 
 
+@pytest.mark.scale
 def test_session_changelist_query_count_does_not_grow_with_rows(client, officer, tenant, other_tenant):
     login(client, officer)
     url = reverse("admin:sessions_app_session_changelist")

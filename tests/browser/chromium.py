@@ -16,7 +16,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-needs_chromium = pytest.mark.skipif(
-    not shutil.which(CHROMIUM),
-    reason=f"{CHROMIUM} is missing: apt-get install chromium (Debian's package; Playwright drives it, no driver)",
-)
+needs_chromium = [
+    pytest.mark.skipif(
+        not shutil.which(CHROMIUM),
+        reason=f"{CHROMIUM} is missing: apt-get install chromium (Debian's package; Playwright drives it, no driver)",
+    ),
+    pytest.mark.browser,
+]

@@ -15,7 +15,7 @@ from tests.browser.chromium import ARTIFACTS, needs_chromium
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
 from userdata_app.models import ErasureRequest
 
-pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True)]
+pytestmark = [*needs_chromium, pytest.mark.django_db(transaction=True)]
 WIDTH = 1400
 PASSWORD = "correct horse battery"
 VIEWER_PERMS = [

@@ -9,7 +9,7 @@ from tests.subjects import held, process_state_held
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
 from userdata_app.models import ErasureRequest
 
-pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True)]
+pytestmark = [*needs_chromium, pytest.mark.django_db(transaction=True)]
 
 
 def officer_logs_in(page, live_server):

@@ -51,6 +51,7 @@ def nested(levels: int, inner: str = "") -> str:
     return "[" * levels + inner + "]" * levels
 
 
+@pytest.mark.crosscheck
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "body",
@@ -194,6 +195,7 @@ def test_a_cursor_that_decodes_to_nothing_is_400_on_every_list(api, full_session
     assert api.get(path, {"cursor": ""}).status_code == 200
 
 
+@pytest.mark.crosscheck
 @pytest.mark.django_db
 @pytest.mark.parametrize("cursor", GARBLED_CURSORS)
 @pytest.mark.parametrize("path", LISTS)

@@ -21,6 +21,7 @@ from django.test import Client
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "agentstate.example.com"
 STATIC_LINK = re.compile(r'(?:href|src)="(/static/[^"]+)"')
+pytestmark = pytest.mark.servers  # manage.py and gunicorn, each in a process of its own
 
 
 def production_env(**extra: str) -> dict[str, str]:

@@ -231,6 +231,7 @@ MARK = "edgemark"
 SPACED = f" \u00a0{MARK}\u2003 "
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize("field", [f for f in FIELDS if f.kind == "string"], ids=str)
 def test_a_string_field_stores_its_value_exactly_as_sent_or_refuses_it(everything, field):
     before = stored_everything()
@@ -247,6 +248,7 @@ def test_a_string_field_stores_its_value_exactly_as_sent_or_refuses_it(everythin
         assert stored.count(MARK) == exact, "stored trimmed or normalised"
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize("field", [f for f in FIELDS if f.kind == "string"], ids=str)
 def test_a_string_field_refuses_a_nul_or_stores_it_without_a_server_error(everything, field):
     before = stored_everything()
@@ -270,6 +272,7 @@ def _named(error, field: Field) -> bool:
     return field.name in error["fields"] if field.name else bool(error["fields"])
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize("kind", JSON_VALUES)
 @pytest.mark.parametrize("field", [f for f in FIELDS if f.kind == "json"], ids=str)
 def test_a_json_field_refuses_infinity_and_deep_nesting(everything, field, kind):
@@ -302,6 +305,7 @@ def compliance_api(everything, tenant):
     return client
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize("operation", ROUTES_WITH_IDS)
 def test_a_path_id_that_is_not_utf8_is_400_on_every_route(compliance_api, operation):
     method, template = operation.split(" ", 1)

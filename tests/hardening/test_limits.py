@@ -34,12 +34,14 @@ def test_a_body_over_the_limit_is_413_everywhere(api, full_session, method, path
         refused(api, method, path, padded, 413, "too_large")
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize("method, path, body", WRITES, ids=WRITE_IDS)
 @pytest.mark.parametrize("raw", ["{bad json", '{"a": 1,}', "", "[", '{"a": NaN}', '{"a": "\\ud800"}'])
 def test_malformed_json_is_400_everywhere(api, full_session, method, path, body, raw):
     refused(api, method, path, raw, 400, "invalid")
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize("method, path, body", WRITES, ids=WRITE_IDS)
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"])
 def test_a_body_that_is_not_json_is_415_everywhere(api, full_session, method, path, body, content_type):
@@ -152,6 +154,7 @@ BAD_IDS = {
 }
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize("bad", BAD_IDS.values(), ids=BAD_IDS.keys())
 @pytest.mark.parametrize(
     "method, path, body, field",
@@ -175,6 +178,7 @@ def quoted(text: str) -> str:
     return quote(text, safe="")
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize("bad", BAD_IDS.values(), ids=BAD_IDS.keys())
 @pytest.mark.parametrize(
     "method, template, field",
@@ -193,6 +197,7 @@ def test_bad_identifiers_in_paths_are_400(api, full_session, bad, method, templa
     refused(api, method, path, {"state": {}, "value": 1}, 400, "invalid", field)
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize("text", ["\ud800", "a\udfff"])
 @pytest.mark.parametrize(
     "method, path, template, field",
@@ -236,6 +241,7 @@ ROWS_LISTS = ["/api/v1/sessions/", S + "messages/"]  # rows written by the datab
 LISTS = [S + "rounds/", S + "checkpoints/", S + "transitions/", U]  # up to 500
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize("page_size", ["0", "-1", "100000", "abc", "1.5", "", "9" * 5000])
 @pytest.mark.parametrize("path", ROWS_LISTS + LISTS)
 def test_page_size_that_is_no_page_size_is_400(api, full_session, path, page_size):
@@ -248,6 +254,7 @@ def test_page_size_is_served_up_to_its_list_s_largest_and_refused_past_it(api, f
     refused(api, "get", f"{path}?page_size={largest + 1}", None, 400, "invalid", "page_size")
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize(
     "path, largest",
     [

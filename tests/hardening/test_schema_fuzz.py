@@ -27,6 +27,8 @@ from sessions_app.models import Session
 from tests.hardening.openapi import api_schema
 from userdata_app import services as userdata_services
 
+pytestmark = pytest.mark.fuzz
+
 # --- Inputs of the kind that reached a 500 --------------------------------------------------
 
 OFFSETS = st.integers(-(24 * 60 - 1), 24 * 60 - 1).map(lambda minutes: timezone(timedelta(minutes=minutes)))

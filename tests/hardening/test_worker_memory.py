@@ -27,7 +27,10 @@ from tests.hardening.test_deploy import (
     production_env,
 )
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux's /proc")
+pytestmark = [
+    pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux's /proc"),
+    pytest.mark.servers,
+]
 
 MiB = 2**20
 GROWTH_BOUND_MIB = 256  # docs/OPERATIONS.md: what one read may add to a worker's memory

@@ -10,6 +10,8 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
 from agentstate.integrations.langgraph import AgentStateSaver
 
+pytestmark = pytest.mark.conformance
+
 
 @pytest.fixture
 def langgraph_key(transactional_db, tenant) -> str:

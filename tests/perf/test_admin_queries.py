@@ -9,11 +9,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from agentstate_site import bulk_data
 from agentstate_site.templatetags.agentstate_dashboard import ACTIVITY_CACHE_KEY
-from benchmarks import data
 from sessions_app.models import Session
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.scale]
 
 SESSIONS = reverse("admin:sessions_app_session_changelist")
 MESSAGES = reverse("admin:sessions_app_message_changelist")
@@ -56,16 +56,16 @@ def _statements(client, url: str) -> list[str]:
 def test_admin_pages_run_the_same_statements_at_any_size_and_cap_their_counts(admin_client, tenant):
     from django.core.cache import cache
 
-    data.sessions_create(tenant=tenant, user_id="u0", count=10)
+    bulk_data.sessions_create(tenant=tenant, user_id="u0", count=10)
     session = Session.objects.get(tenant=tenant, user_id="u0", session_id="s1")
-    data.history_fill(session=session, messages=10)
-    data.user_data_create(tenant=tenant, user_id="u0", count=3)
+    bulk_data.history_fill(session=session, messages=10)
+    bulk_data.user_data_create(tenant=tenant, user_id="u0", count=3)
     pages = _pages(session)
     small = {name: _statements(admin_client, url) for name, url in pages.items()}
 
     for user in range(1, 5):
-        data.sessions_create(tenant=tenant, user_id=f"u{user}", count=100)
-    data.messages_for_every_session(tenant=tenant, per_session=30)
+        bulk_data.sessions_create(tenant=tenant, user_id=f"u{user}", count=100)
+    bulk_data.messages_for_every_session(tenant=tenant, per_session=30)
     cache.delete(ACTIVITY_CACHE_KEY)
     large = {name: _statements(admin_client, url) for name, url in pages.items()}
 
@@ -93,9 +93,9 @@ def _plan(sql: str) -> str:
 )
 def test_exact_searches_use_an_index_without_the_tenant(admin_client, tenant, postgres_only, url, term, table, indexes):
     for user in range(500):
-        data.sessions_create(tenant=tenant, user_id=f"u{user}", count=10, prefix=f"u{user}-s")
-        data.user_data_create(tenant=tenant, user_id=f"u{user}", count=10)
-    data.analyze()
+        bulk_data.sessions_create(tenant=tenant, user_id=f"u{user}", count=10, prefix=f"u{user}-s")
+        bulk_data.user_data_create(tenant=tenant, user_id=f"u{user}", count=10)
+    bulk_data.analyze()
 
     with CaptureQueriesContext(connection) as captured:
         response = admin_client.get(url, {"q": term})
@@ -127,9 +127,9 @@ def test_message_filters_find_rows_through_the_session_indexes(admin_client, ten
     """A message is found by user or session id through its session: the sessions' indexes, then
     the messages' (session, ...) index, never a scan of the message table."""
     for user in range(100):
-        data.sessions_create(tenant=tenant, user_id=f"u{user}", count=10, prefix=f"u{user}-s")
-    data.messages_for_every_session(tenant=tenant, per_session=20)
-    data.analyze()
+        bulk_data.sessions_create(tenant=tenant, user_id=f"u{user}", count=10, prefix=f"u{user}-s")
+    bulk_data.messages_for_every_session(tenant=tenant, per_session=20)
+    bulk_data.analyze()
 
     with CaptureQueriesContext(connection) as captured:
         response = admin_client.get(MESSAGES, params)

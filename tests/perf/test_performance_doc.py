@@ -7,27 +7,43 @@ import io
 import json
 import re
 import shutil
+import subprocess
+import sys
 import tokenize
 from pathlib import Path
-
-from benchmarks import summary
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "PERFORMANCE.md"
 REGENERATE = "python -m benchmarks summary --write docs/PERFORMANCE.md"
+OPENING = re.compile(r"<!-- benchmarks:summary [\w-]+ \w+ -->")
 
 
-def test_every_generated_table_in_the_doc_is_what_the_kept_runs_give():
-    sections = summary.markdown_sections()
-    regions = summary.doc_regions(DOC.read_text())
-    assert regions, "docs/PERFORMANCE.md has no generated region"
-    stale = sorted(key for key, body in regions.items() if body != summary.region_body(sections.get(key, "")))
-    assert not stale, f"{stale} differ from the kept runs: {REGENERATE}"
+def summary(*args: str | Path) -> subprocess.CompletedProcess:
+    """``python -m benchmarks summary ARGS``, as a contributor runs it (the tests never import the
+    benchmarks)."""
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks", "summary", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_every_generated_table_in_the_doc_is_what_the_kept_runs_give(tmp_path):
+    regenerated = tmp_path / "PERFORMANCE.md"
+    shutil.copy(DOC, regenerated)
+    run = summary("--write", regenerated)
+    assert run.returncode == 0, run.stderr
+    assert OPENING.search(DOC.read_text()), "docs/PERFORMANCE.md has no generated region"
+    assert regenerated.read_text() == DOC.read_text(), f"tables differ from the kept runs: {REGENERATE}"
 
 
 def test_every_suite_with_kept_runs_has_its_table_in_the_doc():
-    missing = sorted(set(summary.markdown_sections()) - set(summary.doc_regions(DOC.read_text())))
-    assert not missing, f"kept runs of {missing} have no <!-- benchmarks:summary SUITE DATABASE --> region in the doc"
+    run = summary("--markdown")
+    assert run.returncode == 0, run.stderr
+    missing = sorted(set(OPENING.findall(run.stdout)) - set(OPENING.findall(DOC.read_text())))
+    assert not missing, f"kept runs of {missing} have no region in the doc"
 
 
 def _doc(body: str) -> str:
@@ -43,13 +59,14 @@ def test_write_rewrites_the_regions_and_nothing_else(tmp_path):
     for path in sorted((ROOT / "benchmarks" / "results").glob("erasure-postgresql-*.json")):
         shutil.copy(path, results)
 
-    assert summary.main(results, write=doc) == 0
+    assert summary("--results", results, "--write", doc).returncode == 0
 
-    assert doc.read_text() == _doc(summary.region_body(summary.markdown_sections(results)[("erasure", "postgresql")]))
+    region = summary("--results", results, "--markdown").stdout.strip()
+    assert doc.read_text() == f"# Doc\n\nProse 1.5 ms.\n\n{region}\n\nMore prose.\n"
     assert "| 100,000 rows | 100,000 |" in doc.read_text()
 
 
-def test_write_refuses_a_region_without_kept_runs(tmp_path, capsys):
+def test_write_refuses_a_region_without_kept_runs(tmp_path):
     doc = tmp_path / "PERFORMANCE.md"
     doc.write_text(_doc("\n| a hand-copied table |\n\n"))
     results = tmp_path / "results"
@@ -58,9 +75,9 @@ def test_write_refuses_a_region_without_kept_runs(tmp_path, capsys):
     run["machine"]["database"] = "SQLite 3.40.1"  # runs of the suite, but none on PostgreSQL
     (results / "erasure-sqlite-20260101T000000Z.json").write_text(json.dumps(run))
 
-    assert summary.main(results, write=doc) == 1
+    run = summary("--results", results, "--write", doc)
 
-    assert "no kept runs of erasure on postgresql" in capsys.readouterr().err
+    assert run.returncode == 1 and "no kept runs of erasure on postgresql" in run.stderr
     assert doc.read_text() == _doc("\n| a hand-copied table |\n\n")
 
 

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from benchmarks import data
+from agentstate_site import bulk_data
 from sessions_app import selectors, services
 
 pytestmark = pytest.mark.django_db
@@ -34,9 +34,9 @@ def _count(operation) -> int:
 def _history(tenant, size: int):
     """A new user with ``size`` sessions; its session s1 has ``size`` messages and rounds."""
     user_id = f"u{next(_users)}"
-    data.sessions_create(tenant=tenant, user_id=user_id, count=size)
+    bulk_data.sessions_create(tenant=tenant, user_id=user_id, count=size)
     session = selectors.session_get(tenant=tenant, user_id=user_id, session_id="s1")
-    return data.history_fill(session=session, messages=size, rounds=size)
+    return bulk_data.history_fill(session=session, messages=size, rounds=size)
 
 
 def _per_size(tenant, operation) -> dict[int, int]:
@@ -153,7 +153,7 @@ def test_api_key_is_not_looked_up_again_while_cached(agent_api, tenant):
 )
 def test_latest_reads_do_not_sort_the_history(tenant, postgres_only, read):
     session = _history(tenant, 1_000)
-    data.analyze()
+    bulk_data.analyze()
     with CaptureQueriesContext(connection) as captured:
         read(tenant, session)
     (sql,) = _statements(captured.captured_queries)

@@ -365,6 +365,7 @@ def _statements_per_batch(tenant, rule: dict, *, messages: int, rounds: int) -> 
         {"drop_messages_after_days": 1},
     ],
 )
+@pytest.mark.scale
 def test_a_batch_sends_the_same_statements_whatever_the_data(tenant, rule):
     small = _statements_per_batch(tenant, rule, messages=1, rounds=2)
     large = _statements_per_batch(tenant, rule, messages=60, rounds=30)

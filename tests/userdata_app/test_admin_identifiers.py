@@ -181,6 +181,7 @@ def test_the_user_id_filter_is_exact_and_combines_with_the_search(client, office
 # --- Bad primary keys in the erasure admin's own URLs ----------------------------------------
 
 
+@pytest.mark.crosscheck
 @pytest.mark.parametrize(
     "name, args",
     [

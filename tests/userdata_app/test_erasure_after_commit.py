@@ -94,6 +94,7 @@ def _file_bytes(path) -> bytes:
     return path.read_bytes() if path.exists() else b""
 
 
+@pytest.mark.servers  # a migrated SQLite file of its own, as deployed
 def test_after_an_erasure_the_sqlite_wal_is_truncated_and_a_reader_holding_it_is_reported(sqlite_file, client):
     from agentstate.tenancy.services import tenant_get_or_create
 
@@ -141,6 +142,7 @@ def test_after_an_erasure_the_sqlite_wal_is_truncated_and_a_reader_holding_it_is
     assert b"bystander@example.com" in _file_bytes(sqlite_file)
 
 
+@pytest.mark.servers  # a migrated SQLite file of its own, as deployed
 def test_erase_user_retries_the_wal_and_says_when_it_is_still_held(sqlite_file):
     from agentstate.tenancy.services import tenant_get_or_create
 
@@ -159,6 +161,7 @@ def test_erase_user_retries_the_wal_and_says_when_it_is_still_held(sqlite_file):
     assert "erasure_storage_cleanup" in err.getvalue()
 
 
+@pytest.mark.servers  # a migrated SQLite file of its own, as deployed
 def test_without_a_reader_the_wal_is_empty_right_after_the_erasure(sqlite_file):
     from agentstate.tenancy.services import tenant_get_or_create
 
@@ -241,6 +244,7 @@ def copies_outside_the_tables(request):
     return lambda: pg_stats_text().encode()
 
 
+@pytest.mark.servers  # a fresh process of the service, killed mid-erasure
 @pytest.mark.django_db(transaction=True)
 def test_a_crash_right_after_the_erasure_commits_leaves_its_clean_up_flagged_until_the_command_finishes_it(
     copies_outside_the_tables, client

@@ -15,6 +15,14 @@ from userdata_app.services import user_datum_delete, user_datum_set
 pytestmark = pytest.mark.django_db
 
 
+class NotJson:
+    """A value JSON cannot encode, named the same in every process (xdist's workers must collect
+    the same test ids; an object()'s id would carry its address)."""
+
+    def __repr__(self) -> str:
+        return "NotJson()"
+
+
 def _set(tenant, key, value, user_id="u1"):
     return user_datum_set(tenant=tenant, user_id=user_id, key=key, value=value)
 
@@ -57,7 +65,7 @@ def test_set_again_updates_the_value_and_keeps_created_at(tenant):
         {"value": "a\x00b"},
         {"value": {"k\x00": 1}},
         {"value": float("inf")},
-        {"value": object()},
+        {"value": NotJson()},
     ],
     ids=str,
 )

@@ -1,6 +1,7 @@
-"""Fast generation of large histories: one ``INSERT ... SELECT`` over a number series per table
-(``generate_series`` on PostgreSQL, a recursive CTE on SQLite), so 1,000,000 rows take seconds,
-not the minutes that one ORM object per row would."""
+"""Large histories made fast, for the benchmarks and for the tests that hold query counts and plans
+at size: one ``INSERT ... SELECT`` over a number series per table (``generate_series`` on
+PostgreSQL, a recursive CTE on SQLite), so 1,000,000 rows take seconds, not the minutes that one
+ORM object per row would."""
 
 from __future__ import annotations
 
