@@ -209,7 +209,8 @@ class _ByteBoundedModels(ModelIterable):
         if query.high_mark is None:
             raise ImproperlyConfigured("byte_bounded_models rows are fetched a page at a time: slice them.")
         share = self.budget.limit // (query.high_mark - query.low_mark)
-        fields = [self.queryset.model._meta.get_field(name) for name in self.large]
+        columns = {field.name: field for field in self.queryset.model._meta.concrete_fields}
+        fields = [columns[name] for name in self.large]
         within = Q(_stored_bytes__lte=share)
         light = self.queryset.defer(*self.large).annotate(
             _stored_bytes=self.size,
