@@ -153,14 +153,14 @@ class _ByteBoundedRows(BaseIterable):
         # No LIMIT (-1, ALL) keeps SQLite from flattening a subquery into the query around it, which
         # would write each row's JSON once per mention; PostgreSQL never flattens one with a LIMIT.
         unlimited = " LIMIT ALL" if postgresql else " LIMIT -1"
-        shared = f"SELECT {columns}, CASE WHEN {size} <= %s THEN {ROW} END FROM ({sql}) _page{unlimited}"
+        shared = f"SELECT {columns}, CASE WHEN {size} <= %s THEN {ROW} END FROM ({sql}) _page{unlimited}"  # noqa: S608 (Django's compiled query, quoted columns; values are parameters)
         share = self.budget.limit // (query.high_mark - query.low_mark)
         with compiler.connection.cursor() as cursor:
             cursor.execute(shared, (share, *params))
             fetched = cursor.fetchall()
             if all(row[-1] is not None for row in fetched):
                 return compiler.results_iter(results=[fetched], tuple_expected=True)
-            cursor.execute(f"SELECT {size} FROM ({sql}) _page", params)
+            cursor.execute(f"SELECT {size} FROM ({sql}) _page", params)  # noqa: S608 (as above)
             lengths = [length for (length,) in cursor.fetchall()]
         held, fit = 0, len(fetched)
         for index, length in enumerate(lengths):
@@ -252,7 +252,7 @@ def row_column(serializer_class: type[serializers.Serializer], model: type[model
     query = Query(model)
     expression = row_expression(serializer_class, model).resolve_expression(query)
     sql, params = query.get_compiler(connection=connections[DEFAULT_DB_ALIAS]).compile(expression)
-    return RawSQL(sql, tuple(params), output_field=models.TextField())
+    return RawSQL(sql, tuple(params), output_field=models.TextField())  # noqa: S611 (SQL compiled by Django from a model's expression, params apart)
 
 
 def row_expression(serializer_class: type[serializers.Serializer], model: type[models.Model]) -> JSONRow:
