@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.db.models import Model, Q, QuerySet
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse
 
 from agentstate.admin.display import identifier_is_valid
 from agentstate.admin.pagination import CappedPaginator
@@ -24,7 +24,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     list_per_page = 50
 
     @replica_reads  # a changelist tolerates lag (docs/SCALING.md): rendered here so its rows are read there
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponseBase:
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         response = super().changelist_view(request, extra_context)
         return response.render() if hasattr(response, "render") else response
 
