@@ -36,7 +36,7 @@ def _activity() -> dict:
 
 
 @register.inclusion_tag("admin/agentstate_dashboard.html")
-def agentstate_dashboard():
+def agentstate_dashboard() -> dict[str, Any]:
     activity = cast(dict[str, Any], cache.get_or_set(ACTIVITY_CACHE_KEY, _activity, ACTIVITY_CACHE_SECONDS))
     per_day = activity["messages_per_day"]
     peak = max((n for _, n in per_day), default=0) or 1
