@@ -22,7 +22,7 @@ keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 # Each worker touches a heartbeat file on every turn of its loop; on a disk-backed temporary
 # directory that system call can wait behind the disk's other writes (gunicorn's documentation says
 # so; PostgreSQL's checkpoints on the same disk are such writes), in memory it cannot.
-worker_tmp_dir = os.environ.get("GUNICORN_WORKER_TMP_DIR") or ("/dev/shm" if os.path.isdir("/dev/shm") else None)
+worker_tmp_dir = os.environ.get("GUNICORN_WORKER_TMP_DIR") or ("/dev/shm" if os.path.isdir("/dev/shm") else None)  # noqa: S108 (gunicorn makes its heartbeat files there with mkstemp; in memory, see above)
 # Recycle workers now and then so a slow leak never takes a process down; rarely, because a new
 # worker re-imports Django (about a second of CPU): at a few hundred requests/s per worker, 2,000
 # requests meant a restart every few seconds (docs/PERFORMANCE_HISTORY.md).

@@ -34,14 +34,18 @@ import math
 import random
 import threading
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
+from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db.models import Model
+from django.http import HttpRequest, HttpResponseBase
 
 logger = logging.getLogger(__name__)
-_request: ContextVar = ContextVar("agentstate_db_request", default=None)
+_request: ContextVar[HttpRequest | None] = ContextVar("agentstate_db_request", default=None)
 _replica: ContextVar[str | None] = ContextVar("agentstate_db_replica", default=None)
 _verdicts: dict[str, tuple[float, bool]] = {}  # alias -> (valid until, healthy), per process
 _verdicts_lock = threading.Lock()
@@ -62,10 +66,14 @@ END::text, EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())
 _PRIMARY_POSITION_SQL = "SELECT pg_current_wal_flush_lsn()::text"
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
 class ReplicaRouter:
     """Reads go to the replica ``replica_reads`` chose, if any; everything else to the primary."""
 
-    def db_for_read(self, model, **hints):
+    def db_for_read(self, model: type[Model], **hints: Any) -> str:
         alias = _replica.get()
         if (
             alias is None
@@ -75,25 +83,25 @@ class ReplicaRouter:
             return DEFAULT_DB_ALIAS
         return alias
 
-    def db_for_write(self, model, **hints):
+    def db_for_write(self, model: type[Model], **hints: Any) -> str:
         return DEFAULT_DB_ALIAS
 
-    def allow_relation(self, obj1, obj2, **hints):
+    def allow_relation(self, obj1: Model, obj2: Model, **hints: Any) -> bool:
         # A replica holds the primary's rows: an object read there may be related to one read here.
         return True
 
-    def allow_migrate(self, db, app_label, **hints):
+    def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool:
         return db == DEFAULT_DB_ALIAS
 
 
-def replica_reads(func):
+def replica_reads(func: Callable[_P, _R]) -> Callable[_P, _R]:
     """Run ``func`` with its reads on a healthy replica when the rule above allows; if the replica
     fails during the call (any database error), mark it down and run ``func`` again on the primary,
     where a real bug fails again and is reported. Only for reads: ``func`` must change nothing. A
     ``TemplateResponse`` it returns must already be rendered."""
 
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         alias = replica_for_read()
         if alias is None:
             return func(*args, **kwargs)
@@ -121,7 +129,7 @@ def replica_for_read() -> str | None:
     healthy = [alias for alias in replicas if replica_is_healthy(alias)]
     if not healthy or _caller_wrote_recently(request):
         return None
-    return random.choice(healthy)
+    return random.choice(healthy)  # noqa: S311 (spreads reads over replicas: no secret)
 
 
 def replica_is_healthy(alias: str) -> bool:
@@ -188,11 +196,11 @@ def _mark(alias: str, *, healthy: bool) -> None:
 def _close(alias: str) -> None:
     try:
         connections[alias].close()
-    except Exception:  # a broken connection may fail to close; it is dropped either way
+    except Exception:  # noqa: S110 (a broken connection may fail to close; it is dropped either way)
         pass
 
 
-def _caller(request) -> str | None:
+def _caller(request: HttpRequest | None) -> str | None:
     """Who the request acts for: its API key (by the key's public prefix) or its staff user."""
     if request is None:
         return None
@@ -205,7 +213,7 @@ def _caller(request) -> str | None:
     return None
 
 
-def _caller_wrote_recently(request) -> bool:
+def _caller_wrote_recently(request: HttpRequest | None) -> bool:
     """Whether the caller wrote in the window, as the shared cache says; without the cache, yes
     (reads go to the primary, never to a replica that may miss the caller's write)."""
     caller = _caller(request)
@@ -223,10 +231,10 @@ class ReadYourWritesMiddleware:
     written) marks its caller in the shared cache so its reads stay on the primary for
     ``READ_YOUR_WRITES_SECONDS``. Costs nothing without replicas. Goes after authentication."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         token = _request.set(request)
         try:
             response = self.get_response(request)

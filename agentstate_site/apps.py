@@ -21,7 +21,7 @@ class SiteConfig(AppConfig):
         from sessions_app.models import Session
 
         session_admin = admin.site.get_model_admin(Session)
-        assert isinstance(session_admin, SessionAdmin)
+        assert isinstance(session_admin, SessionAdmin)  # noqa: S101 (narrows the type: SessionAdmin is registered for Session)
         # An ADK session's page merges in the user: state (userdata_app), a layer above sessions_app.
         session_admin.framework_sections = {ADK: FrameworkSection("ADK events and state", session_section)}
 

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_safe
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -75,7 +76,7 @@ class HealthView(APIView):
             503: OpenApiResponse(HealthSerializer, description="A dependency failed: its entry says how."),
         },
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         checks = {"database": _check(_database), "cache": _check(_cache)}
         if settings.WORKING_STATE_BACKEND == "redis":
             checks["working_state"] = _check(_working_state)

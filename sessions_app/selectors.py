@@ -56,7 +56,7 @@ _SESSION_COLUMNS = [field.column for field in Session._meta.concrete_fields]
 _SESSION_FIELDS = [field.attname for field in Session._meta.concrete_fields]
 # Served by the (tenant, user_id, session_id, app_name) unique index.
 _SESSION_GET_SQL = (
-    "SELECT " + ", ".join(f'"{column}"' for column in _SESSION_COLUMNS) + f' FROM "{Session._meta.db_table}" '
+    "SELECT " + ", ".join(f'"{column}"' for column in _SESSION_COLUMNS) + f' FROM "{Session._meta.db_table}" '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
     "WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s"
 )
 

@@ -10,7 +10,7 @@ slip in after the session ended.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from functools import cache
 from itertools import islice
@@ -47,7 +47,7 @@ def _bounded(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _chunks(items: list[int], size: int = 500):
+def _chunks(items: list[int], size: int = 500) -> Iterator[list[int]]:
     """Bounded batches: one statement or command per 500 sessions, never one per session."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -72,7 +72,7 @@ class DatabaseWorkingStateStore:
 
     outlives_its_session = False  # the row goes with its session's, in the same transaction
 
-    def __init__(self, ttl_seconds: int):
+    def __init__(self, ttl_seconds: int) -> None:
         self.ttl = timedelta(seconds=ttl_seconds)
 
     def get(self, session_pk: int) -> dict[str, Any]:
@@ -134,7 +134,7 @@ class RedisWorkingStateStore:
     prefix = "agentstate:ws:"
     outlives_its_session = True
 
-    def __init__(self, url: str, ttl_seconds: int):
+    def __init__(self, url: str, ttl_seconds: int) -> None:
         import redis
 
         self.client = redis.Redis.from_url(url)

@@ -69,7 +69,7 @@ def _as_postgres() -> list[str]:
 
 
 def _run(program: str, *args: str | Path) -> None:
-    subprocess.run([*_as_postgres(), pg_bin() / program, *args], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([*_as_postgres(), pg_bin() / program, *args], check=True, stdout=subprocess.DEVNULL)  # noqa: S603 (PostgreSQL's own programs, arguments this tool builds)
 
 
 def _make_private(data: Path) -> None:

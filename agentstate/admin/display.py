@@ -9,9 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet, TextField
+from django.db.models import Model, QuerySet, TextField
 from django.db.models.functions import Cast, Length, Substr
+from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import IDENTIFIER_MAX_LENGTH, clean_identifier, identifier_visible
@@ -28,15 +30,15 @@ def json_text(value: Any) -> str:
     return text
 
 
-def pretty_json(value: Any):
+def pretty_json(value: Any) -> SafeString:
     return format_html('<pre class="json">{}</pre>', json_text(value))
 
 
-def json_display(field: str):
+def json_display(field: str) -> Callable[[Any, Model], SafeString]:
     """An admin column or read-only field showing model field ``field`` as indented JSON."""
 
     @admin.display(description=field)
-    def display(self, obj):
+    def display(self: Any, obj: Model) -> SafeString:
         return pretty_json(getattr(obj, field))
 
     return display
@@ -90,7 +92,7 @@ def one_line(text: str) -> str:
 _ESCAPE = re.compile(r"(⟦U\+[0-9A-F]{4,6}⟧)")
 
 
-def identifier_html(value: str, *, length: bool = True):
+def identifier_html(value: str, *, length: bool = True) -> SafeString:
     """``value`` as staff must read it before acting on it: invisible characters spelled out and
     highlighted, with its length in characters."""
     parts = _ESCAPE.split(identifier_visible(value))  # odd positions are the escapes
@@ -112,18 +114,20 @@ def identifier_html(value: str, *, length: bool = True):
     )
 
 
-def identifier_display(field: str, *, description: str, length: bool = False):
+def identifier_display(field: str, *, description: str, length: bool = False) -> Callable[[Any, Model], str]:
     """An admin column or read-only field showing model field ``field`` through ``identifier_html``."""
 
     @admin.display(description=description, ordering=field)
-    def display(self, obj):
+    def display(self: Any, obj: Model) -> str:
         value = getattr(obj, field)
         return identifier_html(value, length=length) if value else "—"
 
     return display
 
 
-def identifier_is_valid(request, value: str, *, field: str, max_length: int = IDENTIFIER_MAX_LENGTH) -> bool:
+def identifier_is_valid(
+    request: HttpRequest, value: str, *, field: str, max_length: int = IDENTIFIER_MAX_LENGTH
+) -> bool:
     """Whether ``value`` could be a stored identifier (the API's own check); if not, tell the
     user why nothing matches. A NUL, for one, would reach PostgreSQL as a server error."""
     try:

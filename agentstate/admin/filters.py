@@ -3,7 +3,13 @@ narrowed."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from typing import Any
+
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from agentstate.admin.display import identifier_is_valid
 from agentstate.validation import IDENTIFIER_MAX_LENGTH
@@ -14,12 +20,13 @@ class InputFilter(admin.SimpleListFilter):
     the value taken exactly as typed."""
 
     template = "admin/input_filter.html"
+    parameter_name: str  # each filter names its column
     max_length = IDENTIFIER_MAX_LENGTH  # the API's limit for this identifier
 
-    def lookups(self, request, model_admin):
-        return ((None, None),)  # one dummy choice so the admin shows the filter
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> Iterable[tuple[str, str]]:
+        return (("", ""),)  # one dummy choice so the admin shows the filter (choices shows a box instead)
 
-    def choices(self, changelist):
+    def choices(self, changelist: ChangeList) -> Iterator[Any]:  # for admin/input_filter.html, not the default
         yield {
             "query_parts": [
                 (key, value)
@@ -30,7 +37,7 @@ class InputFilter(admin.SimpleListFilter):
             "current": self.value() or "",
         }
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
         if not value:
             return queryset
@@ -38,8 +45,8 @@ class InputFilter(admin.SimpleListFilter):
             return queryset.none()
         return self.filter(queryset, value)
 
-    def filter(self, queryset, value: str):
-        return queryset.filter(**{str(self.parameter_name): value})
+    def filter(self, queryset: QuerySet[Any], value: str) -> QuerySet[Any]:
+        return queryset.filter(**{self.parameter_name: value})
 
 
 class UserIdFilter(InputFilter):
@@ -55,7 +62,7 @@ class NarrowedDateFilter(admin.DateFieldListFilter):
 
     narrowing = ("user_id", "session_id", "session__id__exact")
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any] | None:
         if self.used_parameters and not any(request.GET.get(name) for name in self.narrowing):
             messages.warning(
                 request,

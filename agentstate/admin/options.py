@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from django.contrib import admin
-from django.db.models import Q
+from django.db.models import Model, Q, QuerySet
+from django.http import HttpRequest, HttpResponse
 
 from agentstate.admin.display import identifier_is_valid
 from agentstate.admin.pagination import CappedPaginator
@@ -20,11 +24,13 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     list_per_page = 50
 
     @replica_reads  # a changelist tolerates lag (docs/SCALING.md): rendered here so its rows are read there
-    def changelist_view(self, request, extra_context=None):
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         response = super().changelist_view(request, extra_context)
         return response.render() if hasattr(response, "render") else response
 
-    def get_search_results(self, request, queryset, search_term):
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
         """Rows where one of ``search_fields`` (each an indexed ``<column>__exact``) equals the
         whole term as typed. Django's default splits the term on whitespace and unquotes the
         parts: an id holding a space or a no-break space could not be found, or found another."""
@@ -35,14 +41,14 @@ class ReadOnlyAdmin(admin.ModelAdmin):
             return queryset.none(), False
         return self.search(queryset, search_term, search_fields), False
 
-    def search(self, queryset, term: str, search_fields):
+    def search(self, queryset: QuerySet[Any], term: str, search_fields: Sequence[str]) -> QuerySet[Any]:
         return queryset.filter(Q.create([(field, term) for field in search_fields], connector=Q.OR))
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False

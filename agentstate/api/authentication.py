@@ -8,11 +8,15 @@ agentstate.tenancy.selectors) to its tenant and scope. ``request.auth`` is the A
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
+from rest_framework.request import Request
 
 from agentstate.tenancy import selectors
+from agentstate.tenancy.models import APIKey
 
 KEYWORD = "Api-Key"
 
@@ -32,7 +36,7 @@ def key_from_headers(request) -> str | None:
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[AnonymousUser, APIKey] | None:
         key = key_from_headers(request)
         if key is None:
             return None
@@ -41,7 +45,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid, revoked or expired API key.")
         return AnonymousUser(), api_key
 
-    def authenticate_header(self, request) -> str:
+    def authenticate_header(self, request: Request) -> str:
         return KEYWORD
 
 
@@ -51,7 +55,7 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
     target_class = ApiKeyAuthentication
     name = ["ApiKeyAuth", "XApiKey"]
 
-    def get_security_definition(self, auto_schema):
+    def get_security_definition(self, auto_schema: Any) -> list[dict[str, str]]:
         return [
             {
                 "type": "apiKey",

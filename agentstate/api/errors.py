@@ -14,7 +14,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.db import IntegrityError
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
@@ -99,7 +99,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return response
 
 
-def _key_of_a_deleted_tenant(request) -> bool:
+def _key_of_a_deleted_tenant(request: HttpRequest) -> bool:
     """A key this process verified before another one deleted its tenant: its writes fail on the
     tenant's foreign key. Such a key is forgotten, so the next request is refused at once."""
     api_key = getattr(request, "auth", None)
@@ -112,28 +112,28 @@ def _key_of_a_deleted_tenant(request) -> bool:
 # --- Django-level handlers (agentstate_site.urls): URL not found, body too big before DRF, crashes --
 
 
-def handler400(request, exception=None):
+def handler400(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     if isinstance(exception, RequestDataTooBig):
         return JsonResponse(error_body("too_large", "The request body is too large."), status=413)
     return JsonResponse(error_body("invalid", "Bad request."), status=400)
 
 
-def handler403(request, exception=None):
+def handler403(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     return JsonResponse(error_body("permission_denied", "You do not have permission to do this."), status=403)
 
 
-def handler404(request, exception=None):
+def handler404(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     return JsonResponse(error_body("not_found", "Not found."), status=404)
 
 
 @csrf_exempt  # an API client's write to an unknown URL is a 404, not Django's HTML CSRF page
-def api_not_found(request):
+def api_not_found(request: HttpRequest) -> JsonResponse:
     """The last route under /api/: an unknown URL there answers in the error shape even with DEBUG
     on, where Django would show its HTML debug page (a client would carry the whole page)."""
     return JsonResponse(error_body("not_found", "No API endpoint at this URL."), status=404)
 
 
-def handler500(request):
+def handler500(request: HttpRequest) -> JsonResponse:
     return JsonResponse(error_body("server_error", "Internal server error."), status=500)
 
 

@@ -13,9 +13,10 @@ UTC as ISO 8601 with ``Z``), which ``tests/api/test_json_rows.py`` checks field 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections, models
@@ -23,6 +24,10 @@ from django.db.models import Case, Expression, F, Func, Q, QuerySet, When
 from django.db.models.expressions import RawSQL
 from django.db.models.query import BaseIterable, ModelIterable
 from django.db.models.sql import Query
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.db.models.sql.compiler import SQLCompiler, _AsSqlType
 from rest_framework import serializers
 
 from agentstate.api.renderers import RawJSON
@@ -33,10 +38,10 @@ class JSONValue(Func):
 
     output_field = models.TextField()
 
-    def as_sqlite(self, compiler, connection, **extra_context):
+    def as_sqlite(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra_context: Any) -> _AsSqlType:
         return self.as_sql(compiler, connection, function="JSON", **extra_context)
 
-    def as_postgresql(self, compiler, connection, **extra_context):
+    def as_postgresql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra_context: Any) -> _AsSqlType:
         # jsonb prints as JSON text; text from a nested JSONRow already is.
         return self.as_sql(compiler, connection, template="(%(expressions)s)::text", **extra_context)
 
@@ -46,7 +51,7 @@ class UTCTimestamp(Func):
 
     output_field = models.TextField()
 
-    def as_sqlite(self, compiler, connection, **extra_context):
+    def as_sqlite(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra_context: Any) -> _AsSqlType:
         # Stored as text, "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC when Django wrote it; raw SQL may have
         # added an offset ("+00:00"), which STRFTIME applies. The microseconds are read off the text.
         # Percent signs doubled twice: once for this template, once for the query's parameters.
@@ -56,7 +61,7 @@ class UTCTimestamp(Func):
         )
         return self.as_sql(compiler, connection, template=template, **extra_context)
 
-    def as_postgresql(self, compiler, connection, **extra_context):
+    def as_postgresql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra_context: Any) -> _AsSqlType:
         utc = "(%(expressions)s AT TIME ZONE 'UTC')"
         template = (
             f"CASE WHEN DATE_PART('microseconds', {utc})::bigint %%%% 1000000 = 0 "
@@ -75,15 +80,15 @@ class JSONRow(Func):
         self.keys = list(fields)
         super().__init__(*fields.values())
 
-    def as_sqlite(self, compiler, connection, **extra_context):
+    def as_sqlite(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra_context: Any) -> _AsSqlType:
         parts, params = [], []
         for name, expression in zip(self.keys, self.get_source_expressions(), strict=True):
             sql, expression_params = compiler.compile(expression)
             parts.append(f"%s, {sql}")
             params.extend([name, *expression_params])
-        return f"JSON_OBJECT({', '.join(parts)})", params
+        return f"JSON_OBJECT({', '.join(parts)})", tuple(params)
 
-    def as_postgresql(self, compiler, connection, **extra_context):
+    def as_postgresql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra_context: Any) -> _AsSqlType:
         # Written out, not JSON_BUILD_OBJECT: that one puts " : " between every key and value, and
         # costs about twice as much. Numbers and JSON print as they are; only text needs TO_JSON.
         parts, params = [], []
@@ -96,7 +101,7 @@ class JSONRow(Func):
                 else f"%s::text || COALESCE(TO_JSON({sql})::text, 'null')"
             )
             params.extend([("{" if index == 0 else ",") + json.dumps(name) + ":", *expression_params])
-        return f"({' || '.join(parts)} || '}}')", params
+        return f"({' || '.join(parts)} || '}}')", tuple(params)
 
 
 def json_rows(queryset: QuerySet, serializer_class: type[serializers.Serializer], *columns: str) -> QuerySet:
@@ -141,7 +146,7 @@ class _ByteBoundedRows(BaseIterable):
         super().__init__(queryset, **kwargs)
         self.budget = budget
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         query = self.queryset.query
         if query.high_mark is None:
             raise ImproperlyConfigured("byte_bounded rows are fetched a page at a time: slice them.")
@@ -153,14 +158,14 @@ class _ByteBoundedRows(BaseIterable):
         # No LIMIT (-1, ALL) keeps SQLite from flattening a subquery into the query around it, which
         # would write each row's JSON once per mention; PostgreSQL never flattens one with a LIMIT.
         unlimited = " LIMIT ALL" if postgresql else " LIMIT -1"
-        shared = f"SELECT {columns}, CASE WHEN {size} <= %s THEN {ROW} END FROM ({sql}) _page{unlimited}"
+        shared = f"SELECT {columns}, CASE WHEN {size} <= %s THEN {ROW} END FROM ({sql}) _page{unlimited}"  # noqa: S608 (Django's compiled query, quoted columns; values are parameters)
         share = self.budget.limit // (query.high_mark - query.low_mark)
         with compiler.connection.cursor() as cursor:
             cursor.execute(shared, (share, *params))
             fetched = cursor.fetchall()
             if all(row[-1] is not None for row in fetched):
                 return compiler.results_iter(results=[fetched], tuple_expected=True)
-            cursor.execute(f"SELECT {size} FROM ({sql}) _page", params)
+            cursor.execute(f"SELECT {size} FROM ({sql}) _page", params)  # noqa: S608 (as above)
             lengths = [length for (length,) in cursor.fetchall()]
         held, fit = 0, len(fetched)
         for index, length in enumerate(lengths):
@@ -200,16 +205,19 @@ def byte_bounded_models(
 
 
 class _ByteBoundedModels(ModelIterable):
-    def __init__(self, queryset: QuerySet, *, budget: ByteBudget, size: Expression, large: tuple[str, ...], **kwargs):
+    def __init__(
+        self, queryset: QuerySet, *, budget: ByteBudget, size: Expression, large: tuple[str, ...], **kwargs: Any
+    ) -> None:
         super().__init__(queryset, **kwargs)
         self.budget, self.size, self.large = budget, size, large
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         query = self.queryset.query
         if query.high_mark is None:
             raise ImproperlyConfigured("byte_bounded_models rows are fetched a page at a time: slice them.")
         share = self.budget.limit // (query.high_mark - query.low_mark)
-        fields = [self.queryset.model._meta.get_field(name) for name in self.large]
+        columns = {field.name: field for field in self.queryset.model._meta.concrete_fields}
+        fields = [columns[name] for name in self.large]
         within = Q(_stored_bytes__lte=share)
         light = self.queryset.defer(*self.large).annotate(
             _stored_bytes=self.size,
@@ -251,7 +259,7 @@ def row_column(serializer_class: type[serializers.Serializer], model: type[model
     query = Query(model)
     expression = row_expression(serializer_class, model).resolve_expression(query)
     sql, params = query.get_compiler(connection=connections[DEFAULT_DB_ALIAS]).compile(expression)
-    return RawSQL(sql, tuple(params), output_field=models.TextField())
+    return RawSQL(sql, tuple(params), output_field=models.TextField())  # noqa: S611 (SQL compiled by Django from a model's expression, params apart)
 
 
 def row_expression(serializer_class: type[serializers.Serializer], model: type[models.Model]) -> JSONRow:

@@ -5,17 +5,23 @@ whose rows the database writes as JSON take up to 2,000, in pages bounded by byt
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
-from django.db.models import Expression
+from django.db.models import Expression, QuerySet
 from rest_framework import pagination
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
 
 from agentstate import streaming
 from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import clean_datetime
+
+if TYPE_CHECKING:  # DRF imports this module while rest_framework.views loads
+    from rest_framework.views import APIView
 
 MAX_PAGE_SIZE = 500
 MAX_ROWS_PAGE_SIZE = 2000
@@ -27,7 +33,7 @@ class CursorPagination(pagination.CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = MAX_PAGE_SIZE
 
-    def get_page_size(self, request):
+    def get_page_size(self, request: Request) -> int:
         """``page_size`` outside 1..500 is a 400 naming it, not a silently different page."""
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
@@ -40,7 +46,7 @@ class CursorPagination(pagination.CursorPagination):
             raise ValidationError({self.page_size_query_param: [f"must be an integer from 1 to {self.max_page_size}."]})
         return size
 
-    def get_schema_operation_parameters(self, view):
+    def get_schema_operation_parameters(self, view: APIView) -> list[dict[str, Any]]:
         """The schema states the bounds ``get_page_size`` enforces."""
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:
@@ -56,17 +62,20 @@ class CursorPagination(pagination.CursorPagination):
 
     page_size_description = "Rows per page."
 
-    def paginate_queryset(self, queryset, request, view=None):
+    # The ignore: these paginators page querysets only (they read the model), not any sequence.
+    def paginate_queryset(  # type: ignore[override]
+        self, queryset: QuerySet[Any], request: Request, view: APIView | None = None
+    ) -> list[Any] | None:
         self._model = queryset.model
         return super().paginate_queryset(queryset, request, view)
 
-    def _get_position_from_instance(self, instance, ordering):
+    def _get_position_from_instance(self, instance: Any, ordering: Any) -> str:
         """Rows of ``agentstate.api.json_rows`` are tuples that start with the position."""
         if isinstance(instance, tuple):
             return str(instance[0])
         return super()._get_position_from_instance(instance, ordering)
 
-    def decode_cursor(self, request):
+    def decode_cursor(self, request: Request) -> pagination.Cursor | None:
         """Refuse (400, field ``cursor``) a cursor whose position is not a value of the ordering
         field: a forged one must not reach the database as a bad parameter. A cursor that decodes to
         nothing (``AAAA``, ``!!!``) is refused too, as the ADK pages refuse one: every cursor this
@@ -78,7 +87,8 @@ class CursorPagination(pagination.CursorPagination):
                     return None  # ``?cursor=``: the first page, as without one
                 raise ValueError("empty cursor")
             if cursor is not None and cursor.position is not None:
-                cursor = cursor._replace(position=self._checked_position(cursor.position))
+                # djangorestframework-stubs type Cursor.position as int; DRF decodes it from the query string: a str.
+                cursor = cursor._replace(position=self._checked_position(cursor.position))  # type: ignore[arg-type]
         except (NotFound, DjangoValidationError, InvalidInput, ValueError, TypeError):
             raise ValidationError({self.cursor_query_param: ["Invalid cursor."]}) from None
         return cursor
@@ -110,13 +120,16 @@ class ByteBoundedPagination(CursorPagination):
     _budget: json_rows.ByteBudget | None = None
     _rows_in_page: int | None = None
 
-    def bounded(self, queryset, budget: json_rows.ByteBudget):
+    def bounded(self, queryset: QuerySet[Any], budget: json_rows.ByteBudget) -> QuerySet[Any]:
         raise NotImplementedError
 
-    def paginate_queryset(self, queryset, request, view=None):
+    def paginate_queryset(  # type: ignore[override]  # as CursorPagination's: querysets only
+        self, queryset: QuerySet[Any], request: Request, view: APIView | None = None
+    ) -> list[Any] | None:
         self._budget = json_rows.ByteBudget(settings.PAGE_MAX_BYTES)
         page = super().paginate_queryset(self.bounded(queryset, self._budget), request, view)
-        self._rows_in_page = len(page)
+        if page is not None:
+            self._rows_in_page = len(page)
         return page
 
     @property
@@ -143,7 +156,7 @@ class RowsPagination(ByteBoundedPagination):
 
     max_page_size = MAX_ROWS_PAGE_SIZE
 
-    def bounded(self, queryset, budget: json_rows.ByteBudget):
+    def bounded(self, queryset: QuerySet[Any], budget: json_rows.ByteBudget) -> QuerySet[Any]:
         return json_rows.byte_bounded(queryset, budget)
 
 
@@ -156,7 +169,7 @@ class ModelsPagination(ByteBoundedPagination):
     def size(self) -> Expression:
         return streaming.stored_size(self._model, *self.large)
 
-    def bounded(self, queryset, budget: json_rows.ByteBudget):
+    def bounded(self, queryset: QuerySet[Any], budget: json_rows.ByteBudget) -> QuerySet[Any]:
         self._model = queryset.model
         return json_rows.byte_bounded_models(queryset, budget, size=self.size(), large=self.large)
 

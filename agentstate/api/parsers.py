@@ -4,6 +4,8 @@ nesting limit the standard parser lacks."""
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
+from typing import IO, Any
 
 from django.conf import settings
 from rest_framework import exceptions, parsers, status
@@ -27,9 +29,9 @@ class JSONParser(parsers.JSONParser):
     claims, before parsing a byte of them; and bodies nesting deeper than ``MAX_BODY_DEPTH`` with a
     400 naming ``body`` (the standard parser recurses until Python's stack runs out: a 500)."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
-        if stream is None:
-            return super().parse(stream, media_type, parser_context)
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         body = stream.read() if limit is None else stream.read(limit + 1)
         if limit is not None and len(body) > limit:

@@ -13,6 +13,8 @@ renderer.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 from rest_framework import renderers
@@ -33,7 +35,7 @@ class RawJSON:
 class Encoder(JSONEncoder):
     """DRF's encoder, for the answers orjson does not write."""
 
-    def default(self, obj):
+    def default(self, obj: Any) -> Any:
         if isinstance(obj, RawJSON):
             return json.loads(obj.text)
         return super().default(obj)
@@ -42,8 +44,12 @@ class Encoder(JSONEncoder):
 class JSONRenderer(renderers.JSONRenderer):
     encoder_class = Encoder
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        if data is None or self.get_indent(accepted_media_type, renderer_context or {}) is not None:
+    def render(
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: Mapping[str, Any] | None = None
+    ) -> bytes:
+        # The ignore: djangorestframework-stubs want a media type; DRF's own render passes None too.
+        indent = self.get_indent(accepted_media_type, renderer_context or {})  # type: ignore[arg-type]
+        if data is None or indent is not None:
             return self._render_with_drf(data, accepted_media_type, renderer_context)
         try:
             ret = orjson.dumps(data, default=_default, option=_OPTIONS)
@@ -53,15 +59,23 @@ class JSONRenderer(renderers.JSONRenderer):
             ret = ret.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
         return ret
 
-    def _render_with_drf(self, data, accepted_media_type, renderer_context):
+    def _render_with_drf(
+        self, data: Any, accepted_media_type: str | None, renderer_context: Mapping[str, Any] | None
+    ) -> bytes:
         try:
             return super().render(data, accepted_media_type, renderer_context)
         except UnicodeEncodeError:  # a lone surrogate stored before the rules refused it: sent as its escape
-            self.ensure_ascii = True  # this renderer serves one answer
-            return super().render(data, accepted_media_type, renderer_context)
+            return _AsciiRenderer().render(data, accepted_media_type, renderer_context)
 
 
-def _default(obj):
+class _AsciiRenderer(renderers.JSONRenderer):
+    """DRF's renderer writing every non-ASCII character as its escape."""
+
+    encoder_class = Encoder
+    ensure_ascii = True
+
+
+def _default(obj: Any) -> Any:
     if isinstance(obj, RawJSON):
         return orjson.Fragment(obj.text)
     return Encoder().default(obj)

@@ -19,7 +19,7 @@ class StrictInput(serializers.Serializer):
     """A request body: a JSON object with only the declared fields (a typo is a 400, not a
     silently ignored field). It checks types and shape only; services check the rules."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
@@ -34,11 +34,11 @@ class StringField(serializers.CharField):
 
     default_error_messages = {"invalid": "Must be a string."}
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
@@ -55,12 +55,13 @@ class JSONTextField(StringField):
 
     default_error_messages = {"invalid": "Must be a string of JSON text.", "not_object": "Must be a JSON object."}
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Any:  # a dict, where the string field it extends has a str
         text = super().to_internal_value(data)
+        field = cast(str, self.field_name)  # set when the field is bound, before any validation
         try:
-            value = parse_json_text(text, field=self.field_name)
+            value = parse_json_text(text, field=field)
         except InvalidInput as exc:
-            raise serializers.ValidationError(exc.fields[self.field_name]) from None
+            raise serializers.ValidationError(exc.fields[field]) from None
         if not isinstance(value, dict):
             self.fail("not_object")
         return value
@@ -101,7 +102,7 @@ class Output(serializers.Serializer):
             plan.append((cast(str, field.field_name), cast(str, field.source), converter))
         return plan
 
-    def to_representation(self, instance):
+    def to_representation(self, instance: Any) -> dict[str, Any]:
         read = instance.__getitem__ if isinstance(instance, Mapping) else partial(getattr, instance)
         data = {}
         for key, source, converter in self._plan:

@@ -1,9 +1,17 @@
 """Rate limit per API key (or staff user), not per client address: agents share NATs."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from agentstate.tenancy.models import APIKey
+
+if TYPE_CHECKING:  # DRF imports this module while rest_framework.views loads
+    from rest_framework.views import APIView
 
 
 class ApiKeyRateThrottle(SimpleRateThrottle):
@@ -12,10 +20,12 @@ class ApiKeyRateThrottle(SimpleRateThrottle):
 
     scope = "api_key"
 
-    def get_rate(self):
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)  # read per request: settings may change
+    def get_rate(self) -> str | None:
+        # Read per request: settings may change. The ignore: djangorestframework-stubs type the rates as
+        # numbers; DRF reads them as "<count>/<period>" strings (parse_rate).
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)  # type: ignore[return-value]
 
-    def get_cache_key(self, request, view):
+    def get_cache_key(self, request: Request, view: APIView) -> str:
         if isinstance(request.auth, APIKey):
             ident = f"key:{request.auth.prefix}"
         elif request.user and request.user.is_authenticated:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 from urllib.parse import unquote_to_bytes
 
 from django.core.handlers.wsgi import get_bytes_from_wsgi
+from django.db.models import QuerySet
 from rest_framework import exceptions, serializers
 from rest_framework.pagination import BasePagination, CursorPagination
 from rest_framework.request import Request
@@ -19,7 +21,7 @@ from agentstate.tenancy.models import APIKey, Tenant
 from agentstate.validation import clean_identifier, clean_round_id
 
 # Path segments checked (400, field named) before any query uses them.
-PATH_CLEANERS = {
+PATH_CLEANERS: dict[str, Callable[..., str | int]] = {
     "user_id": clean_identifier,
     "session_id": clean_identifier,
     "key": clean_identifier,
@@ -45,7 +47,7 @@ class TenantAPIView(APIView):
     # empty message. Writes need a JSON body unless a view says it takes none.
     body_required = True
 
-    def initial(self, request, *args, **kwargs):
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         if not _path_is_utf8(request):
             raise InvalidInput.for_field("path", "must be percent-encoded UTF-8.")
@@ -54,10 +56,10 @@ class TenantAPIView(APIView):
                 self.kwargs[name] = cleaner(self.kwargs[name], field=name)
         if self.body_required and request.method in ("POST", "PUT", "PATCH") and not _has_body(request):
             raise exceptions.ParseError("The request has no body: send a JSON document.")
-        request.tenant = self._tenant_of(request)
+        cast(TenantRequest, request).tenant = self._tenant_of(request)  # what makes it a TenantRequest
 
     @staticmethod
-    def _tenant_of(request) -> Tenant:
+    def _tenant_of(request: Request) -> Tenant:
         if isinstance(request.auth, APIKey):
             return request.auth.tenant
         slug = request.query_params.get(STAFF_TENANT_PARAM)
@@ -67,14 +69,14 @@ class TenantAPIView(APIView):
             )
         return tenancy_selectors.tenant_get(slug=slug)
 
-    def paginated(self, queryset, *, serializer_class: type[serializers.Serializer]) -> Response:
+    def paginated(self, queryset: QuerySet[Any], *, serializer_class: type[serializers.Serializer]) -> Response:
         """One page of ``queryset`` in ``{"next", "previous", "results"}``, by the view's
         ``pagination_class`` (which also puts the envelope in the schema)."""
         paginator = self.pagination_class()
         page: list[Any] | None = paginator.paginate_queryset(queryset, self.request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
-    def paginated_rows(self, queryset, *, serializer_class: type[serializers.Serializer]) -> Response:
+    def paginated_rows(self, queryset: QuerySet[Any], *, serializer_class: type[serializers.Serializer]) -> Response:
         """``paginated``, each row written as JSON by the database in ``serializer_class``'s shape
         (``agentstate.api.json_rows``): for the long lists, where building every value in Python
         was most of the answer's cost."""
@@ -97,7 +99,7 @@ def raw_path_keep(sender, environ=None, **kwargs) -> None:
         environ[RAW_PATH_KEY] = get_bytes_from_wsgi(environ, "PATH_INFO", "")
 
 
-def _path_is_utf8(request) -> bool:
+def _path_is_utf8(request: Request) -> bool:
     """Whether the path's percent-decoded bytes are UTF-8."""
     path = request.META.get(RAW_PATH_KEY)  # WSGI
     if path is None:  # ASGI: the bytes as sent, still escaped
@@ -112,7 +114,7 @@ def _path_is_utf8(request) -> bool:
     return True
 
 
-def _has_body(request) -> bool:
+def _has_body(request: Request) -> bool:
     try:
         return int(request.META.get("CONTENT_LENGTH") or 0) > 0
     except ValueError:

@@ -3,8 +3,13 @@ saving); revoking goes through the revoke action, never an edit. Changing a key'
 a key or deleting a tenant go through agentstate.tenancy.services, so this process stops trusting
 the affected keys at once."""
 
+from typing import Any, cast
+
 from django.contrib import admin, messages
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 from rest_framework_api_key.admin import APIKeyModelAdmin
+from rest_framework_api_key.models import AbstractAPIKey
 from rest_framework_api_key.models import APIKey as UnusedLibraryAPIKey
 
 from agentstate.tenancy import services
@@ -21,10 +26,10 @@ class TenantAdmin(admin.ModelAdmin):
     search_fields = ("slug", "name")
     readonly_fields = ("created_at",)
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj: Tenant) -> None:
         services.tenant_delete(tenant=obj)
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
         for tenant in queryset:
             services.tenant_delete(tenant=tenant)
 
@@ -39,30 +44,31 @@ class TenantAPIKeyAdmin(APIKeyModelAdmin):
     autocomplete_fields = ("tenant",)
     actions = ["revoke_keys"]
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> tuple[str, ...]:
         # Revocation is the action's job (it also clears this process's key cache).
-        readonly = ("prefix", "revoked")
+        readonly: tuple[str, ...] = ("prefix", "revoked")
         if obj is not None:
             readonly += ("tenant", "scope")
-        if obj is not None and obj.revoked:
+        if isinstance(obj, APIKey) and obj.revoked:
             readonly += ("name", "expiry_date")
         return readonly
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: AbstractAPIKey, form: Any = None, change: bool = False) -> None:
         if change:
+            obj = cast(APIKey, obj)  # the library types its base; this admin edits APIKey only
             services.api_key_update(api_key=obj, name=obj.name, expires_at=obj.expiry_date)
         else:
             super().save_model(request, obj, form, change)  # creates it and shows the key once
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj: APIKey) -> None:
         services.api_key_delete(api_key=obj)
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[APIKey]) -> None:
         for api_key in queryset:
             services.api_key_delete(api_key=api_key)
 
     @admin.action(description="Revoke selected API keys (cannot be undone)", permissions=["change"])
-    def revoke_keys(self, request, queryset):
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[APIKey]) -> None:
         keys = list(queryset.filter(revoked=False))
         for api_key in keys:
             services.api_key_revoke(api_key=api_key)

@@ -5,6 +5,7 @@ characters included, arrives intact."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from rest_framework import serializers
 
@@ -12,7 +13,7 @@ from agentstate.api.serializers import JSONTextField, StrictInput, StringField
 
 
 class FiniteFloatField(serializers.FloatField):
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> float:
         value = super().to_internal_value(data)
         if not math.isfinite(value):
             raise serializers.ValidationError("Must be a finite number.")

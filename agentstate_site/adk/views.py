@@ -17,12 +17,13 @@ from django.db import transaction
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstate.api.renderers import JSONRenderer
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
-from agentstate.api.views import TenantAPIView
+from agentstate.api.views import TenantAPIView, TenantRequest
 from agentstate.validation import clean_identifier
 from agentstate_site.adk import serializers as s
 from sessions_app import services as session_services
@@ -36,7 +37,7 @@ from userdata_app.adk import services as user_services
 class AdkView(TenantAPIView):
     """A view under ``adk/apps/{app_name}/``."""
 
-    def initial(self, request, *args, **kwargs):
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         self.kwargs["app_name"] = clean_identifier(self.kwargs["app_name"], field="app_name")
 
@@ -99,7 +100,7 @@ class SessionListView(AdkView):
         parameters=[s.AdkSessionListQuery],
         responses={200: s.AdkSessionListOutput},
     )
-    def get(self, request, app_name):
+    def get(self, request: TenantRequest, app_name: str) -> Response:
         query = validated(s.AdkSessionListQuery, request.query_params)
         page = selectors.adk_session_list(
             tenant=request.tenant, app_name=app_name, max_bytes=settings.PAGE_MAX_BYTES, **query
@@ -125,7 +126,7 @@ class SessionCreateView(AdkView):
         request=s.AdkSessionCreateInput,
         responses={201: s.AdkSessionOutput, **error_responses(409)},
     )
-    def post(self, request, app_name, user_id):
+    def post(self, request: TenantRequest, app_name: str, user_id: str) -> HttpResponse:
         data = validated(s.AdkSessionCreateInput, request.data)
         with transaction.atomic():
             created = services.adk_session_create(
@@ -153,7 +154,7 @@ class SessionDetailView(AdkView):
         parameters=[s.AdkGetSessionQuery],
         responses={200: s.AdkSessionOutput},
     )
-    def get(self, request, app_name, user_id, session_id):
+    def get(self, request: TenantRequest, app_name: str, user_id: str, session_id: str) -> HttpResponse:
         query = validated(s.AdkGetSessionQuery, request.query_params)
         session = self.get_session()
         window = selectors.adk_event_window(session=session, **query)
@@ -172,7 +173,7 @@ class SessionDetailView(AdkView):
         return _json_response({**document, "events_next": _cursor(page.next)}, events=_events_json(session, page))
 
     @extend_schema(summary="ADK: delete a session and its events (user: state stays)", responses={204: None})
-    def delete(self, request, app_name, user_id, session_id):
+    def delete(self, request: TenantRequest, app_name: str, user_id: str, session_id: str) -> Response:
         session_services.session_delete(session=self.get_session())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -183,7 +184,7 @@ class EventListView(AdkView):
         parameters=[s.AdkEventPageQuery],
         responses={200: s.AdkEventPageOutput},
     )
-    def get(self, request, app_name, user_id, session_id):
+    def get(self, request: TenantRequest, app_name: str, user_id: str, session_id: str) -> HttpResponse:
         cursor = selectors.EventCursor.decode(validated(s.AdkEventPageQuery, request.query_params)["cursor"])
         session = self.get_session()
         page = selectors.adk_event_page(
@@ -199,7 +200,7 @@ class EventListView(AdkView):
         description="409 `stale_session`: reload the session first; `event_exists`: the session "
         "already holds an event with this id (ADK's own database and SQLite services refuse it too).",
     )
-    def post(self, request, app_name, user_id, session_id):
+    def post(self, request: TenantRequest, app_name: str, user_id: str, session_id: str) -> Response:
         data = validated(s.AdkEventAppendInput, request.data)
         with transaction.atomic():
             appended = services.adk_event_append(
@@ -231,7 +232,7 @@ class UserStateView(AdkView):
     @extend_schema(
         summary="ADK: a user's user: state in the app (keys without the prefix)", responses={200: s.AdkStateOutput}
     )
-    def get(self, request, app_name, user_id):
+    def get(self, request: TenantRequest, app_name: str, user_id: str) -> Response:
         return Response(
             {"state": user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id)}
         )
@@ -239,5 +240,5 @@ class UserStateView(AdkView):
 
 class AppStateView(AdkView):
     @extend_schema(summary="ADK: the app's app: state (keys without the prefix)", responses={200: s.AdkStateOutput})
-    def get(self, request, app_name):
+    def get(self, request: TenantRequest, app_name: str) -> Response:
         return Response({"state": selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name)})

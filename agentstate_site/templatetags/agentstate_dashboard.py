@@ -8,6 +8,7 @@ Erasure request counts are cheap (indexed) and always current.
 """
 
 from datetime import timedelta
+from typing import Any, cast
 
 from django import template
 from django.core.cache import cache
@@ -35,8 +36,8 @@ def _activity() -> dict:
 
 
 @register.inclusion_tag("admin/agentstate_dashboard.html")
-def agentstate_dashboard():
-    activity = cache.get_or_set(ACTIVITY_CACHE_KEY, _activity, ACTIVITY_CACHE_SECONDS)
+def agentstate_dashboard() -> dict[str, Any]:
+    activity = cast(dict[str, Any], cache.get_or_set(ACTIVITY_CACHE_KEY, _activity, ACTIVITY_CACHE_SECONDS))
     per_day = activity["messages_per_day"]
     peak = max((n for _, n in per_day), default=0) or 1
     bars = []

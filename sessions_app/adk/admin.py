@@ -4,8 +4,10 @@ the user: state, wired in by the project level)."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 from django.contrib import admin
+from django.utils.safestring import SafeString
 
 from agentstate.admin.display import one_line, pretty_json
 from agentstate.admin.options import ReadOnlyAdmin
@@ -30,11 +32,11 @@ class AdkEventAdmin(SessionChildAdmin):
         return one_line(obj.text_start)  # type: ignore[attr-defined]
 
     @admin.display(description="time", ordering="timestamp")
-    def event_time(self, obj: AdkEvent):
+    def event_time(self, obj: AdkEvent) -> datetime | None:
         return timestamp_datetime(obj.timestamp)  # None (shown as "-") for one stored before the check
 
     @admin.display(description="event (its user: delta is user data, shown on the session page)")
-    def event_json(self, obj: AdkEvent):
+    def event_json(self, obj: AdkEvent) -> SafeString:
         return pretty_json(json.loads(obj.data))
 
 
@@ -51,5 +53,5 @@ class AdkAppStateAdmin(ReadOnlyAdmin):
     readonly_fields = ("state_json",)
 
     @admin.display(description="state")
-    def state_json(self, obj: AdkAppState):
+    def state_json(self, obj: AdkAppState) -> SafeString:
         return pretty_json(json.loads(obj.state))

@@ -3,20 +3,23 @@ A row is found by user, session id or tenant through its session."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from django.contrib import admin
-from django.db.models import Q
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest
+from django.utils.safestring import SafeString
 
 from agentstate.admin.display import content_text, json_display, one_line, previewed, shown
 from agentstate.admin.filters import InputFilter, NarrowedDateFilter, UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
 from agentstate.tenancy.models import Tenant
-from sessions_app.admin.sessions import SessionLabelTitle, session_label
+from sessions_app.admin.sessions import SessionChild, SessionLabelTitle, session_label
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 
 
-def sessions_where(**lookups):
+def sessions_where(**lookups: Any) -> QuerySet[Session, Any]:
     """The pks of the sessions matching ``lookups``, as a subquery. A child row (message, round,
     ...) is found by user, session id or tenant through its session: the session table's indexes
     serve the lookup and the child's (session, ...) index the rest, so no child table needs an
@@ -27,7 +30,7 @@ def sessions_where(**lookups):
 class SessionUserIdFilter(UserIdFilter):
     """A child row's user id, through its session (the session_user_id index)."""
 
-    def filter(self, queryset, value: str):
+    def filter(self, queryset: QuerySet[Any], value: str) -> QuerySet[Any]:
         return queryset.filter(session__in=sessions_where(user_id=value))
 
 
@@ -38,7 +41,7 @@ class SessionIdFilter(InputFilter):
     title = "session id"
     parameter_name = "session_id"
 
-    def filter(self, queryset, value: str):
+    def filter(self, queryset: QuerySet[Any], value: str) -> QuerySet[Any]:
         return queryset.filter(session__in=sessions_where(session_id=value))
 
 
@@ -49,10 +52,10 @@ class SessionTenantFilter(admin.SimpleListFilter):
     title = "tenant"
     parameter_name = "tenant__id__exact"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
         return [(str(pk), slug) for pk, slug in Tenant.objects.order_by("slug").values_list("pk", "slug")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
         if not value:
             return queryset
@@ -72,7 +75,7 @@ class RoleFilter(InputFilter):
     template = "admin/filter.html"
     roles = ("user", "assistant", "system", "tool")
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
         return [(role, role) for role in self.roles]
 
     choices = admin.SimpleListFilter.choices  # links, not InputFilter's text box
@@ -96,18 +99,18 @@ class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
     list_deferred: tuple[str, ...] = ()
     list_previewed: tuple[str, ...] = ()
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)
         match = request.resolver_match
-        if match is not None and match.url_name.endswith("_changelist"):
+        if match is not None and (match.url_name or "").endswith("_changelist"):
             queryset = previewed(queryset.defer(*self.list_deferred), *self.list_previewed)
         return queryset
 
     @admin.display(description="session", ordering="session_id")
-    def session_link(self, obj):
+    def session_link(self, obj: SessionChild) -> SafeString:
         return session_label(obj.session)
 
-    def search(self, queryset, term: str, search_fields):
+    def search(self, queryset: QuerySet[Any], term: str, search_fields: Sequence[str]) -> QuerySet[Any]:
         """Through the session, like the filters: the session table's indexes find it."""
         return queryset.filter(session__in=Session.objects.filter(Q(user_id=term) | Q(session_id=term)).values("pk"))
 

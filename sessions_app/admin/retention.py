@@ -3,8 +3,11 @@ what each ``apply_retention`` run removed."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 
 from agentstate.admin.options import ReadOnlyAdmin
 from agentstate.exceptions import InvalidInput
@@ -19,8 +22,9 @@ class RetentionPolicyForm(forms.ModelForm):
         model = RetentionPolicy
         fields = ("tenant", *services.retention.POLICY_FIELDS)
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
         rules = {name: cleaned.get(name) for name in services.retention.POLICY_FIELDS if name not in self.errors}
         try:
             services.retention_policy_clean(**rules)
@@ -39,10 +43,10 @@ class RetentionPolicyAdmin(admin.ModelAdmin):
     list_select_related = ("tenant",)
     ordering = ("tenant__slug",)
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: RetentionPolicy | None = None) -> tuple[str, ...]:
         return ("tenant",) if obj is not None else ()  # the policy's key: a tenant keeps its own
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: RetentionPolicy, form: RetentionPolicyForm, change: bool) -> None:
         saved = services.retention_policy_save(
             tenant=obj.tenant, **{name: form.cleaned_data.get(name) for name in services.retention.POLICY_FIELDS}
         )

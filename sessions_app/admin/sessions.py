@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.safestring import SafeString
 
 from agentstate import subject_data
 from agentstate.admin.display import (
@@ -38,10 +42,10 @@ class EndedFilter(admin.SimpleListFilter):
     title = "state"
     parameter_name = "ended"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> tuple[tuple[str, str], ...]:
         return (("no", "Live"), ("yes", "Ended"))
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Session]) -> QuerySet[Session]:
         if self.value() in ("yes", "no"):
             return queryset.filter(ended_at__isnull=self.value() == "no")
         return queryset
@@ -82,7 +86,7 @@ def user_changelists(site: admin.AdminSite) -> list[tuple[str, str]]:
     ]
 
 
-def history_url(model, session: Session) -> str:
+def history_url(model: type[Model], session: Session) -> str:
     return reverse(f"admin:sessions_app_{model._meta.model_name}_changelist") + f"?session__id__exact={session.pk}"
 
 
@@ -100,7 +104,7 @@ def session_label_text(session: Session) -> str:
     )
 
 
-def session_label(session: Session):
+def session_label(session: Session) -> SafeString:
     """``session_label_text`` linked: the tenant to its sessions, the user id to that user's
     sessions, the session id to the session's page. Needs ``session.tenant`` loaded (select it)."""
     sessions = "admin:sessions_app_session_changelist"
@@ -116,14 +120,21 @@ def session_label(session: Session):
     )
 
 
-class SessionLabelTitle:
+class SessionChild(Protocol):
+    """A row that belongs to a session: a message, a round, a framework's checkpoint..."""
+
+    @property
+    def session(self) -> Session: ...
+
+
+class SessionLabelTitle(admin.ModelAdmin):
     """Change pages whose title names the session as ``tenant / user / session`` (linked, through
     templates/admin/sessions_app/change_form.html) instead of ``__str__``'s database number."""
 
-    def object_title(self, obj) -> str:
+    def object_title(self, obj: Any) -> str:  # each admin its own model
         return str(obj)
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return (
             super()
             .get_queryset(request)
@@ -132,7 +143,15 @@ class SessionLabelTitle:
             )
         )
 
-    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Session | SessionChild | None = None,
+    ) -> HttpResponse:
         if obj is not None:
             session = obj if isinstance(obj, Session) else obj.session
             title = self.object_title(obj)
@@ -220,7 +239,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
     # (``agentstate_site.apps.SiteConfig.ready``).
     framework_sections: dict[str, FrameworkSection] = {}
 
-    def get_fieldsets(self, request, obj=None):
+    def get_fieldsets(self, request: HttpRequest, obj: Session | None = None) -> Any:
         """A framework's session shows its own section (ADK: its events and state as ADK has them)."""
         section = self.framework_sections.get(obj.framework) if obj is not None else None
         if section is None:
@@ -250,7 +269,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         return ""  # the session itself: its label is the title
 
     @admin.display(description="user id")
-    def user_id_linked(self, obj: Session):
+    def user_id_linked(self, obj: Session) -> SafeString:
         """The user id, spelled out, with links to everything else the admin holds about that user."""
         links = format_html_join(
             " · ",
@@ -269,7 +288,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         return obj.message_count
 
     @admin.display(description="forked from")
-    def forked_from(self, obj: Session):
+    def forked_from(self, obj: Session) -> str:
         if obj.forked_from_seq is None:
             return "Not a fork."
         point = f"up to message {obj.forked_from_seq}, round {obj.forked_from_round}"
@@ -279,7 +298,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         return format_html('<a href="{}">{}</a>, {}', url, obj.forked_from_session_id, point)
 
     @admin.display(description="forks")
-    def forks(self, obj: Session):
+    def forks(self, obj: Session) -> str:
         forks = list(Session.objects.filter(parent=obj).order_by("id").values_list("pk", "session_id")[:LATEST_FORKS])
         if not forks:
             return "No forks."
@@ -292,7 +311,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
     metadata_json = json_display("metadata")
 
     @admin.display(description="")
-    def latest_messages(self, obj: Session):
+    def latest_messages(self, obj: Session) -> str:
         newest = previewed(Message.objects.filter(session=obj).defer("metadata", "usage").order_by("-seq"), "content")
         return render_to_string(
             "admin/sessions_app/session/latest_messages.html",
@@ -307,7 +326,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         )
 
     @admin.display(description="")
-    def latest_rounds(self, obj: Session):
+    def latest_rounds(self, obj: Session) -> str:
         rounds = previewed(Round.objects.filter(session=obj).order_by("-round_id"), "state")[:LATEST_ROUNDS]
         return render_to_string(
             "admin/sessions_app/session/json_rows.html",
@@ -322,7 +341,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         )
 
     @admin.display(description="")
-    def checkpoints(self, obj: Session):
+    def checkpoints(self, obj: Session) -> str:
         checkpoints = previewed(Checkpoint.objects.filter(session=obj).order_by("-id"), "state")[:LATEST_ROUNDS]
         return render_to_string(
             "admin/sessions_app/session/json_rows.html",
@@ -334,7 +353,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         )
 
     @admin.display(description="")
-    def transitions(self, obj: Session):
+    def transitions(self, obj: Session) -> str:
         return render_to_string(
             "admin/sessions_app/session/transitions.html",
             {
@@ -344,9 +363,9 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         )
 
     @admin.display(description="")
-    def working_state(self, obj: Session):
+    def working_state(self, obj: Session) -> SafeString:
         return pretty_json(selectors.working_state_get(session=obj))
 
     @admin.display(description="")
-    def framework_section(self, obj: Session):
+    def framework_section(self, obj: Session) -> str:
         return self.framework_sections[obj.framework].render(obj)  # shown only when one is wired

@@ -9,7 +9,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from agentstate.api.permissions import HasComplianceScope
-from agentstate.api.views import TenantAPIView
+from agentstate.api.views import TenantAPIView, TenantRequest
 from sessions_app.selectors import retention_policy_as_dict
 
 
@@ -45,7 +45,7 @@ class RetentionPolicyView(TenantAPIView):
         ),
         responses={200: RetentionPolicySerializer},
     )
-    def get(self, request):
+    def get(self, request: TenantRequest) -> Response:
         return Response(RetentionPolicySerializer(retention_policy_as_dict(tenant=request.tenant)).data)
 
 

@@ -4,8 +4,10 @@ an index of Session (see its Meta) or, for the unindexed ones, bounded by ``user
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import django_filters
+from django.db.models import QuerySet
 from rest_framework.exceptions import ValidationError
 
 from agentstate.validation import clean_datetime
@@ -30,10 +32,10 @@ class SessionFilter(django_filters.FilterSet):
         model = Session
         fields: list[str] = []
 
-    def filter_queryset(self, queryset):
+    def filter_queryset(self, queryset: QuerySet[Session]) -> QuerySet[Session]:
         """Ignores ``queryset`` beyond its tenant: ``selectors.session_list`` is the one place the
         filters are applied."""
-        given = {
+        given: dict[str, Any] = {
             name: clean_datetime(value, field=name) if isinstance(value, datetime) else value
             for name, value in self.form.cleaned_data.items()
             if value not in (None, "")

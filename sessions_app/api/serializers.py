@@ -6,6 +6,8 @@ a silent no-op); every rule (identifiers, JSON limits, counters) is checked by t
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Case, F, TextField, Value, When
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -146,7 +148,7 @@ class MessageAppendedSerializer(Output):
     messages = MessageSerializer(many=True)
 
 
-def _expected_last_seq():
+def _expected_last_seq() -> serializers.IntegerField:
     return serializers.IntegerField(
         required=False,
         allow_null=True,
@@ -211,7 +213,7 @@ class MessageQuery(serializers.Serializer):
         help_text="The last N messages (in seq order), as one page with no next.",
     )
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "recent" in attrs and "after_seq" in attrs:
             raise serializers.ValidationError({"recent": ["Use either recent or after_seq, not both."]})
         return attrs

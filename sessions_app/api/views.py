@@ -7,12 +7,17 @@ If-Match through the services' compare-and-set.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstate import streaming
@@ -26,7 +31,7 @@ from agentstate.api.pagination import (
 )
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
-from agentstate.api.views import TenantAPIView
+from agentstate.api.views import TenantAPIView, TenantRequest
 from agentstate.db_router import replica_reads
 from agentstate.exceptions import NotFound, PreconditionFailed
 from sessions_app import selectors, services
@@ -47,7 +52,7 @@ HISTORY_GENERATION = "X-History-Generation"
 ROUND_ID = OpenApiParameter("round_id", int, OpenApiParameter.PATH, description="0..2147483647")
 
 
-def session_if_match(request) -> int | None:
+def session_if_match(request: Request) -> int | None:
     """The session version named by If-Match; ``*`` asks nothing more than that it exists."""
     expected = etags.if_match_version(request)
     return None if expected == etags.ANY else expected
@@ -71,14 +76,14 @@ class SessionListView(TenantAPIView, generics.GenericAPIView):
     filter_backends = [DjangoFilterBackend]
     filterset_class = SessionFilter
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Session]:
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request tenant
             return Session.objects.none()
         return selectors.session_list(tenant=self.request.tenant)
 
     @extend_schema(summary="List sessions (without messages)", responses={200: s.SessionSerializer(many=True)})
     @replica_reads  # a listing tolerates lag (docs/SCALING.md)
-    def get(self, request):
+    def get(self, request: TenantRequest) -> Response:
         return self.paginated_rows(self.filter_queryset(self.get_queryset()), serializer_class=s.SessionSerializer)
 
     @extend_schema(
@@ -86,7 +91,7 @@ class SessionListView(TenantAPIView, generics.GenericAPIView):
         request=s.SessionCreateInput,
         responses={201: s.SessionSerializer, **error_responses(409)},
     )
-    def post(self, request):
+    def post(self, request: TenantRequest) -> Response:
         session = services.session_create(tenant=request.tenant, **validated(s.SessionCreateInput, request.data))
         return etags.with_etag(
             Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED), session.version
@@ -95,7 +100,7 @@ class SessionListView(TenantAPIView, generics.GenericAPIView):
 
 class SessionDetailView(SessionScopedView):
     @extend_schema(summary="Get a session", responses={200: s.SessionSerializer})
-    def get(self, request, user_id, session_id):
+    def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         session = self.get_session()
         return etags.with_etag(Response(s.SessionSerializer(session).data), session.version)
 
@@ -105,7 +110,7 @@ class SessionDetailView(SessionScopedView):
         request=s.SessionUpdateInput,
         responses={200: s.SessionSerializer, **error_responses(412)},
     )
-    def patch(self, request, user_id, session_id):
+    def patch(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         changes = validated(s.SessionUpdateInput, request.data)
         session = services.session_update(
             session=self.get_session(), expected_version=session_if_match(request), **changes
@@ -117,7 +122,7 @@ class SessionDetailView(SessionScopedView):
         parameters=[IF_MATCH],
         responses={204: None, **error_responses(412)},
     )
-    def delete(self, request, user_id, session_id):
+    def delete(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         services.session_delete(session=self.get_session(), expected_version=session_if_match(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -131,7 +136,7 @@ class SessionEndView(SessionScopedView):
         parameters=[IF_MATCH],
         responses={200: s.SessionSerializer, **error_responses(412)},
     )
-    def post(self, request, user_id, session_id):
+    def post(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         session = services.session_end(session=self.get_session(), expected_version=session_if_match(request))
         return etags.with_etag(Response(s.SessionSerializer(session).data), session.version)
 
@@ -142,7 +147,7 @@ class SessionRestoreView(SessionScopedView):
         responses={200: s.RestoreSerializer},
         description="Streamed as it is read: a session's checkpoints may hold more than a page may.",
     )
-    def get(self, request, user_id, session_id):
+    def get(self, request: TenantRequest, user_id: str, session_id: str) -> StreamingHttpResponse:
         restored = selectors.session_restore(tenant=request.tenant, user_id=user_id, session_id=session_id)
         return streaming.json_response(
             {
@@ -168,7 +173,7 @@ class MessageListView(SessionScopedView):
         "`X-History-Generation` is the session's history generation: if it changes between pages, an "
         "edit removed messages and the history should be read again.",
     )
-    def get(self, request, user_id, session_id):
+    def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         query = validated(s.MessageQuery, request.query_params)
         session = self.get_session()
         role = query.get("role")
@@ -199,7 +204,7 @@ class MessageListView(SessionScopedView):
         },
         description='Body `{"messages": [...]}`, or one message object as the whole body.',
     )
-    def post(self, request, user_id, session_id):
+    def post(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         body = request.data
         if not isinstance(body, dict):
             raise ValidationError({"messages": ['Send {"messages": [...]} or one message object.']})
@@ -227,7 +232,7 @@ class MessagePopView(SessionScopedView):
         description="Concurrent pops each get a different message or null. With `idempotency_key`, a retry returns "
         "the first answer and pops nothing. The seq is never reused; `history_generation` advances.",
     )
-    def post(self, request, user_id, session_id):
+    def post(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         data = validated(s.MessagePopInput, request.data or {})
         popped = services.message_pop(session=self.get_session(), **data)
         return Response(s.MessagePoppedSerializer({"message": popped}).data)
@@ -239,7 +244,7 @@ class MessageRewindView(SessionScopedView):
         request=s.MessageRewindInput,
         responses={200: s.HistoryEditSerializer, **error_responses(409, 412)},
     )
-    def post(self, request, user_id, session_id):
+    def post(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         edit = services.message_rewind(session=self.get_session(), **validated(s.MessageRewindInput, request.data))
         return Response(s.HistoryEditSerializer(edit).data)
 
@@ -252,7 +257,7 @@ class MessageClearView(SessionScopedView):
         request=s.MessageClearInput,
         responses={200: s.HistoryEditSerializer, **error_responses(409, 412)},
     )
-    def post(self, request, user_id, session_id):
+    def post(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         edit = services.message_clear(session=self.get_session(), **validated(s.MessageClearInput, request.data or {}))
         return Response(s.HistoryEditSerializer(edit).data)
 
@@ -267,7 +272,7 @@ class SessionForkView(SessionScopedView):
         description="One transaction, a fixed number of statements whatever the size. The fork records where it "
         "came from (`forked_from`); an ended session can be forked.",
     )
-    def post(self, request, user_id, session_id):
+    def post(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         fork = services.session_fork(session=self.get_session(), **validated(s.SessionForkInput, request.data or {}))
         return etags.with_etag(Response(s.SessionSerializer(fork).data, status=status.HTTP_201_CREATED), fork.version)
 
@@ -282,7 +287,7 @@ def _round_response(round_, *, written: bool = False) -> Response:
 
 
 class RoundWriteMixin(TenantAPIView):
-    def save_round(self, *, state, round_id) -> Response:
+    def save_round(self, *, state: dict[str, Any], round_id: int | None) -> Response:
         kwargs = self.kwargs
         expected = etags.if_match_version(self.request)
         if expected == etags.ANY:  # any current version will do, but there must be one
@@ -313,7 +318,7 @@ class RoundListView(RoundWriteMixin, SessionScopedView):
 
     @extend_schema(summary="List rounds (without their state)", responses={200: s.RoundSummarySerializer(many=True)})
     @replica_reads  # a listing tolerates lag (docs/SCALING.md)
-    def get(self, request, user_id, session_id):
+    def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         return self.paginated(
             selectors.round_list(session=self.get_session()),
             serializer_class=s.RoundSummarySerializer,
@@ -329,20 +334,20 @@ class RoundListView(RoundWriteMixin, SessionScopedView):
             **error_responses(409, 412),
         },
     )
-    def post(self, request, user_id, session_id):
+    def post(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         data = validated(s.RoundSaveInput, request.data)
         return self.save_round(state=data["state"], round_id=data.get("round_id"))
 
 
 class RoundLatestView(SessionScopedView):
     @extend_schema(summary="The round with the largest round_id", responses={200: s.RoundSerializer})
-    def get(self, request, user_id, session_id):
+    def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         return _round_response(selectors.round_get(tenant=request.tenant, user_id=user_id, session_id=session_id))
 
 
 class RoundDetailView(RoundWriteMixin, SessionScopedView):
     @extend_schema(summary="Get one round", parameters=[ROUND_ID], responses={200: s.RoundSerializer})
-    def get(self, request, user_id, session_id, round_id):
+    def get(self, request: TenantRequest, user_id: str, session_id: str, round_id: int) -> Response:
         return _round_response(
             selectors.round_get(tenant=request.tenant, user_id=user_id, session_id=session_id, round_id=round_id)
         )
@@ -357,11 +362,11 @@ class RoundDetailView(RoundWriteMixin, SessionScopedView):
             **error_responses(409, 412),
         },
     )
-    def put(self, request, user_id, session_id, round_id):
+    def put(self, request: TenantRequest, user_id: str, session_id: str, round_id: int) -> Response:
         return self.save_round(state=validated(s.RoundPutInput, request.data)["state"], round_id=round_id)
 
     @extend_schema(summary="Delete one round", parameters=[ROUND_ID], responses={204: None})
-    def delete(self, request, user_id, session_id, round_id):
+    def delete(self, request: TenantRequest, user_id: str, session_id: str, round_id: int) -> Response:
         services.round_delete(session=self.get_session(), round_id=round_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -375,7 +380,7 @@ class CheckpointListView(SessionScopedView):
     @extend_schema(
         summary="List checkpoints (id, label, time)", responses={200: s.CheckpointSummarySerializer(many=True)}
     )
-    def get(self, request, user_id, session_id):
+    def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         return self.paginated(
             selectors.checkpoint_list(session=self.get_session()),
             serializer_class=s.CheckpointSummarySerializer,
@@ -386,7 +391,7 @@ class CheckpointListView(SessionScopedView):
         request=s.CheckpointCreateInput,
         responses={201: s.CheckpointSerializer},
     )
-    def post(self, request, user_id, session_id):
+    def post(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         data = validated(s.CheckpointCreateInput, request.data)
         checkpoint = services.checkpoint_create(session=self.get_session(), **data)
         return Response(s.CheckpointSerializer(checkpoint).data, status=status.HTTP_201_CREATED)
@@ -398,7 +403,7 @@ class CheckpointLatestView(SessionScopedView):
         parameters=[s.CheckpointQuery],
         responses={200: s.CheckpointSerializer},
     )
-    def get(self, request, user_id, session_id):
+    def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         label = validated(s.CheckpointQuery, request.query_params)["label"]
         return Response(
             s.CheckpointSerializer(selectors.checkpoint_latest(session=self.get_session(), label=label)).data
@@ -410,7 +415,7 @@ class CheckpointLatestView(SessionScopedView):
 
 class WorkingStateView(SessionScopedView):
     @extend_schema(summary="The session's working state ({} once ended)", responses={200: OpenApiTypes.OBJECT})
-    def get(self, request, user_id, session_id):
+    def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         return Response(selectors.working_state_get(session=self.get_session()))
 
     @extend_schema(
@@ -418,7 +423,7 @@ class WorkingStateView(SessionScopedView):
         request=OpenApiTypes.OBJECT,
         responses={200: OpenApiTypes.OBJECT, **error_responses(409)},
     )
-    def put(self, request, user_id, session_id):
+    def put(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         return Response(services.working_state_replace(session=self.get_session(), data=request.data))
 
     @extend_schema(
@@ -426,11 +431,11 @@ class WorkingStateView(SessionScopedView):
         request=OpenApiTypes.OBJECT,
         responses={200: OpenApiTypes.OBJECT, **error_responses(409)},
     )
-    def patch(self, request, user_id, session_id):
+    def patch(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         return Response(services.working_state_patch(session=self.get_session(), changes=request.data))
 
     @extend_schema(summary="Clear the working state", responses={204: None})
-    def delete(self, request, user_id, session_id):
+    def delete(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         services.working_state_clear(session=self.get_session())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -442,7 +447,7 @@ class TransitionListView(SessionScopedView):
     pagination_class = TransitionPagination
 
     @extend_schema(summary="List agent hand-offs", responses={200: s.TransitionSerializer(many=True)})
-    def get(self, request, user_id, session_id):
+    def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         return self.paginated(
             selectors.transition_list(session=self.get_session()),
             serializer_class=s.TransitionSerializer,
@@ -453,7 +458,7 @@ class TransitionListView(SessionScopedView):
         request=s.TransitionInput,
         responses={201: s.TransitionSerializer, **error_responses(409)},
     )
-    def post(self, request, user_id, session_id):
+    def post(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         data = validated(s.TransitionInput, request.data)
         transition = services.transition_record(session=self.get_session(), **data)
         return Response(s.TransitionSerializer(transition).data, status=status.HTTP_201_CREATED)

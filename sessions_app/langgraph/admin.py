@@ -6,9 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from agentstate.admin.display import json_display, json_text, pretty_json
 from agentstate.admin.options import ReadOnlyAdmin
@@ -19,7 +22,7 @@ from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, 
 LANGGRAPH_TIMELINE = 50
 
 
-def stored_value(value_type: str, value: bytes | memoryview, rendered: Any):
+def stored_value(value_type: str, value: bytes | memoryview, rendered: Any) -> SafeString:
     """A stored LangGraph value: its JSON view, or the serializer's type and size without one."""
     if rendered is not None:
         return pretty_json(rendered)
@@ -36,12 +39,12 @@ class LangGraphThreadAdmin(ReadOnlyAdmin):
     readonly_fields = ("session_link", "timeline")
 
     @admin.display(description="session")
-    def session_link(self, obj: LangGraphThread):
+    def session_link(self, obj: LangGraphThread) -> SafeString:
         url = reverse("admin:sessions_app_session_change", args=[obj.session_id])
         return format_html('<a href="{}">Session #{}</a>', url, obj.session_id)
 
     @admin.display(description="checkpoints, newest first")
-    def timeline(self, obj: LangGraphThread):
+    def timeline(self, obj: LangGraphThread) -> str:
         checkpoints = list(langgraph_selectors.thread_timeline(thread=obj)[:LANGGRAPH_TIMELINE])
         return render_to_string(
             "admin/sessions_app/langgraphthread/timeline.html",
@@ -86,7 +89,7 @@ class LangGraphCheckpointAdmin(SessionChildAdmin):
     )
     readonly_fields = ("session_link", "metadata_json", "channel_versions_json", "state", "pending_writes")
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[LangGraphCheckpoint]:
         return super().get_queryset(request).defer("value", "rendered", "channel_versions", "metadata")
 
     metadata_json = json_display("metadata")
@@ -94,11 +97,11 @@ class LangGraphCheckpointAdmin(SessionChildAdmin):
     channel_versions_json = json_display("channel_versions")
 
     @admin.display(description="state (channel values)")
-    def state(self, obj: LangGraphCheckpoint):
+    def state(self, obj: LangGraphCheckpoint) -> SafeString:
         return stored_value(obj.value_type, obj.value, obj.rendered)
 
     @admin.display(description="pending writes")
-    def pending_writes(self, obj: LangGraphCheckpoint):
+    def pending_writes(self, obj: LangGraphCheckpoint) -> str:
         writes = langgraph_selectors.checkpoint_tuples([obj])[0].writes
         return render_to_string(
             "admin/sessions_app/langgraphthread/writes.html",
@@ -127,5 +130,5 @@ class LangGraphWriteAdmin(SessionChildAdmin):
     readonly_fields = ("session_link", "value_display")
 
     @admin.display(description="value")
-    def value_display(self, obj: LangGraphWrite):
+    def value_display(self, obj: LangGraphWrite) -> SafeString:
         return stored_value(obj.value_type, obj.value, obj.rendered)

@@ -5,7 +5,9 @@ never in paths, so any LangGraph id (with ``/``, any length) fits."""
 from __future__ import annotations
 
 import base64
+from typing import Any
 
+from django.db.models import Expression
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -13,12 +15,12 @@ from rest_framework.response import Response
 from agentstate.api.pagination import ModelsPagination
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import JSONTextField, StrictInput, StringField, validated
-from agentstate.api.views import TenantAPIView
+from agentstate.api.views import TenantAPIView, TenantRequest
 from agentstate.exceptions import NotFound
 from sessions_app.langgraph import selectors, services
 
 
-def _text(**kwargs):
+def _text(**kwargs: Any) -> StringField:
     """An identifier exactly as sent: blank allowed (the root namespace), no whitespace trimmed."""
     return StringField(allow_blank=True, **kwargs)
 
@@ -153,7 +155,7 @@ class CheckpointPagination(ModelsPagination):
     ordering = "-checkpoint_id"
     large = ("value", "metadata")
 
-    def size(self):
+    def size(self) -> Expression:
         return super().size() + selectors.checkpoint_writes_size()
 
 
@@ -165,7 +167,7 @@ class CheckpointListView(TenantAPIView):
         parameters=[ListQuery],
         responses={200: CheckpointPage},
     )
-    def get(self, request):
+    def get(self, request: TenantRequest) -> Response:
         query = validated(ListQuery, request.query_params)
         rows = selectors.checkpoint_list(
             tenant=request.tenant,
@@ -176,7 +178,7 @@ class CheckpointListView(TenantAPIView):
         ).defer("rendered", "channel_versions")  # not in the answer
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
-        tuples = selectors.checkpoint_tuples(page, thread_id=query.get("thread_id"))
+        tuples = selectors.checkpoint_tuples(page or [], thread_id=query.get("thread_id"))
         return paginator.get_paginated_response([_tuple_data(t) for t in tuples])
 
     @extend_schema(
@@ -184,7 +186,7 @@ class CheckpointListView(TenantAPIView):
         request=CheckpointPutInput,
         responses={201: StoredOut, **error_responses(409)},
     )
-    def post(self, request):
+    def post(self, request: TenantRequest) -> Response:
         data = validated(CheckpointPutInput, request.data)
         services.checkpoint_put(tenant=request.tenant, **data)
         stored = {name: data[name] for name in ("thread_id", "checkpoint_ns", "checkpoint_id")}
@@ -197,7 +199,7 @@ class CheckpointDetailView(TenantAPIView):
         parameters=[CheckpointQuery],
         responses={200: CheckpointTupleOut, **error_responses(404)},
     )
-    def get(self, request):
+    def get(self, request: TenantRequest) -> Response:
         query = validated(CheckpointQuery, request.query_params)
         checkpoint = selectors.checkpoint_get(tenant=request.tenant, **query)
         if checkpoint is None:
@@ -211,7 +213,7 @@ class WritesView(TenantAPIView):
         request=WritesPutInput,
         responses={201: CountOut, **error_responses(409)},
     )
-    def post(self, request):
+    def post(self, request: TenantRequest) -> Response:
         count = services.writes_put(tenant=request.tenant, **validated(WritesPutInput, request.data))
         return Response({"count": count}, status=status.HTTP_201_CREATED)
 
@@ -222,7 +224,7 @@ class ThreadDeleteView(TenantAPIView):
         request=ThreadInput,
         responses={204: None},
     )
-    def post(self, request):
+    def post(self, request: TenantRequest) -> Response:
         services.thread_delete(tenant=request.tenant, **validated(ThreadInput, request.data))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -233,7 +235,7 @@ class ThreadCopyView(TenantAPIView):
         request=CopyInput,
         responses={200: CountOut, **error_responses(409)},
     )
-    def post(self, request):
+    def post(self, request: TenantRequest) -> Response:
         return Response({"count": services.thread_copy(tenant=request.tenant, **validated(CopyInput, request.data))})
 
 
@@ -243,7 +245,7 @@ class PruneView(TenantAPIView):
         request=PruneInput,
         responses={200: CountOut},
     )
-    def post(self, request):
+    def post(self, request: TenantRequest) -> Response:
         return Response({"count": services.threads_prune(tenant=request.tenant, **validated(PruneInput, request.data))})
 
 
@@ -253,5 +255,5 @@ class RunsDeleteView(TenantAPIView):
         request=RunsInput,
         responses={200: CountOut},
     )
-    def post(self, request):
+    def post(self, request: TenantRequest) -> Response:
         return Response({"count": services.runs_delete(tenant=request.tenant, **validated(RunsInput, request.data))})

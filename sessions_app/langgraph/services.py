@@ -119,7 +119,7 @@ def _thread_lock(*, tenant: Tenant, key: str) -> ThreadRef | None:
     nothing to find)."""
     quote = connection.ops.quote_name
     sql = (
-        f"UPDATE {quote(Session._meta.db_table)} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
+        f"UPDATE {quote(Session._meta.db_table)} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"WHERE id = (SELECT session_id FROM {quote(LangGraphThread._meta.db_table)} "
         f"WHERE tenant_id = %s AND thread_key = %s) RETURNING id, user_id"
     )
@@ -338,7 +338,7 @@ def thread_copy(*, tenant: Tenant, source_thread_id: str, target_thread_id: str)
         quote = connection.ops.quote_name
         names = ", ".join(quote(c) for c in columns)
         sql = (
-            f"INSERT INTO {quote(model._meta.db_table)} (session_id, user_id, {names}) "
+            f"INSERT INTO {quote(model._meta.db_table)} (session_id, user_id, {names}) "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
             f"SELECT %s, %s, {names} FROM {quote(model._meta.db_table)} WHERE session_id = %s "
             f"ORDER BY id ON CONFLICT DO NOTHING"
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
 from django.db.models.functions import Length
 
 from agentstate.subject_data import register
@@ -13,7 +14,7 @@ from sessions_app.langgraph.services import FRAMEWORK
 from sessions_app.subject_data import SessionPart, iso, process_state
 
 
-def _stored_value(rows):
+def _stored_value(rows: QuerySet[Any]) -> QuerySet[Any]:
     """The serializer's bytes are not exported (their JSON view is): only their size is read."""
     return rows.defer("value").annotate(value_bytes=Length("value"))
 

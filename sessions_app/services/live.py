@@ -62,7 +62,7 @@ def update_live_session(
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     sets = f"{assignments}, " if assignments else ""
     sql = (
-        f"UPDATE {table} SET {sets}updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
+        f"UPDATE {table} SET {sets}updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"WHERE id = %s AND {WRITABLE} RETURNING {returning}"
     )
     with connection.cursor() as cursor:
@@ -98,7 +98,7 @@ def session_touch(session: Session) -> Session:
     write stays the caller's rule."""
     table = connection.ops.quote_name(Session._meta.db_table)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    sql = f"UPDATE {table} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} WHERE id = %s RETURNING *"
+    sql = f"UPDATE {table} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} WHERE id = %s RETURNING *"  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
     touched = next(iter(Session.objects.raw(sql, [now, session.pk])), None)
     if touched is None:
         raise NotFound("Session not found.")

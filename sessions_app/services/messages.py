@@ -119,7 +119,7 @@ def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) ->
     )
     quote = connection.ops.quote_name
     sql = (
-        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} "
+        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"SET last_seq = last_seq + %s, message_count = message_count + %s, "
         f"updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
         f"WHERE id = %s AND {WRITABLE} RETURNING last_seq) "

@@ -179,7 +179,7 @@ class _Sweep:
 
     def _prune_rounds(self, pks: list[int], matching) -> int:
         keep = self.policy.keep_latest_rounds
-        assert keep is not None  # run() sweeps rounds only under this rule
+        assert keep is not None  # noqa: S101 (run() sweeps rounds only under this rule)
         doomed = rows_past_latest(Round, pks, partition=["session_id"], order="round_id", keep=keep)
         if self.dry_run or not doomed:
             return len(doomed)
@@ -196,7 +196,7 @@ class _Sweep:
         down by what went, history_generation advances as after an edit. A fixed number of
         statements per declared model, whatever the batch."""
         days = self.policy.drop_messages_after_days
-        assert days is not None  # run() drops messages only under this rule
+        assert days is not None  # noqa: S101 (run() drops messages only under this rule)
         cutoff = self.now - timedelta(days=days)
         removed = 0
         counted: dict[str, dict[int, int]] = {}

@@ -60,7 +60,7 @@ def _round_append_postgresql(*, tenant: Tenant, user_id: str, session_id: str, s
     now = timezone.now()
     quote = connection.ops.quote_name
     sql = (
-        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_round_id = last_round_id + 1, updated_at = %s, "
+        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_round_id = last_round_id + 1, updated_at = %s, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"{REOPEN_IF_RETENTION_ENDED} WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = '' "
         f"AND {WRITABLE} AND last_round_id < %s "
         f"RETURNING id, last_round_id) "

@@ -13,8 +13,9 @@ from sessions_app.services.live import update_live_session
 
 
 @transaction.atomic
-def working_state_patch(*, session: Session, changes: dict[str, Any]) -> dict[str, Any]:
-    """Merge top-level keys into the working state (``None`` removes a key); returns the result."""
+def working_state_patch(*, session: Session, changes: Any) -> dict[str, Any]:
+    """Merge top-level keys into the working state (``None`` removes a key); returns the result.
+    ``changes`` is checked here: a request body, it may be any JSON value."""
     changes = clean_json(changes, field="working_state", require_object=True)
     for key in changes:
         clean_identifier(key, field="working_state")
@@ -23,8 +24,8 @@ def working_state_patch(*, session: Session, changes: dict[str, Any]) -> dict[st
 
 
 @transaction.atomic
-def working_state_replace(*, session: Session, data: dict[str, Any]) -> dict[str, Any]:
-    """Replace the whole working state."""
+def working_state_replace(*, session: Session, data: Any) -> dict[str, Any]:
+    """Replace the whole working state with ``data``, checked here (any JSON value may come)."""
     data = clean_json(data, field="working_state", require_object=True)
     for key in data:
         clean_identifier(key, field="working_state")

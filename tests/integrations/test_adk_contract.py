@@ -274,12 +274,12 @@ async def test_any_identifier_adk_accepts_is_mapped_reversibly(adk_service, live
         assert [(s["user_id"], s["id"]) for s in response.json()["sessions"]] == [("u9", "plain")]
 
 
-async def test_built_from_a_uri_with_the_key_from_the_environment(live_server, adk_key, monkeypatch):
+async def test_built_from_a_uri_with_the_key_from_the_environment(live_server, adk_key, monkeypatch, tmp_path):
     from google.adk.cli.service_registry import get_service_registry
 
     monkeypatch.setenv("AGENTSTATE_API_KEY", adk_key)
     uri = live_server.url.replace("http://", "agentstate://")
-    service = get_service_registry().create_session_service(uri, agents_dir="/tmp")
+    service = get_service_registry().create_session_service(uri, agents_dir=str(tmp_path))
     assert isinstance(service, AgentStateSessionService)
     created = await service.create_session(app_name=APP, user_id="u1")
     reader = AgentStateSessionService(live_server.url, adk_key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from django.contrib import admin
+from django.utils.safestring import SafeString
 
 from agentstate.admin.display import pretty_json
 from agentstate.admin.filters import UserIdFilter
@@ -25,5 +26,5 @@ class AdkUserStateAdmin(ReadOnlyAdmin):
     readonly_fields = ("state_json",)
 
     @admin.display(description="state")
-    def state_json(self, obj: AdkUserState):
+    def state_json(self, obj: AdkUserState) -> SafeString:
         return pretty_json(json.loads(obj.state))  # as every JSON staff read: a stored lone surrogate as its escape

@@ -11,17 +11,27 @@ taken exactly as typed (never stripped) and shown with its invisible characters 
 from __future__ import annotations
 
 import json
+from datetime import date
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.db.models import Count, QuerySet
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    HttpResponseRedirect,
+    StreamingHttpResponse,
+)
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from agentstate import streaming
 from agentstate.admin.display import identifier_display, identifier_html
@@ -31,6 +41,9 @@ from userdata_app import erasure
 from userdata_app.models import ErasureRequest, ErasureSubject
 from userdata_app.selectors import subject_export_lazy
 
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldOpts, _FieldsetSpec
+
 Status = ErasureRequest.Status
 
 
@@ -38,11 +51,11 @@ class IdentifierField(forms.CharField):
     """An identifier exactly as typed, checked only by the API's ``clean_identifier``: a form
     CharField strips whitespace by default, which turned "alice\u00a0" into "alice"."""
 
-    def __init__(self, *, field: str, **kwargs):
+    def __init__(self, *, field: str, **kwargs: Any) -> None:
         super().__init__(strip=False, **kwargs)
         self.identifier_field = field
 
-    def clean(self, value):
+    def clean(self, value: Any) -> str:
         try:
             return clean_identifier(value, field=self.identifier_field)
         except InvalidInput as exc:
@@ -62,9 +75,9 @@ class ErasureSubjectForm(forms.ModelForm):
 
 
 class ErasureSubjectFormSet(forms.BaseInlineFormSet):
-    def clean(self):
+    def clean(self) -> None:
         super().clean()
-        seen = set()
+        seen: set[tuple[Any, Any]] = set()
         for form in self.forms:
             if not form.cleaned_data or form.cleaned_data.get("DELETE"):
                 continue
@@ -83,29 +96,29 @@ class ErasureSubjectInline(admin.TabularInline):
     verbose_name = "subject (tenant and user id of the same person)"
     verbose_name_plural = "subjects: one (tenant, user id) pair per account of this person"
 
-    def _editable(self, obj) -> bool:
+    def _editable(self, obj: ErasureRequest | None) -> bool:
         return obj is None or obj.status == Status.RECEIVED
 
     user_id_shown = identifier_display("user_id", description="user id, spelled out", length=True)
 
-    def get_fields(self, request, obj=None):
+    def get_fields(self, request: HttpRequest, obj: ErasureRequest | None = None) -> tuple[str, ...]:
         if self._editable(obj):
             return ("tenant", "user_id", "user_id_shown")
         return ("tenant", "user_id_shown", "subject_hash", "hash_key_id")
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: ErasureRequest | None = None) -> tuple[str, ...]:
         return ("user_id_shown",) if self._editable(obj) else self.get_fields(request, obj)
 
-    def get_extra(self, request, obj=None, **kwargs):
+    def get_extra(self, request: HttpRequest, obj: ErasureRequest | None = None, **kwargs: Any) -> int:
         return 1 if obj is None else 0
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: ErasureRequest | None = None) -> bool:
         return self._editable(obj) and super().has_add_permission(request, obj)
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: ErasureRequest | None = None) -> bool:
         return self._editable(obj) and super().has_change_permission(request, obj)
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: ErasureRequest | None = None) -> bool:
         return self._editable(obj) and super().has_delete_permission(request, obj)
 
 
@@ -113,10 +126,10 @@ class OpenFilter(admin.SimpleListFilter):
     title = "deadline"
     parameter_name = "open"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> tuple[tuple[str, str], ...]:
         return (("yes", "Open"), ("overdue", "Overdue"))
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[ErasureRequest]) -> QuerySet[ErasureRequest]:
         if self.value() in ("yes", "overdue"):
             queryset = queryset.filter(status__in=ErasureRequest.OPEN_STATUSES)
         if self.value() == "overdue":
@@ -124,7 +137,7 @@ class OpenFilter(admin.SimpleListFilter):
         return queryset
 
 
-def count_rows(counts: dict[str, int]):
+def count_rows(counts: dict[str, int]) -> SafeString:
     """Table rows "category | rows" for a preview or a receipt."""
     return format_html_join(
         "", "<tr><td>{}</td><td>{}</td></tr>", ((erasure.category_label(c), n) for c, n in counts.items())
@@ -136,7 +149,7 @@ def status_label(status: str) -> str:
     return Status(status).label if status else "—"
 
 
-def status_badge(obj: ErasureRequest):
+def status_badge(obj: ErasureRequest) -> SafeString:
     return format_html('<span class="status-badge status-{}">{}</span>', obj.status, obj.get_status_display())
 
 
@@ -219,7 +232,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     actions = ["execute_erasure", "export_subject_data"]
     change_form_template = "admin/userdata_app/erasurerequest/change_form.html"
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ErasureRequest]:
         return super().get_queryset(request).annotate(subject_total=Count("subjects"))
 
     # --- Columns and read-only displays -------------------------------------------------------
@@ -229,7 +242,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         return str(obj)
 
     @admin.display(description="status", ordering="status")
-    def status_badge(self, obj: ErasureRequest):
+    def status_badge(self, obj: ErasureRequest) -> SafeString:
         return status_badge(obj)
 
     @admin.display(description="scope", ordering="scope")
@@ -237,7 +250,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         return "everything" if obj.scope == ErasureRequest.Scope.EVERYTHING else "user data only"
 
     @admin.display(description="received", ordering="received_at")
-    def received_on(self, obj: ErasureRequest):
+    def received_on(self, obj: ErasureRequest) -> date:
         return timezone.localdate(obj.received_at)
 
     @admin.display(description="subjects", ordering="subject_total")
@@ -245,7 +258,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         return obj.subject_total  # type: ignore[attr-defined]  # annotated by get_queryset
 
     @admin.display(description="due", ordering="due_on")
-    def due(self, obj: ErasureRequest):
+    def due(self, obj: ErasureRequest) -> str:
         extended = " (extended)" if obj.is_extended else ""
         if obj.is_overdue:
             return format_html(
@@ -256,7 +269,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         return f"{obj.due_on}{extended}"
 
     @admin.display(description="erased")
-    def receipt_display(self, obj: ErasureRequest):
+    def receipt_display(self, obj: ErasureRequest) -> str:
         receipt = obj.receipt
         hashes = format_html_join(
             "",
@@ -281,7 +294,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         )
 
     @admin.display(description="history")
-    def events_display(self, obj: ErasureRequest):
+    def events_display(self, obj: ErasureRequest) -> SafeString:
         rows = format_html_join(
             "",
             "<tr><td class='nowrap'>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -303,12 +316,12 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         )
 
     @admin.display(description="rows that would be erased now")
-    def preview_display(self, obj: ErasureRequest):
+    def preview_display(self, obj: ErasureRequest) -> SafeString:
         return format_html(
             '<table class="erasure-counts"><tbody>{}</tbody></table>', count_rows(erasure.erasure_preview(request=obj))
         )
 
-    def get_fieldsets(self, request, obj=None):
+    def get_fieldsets(self, request: HttpRequest, obj: ErasureRequest | None = None) -> _FieldsetSpec:
         if obj is None:
             return ((None, {"fields": ("scope", "received_at", "requested_by", "reason")}),)
         status_fields = ["status_badge", "due", "status_changed_at"]
@@ -324,8 +337,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             )
             if getattr(obj, name)
         ]
-        fieldsets = [
-            ("Status", {"fields": status_fields}),
+        fieldsets: list[tuple[str | None, _FieldOpts]] = [
+            ("Status", {"fields": tuple(status_fields)}),
             ("Request", {"fields": ("scope", "received_at", "requested_by", "reason")}),
         ]
         if obj.status == Status.EXECUTED:
@@ -333,9 +346,9 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         elif obj.status in ErasureRequest.OPEN_STATUSES:
             fieldsets.append(("Preview", {"fields": ("preview_display",)}))
         fieldsets.append(("History", {"fields": ("events_display",)}))
-        return fieldsets
+        return tuple(fieldsets)
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: ErasureRequest | None = None) -> tuple[str, ...]:
         displays = (
             "status_badge",
             "due",
@@ -356,25 +369,28 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             return (*displays, "scope", "received_at", "requested_by", "reason")
         return (*displays, "received_at")  # the due date was computed from it
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: ErasureRequest | None = None) -> bool:
         if obj is not None and obj.status in (Status.EXECUTED, Status.REJECTED):
             return False  # closed: view only
         return super().has_change_permission(request, obj)
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: ErasureRequest | None = None) -> bool:
         return False  # requests and receipts are the audit trail
 
-    def has_review_erasure_permission(self, request) -> bool:
+    def has_review_erasure_permission(self, request: HttpRequest) -> bool:
         """Verify, extend, hold, release and reject: the Compliance group's decisions."""
         return request.user.has_perm("userdata_app.review_erasure")
 
-    def has_execute_erasure_permission(self, request) -> bool:
+    def has_execute_erasure_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("userdata_app.execute_erasure")
 
-    def has_export_subject_data_permission(self, request) -> bool:
+    def has_export_subject_data_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("userdata_app.export_subject_data")
 
-    def response_action(self, request, queryset):
+    # django-stubs 6 adds Django 6.0's action_location to the signature; Django 5.2 calls (request, queryset).
+    def response_action(  # type: ignore[override]
+        self, request: HttpRequest, queryset: QuerySet[ErasureRequest]
+    ) -> HttpResponseBase | None:
         """A selection holding a key that is not a request id (a forged form) selects nothing:
         Django would hand it to the database and fail with a server error."""
         try:
@@ -387,7 +403,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             return None
         return super().response_action(request, queryset)
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: ErasureRequest, form: forms.ModelForm, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
         else:
@@ -395,7 +411,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
 
     # --- Lifecycle steps (one small form each) --------------------------------------------
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         return [
             path(
                 "<path:object_id>/lifecycle/<slug:step>/",
@@ -423,7 +439,9 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     def lifecycle_steps(self, obj: ErasureRequest) -> list[tuple[str, str]]:
         return [(step, label) for step, (label, _, _) in LIFECYCLE_STEPS.items() if erasure.step_allowed(obj, step)]
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         obj = self.get_object(request, object_id)
         extra_context = extra_context or {}
         if obj is not None:
@@ -455,14 +473,14 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             )
         return super().change_view(request, object_id, form_url, extra_context)
 
-    def request_or_404(self, request, object_id) -> ErasureRequest:
+    def request_or_404(self, request: HttpRequest, object_id: str) -> ErasureRequest:
         """The request in a custom URL; a key that is not one (``abc``, a deleted id) is a 404."""
         obj = self.get_object(request, object_id)
         if obj is None:
             raise Http404("No such erasure request.")
         return obj
 
-    def lifecycle_view(self, request, object_id, step):
+    def lifecycle_view(self, request: HttpRequest, object_id: str, step: str) -> HttpResponse:
         obj = self.request_or_404(request, object_id)
         if not self.has_review_erasure_permission(request):
             raise PermissionDenied(f"{PERMISSION_LABELS['review_erasure']} is the Compliance group's permission.")
@@ -496,7 +514,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     # --- Execution: preview, then act on the posted confirmation ----------------------------
 
     @admin.action(permissions=["execute_erasure"], description="Execute erasure of selected verified requests…")
-    def execute_erasure(self, request, queryset):
+    def execute_erasure(self, request: HttpRequest, queryset: QuerySet[ErasureRequest]) -> HttpResponse | None:
         selected = list(queryset.order_by("id"))
         executable = [obj for obj in selected if erasure.step_allowed(obj, "execute")]
         skipped = [obj for obj in selected if obj not in executable]
@@ -552,7 +570,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/userdata_app/erasurerequest/execute_confirmation.html", context)
 
-    def execute_view(self, request, object_id):
+    def execute_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The change page's "Execute erasure…" button: the same confirmation as the action."""
         if not self.has_execute_erasure_permission(request):
             raise PermissionDenied
@@ -560,7 +578,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         response = self.execute_erasure(request, ErasureRequest.objects.filter(pk=obj.pk))
         return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
 
-    def receipt_view(self, request, object_id):
+    def receipt_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The receipt as a JSON file to keep (what the receipt section shows; no subject id)."""
         obj = self.request_or_404(request, object_id)
         if not self.has_view_permission(request, obj):
@@ -574,7 +592,9 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     # --- Subject access export ----------------------------------------------------------------
 
     @admin.action(permissions=["export_subject_data"], description="Export everything held about the subjects (JSON)")
-    def export_subject_data(self, request, queryset):
+    def export_subject_data(
+        self, request: HttpRequest, queryset: QuerySet[ErasureRequest]
+    ) -> StreamingHttpResponse | None:
         subjects = (
             ErasureSubject.objects.filter(request__in=queryset)
             .exclude(user_id="")
@@ -594,7 +614,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             **{"Content-Disposition": f'attachment; filename="subject-export-request-{ids}.json"'},
         )
 
-    def export_view(self, request, object_id):
+    def export_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
         if not self.has_export_subject_data_permission(request):
             raise PermissionDenied
         obj = self.request_or_404(request, object_id)
@@ -602,7 +622,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
 
 
-def json_attachment(document: dict, *, filename: str) -> HttpResponse:
+def json_attachment(document: dict[str, Any], *, filename: str) -> HttpResponse:
     """A JSON document staff download and keep (a subject export, a receipt)."""
     response = HttpResponse(json.dumps(document, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

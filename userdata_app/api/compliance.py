@@ -4,13 +4,14 @@ inside the caller's tenant."""
 
 from __future__ import annotations
 
+from django.http import StreamingHttpResponse
 from django.urls import re_path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 
 from agentstate import streaming
 from agentstate.api.permissions import HasComplianceScope
-from agentstate.api.views import TenantAPIView
+from agentstate.api.views import TenantAPIView, TenantRequest
 from userdata_app.selectors import subject_export_lazy
 
 
@@ -27,7 +28,7 @@ class SubjectExportView(TenantAPIView):
         ),
         responses={200: OpenApiTypes.OBJECT},
     )
-    def get(self, request, user_id):
+    def get(self, request: TenantRequest, user_id: str) -> StreamingHttpResponse:
         return streaming.json_response(subject_export_lazy(subjects=[(request.tenant, user_id)]))
 
 

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 
 from agentstate.api.pagination import KeyPagination
 from agentstate.api.serializers import validated
-from agentstate.api.views import TenantAPIView
+from agentstate.api.views import TenantAPIView, TenantRequest
 from userdata_app import selectors, services
 from userdata_app.api.serializers import UserDatumInput, UserDatumSerializer
 
@@ -19,7 +19,7 @@ class UserDataListView(TenantAPIView):
     @extend_schema(
         summary="List a user's keys and values, in key order", responses={200: UserDatumSerializer(many=True)}
     )
-    def get(self, request, user_id):
+    def get(self, request: TenantRequest, user_id: str) -> Response:
         return self.paginated(
             selectors.user_datum_list(tenant=request.tenant, user_id=user_id),
             serializer_class=UserDatumSerializer,
@@ -28,18 +28,18 @@ class UserDataListView(TenantAPIView):
 
 class UserDatumView(TenantAPIView):
     @extend_schema(summary="Get one key of a user", responses={200: UserDatumSerializer})
-    def get(self, request, user_id, key):
+    def get(self, request: TenantRequest, user_id: str, key: str) -> Response:
         return Response(
             UserDatumSerializer(selectors.user_datum_get(tenant=request.tenant, user_id=user_id, key=key)).data
         )
 
     @extend_schema(summary="Set one key of a user", request=UserDatumInput, responses={200: UserDatumSerializer})
-    def put(self, request, user_id, key):
+    def put(self, request: TenantRequest, user_id: str, key: str) -> Response:
         value = validated(UserDatumInput, request.data)["value"]
         datum = services.user_datum_set(tenant=request.tenant, user_id=user_id, key=key, value=value)
         return Response(UserDatumSerializer(datum).data)
 
     @extend_schema(summary="Delete one key of a user", responses={204: None})
-    def delete(self, request, user_id, key):
+    def delete(self, request: TenantRequest, user_id: str, key: str) -> Response:
         services.user_datum_delete(tenant=request.tenant, user_id=user_id, key=key)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -113,7 +113,7 @@ def erase_subject(
 
 
 class _Residue(Exception):
-    def __init__(self, residue: dict[str, int]):
+    def __init__(self, residue: dict[str, int]) -> None:
         super().__init__(counts_text({category: n for category, n in residue.items() if n}))
         self.residue = residue
 

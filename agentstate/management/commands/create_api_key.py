@@ -5,8 +5,9 @@ its hash is stored. The tenant is created when it is new.
 """
 
 from datetime import timedelta
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from agentstate.exceptions import DomainError
@@ -24,7 +25,7 @@ def positive_int(value: str) -> int:
 class Command(BaseCommand):
     help = "Create an API key for a tenant (created when new) and print it once."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", required=True, help="Tenant slug (letters, digits, - and _).")
         parser.add_argument("--name", required=True, help="What the key is for (1-50 characters).")
         parser.add_argument(
@@ -35,7 +36,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--expires-days", type=positive_int, default=None, help="Expire after this many days.")
 
-    def handle(self, *args, tenant: str, name: str, scope: str, expires_days: int | None, **options):
+    def handle(self, *args: Any, tenant: str, name: str, scope: str, expires_days: int | None, **options: Any) -> None:
         expires_at = timezone.now() + timedelta(days=expires_days) if expires_days else None
         try:
             api_key, key = api_key_create(

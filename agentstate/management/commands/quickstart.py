@@ -3,16 +3,17 @@ login exists (taken from the environment or generated and printed), then run the
 
 import os
 import secrets
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 
 class Command(BaseCommand):
     help = "Migrate, create the cache table and an admin login, then start the development server."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "addrport",
             nargs="?",
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-serve", action="store_true", help="Set up only; do not start the server.")
 
-    def handle(self, *args, addrport: str, no_serve: bool, **options):
+    def handle(self, *args: Any, addrport: str, no_serve: bool, **options: Any) -> None:
         # runserver's autoreloader runs this command again in a child process: set up once.
         if os.environ.get("RUN_MAIN") != "true":
             call_command("migrate", interactive=False, verbosity=0)

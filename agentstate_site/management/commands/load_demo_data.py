@@ -10,8 +10,9 @@ ago, so "active sessions today" has something to show. The services would stamp 
 
 import random
 from datetime import timedelta
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
@@ -46,14 +47,14 @@ ASSISTANT_LINES = (
 class Command(BaseCommand):
     help = "Load a demo data set (tenants demo-acme, demo-globex, demo-initech) for browsing the admin."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--users", type=int, default=4, help="Users per tenant (default 4).")
         parser.add_argument("--seed", type=int, default=7, help="Random seed, for a reproducible data set.")
 
-    def handle(self, *args, users: int, seed: int, **options):
+    def handle(self, *args: Any, users: int, seed: int, **options: Any) -> None:
         if Tenant.objects.filter(slug__in=TENANTS).exists():
             raise CommandError("Demo data is already loaded (tenants demo-*). Use a fresh database to load it again.")
-        rng = random.Random(seed)
+        rng = random.Random(seed)  # noqa: S311 (seeded for a reproducible demo set: no secret)
         now = timezone.now()
         totals = {"sessions": 0, "messages": 0}
         with transaction.atomic():

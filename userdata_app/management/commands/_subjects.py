@@ -1,14 +1,14 @@
 """``--subject TENANT:USER_ID`` arguments shared by the erasure and export commands. The user id
 is checked by the API's ``clean_identifier`` and kept exactly as typed, like the API keeps it."""
 
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, CommandParser
 
 from agentstate.exceptions import InvalidInput
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 
 
-def add_subject_argument(parser) -> None:
+def add_subject_argument(parser: CommandParser) -> None:
     parser.add_argument(
         "--subject",
         action="append",

@@ -9,9 +9,10 @@ refuses rather than erase unasked."""
 
 import json
 import sys
+from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agentstate.exceptions import DomainError
 from agentstate.validation import identifier_visible
@@ -24,7 +25,7 @@ from ._subjects import add_subject_argument, parse_subjects
 class Command(BaseCommand):
     help = "Erase everything in scope about one person (one or more TENANT:USER_ID) and print the receipt."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         add_subject_argument(parser)
         parser.add_argument(
             "--scope",
@@ -51,7 +52,19 @@ class Command(BaseCommand):
             "asks on the terminal, and refuses when there is no terminal to ask on.",
         )
 
-    def handle(self, *args, subject, scope, dry_run, operator, requested_by, reason, storage_timeout, yes, **options):
+    def handle(
+        self,
+        *args: Any,
+        subject: list[str],
+        scope: str,
+        dry_run: bool,
+        operator: str | None,
+        requested_by: str,
+        reason: str,
+        storage_timeout: float,
+        yes: bool,
+        **options: Any,
+    ) -> None:
         subjects = parse_subjects(subject)
         if dry_run:
             counts = erasure.subjects_preview(subjects=subjects, scope=scope)

@@ -4,7 +4,9 @@ the erased sessions' working state in Redis) when the process stopped between th
 clean-up; the request's admin page and receipt say so in each case. Retries until done or
 ``--timeout``; exits non-zero if still pending."""
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from userdata_app import erasure
 
@@ -15,10 +17,10 @@ class Command(BaseCommand):
         "retrying until done or --timeout."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--timeout", type=float, default=60.0, help="Seconds to keep retrying (default 60).")
 
-    def handle(self, *args, timeout, **options):
+    def handle(self, *args: Any, timeout: float, **options: Any) -> None:
         pending = erasure.erasure_storage_retry(timeout=timeout)
         if pending:
             raise CommandError(f"Still pending after {timeout:g} s: {pending} Close the readers and run this again.")

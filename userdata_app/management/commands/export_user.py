@@ -1,6 +1,8 @@
 """Write everything held about a person (GDPR Art. 15/20) to one JSON file."""
 
-from django.core.management.base import BaseCommand
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
 
 from agentstate.streaming import json_pieces
 from userdata_app.selectors import subject_export_lazy
@@ -11,11 +13,11 @@ from ._subjects import add_subject_argument, parse_subjects
 class Command(BaseCommand):
     help = "Export everything held about one person (one or more TENANT:USER_ID) as one JSON document."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         add_subject_argument(parser)
         parser.add_argument("--output", "-o", default="-", help="File to write (default: standard output).")
 
-    def handle(self, *args, subject, output, **options):
+    def handle(self, *args: Any, subject: list[str], output: str, **options: Any) -> None:
         # Written as it is read: an export of large histories never sits whole in memory.
         pieces = json_pieces(subject_export_lazy(subjects=parse_subjects(subject)))
         if output == "-":

@@ -6,8 +6,9 @@ outside the database (``--save-registry``) so a restore from an older backup can
 (``--registry-file``) before matching."""
 
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agentstate.exceptions import DomainError
 from userdata_app import erasure
@@ -16,14 +17,16 @@ from userdata_app import erasure
 class Command(BaseCommand):
     help = "Re-apply executed erasures to data restored from a backup."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dry-run", action="store_true", help="Report matches and counts; erase nothing.")
         parser.add_argument(
             "--registry-file", help="Load registry entries from this file (written by --save-registry) first."
         )
         parser.add_argument("--save-registry", metavar="FILE", help="Write the registry to FILE and exit.")
 
-    def handle(self, *args, dry_run, registry_file, save_registry, **options):
+    def handle(
+        self, *args: Any, dry_run: bool, registry_file: str | None, save_registry: str | None, **options: Any
+    ) -> None:
         if save_registry:
             entries = erasure.erased_subjects_export()
             with open(save_registry, "w", encoding="utf-8") as handle:
