@@ -36,6 +36,7 @@ from agentstate import validation
 from agentstate.api import pagination, views
 from agentstate.tenancy.services import api_key_create
 from agentstate.validation import IDENTIFIER_MAX_LENGTH, MAX_BODY_DEPTH, MAX_JSON_DEPTH
+from sessions_app.langgraph import services as langgraph_services
 from tests.api.assertions import assert_error
 from tests.hardening.openapi import Field, operations, request_fields
 from tests.hardening.stored import stored_everything
@@ -95,6 +96,10 @@ STRIPPED = {
     "post /api/v1/users/{user_id}/sessions/{session_id}/fork/ body:new_session_id",
 }
 FIELDS = request_fields()
+
+
+def field(operation: str, name: str) -> Field:
+    return next(f for f in FIELDS if f.operation == operation and f.name == name)
 
 
 @pytest.fixture
@@ -241,11 +246,7 @@ IDENTIFIER_FIELDS = {
     "post /api/v1/adk/apps/{app_name}/users/{user_id}/sessions/": ["session_id"],
 }
 BAD_IDENTIFIERS = {"too long": "x" * (IDENTIFIER_MAX_LENGTH + 1), "control": "a\tb", "lone surrogate": "\ud800"}
-IDENTIFIER_PAIRS = [
-    next(f for f in FIELDS if f.operation == operation and f.name == name)
-    for operation, names in IDENTIFIER_FIELDS.items()
-    for name in names
-]
+IDENTIFIER_PAIRS = [field(operation, name) for operation, names in IDENTIFIER_FIELDS.items() for name in names]
 
 
 def check_identifier_field(api, field: Field, kind: str) -> None:
@@ -276,10 +277,19 @@ def check_langgraph_text(api, field: Field, kind: str) -> None:
     assert_refused(api, names, lambda: request_with(api, field, BAD_LANGGRAPH_TEXT[kind]))
 
 
+def check_langgraph_id_length(api) -> None:
+    too_long = "x" * (langgraph_services.MAX_ID_BYTES + 1)
+    assert_refused(api, "checkpoint_id", lambda: request_with(api, field(LANGGRAPH_PUT, "checkpoint_id"), too_long))
+
+
 @pytest.mark.parametrize("field", LANGGRAPH_TEXT_PAIRS, ids=str)
 def test_a_langgraph_id_refuses_nul_and_lone_surrogates(everything, field):
     for kind in BAD_LANGGRAPH_TEXT:
         check_langgraph_text(everything, field, kind)
+
+
+def test_a_langgraph_checkpoint_id_past_its_bytes_is_refused(everything):
+    check_langgraph_id_length(everything)
 
 
 # Every body any operation takes: malformed of each kind, or nesting deep enough that the parser
@@ -439,10 +449,7 @@ def json_loads_anything(text, *, field):
     return json.loads(text)
 
 
-def field(operation: str, name: str) -> Field:
-    return next(f for f in FIELDS if f.operation == operation and f.name == name)
-
-
+LANGGRAPH_PUT = "post /api/v1/langgraph/checkpoints/"
 ADK_CREATE = "post /api/v1/adk/apps/{app_name}/users/{user_id}/sessions/"
 ROUNDS = "post /api/v1/users/{user_id}/sessions/{session_id}/rounds/"
 SESSIONS = "get /api/v1/sessions/"
@@ -477,6 +484,8 @@ MUTANTS = {
         accept,
         lambda api: check_query(api, SESSIONS, "created_after", "only with its offset"),
     ),
+    # DRF's string fields refuse NUL and lone surrogates first; only the length is LangGraph's own.
+    "clean_text": (langgraph_services, accept, check_langgraph_id_length),
     "_path_is_utf8": (views, lambda request: True, lambda api: check_path_id(api, USER_DATA, "user_id", "not UTF-8")),
 }
 # Methods, swapped on their class for DRF's own (which is lenient where ours is strict).

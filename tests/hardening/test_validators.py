@@ -40,6 +40,7 @@ from agentstate.validation import (
     clean_timestamp,
     parse_json_text,
 )
+from sessions_app.langgraph.services import MAX_ID_BYTES, clean_text
 from tests.hardening.edge_values import EXTREME_BUT_VALID, EXTREME_IN_UTC, forged
 
 REFUSED = "refused"
@@ -100,6 +101,16 @@ def test_identifiers():
 def test_optional_labels_are_identifiers_or_blank():
     table = [(value, expected) for value, expected in IDENTIFIER_TABLE if value not in ("", None)]
     assert_table(lambda value: clean_optional_label(value, field="agent_id"), [*table, ("", ""), (None, "")])
+
+
+def test_langgraph_ids_are_any_text_a_database_holds():
+    """LangGraph's ids are the client's mapping of any string: only what no database stores is refused."""
+    table = [
+        *kept("", "a/b", "a\tb", "\x7f", "x" * 255, "é" * 127, *INVISIBLE_OR_UNUSUAL),
+        *refused("a\x00b", *LONE_SURROGATES, "x" * 256, "é" * 128, 1, None),
+    ]
+    assert_table(lambda value: clean_text(value, field="checkpoint_id", max_bytes=MAX_ID_BYTES), table)
+    assert_table(lambda value: clean_text(value, field="thread_id", allow_empty=False), refused(""))
 
 
 def nested(levels: int, leaf: str = "{}") -> str:
