@@ -225,14 +225,26 @@ def test_timestamps():
     assert_table(lambda value: clean_timestamp(value, field="event.timestamp"), table)
 
 
-def test_datetimes_are_converted_to_utc_or_refused():
-    def in_utc(text: str):
-        converted = clean_datetime(datetime.fromisoformat(text), field="created_after")
+def test_datetimes_in_queries_are_read_in_utc_or_refused():
+    """As the session list reads its filters: the form parses, ``clean_datetime`` converts."""
+    from sessions_app.api.filters import SessionFilter
+
+    def read(text: str):
+        form = SessionFilter(data={"created_after": text}).form
+        if not form.is_valid():
+            return REFUSED
+        converted = clean_datetime(form.cleaned_data["created_after"], field="created_after")
         assert converted.utcoffset().total_seconds() == 0
         return converted
 
-    table = [(text, datetime.fromisoformat(text).astimezone(UTC)) for text in EXTREME_BUT_VALID]
-    assert_table(in_utc, [*table, *refused(*EXTREME_IN_UTC)])
+    unparsable = [
+        "2026-01-01T00:00:00+24:00",
+        "2026-01-01T00:00:00-99:00",
+        "10000-01-01T00:00:00Z",
+        "0000-12-31T00:00:00Z",
+    ]
+    table = [(text, in_utc(text)) for text in EXTREME_BUT_VALID]
+    assert_table(read, [*table, *refused(*EXTREME_IN_UTC, *unparsable, "not a time", "2026-02-30T00:00:00Z")])
 
 
 def in_utc(text: str) -> datetime:
