@@ -157,11 +157,13 @@ def assert_answered(response) -> None:
 
 
 def assert_refused(api, field: str | tuple[str, ...] | None, send_it: Callable[[], object]):
-    """``send_it()`` is a 400 naming ``field`` (one of them, if several; none needed when None),
-    and nothing stored changed."""
+    """``send_it()`` is a 400 naming ``field`` (one of them, if several; any field for ``""``, the
+    whole body; none needed for None), and nothing stored changed."""
     before = stored_everything()
     error = assert_error(send_it(), 400, "invalid")
-    if field is not None:
+    if field == "":
+        assert error["fields"], error
+    elif field is not None:
         names = (field,) if isinstance(field, str) else field
         assert set(error["fields"]) & set(names), error
     assert stored_everything() == before
