@@ -4,6 +4,7 @@ before and after). Runs on SQLite and on PostgreSQL, which rejects NUL character
 surrogates with errors that would otherwise be 500s."""
 
 import json
+from urllib.parse import quote
 
 import pytest
 from django.test import override_settings
@@ -34,18 +35,10 @@ def test_a_body_over_the_limit_is_413_everywhere(api, full_session, method, path
         refused(api, method, path, padded, 413, "too_large")
 
 
-@pytest.mark.crosscheck
 @pytest.mark.parametrize("method, path, body", WRITES, ids=WRITE_IDS)
-@pytest.mark.parametrize("raw", ["{bad json", '{"a": 1,}', "", "[", '{"a": NaN}', '{"a": "\\ud800"}'])
-def test_malformed_json_is_400_everywhere(api, full_session, method, path, body, raw):
-    refused(api, method, path, raw, 400, "invalid")
-
-
-@pytest.mark.crosscheck
-@pytest.mark.parametrize("method, path, body", WRITES, ids=WRITE_IDS)
-@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"])
-def test_a_body_that_is_not_json_is_415_everywhere(api, full_session, method, path, body, content_type):
-    refused(api, method, path, json.dumps(body), 415, "unsupported_media_type", content_type=content_type)
+def test_a_body_that_is_not_json_is_415_everywhere(api, full_session, method, path, body):
+    for content_type in ["text/plain", "application/x-www-form-urlencoded", "application/xml"]:
+        refused(api, method, path, json.dumps(body), 415, "unsupported_media_type", content_type=content_type)
 
 
 # Unknown fields: a typo is a 400 naming it, never silently dropped. Working state and user-data
@@ -93,7 +86,8 @@ def test_a_batch_of_500_messages_fits_and_501_is_refused(api, full_session):
     assert response.status_code == 201 and len(response.json()["messages"]) == 500
 
 
-# JSON nested too deep in any field of any endpoint: hardening/test_input_rules.py.
+# Malformed JSON, JSON nested too deep, bad identifiers, page sizes and round ids in paths, on every
+# endpoint and field: hardening/test_input_rules.py (each rule's table: test_validators.py).
 
 
 def test_json_nested_within_the_limit_is_stored_as_sent(api, full_session):
@@ -126,12 +120,6 @@ def test_bad_round_ids_in_the_body_are_400(api, full_session, round_id):
     refused(api, "post", S + "rounds/", {"state": {}, "round_id": round_id}, 400, "invalid", "round_id")
 
 
-@pytest.mark.parametrize("method", ["get", "put", "delete"])
-@pytest.mark.parametrize("round_id", ["2147483648", "99999999999", "999999999999"])
-def test_round_ids_beyond_32_bits_in_the_path_are_400(api, full_session, method, round_id):
-    refused(api, method, f"{S}rounds/{round_id}/", {"state": {}}, 400, "invalid", "round_id")
-
-
 @pytest.mark.parametrize("round_id", ["-1", "1.5", "x", "1e3", "9999999999999"])
 def test_round_ids_that_are_not_numbers_in_the_path_are_404(api, full_session, round_id):
     refused(api, "put", f"{S}rounds/{round_id}/", {"state": {}}, 404, "not_found")
@@ -143,76 +131,8 @@ def test_round_ids_zero_and_the_32_bit_maximum_are_accepted(api, full_session):
     assert api.get(S + "rounds/latest/").json()["round_id"] == 2**31 - 1
 
 
-# Identifiers: 1-128 characters, no control characters, no "/", valid Unicode.
-BAD_IDS = {
-    "too long": "x" * 129,
-    "NUL": "a\x00b",
-    "tab": "a\tb",
-    "newline": "a\nb",
-    "DEL": "a\x7fb",
-    "C1 control": "a\x85b",
-}
-
-
-@pytest.mark.crosscheck
-@pytest.mark.parametrize("bad", BAD_IDS.values(), ids=BAD_IDS.keys())
-@pytest.mark.parametrize(
-    "method, path, body, field",
-    [
-        ("post", "/api/v1/sessions/", {"user_id": "{bad}"}, "user_id"),
-        ("post", "/api/v1/sessions/", {"user_id": "u1", "session_id": "{bad}"}, "session_id"),
-        ("post", S + "messages/", {"client_id": "{bad}"}, "messages[0].client_id"),
-        ("post", S + "checkpoints/", {"label": "{bad}"}, "label"),
-        ("post", S + "transitions/", {"to_agent": "{bad}"}, "to_agent"),
-        ("patch", S + "working-state/", {"{bad}": 1}, "working_state"),
-    ],
-)
-def test_bad_identifiers_in_bodies_are_400(api, full_session, bad, method, path, body, field):
-    body = json.loads(json.dumps(body).replace("{bad}", json.dumps(bad)[1:-1]))
-    refused(api, method, path, body, 400, "invalid", field)
-
-
 def quoted(text: str) -> str:
-    from urllib.parse import quote
-
     return quote(text, safe="")
-
-
-@pytest.mark.crosscheck
-@pytest.mark.parametrize("bad", BAD_IDS.values(), ids=BAD_IDS.keys())
-@pytest.mark.parametrize(
-    "method, template, field",
-    [
-        ("get", "/api/v1/users/{bad}/sessions/s1/", "user_id"),
-        ("delete", "/api/v1/users/u1/sessions/{bad}/", "session_id"),
-        ("post", "/api/v1/users/{bad}/sessions/s1/rounds/", "user_id"),
-        ("put", "/api/v1/users/u1/sessions/{bad}/rounds/1/", "session_id"),
-        ("get", "/api/v1/users/{bad}/data/", "user_id"),
-        ("put", "/api/v1/users/u1/data/{bad}/", "key"),
-        ("delete", "/api/v1/users/u1/data/{bad}/", "key"),
-    ],
-)
-def test_bad_identifiers_in_paths_are_400(api, full_session, bad, method, template, field):
-    path = template.replace("{bad}", quoted(bad))
-    refused(api, method, path, {"state": {}, "value": 1}, 400, "invalid", field)
-
-
-@pytest.mark.crosscheck
-@pytest.mark.parametrize("text", ["\ud800", "a\udfff"])
-@pytest.mark.parametrize(
-    "method, path, template, field",
-    [
-        ("post", "/api/v1/sessions/", '{"user_id": "%s"}', "user_id"),
-        ("post", S + "messages/", '{"content": "%s"}', "messages[0].content"),
-        ("post", S + "messages/", '{"content": [{"type": "%s"}]}', "messages[0].content"),
-        ("post", S + "rounds/", '{"state": {"%s": 1}}', "state"),
-        ("patch", S + "working-state/", '{"k": ["%s"]}', "working_state"),
-        ("put", U + "email/", '{"value": "%s"}', "value"),
-    ],
-)
-def test_lone_surrogates_in_bodies_are_400(api, full_session, text, method, path, template, field):
-    escaped = json.dumps(text)[1:-1]  # "\ud800" as a JSON escape: valid JSON, invalid text
-    refused(api, method, path, template % escaped, 400, "invalid", field)
 
 
 @pytest.mark.parametrize("user_id, session_id", [("用户", "会话-1"), ("😀", "🚀 launch"), ("ünïcode", "e\u0301")])
@@ -241,20 +161,12 @@ ROWS_LISTS = ["/api/v1/sessions/", S + "messages/"]  # rows written by the datab
 LISTS = [S + "rounds/", S + "checkpoints/", S + "transitions/", U]  # up to 500
 
 
-@pytest.mark.crosscheck
-@pytest.mark.parametrize("page_size", ["0", "-1", "100000", "abc", "1.5", "", "9" * 5000])
-@pytest.mark.parametrize("path", ROWS_LISTS + LISTS)
-def test_page_size_that_is_no_page_size_is_400(api, full_session, path, page_size):
-    refused(api, "get", f"{path}?page_size={page_size}", None, 400, "invalid", "page_size")
-
-
 @pytest.mark.parametrize("path, largest", [(path, 2000) for path in ROWS_LISTS] + [(path, 500) for path in LISTS])
 def test_page_size_is_served_up_to_its_list_s_largest_and_refused_past_it(api, full_session, path, largest):
     assert api.get(f"{path}?page_size={largest}").status_code == 200
     refused(api, "get", f"{path}?page_size={largest + 1}", None, 400, "invalid", "page_size")
 
 
-@pytest.mark.crosscheck
 @pytest.mark.parametrize(
     "path, largest",
     [
