@@ -76,6 +76,16 @@ def test_admin_pages_run_the_same_statements_at_any_size_and_cap_their_counts(ad
     assert all("LIMIT 10001" in sql for sql in changelist_counts), changelist_counts
 
 
+def statistics_as_if_fresh(*tables: str) -> None:
+    """Rebuild these tables' indexes and sample them: what earlier tests left in this database
+    (index entries of rolled-back rows, which make an index look costlier than a scan) must not
+    decide the plan. Inside the test's transaction, so the rows it loaded are counted."""
+    with connection.cursor() as cursor:
+        for table in tables:
+            cursor.execute(f"REINDEX TABLE {connection.ops.quote_name(table)}")
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(table)}")
+
+
 def _plan(sql: str) -> str:
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN {sql}")
@@ -95,7 +105,7 @@ def test_exact_searches_use_an_index_without_the_tenant(admin_client, tenant, po
     for user in range(500):
         bulk_data.sessions_create(tenant=tenant, user_id=f"u{user}", count=10, prefix=f"u{user}-s")
         bulk_data.user_data_create(tenant=tenant, user_id=f"u{user}", count=10)
-    bulk_data.analyze()
+    statistics_as_if_fresh("sessions_app_session", "userdata_app_userdatum")
 
     with CaptureQueriesContext(connection) as captured:
         response = admin_client.get(url, {"q": term})
@@ -129,7 +139,7 @@ def test_message_filters_find_rows_through_the_session_indexes(admin_client, ten
     for user in range(100):
         bulk_data.sessions_create(tenant=tenant, user_id=f"u{user}", count=10, prefix=f"u{user}-s")
     bulk_data.messages_for_every_session(tenant=tenant, per_session=20)
-    bulk_data.analyze()
+    statistics_as_if_fresh("sessions_app_session", "sessions_app_message")
 
     with CaptureQueriesContext(connection) as captured:
         response = admin_client.get(MESSAGES, params)
