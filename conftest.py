@@ -52,6 +52,13 @@ def _fresh_key_cache():
 
 
 @pytest.fixture
+def admin_user(db, django_user_model):
+    """pytest-django's superuser for ``admin_client``, without a password: ``admin_client`` logs in
+    with ``force_login``, and hashing one (PBKDF2, the service's own hasher) costs about 0.3 s."""
+    return django_user_model.objects.create_superuser("admin", "admin@example.invalid")
+
+
+@pytest.fixture
 def tenant(db):
     from agentstate.tenancy.services import tenant_get_or_create
 

@@ -22,6 +22,7 @@ def test_imports_run_one_way():
     assert lint(ROOT)
 
 
+@pytest.mark.servers  # runs in a fresh process
 @pytest.mark.parametrize(
     "planted,broken",
     [

@@ -42,6 +42,7 @@ def test_quickstart_says_how_to_change_an_unchanged_password(monkeypatch):
     assert "set DJANGO_SUPERUSER_PASSWORD" in out.getvalue() and "changepassword ops" in out.getvalue()
 
 
+@pytest.mark.servers  # runs in a fresh process
 def test_benchmarks_help_lists_the_suites_and_the_default():
     text = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True, text=True, check=True
@@ -53,6 +54,7 @@ def test_benchmarks_help_lists_the_suites_and_the_default():
     assert "default: scaling" in " ".join(text.split())
 
 
+@pytest.mark.servers  # runs in a fresh process
 def test_benchmarks_summary_without_results_says_so_and_fails(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "benchmarks", "summary", "--results", str(tmp_path)],

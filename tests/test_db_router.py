@@ -230,6 +230,7 @@ def _settings_of(**env: str) -> subprocess.CompletedProcess:
     return settings_process("'replicas': s.DATABASE_REPLICAS, 'databases': s.DATABASES", **env)
 
 
+@pytest.mark.servers  # runs in a fresh process
 def test_replica_urls_become_aliases_mirrored_in_tests_and_pooling_turns_server_side_cursors_off():
     result = _settings_of(
         DATABASE_URL="postgres://app@primary:6432/agentstate",
@@ -245,6 +246,7 @@ def test_replica_urls_become_aliases_mirrored_in_tests_and_pooling_turns_server_
     assert all(found["databases"][a]["DISABLE_SERVER_SIDE_CURSORS"] for a in ("default", "replica1", "replica2"))
 
 
+@pytest.mark.servers  # runs in a fresh process
 def test_a_read_your_writes_window_shorter_than_lag_plus_check_is_refused():
     result = _settings_of(AGENTSTATE_READ_YOUR_WRITES_SECONDS="2", AGENTSTATE_REPLICA_MAX_LAG_SECONDS="2")
     assert result.returncode != 0 and "AGENTSTATE_READ_YOUR_WRITES_SECONDS must exceed" in result.stderr
@@ -296,6 +298,7 @@ def test_a_replicas_lag_is_measured_against_the_primary(primary, replayed, last_
     assert db_router.lag_behind(primary=primary, replayed=replayed, last_commit_age=last_commit_age) == lag
 
 
+@pytest.mark.servers  # runs in a fresh process
 def test_a_fractional_read_your_writes_window_is_accepted():
     result = _settings_of(AGENTSTATE_READ_YOUR_WRITES_SECONDS="3.5")
     assert result.returncode == 0, result.stderr

@@ -16,9 +16,12 @@ from tools import pgcluster
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(
-    not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")), reason="PostgreSQL's server programs are missing"
-)
+pytestmark = [
+    pytest.mark.servers,  # starts PostgreSQL clusters
+    pytest.mark.skipif(
+        not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")), reason="PostgreSQL's server programs are missing"
+    ),
+]
 
 
 def setting(url: str, name: str) -> str:

@@ -7,7 +7,7 @@ from tests.userdata_app.erasure_factories import compliance_group
 
 
 def staff(username, *, groups=(), perms=()):
-    user = get_user_model().objects.create_user(username, password="pw", is_staff=True)
+    user = get_user_model().objects.create_user(username, is_staff=True)
     for name in groups:
         user.groups.add(compliance_group() if name == "Compliance" else Group.objects.get(name=name))
     for name in perms:

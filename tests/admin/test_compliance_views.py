@@ -23,7 +23,7 @@ FRAMEWORK_AND_RETENTION_PAGES = [
 
 @pytest.fixture
 def officer_client(client):
-    user = get_user_model().objects.create_user("officer", password="pw", is_staff=True)
+    user = get_user_model().objects.create_user("officer", is_staff=True)
     user.groups.add(compliance_group())
     client.force_login(user)
     return client

@@ -50,7 +50,7 @@ def thread(tenant):
 
 @pytest.fixture
 def admin_client(client, db):
-    client.force_login(get_user_model().objects.create_superuser("root", password="pw"))
+    client.force_login(get_user_model().objects.create_superuser("root"))
     return client
 
 

@@ -21,7 +21,7 @@ RULES = (
 
 @pytest.fixture
 def admin_client(client):
-    client.force_login(get_user_model().objects.create_superuser("root", password="pw"))
+    client.force_login(get_user_model().objects.create_superuser("root"))
     return client
 
 

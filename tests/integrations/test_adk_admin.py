@@ -20,7 +20,7 @@ from userdata_app.adk.models import AdkUserState
 @pytest.fixture
 def staff(db) -> Client:
     client = Client()
-    client.force_login(get_user_model().objects.create_superuser("boss", password="pw"))
+    client.force_login(get_user_model().objects.create_superuser("boss"))
     return client
 
 

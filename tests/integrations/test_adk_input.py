@@ -100,7 +100,7 @@ def test_a_lone_surrogate_stored_before_the_rule_reads_back_as_its_escape(adk, t
     exported = streamed(adk.get("/api/v1/compliance/users/ada/export/"))
     assert b"\\udc00" in exported and json.loads(exported)
     staff = Client()
-    staff.force_login(get_user_model().objects.create_superuser("boss", password="pw"))
+    staff.force_login(get_user_model().objects.create_superuser("boss"))
     for page in [
         reverse("admin:sessions_app_adkevent_changelist"),
         reverse("admin:sessions_app_adkevent_change", args=[AdkEvent.objects.get().pk]),
@@ -148,7 +148,7 @@ def test_values_stored_before_the_rules_show_in_the_admin_and_the_export(adk, te
             data=json.dumps({"id": f"e{seq}", "timestamp": timestamp, "score": math.nan}),
         )
     staff = Client()
-    staff.force_login(get_user_model().objects.create_superuser("boss", password="pw"))
+    staff.force_login(get_user_model().objects.create_superuser("boss"))
     pages = [
         reverse("admin:sessions_app_adkevent_changelist"),
         reverse("admin:sessions_app_adkevent_change", args=[AdkEvent.objects.get(seq=1).pk]),

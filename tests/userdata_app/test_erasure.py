@@ -37,7 +37,7 @@ def holdings(tenant, user_id):
 
 @pytest.fixture
 def officer(db):
-    return get_user_model().objects.create_user("officer", password="pw", is_staff=True)
+    return get_user_model().objects.create_user("officer", is_staff=True)
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ Status = ErasureRequest.Status
 
 @pytest.fixture
 def officer(db):
-    return get_user_model().objects.create_user("officer", password="pw", is_staff=True)
+    return get_user_model().objects.create_user("officer", is_staff=True)
 
 
 @pytest.fixture(params=["database", "redis"])
@@ -99,7 +99,7 @@ def test_after_an_erasure_the_sqlite_wal_is_truncated_and_a_reader_holding_it_is
     from agentstate.tenancy.services import tenant_get_or_create
 
     tenant = tenant_get_or_create(slug="acme")
-    admin = get_user_model().objects.create_superuser("admin", password="pw")
+    admin = get_user_model().objects.create_superuser("admin")
     subject_data_create(tenant=tenant, user_id=WAL_SUBJECT)
     subject_data_create(tenant=tenant, user_id="bystander", sessions=1)
     wal = sqlite_file.with_name(sqlite_file.name + "-wal")
@@ -252,7 +252,7 @@ def test_a_crash_right_after_the_erasure_commits_leaves_its_clean_up_flagged_unt
     from agentstate.tenancy.services import tenant_get_or_create
 
     tenant = tenant_get_or_create(slug="acme")
-    admin = get_user_model().objects.create_superuser("admin", password="pw")
+    admin = get_user_model().objects.create_superuser("admin")
     subject_data_create(tenant=tenant, user_id=CRASH_SUBJECT, sessions=3, messages=40)
     subject_data_create(tenant=tenant, user_id="bystander", sessions=2, messages=5)
     if connection.vendor == "postgresql":

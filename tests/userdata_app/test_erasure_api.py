@@ -51,7 +51,7 @@ def test_export_stays_in_the_callers_tenant_and_needs_the_compliance_scope(data,
 
 
 def test_staff_need_the_compliance_permission(data, client, tenant):
-    staff = get_user_model().objects.create_user("staff", password="pw", is_staff=True)
+    staff = get_user_model().objects.create_user("staff", is_staff=True)
     client.force_login(staff)
     assert client.get(EXPORT, {"tenant": "acme"}).status_code == 403
     staff.groups.add(compliance_group())

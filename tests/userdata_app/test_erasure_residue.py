@@ -270,7 +270,7 @@ def test_an_erasure_through_the_admin_leaves_nothing_of_the_subject_anywhere(raw
     subject_needles = {"id": id_forms(SUBJECT), **{kind: [value.encode()] for kind, value in marks[SUBJECT].items()}}
     assert found(subject_needles, raw_database()) == list(subject_needles)  # the search can find them
 
-    officer = get_user_model().objects.create_user("officer", password="pw", is_staff=True)
+    officer = get_user_model().objects.create_user("officer", is_staff=True)
     officer.groups.add(compliance_group())
     admin = Client()
     admin.force_login(officer)
