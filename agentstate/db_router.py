@@ -47,7 +47,8 @@ from django.http import HttpRequest, HttpResponseBase
 logger = logging.getLogger(__name__)
 _request: ContextVar[HttpRequest | None] = ContextVar("agentstate_db_request", default=None)
 _replica: ContextVar[str | None] = ContextVar("agentstate_db_replica", default=None)
-_verdicts: dict[str, tuple[float, bool]] = {}  # alias -> (valid until, healthy), per process
+# alias -> (valid until, healthy, what the last check found), per process
+_verdicts: dict[str, tuple[float, bool, str]] = {}
 _verdicts_lock = threading.Lock()
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 WROTE_KEY = "agentstate:wrote:{}"
@@ -109,7 +110,7 @@ def replica_reads(func: Callable[_P, _R]) -> Callable[_P, _R]:
         try:
             return func(*args, **kwargs)
         except DatabaseError:  # down, cancelled by a replay conflict, or behind on a migration
-            _mark(alias, healthy=False)
+            _mark(alias, healthy=False, found="error during a read")
             _close(alias)
         finally:
             _replica.reset(token)
@@ -140,12 +141,26 @@ def replica_is_healthy(alias: str) -> bool:
     if verdict is not None and verdict[0] > now:
         return verdict[1]
     try:
-        healthy = replica_lag_seconds(alias) <= settings.REPLICA_MAX_LAG_SECONDS
-    except Exception:  # down, refusing, or forbidden: any failure means "do not read here"
-        healthy = False
+        lag = replica_lag_seconds(alias)
+        healthy, found = lag <= settings.REPLICA_MAX_LAG_SECONDS, f"lag {lag:.1f} s"
+    except Exception as exc:  # down, refusing, or forbidden: any failure means "do not read here"
+        healthy, found = False, f"error: {type(exc).__name__}"
         _close(alias)
-    _mark(alias, healthy=healthy)
+    _mark(alias, healthy=healthy, found=found)
     return healthy
+
+
+def replica_states() -> dict[str, str]:
+    """What this process last found of each replica, without asking it (a probe must not wait on
+    a replica): "ok (lag …)", "skipped (…)" with why, or "unchecked" before the first listing."""
+    states = {}
+    for alias in settings.DATABASE_REPLICAS:
+        verdict = _verdicts.get(alias)
+        if verdict is None:
+            states[alias] = "unchecked"
+        else:
+            states[alias] = f"{'ok' if verdict[1] else 'skipped'} ({verdict[2]})"
+    return states
 
 
 def replica_lag_seconds(alias: str) -> float:
@@ -188,9 +203,16 @@ def replica_verdicts_clear() -> None:
         _verdicts.clear()
 
 
-def _mark(alias: str, *, healthy: bool) -> None:
+def _mark(alias: str, *, healthy: bool, found: str) -> None:
+    """Keep the verdict; log when a replica starts or stops being skipped (once, not per check)."""
     with _verdicts_lock:
-        _verdicts[alias] = (time.monotonic() + settings.REPLICA_CHECK_SECONDS, healthy)
+        previous = _verdicts.get(alias)
+        _verdicts[alias] = (time.monotonic() + settings.REPLICA_CHECK_SECONDS, healthy, found)
+    if previous is None or previous[1] != healthy:
+        if healthy:
+            logger.info("replica %s in use (%s)", alias, found)
+        else:
+            logger.warning("replica %s skipped, reads go to the primary (%s)", alias, found)
 
 
 def _close(alias: str) -> None:

@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentstate.db_router import replica_states
 from sessions_app import working_state
 
 
@@ -59,6 +60,12 @@ class HealthSerializer(serializers.Serializer):
     database = serializers.CharField()
     cache = serializers.CharField()
     working_state = serializers.CharField(required=False, help_text="Only when working state is in Redis.")
+    replicas = serializers.DictField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Only with replicas: what this process last found of each (not asked now; a skipped one "
+        "does not make the service unready, its reads go to the primary).",
+    )
 
 
 class HealthView(APIView):
@@ -81,4 +88,7 @@ class HealthView(APIView):
         if settings.WORKING_STATE_BACKEND == "redis":
             checks["working_state"] = _check(_working_state)
         healthy = all(value == "ok" for value in checks.values())
-        return Response({"status": "ok" if healthy else "error", **checks}, status=200 if healthy else 503)
+        answer: dict[str, object] = {"status": "ok" if healthy else "error", **checks}
+        if settings.DATABASE_REPLICAS:  # told, never waited on: a skipped replica costs only speed
+            answer["replicas"] = replica_states()
+        return Response(answer, status=200 if healthy else 503)

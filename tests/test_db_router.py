@@ -186,7 +186,7 @@ def test_a_replica_that_is_down_is_skipped_without_an_error(dead_replica):
 def test_a_replica_that_fails_during_the_call_is_retried_on_the_primary(dead_replica):
     tenant = tenant_get_or_create(slug="acme")
     services.session_create(tenant=tenant, user_id="u1", session_id="s1")
-    db_router._mark(dead_replica, healthy=True)  # it answered the last check, then went down
+    db_router._mark(dead_replica, healthy=True, found="lag 0.0 s")  # it answered the last check, then went down
     listed = client_for(tenant).get(SESSIONS)
     assert listed.status_code == 200 and listed.json()["results"][0]["session_id"] == "s1"
     assert db_router.replica_is_healthy(dead_replica) is False
@@ -302,3 +302,23 @@ def test_a_replicas_lag_is_measured_against_the_primary(primary, replayed, last_
 def test_a_fractional_read_your_writes_window_is_accepted():
     result = _settings_of(AGENTSTATE_READ_YOUR_WRITES_SECONDS="3.5")
     assert result.returncode == 0, result.stderr
+
+
+def test_a_skipped_replica_is_logged_once_and_shown_by_the_health_probe_without_asking_it(
+    dead_replica, caplog, client, settings
+):
+    """Reads go on without it, but operators see it: one warning when it starts being skipped (not
+    one per check), and /healthz says what this process last found, still 200 (the service serves)."""
+    settings.REPLICA_CHECK_SECONDS = 0  # every listing checks it again
+    tenant = tenant_get_or_create(slug="acme")
+    assert client.get("/healthz").json()["replicas"] == {dead_replica: "unchecked"}
+    with caplog.at_level("WARNING", logger="agentstate.db_router"):
+        for _ in range(3):
+            assert client_for(tenant).get(SESSIONS).status_code == 200
+    skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert len(skipped) == 1 and dead_replica in skipped[0]
+
+    started = time.monotonic()
+    health = client.get("/healthz")
+    assert health.status_code == 200 and health.json()["replicas"][dead_replica].startswith("skipped (error: ")
+    assert time.monotonic() - started < 1  # told from the last check, not by connecting
