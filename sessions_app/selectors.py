@@ -238,7 +238,8 @@ def transition_list(*, session: Session) -> QuerySet[AgentTransition]:
     return AgentTransition.objects.filter(session=session).order_by("id")
 
 
-def _iso(value: datetime | None) -> str | None:
+def iso(value: datetime | None) -> str | None:
+    """A time as exports write it (ISO 8601), None kept."""
     return value.isoformat() if value is not None else None
 
 
@@ -254,7 +255,7 @@ def message_as_dict(m: Message) -> dict[str, Any]:
         "content": m.content,
         "metadata": m.metadata,
         "usage": m.usage,
-        "created_at": _iso(m.created_at),
+        "created_at": iso(m.created_at),
     }
 
 

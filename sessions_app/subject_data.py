@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -24,7 +23,7 @@ from agentstate.subjects import PROCESS_STATE
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
 from sessions_app.models import AgentTransition, Checkpoint, Message, MessagePop, Round, Session, WorkingStateEntry
-from sessions_app.selectors import message_as_dict, working_state_get
+from sessions_app.selectors import iso, message_as_dict, working_state_get
 from sessions_app.services.live import working_state_clear_on_commit
 from sessions_app.services.retention import AgesWithMessages
 
@@ -61,10 +60,6 @@ def process_state(model, category: str, part: SessionPart, **options: Any) -> Su
         part=part,
         **options,
     )
-
-
-def iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
 
 
 def _working_state_erase(session_pks: list[int]) -> int:

@@ -11,7 +11,8 @@ from django.db.models.functions import Length
 from agentstate.subject_data import register
 from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from sessions_app.langgraph.services import FRAMEWORK
-from sessions_app.subject_data import SessionPart, iso, process_state
+from sessions_app.selectors import iso
+from sessions_app.subject_data import SessionPart, process_state
 
 
 def _stored_value(rows: QuerySet[Any]) -> QuerySet[Any]:
