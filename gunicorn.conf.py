@@ -73,3 +73,8 @@ limit_request_fields = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELDS", "100"
 limit_request_field_size = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELD_SIZE", "8190"))
 # Proxies allowed to set X-Forwarded-* (the one in front of gunicorn).
 forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
+
+# gunicorn 25.1+ opens a control socket at one fixed path per user ($HOME/.gunicorn/gunicorn.ctl):
+# two servers on one host (or a restarted one whose killed master still holds it) would share it.
+# Nothing here uses gunicornc; older releases ignore the name.
+control_socket_disable = True
