@@ -20,6 +20,7 @@ retired once their decision was made are listed, with the decision, in docs/PERF
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import signal
@@ -42,6 +43,7 @@ SUITES = (
     "adk",
     "retention",
     "latency",
+    "frameworks",
 )
 
 
@@ -78,6 +80,22 @@ def _retention(args) -> None:
         result = retention.run(sessions=args.sessions or (1_000 if args.quick else 10_000))
         retention.print_table(result)
         print(f"results: {report.write_results('retention', result)}")
+
+
+def _frameworks(args) -> None:
+    """On DATABASE_URL's PostgreSQL server, or on a private one when DATABASE_URL names none."""
+    with contextlib.ExitStack() as stack:
+        if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+            from tools import pgcluster
+
+            cluster = stack.enter_context(pgcluster.throwaway(prefix="agentstate-bench-pg-"))
+            os.environ["DATABASE_URL"] = cluster.url("agentstate")
+        with bench_database(keep=args.keep_db):
+            from benchmarks import frameworks, report
+
+            result = frameworks.run(quick=args.quick, note=args.note)
+            frameworks.print_table(result)
+            print(f"results: {report.write_results('frameworks', result)}")
 
 
 def _http(args) -> None:
@@ -158,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sessions", type=int, default=0, help="retention: ended sessions of 100 messages each (default 10,000)"
     )
+    parser.add_argument(
+        "--note", default="", help="frameworks: a note kept with the run (the machine's state, what code it ran)"
+    )
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
     parser.add_argument(
         "--markdown", action="store_true", help="summary: print Markdown tables, each in its docs/PERFORMANCE.md region"
@@ -187,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite in IN_DATABASE:
         _in_database(args.suite, args)
     else:
-        {"http": _http, "replicas": _replicas, "retention": _retention}[args.suite](args)
+        {"http": _http, "replicas": _replicas, "retention": _retention, "frameworks": _frameworks}[args.suite](args)
     return 0
 
 
