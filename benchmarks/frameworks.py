@@ -95,6 +95,23 @@ class RequestCount:
         self.sync, self.async_ = Sync(), Async()
 
 
+class WorkerCPU:
+    """The CPU time gunicorn's one worker has used, every thread of it (/proc/<pid>/task/*/schedstat,
+    in nanoseconds): what the server spent on a call, apart from PostgreSQL and the waits."""
+
+    def __init__(self, master_pid: int) -> None:
+        children = Path(f"/proc/{master_pid}/task/{master_pid}/children").read_text().split()
+        assert len(children) == 1, f"gunicorn runs {len(children)} workers, not one"
+        self.tasks = Path(f"/proc/{children[0]}/task")
+
+    def ns(self) -> int:
+        total = 0
+        for task in self.tasks.iterdir():
+            with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+                total += int((task / "schedstat").read_text().split()[0])
+        return total
+
+
 @dataclass
 class Column:
     """One (framework, operation, size, store): its call and what each rep took."""
@@ -105,23 +122,35 @@ class Column:
     role: str  # AGENTSTATE, PEER or BESIDE
     store: str
     call: Callable[[], Any]  # one rep; may return an awaitable
-    counter: RequestCount | None = None
+    counter: RequestCount | None = None  # agentstate's columns only
+    server: WorkerCPU | None = None  # idem
     samples: list[int] = field(default_factory=list)
+    caller_cpu: list[int] = field(default_factory=list)
+    server_cpu: list[int] = field(default_factory=list)
     requests: list[int] = field(default_factory=list)
 
     def rep(self, loop: asyncio.AbstractEventLoop, *, keep: bool) -> None:
         before = self.counter.count if self.counter else 0
+        server = self.server.ns() if self.server else 0
+        cpu = time.process_time_ns()
         started = time.perf_counter_ns()
         result = self.call()
         if inspect.isawaitable(result):
             loop.run_until_complete(result)
         elapsed = time.perf_counter_ns() - started
+        cpu = time.process_time_ns() - cpu
         if keep:
             self.samples.append(elapsed)
+            self.caller_cpu.append(cpu)
+            if self.server:
+                self.server_cpu.append(self.server.ns() - server)
             if self.counter:
                 self.requests.append(self.counter.count - before)
 
     def summary(self) -> dict[str, Any]:
+        def median_ms(samples: list[int]) -> float | None:
+            return round(statistics.median(samples) / 1e6, 4) if samples else None
+
         return {
             "framework": self.framework,
             "operation": self.operation,
@@ -129,6 +158,10 @@ class Column:
             "role": self.role,
             "store": self.store,
             **report.summarize_ms(self.samples),
+            # The caller's CPU (the framework, the adapter or the store's driver, httpx) and the
+            # worker's; the rest of the wall time is PostgreSQL, the network and waiting for a core.
+            "caller_cpu_ms": median_ms(self.caller_cpu),
+            "server_cpu_ms": median_ms(self.server_cpu),
             "requests": statistics.median(self.requests) if self.requests else None,
         }
 
@@ -539,24 +572,32 @@ def run(*, quick: bool = False, note: str = "") -> dict[str, Any]:
         tempfile.TemporaryDirectory(prefix="frameworks-bench-") as tmp,
         gunicorn(app="agentstate.wsgi:application", env=env, workers=1, threads=1, log=Path(tmp) / "gunicorn.log") as (
             url,
-            _,
+            master,
         ),
         contextlib.ExitStack() as stack,
     ):
-        started = time.perf_counter()
         common = {"url": url, "key": key, "pg_url": pg_url, "tmp": Path(tmp), "scale": scale}
-        columns = [
-            _floor(stack, url),
-            *_adk(stack, loop, **common),
-            *_langgraph(stack, **common),
-            *_sdk(stack, loop, **common),
-        ]
-        fill_s = time.perf_counter() - started
+        columns = [_floor(stack, url)]
+        fill_s = {}
+        for framework, columns_of in (
+            (ADK, lambda: _adk(stack, loop, **common)),
+            (LANGGRAPH, lambda: _langgraph(stack, **common)),
+            (SDK, lambda: _sdk(stack, loop, **common)),
+        ):
+            started = time.perf_counter()
+            columns += columns_of()
+            fill_s[framework] = round(time.perf_counter() - started, 1)
+            print(f"{framework}: stores filled in {fill_s[framework]} s", flush=True)
+        worker = WorkerCPU(master)
+        for column in columns:
+            if column.role == AGENTSTATE:
+                column.server = worker
         started = time.perf_counter()
         for rep in range(scale.reps + 1):  # the first round warms connections and caches
             for column in columns:
                 column.rep(loop, keep=rep > 0)
-        measure_s = time.perf_counter() - started
+        measure_s = round(time.perf_counter() - started, 1)
+        print(f"{len(columns)} columns measured, {scale.reps} reps each, in {measure_s} s", flush=True)
     loop.close()
     summaries = [column.summary() for column in columns]
     floor_ms = summaries[0]["median_ms"]
@@ -568,8 +609,8 @@ def run(*, quick: bool = False, note: str = "") -> dict[str, Any]:
         "sizes": sizes,
         "adk_listed": scale.adk_listed,
         "server": "gunicorn, 1 gthread worker, 1 thread",
-        "fill_s": round(fill_s, 1),
-        "measure_s": round(measure_s, 1),
+        "fill_s": fill_s,
+        "measure_s": measure_s,
         "floor_ms": floor_ms,
         "columns": summaries,
         "targets": targets(summaries, floor_ms, sizes),
@@ -579,10 +620,7 @@ def run(*, quick: bool = False, note: str = "") -> dict[str, Any]:
 def print_table(result: dict[str, Any]) -> None:
     columns = result["columns"]
     stores = {(c["framework"], c["role"]): c["store"] for c in columns}
-    print(
-        f"floor (GET /livez, kept-alive): {result['floor_ms']:.2f} ms; fill {result['fill_s']} s, "
-        f"measured {result['measure_s']} s"
-    )
+    print(f"floor (GET /livez, kept-alive): {result['floor_ms']:.2f} ms (median / p99 ms below)")
     for framework in (ADK, LANGGRAPH, SDK):
         points: dict[tuple[str, Any], dict[str, Any]] = {}
         for c in columns:
@@ -595,11 +633,15 @@ def print_table(result: dict[str, Any]) -> None:
                 "" if size is None else f"{size:,}",
                 *[f"{by_role[r]['median_ms']:.2f} / {by_role[r]['p99_ms']:.2f}" for r in roles],
                 by_role[AGENTSTATE]["requests"],
+                f"{by_role[AGENTSTATE]['caller_cpu_ms']:.2f} / {by_role[AGENTSTATE]['server_cpu_ms']:.2f}",
+                f"{by_role[PEER]['caller_cpu_ms']:.2f}",
             ]
             for (operation, size), by_role in points.items()
         ]
         print()
-        print(report.table([framework, "size", *[f"{stores[(framework, r)]} ms" for r in roles], "requests"], rows))
+        headers = [framework, "size", *[f"{stores[(framework, r)]} ms" for r in roles]]
+        headers += ["requests", "agentstate CPU: caller / server ms", "peer CPU: caller ms"]
+        print(report.table(headers, rows))
     print()
     rows = [
         [
