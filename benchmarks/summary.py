@@ -377,7 +377,7 @@ def _frameworks(vendor: str, runs: list[dict]) -> list[Table]:
         "CPU: the caller's process (framework, adapter or driver, httpx) and gunicorn's worker, median ms "
         "per call; the rest of a call is PostgreSQL, the loopback and waiting for a core."
     ]
-    notes += [f"Run {_stamp_time(run['_stamp'])}: {run['note']}" for run in runs if run.get("note")]
+    notes += ["", *(f"- Run {_stamp_time(run['_stamp'])}: {run['note']}" for run in runs if run.get("note"))]
     tables.append(
         Table(
             f"Targets of the framework backends on {vendor}, computed from each run: value median [min–max].",
