@@ -7,7 +7,7 @@ not targeted:
 
 - Google ADK: ``AgentStateSessionService`` / ``DatabaseSessionService`` (asyncpg) /
   ``SqliteSessionService``: create_session, append_event, get_session (recent 20 and whole),
-  list_sessions (a user with LISTED sessions) and a turn (whole get_session + 4 append_event) at
+  list_sessions (a user with 300 sessions) and a turn (whole get_session + 4 append_event) at
   100 and 2,000 events.
 - LangGraph: ``AgentStateSaver`` / ``PostgresSaver`` / ``SqliteSaver`` under one 2-node graph
   whose state grows with the thread: a graph step (one ``invoke``) and ``get_state_history`` of
@@ -19,7 +19,9 @@ not targeted:
 Every (operation, size, store) is a column; the columns are measured interleaved, one rep each per
 round, so machine noise hits them alike; the floor, a bare ``GET /livez`` on a kept-alive
 connection to the same server, is a column too. The HTTP requests agentstate's adapters make are
-counted per rep (a counting httpx transport), and the targets are computed from the run.
+counted per rep (a counting httpx transport, passed as each adapter's ``transport``), the CPU of
+the caller and of gunicorn's worker is read around each rep, and the targets are computed from the
+run (``targets``).
 """
 
 from __future__ import annotations
