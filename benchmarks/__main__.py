@@ -1,16 +1,19 @@
-"""python -m benchmarks {scaling,http,erasure,admin,langgraph,edits,replicas,adk,retention,latency,all,
-    summary}
-    [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--markdown] [--write FILE] [--results DIR]
+"""python -m benchmarks {scaling,http,erasure,admin,edits,replicas,retention,latency,frameworks,all,summary}
+    [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--note TEXT] [--markdown] [--write FILE]
+    [--results DIR]
 
-scaling, erasure, admin, langgraph and edits (fork and rewind at 100,000 messages) run on SQLite by
+scaling, erasure, admin and edits (fork and rewind at 100,000 messages) run on SQLite by
 default and on PostgreSQL when DATABASE_URL is set; retention (a sweep of 10,000 ended sessions,
 1,000,000 messages, while agents append; --sessions N for another scale) needs PostgreSQL
 (a dedicated <name>_bench database is created and dropped). http always starts a private
 PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunicorn and wrk.
 replicas adds a streaming replica, PgBouncer and Redis beside such a server (docs/SCALING.md).
-adk compares AgentStateSessionService (through gunicorn) with ADK's own session services.
 latency times one caller per operation: the client against gunicorn, the service layer and ADK's
-services in process (SQLite by default, PostgreSQL when DATABASE_URL is set).
+services in process (SQLite by default, PostgreSQL when DATABASE_URL is set). frameworks drives
+Google ADK, LangGraph and the OpenAI Agents SDK through their own interfaces against agentstate
+(gunicorn, one worker) and against each framework's own store on the same PostgreSQL (DATABASE_URL's
+server, or a private one), their SQLite stores beside, and computes issue 26's targets (--note
+keeps a line about the run with it).
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there (--markdown as
 docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generated tables). Suites
@@ -20,6 +23,7 @@ retired once their decision was made are listed, with the decision, in docs/PERF
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import signal
@@ -36,12 +40,11 @@ SUITES = (
     "http",
     "erasure",
     "admin",
-    "langgraph",
     "edits",
     "replicas",
-    "adk",
     "retention",
     "latency",
+    "frameworks",
 )
 
 
@@ -51,8 +54,6 @@ IN_DATABASE: dict[str, tuple[str, Callable[[argparse.Namespace], dict[str, Any]]
     "erasure": ("erasure", lambda args: {}),
     "edits": ("history_edits", lambda args: {}),
     "admin": ("admin_scale", lambda args: {"renders": 5 if args.quick else 15}),
-    "langgraph": ("langgraph_saver", lambda args: {"rounds": 2, "batch": 10} if args.quick else {}),
-    "adk": ("adk", lambda args: {"turns": 3 if args.quick else 10}),
     "latency": ("latency", lambda args: {"quick": args.quick}),
 }
 
@@ -66,7 +67,7 @@ def _in_database(suite: str, args: argparse.Namespace) -> None:
         module = importlib.import_module(f"benchmarks.{module_name}")
         result = module.run(**arguments(args))
         module.print_table(result)
-        print(f"results: {report.write_results(suite, result)}")
+        print(f"results: {report.write_results(suite, result, args.results)}")
 
 
 def _retention(args) -> None:
@@ -77,7 +78,23 @@ def _retention(args) -> None:
 
         result = retention.run(sessions=args.sessions or (1_000 if args.quick else 10_000))
         retention.print_table(result)
-        print(f"results: {report.write_results('retention', result)}")
+        print(f"results: {report.write_results('retention', result, args.results)}")
+
+
+def _frameworks(args) -> None:
+    """On DATABASE_URL's PostgreSQL server, or on a private one when DATABASE_URL names none."""
+    with contextlib.ExitStack() as stack:
+        if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+            from tools import pgcluster
+
+            cluster = stack.enter_context(pgcluster.throwaway(prefix="agentstate-bench-pg-"))
+            os.environ["DATABASE_URL"] = cluster.url("agentstate")
+        with bench_database(keep=args.keep_db):
+            from benchmarks import frameworks, report
+
+            result = frameworks.run(quick=args.quick, note=args.note)
+            frameworks.print_table(result)
+            print(f"results: {report.write_results('frameworks', result, args.results)}")
 
 
 def _http(args) -> None:
@@ -96,7 +113,7 @@ def _http(args) -> None:
                 profile=not args.no_profile,
             )
             http_load.print_table(result)
-            print(f"results: {report.write_results('http', result)}")
+            print(f"results: {report.write_results('http', result, args.results)}")
 
 
 def _replicas(args) -> None:
@@ -126,7 +143,7 @@ def _replicas(args) -> None:
                 threads=args.threads,
             )
             replicas.print_table(result)
-            print(f"results: {report.write_results('replicas', result)}")
+            print(f"results: {report.write_results('replicas', result, args.results)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sessions", type=int, default=0, help="retention: ended sessions of 100 messages each (default 10,000)"
     )
+    parser.add_argument(
+        "--note", default="", help="frameworks: a note kept with the run (the machine's state, what code it ran)"
+    )
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
     parser.add_argument(
         "--markdown", action="store_true", help="summary: print Markdown tables, each in its docs/PERFORMANCE.md region"
@@ -172,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         "--results",
         metavar="DIR",
         type=Path,
-        help="summary: read the kept runs from DIR (default benchmarks/results/)",
+        help="summary: read the kept runs from DIR; a suite: write its run there (default benchmarks/results/)",
     )
     args, _ = parser.parse_known_args(argv)
     # A terminated run still stops its servers and drops its database (the finally blocks run).
@@ -187,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite in IN_DATABASE:
         _in_database(args.suite, args)
     else:
-        {"http": _http, "replicas": _replicas, "retention": _retention}[args.suite](args)
+        {"http": _http, "replicas": _replicas, "retention": _retention, "frameworks": _frameworks}[args.suite](args)
     return 0
 
 

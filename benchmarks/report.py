@@ -89,13 +89,15 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_results(name: str, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` to benchmarks/results/<name>-<vendor>-<UTC time>.json and return the path."""
+def write_results(name: str, payload: dict[str, Any], directory: Path | None = None) -> Path:
+    """Write ``payload`` to <directory>/<name>-<vendor>-<UTC time>.json (benchmarks/results/ unless
+    another directory is given) and return the path."""
     from django.db import connection
 
-    RESULTS_DIR.mkdir(exist_ok=True)
+    directory = directory or RESULTS_DIR
+    directory.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = RESULTS_DIR / f"{name}-{connection.vendor}-{stamp}.json"
+    path = directory / f"{name}-{connection.vendor}-{stamp}.json"
     path.write_text(json.dumps({"benchmark": name, "machine": machine(), **payload}, indent=2, default=str))
     return path
 

@@ -282,59 +282,111 @@ def _latency(vendor: str, runs: list[dict]) -> list[Table]:
     ]
 
 
-@summary("langgraph")
-def _langgraph(vendor: str, runs: list[dict]) -> list[Table]:
-    small, large = (str(size) for size in runs[0]["sizes"])
+FRAMEWORKS = ("Google ADK", "LangGraph", "OpenAI Agents SDK")
+ROLES = ("agentstate", "peer", "beside")
+
+
+def _size(size: int | None) -> str:
+    return "" if size is None else f"{size:,}"
+
+
+def _verdict(met: list[bool]) -> str:
+    if all(met):
+        return "**met**"
+    return "**missed**" if not any(met) else f"met in {sum(met)} of {len(met)} runs"
+
+
+@summary("frameworks")
+def _frameworks(vendor: str, runs: list[dict]) -> list[Table]:
+    """Per framework: each call's median / p99 on agentstate, the framework's own database store
+    (the peer) and its in-process store (beside), agentstate's requests and its work above the
+    floor; then every target of the runs with its verdict."""
+    floors = [run["floor_ms"] for run in runs]
+    tables = []
+    for framework in FRAMEWORKS:
+        keys = [(c["operation"], c["size"]) for c in runs[0]["columns"] if c["framework"] == framework]
+        keys = list(dict.fromkeys(keys))
+        stores = {c["role"]: c["store"] for c in runs[0]["columns"] if c["framework"] == framework}
+        roles = [role for role in ROLES if role in stores]
+        rows = []
+        for operation, size in keys:
+            points = {
+                role: [
+                    next(
+                        c
+                        for c in run["columns"]
+                        if (c["framework"], c["operation"], c["size"], c["role"]) == (framework, operation, size, role)
+                    )
+                    for run in runs
+                ]
+                for role in roles
+            }
+            cells = [
+                f"{_spread([p['median_ms'] for p in points[role]], '{:.1f}')} / "
+                f"{_spread([p['p99_ms'] for p in points[role]], '{:.1f}')}"
+                for role in roles
+            ]
+            requests = sorted({p["requests"] for p in points["agentstate"]})
+            above = [
+                p["median_ms"] - p["requests"] * run["floor_ms"]
+                for p, run in zip(points["agentstate"], runs, strict=True)
+            ]
+            rows.append(
+                [
+                    operation,
+                    _size(size),
+                    *cells,
+                    "–".join(f"{r:g}" for r in requests),
+                    _spread(above, "{:.1f}"),
+                    f"{_spread([p['caller_cpu_ms'] for p in points['agentstate']], '{:.1f}')} / "
+                    f"{_spread([p['server_cpu_ms'] for p in points['agentstate']], '{:.1f}')}",
+                    _spread([p["caller_cpu_ms"] for p in points["peer"]], "{:.1f}"),
+                ]
+            )
+        tables.append(
+            Table(
+                f"{framework} on {vendor}, {_when(runs)}: median / p99 ms, median [min–max] of the runs.",
+                [
+                    "call",
+                    "size",
+                    *[f"{role}: {stores[role]}" for role in roles],
+                    "requests",
+                    "agentstate - requests × floor",
+                    "agentstate CPU: caller / server",
+                    "peer CPU: caller",
+                ],
+                rows,
+            )
+        )
     rows = []
-    for name in runs[0]["results"]:
-        points = [run["results"][name] for run in runs]
+    for i, target in enumerate(runs[0]["targets"]):
+        found = [run["targets"][i] for run in runs]
         rows.append(
             [
-                name,
-                _spread([p["sizes"][small]["median_ms"] for p in points], "{:.2f}"),
-                _spread([p["sizes"][large]["median_ms"] for p in points], "{:.2f}"),
-                _spread([p["sizes"][large]["p99_ms"] for p in points], "{:.2f}"),
-                _spread([p["ratio"] for p in points], "{:.2f}"),
+                target["framework"],
+                target["operation"],
+                _size(target["size"]),
+                target["target"],
+                _spread([t["value"] for t in found], "{:.2f}"),
+                _spread([t["limit"] for t in found], "{:.2f}"),
+                _verdict([t["met"] for t in found]),
             ]
         )
-    return [
-        Table(
-            f"LangGraph on {vendor}, {_when(runs)}: ms per step (put + get_tuple), median [min–max].",
-            [
-                "saver",
-                f"median @{int(small):,}",
-                f"median @{int(large):,}",
-                f"p99 @{int(large):,}",
-                f"ratio (target ≤ {runs[0]['target_ratio']})",
-            ],
-            rows,
-        )
+    notes = [
+        f"Floor (`GET /livez` on a kept-alive connection, every run): {_spread(floors, '{:.2f}')} ms. "
+        "CPU: the caller's process (framework, adapter or driver, httpx) and gunicorn's worker, median ms "
+        "per call; the rest of a call is PostgreSQL, the loopback and waiting for a core."
     ]
-
-
-@summary("adk")
-def _adk(vendor: str, runs: list[dict]) -> list[Table]:
-    sizes = runs[0]["sizes"]
-    services = [name for name, points in runs[0].items() if isinstance(points, dict) and name != "machine"]
-    rows = []
-    for name in services:
-        points = [run[name] for run in runs]
-        row = [name, _spread([p[str(sizes[0])]["append_ms"] for p in points], "{:.1f}")]
-        row += [_spread([p[str(size)]["load_ms"] for p in points], "{:.1f}") for size in sizes]
-        row += [_spread([p[str(size)]["turn_ms"] for p in points], "{:.1f}") for size in sizes]
-        rows.append(row)
-    return [
+    notes += ["", *(f"- Run {_stamp_time(run['_stamp'])}: {run['note']}" for run in runs if run.get("note"))]
+    tables.append(
         Table(
-            f"ADK on {vendor}, {_when(runs)}: ms, median [min–max].",
-            [
-                "session service",
-                "append",
-                *[f"load @{size:,} events" for size in sizes],
-                *[f"turn @{size:,} events" for size in sizes],
-            ],
+            f"Targets of the framework backends on {vendor}, computed from each run: value median [min–max].",
+            ["framework", "call", "size", "target", "value", "limit", "verdict"],
             rows,
+            notes,
         )
-    ]
+    )
+    return tables
 
 
 def kept_runs(results_dir: Path = RESULTS_DIR) -> dict[tuple[str, str], list[dict]]:
