@@ -7,7 +7,7 @@ PostgreSQL and ``REDIS_URL`` moves the cache and the working state to Redis.
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -172,8 +172,10 @@ for _number, _url in enumerate(env_list("DATABASE_REPLICA_URLS", ""), start=1):
 for _alias in DATABASES:
     if DATABASES[_alias]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES[_alias]["ENGINE"] = "agentstate.postgresql"
-        # A key of this backend's own (Django keeps what it does not know), not an OPTION for psycopg.
-        DATABASES[_alias]["COMMIT_TIMEOUT"] = float(os.environ.get("AGENTSTATE_COMMIT_TIMEOUT_SECONDS", "5"))  # type: ignore[typeddict-unknown-key]
+        # The backend's own key (Django keeps keys it does not know), not one of psycopg's OPTIONS.
+        cast(dict[str, Any], DATABASES[_alias])["COMMIT_TIMEOUT"] = float(
+            os.environ.get("AGENTSTATE_COMMIT_TIMEOUT_SECONDS", "5")
+        )
 DATABASE_ROUTERS = ["agentstate.db_router.ReplicaRouter"]
 # Marks callers that wrote; it needs request.user, so it goes right after authentication.
 MIDDLEWARE.insert(
