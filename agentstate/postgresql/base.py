@@ -23,6 +23,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import DatabaseError
@@ -36,6 +37,13 @@ class ReplicationUnconfirmed(DatabaseError):
     """The transaction committed on the primary but no synchronous standby confirmed it."""
 
 
+@dataclass
+class _Deadline:
+    at: float
+    connection: Any  # psycopg's
+    cancelled: bool = False
+
+
 class CommitWatchdog:
     """One thread per process that cancels, on the server, a commit still running past its deadline
     (each check is a fraction of a second late at most: it looks every ``TICK_SECONDS``)."""
@@ -44,18 +52,19 @@ class CommitWatchdog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._running: dict[int, tuple[float, Any]] = {}  # thread id -> (deadline, psycopg connection)
+        self._running: dict[int, _Deadline] = {}  # by thread id
         self._thread: threading.Thread | None = None
 
     @contextlib.contextmanager
-    def bounded(self, connection: Any, seconds: float) -> Iterator[None]:
+    def bounded(self, connection: Any, seconds: float) -> Iterator[_Deadline]:
+        deadline = _Deadline(at=time.monotonic() + seconds, connection=connection)
         with self._lock:
-            self._running[threading.get_ident()] = (time.monotonic() + seconds, connection)
+            self._running[threading.get_ident()] = deadline
             if self._thread is None or not self._thread.is_alive():  # none yet, or a fork's parent had it
                 self._thread = threading.Thread(target=self._watch, name="commit-watchdog", daemon=True)
                 self._thread.start()
         try:
-            yield
+            yield deadline
         finally:
             with self._lock:
                 self._running.pop(threading.get_ident(), None)
@@ -65,11 +74,12 @@ class CommitWatchdog:
             time.sleep(self.TICK_SECONDS)
             with self._lock:  # held while cancelling: the commit cannot end and its thread move on meanwhile
                 now = time.monotonic()
-                for thread, (deadline, connection) in list(self._running.items()):
-                    if deadline <= now:
+                for thread, deadline in list(self._running.items()):
+                    if deadline.at <= now:
                         del self._running[thread]
+                        deadline.cancelled = True
                         with contextlib.suppress(Exception):  # the connection may be gone: nothing to stop
-                            connection.cancel_safe(timeout=2)
+                            deadline.connection.cancel_safe(timeout=2)
 
 
 commit_watchdog = CommitWatchdog()
@@ -94,8 +104,12 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def commit(self) -> None:
         timeout = self.settings_dict.get("COMMIT_TIMEOUT")
-        with commit_watchdog.bounded(self.connection, timeout) if timeout else contextlib.nullcontext():
+        with commit_watchdog.bounded(self.connection, timeout) if timeout else contextlib.nullcontext() as deadline:
             super().commit()
+        if deadline and deadline.cancelled and not self.replication_unconfirmed:
+            # The commit ended just as it was cancelled: the cancel may still reach the server, and
+            # must not stop the next statement on this connection.
+            self.close()
         self._raise_if_unconfirmed()
 
     def _refuse_unconfirmed_autocommit(
