@@ -5,7 +5,9 @@ PostgreSQL and ``REDIS_URL`` moves the cache and the working state to Redis.
 """
 
 import os
+import re
 from pathlib import Path
+from typing import Any, cast
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -96,11 +98,36 @@ TEMPLATES = [
     },
 ]
 
+
 # --- Database -------------------------------------------------------------------------------
+def database_url_parse(url: str, **options: Any) -> dj_database_url.DBConfig:
+    """``dj_database_url.parse``, and also libpq's multi-host form, which it refuses:
+    ``postgres://user@h1:5432,h2:5433/db?target_session_attrs=read-write`` becomes HOST "h1,h2" and
+    PORT "5432,5433", which libpq tries in turn (docs/SCALING.md, "Failover")."""
+    scheme, separator, rest = url.partition("://")
+    netloc = rest.split("/", 1)[0].split("?", 1)[0]
+    credentials, at, hosts = netloc.rpartition("@")
+    if not separator or "," not in hosts:
+        return dj_database_url.parse(url, **options)
+    names, ports = [], []
+    for host in hosts.split(","):
+        match = re.fullmatch(r"(\[[0-9a-fA-F:.]+\]|[^:\[\]]+)(?::(\d{1,5}))?", host)
+        if not match or not 0 < int(match[2] or 1) < 65536:
+            raise ImproperlyConfigured(f"DATABASE_URL: {host!r} is not a host or host:port.")
+        names.append(match[1].strip("[]"))  # libpq takes an IPv6 address bare
+        ports.append(match[2] or "")
+    first = f"{names[0]}:{ports[0]}" if ports[0] else names[0]
+    config = dj_database_url.parse(f"{scheme}://{credentials}{at}{first}{rest[len(netloc) :]}", **options)
+    # libpq takes one port for every host or one per host; an empty one means its default, 5432.
+    config["HOST"] = ",".join(names)
+    config["PORT"] = ",".join(port or "5432" for port in ports) if any(ports) else ""
+    return config
+
+
 SQLITE_PATH = Path(os.environ.get("AGENTSTATE_SQLITE_PATH") or DATA_DIR / "agentstate.sqlite3")
 DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{SQLITE_PATH}",
+    "default": database_url_parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{SQLITE_PATH}",
         conn_max_age=int(os.environ.get("DJANGO_CONN_MAX_AGE", "60")),
         # A health check costs one round trip (SELECT 1) at the start of every request that uses
         # the database; without it a request after a database restart fails once per process.
@@ -139,6 +166,16 @@ for _number, _url in enumerate(env_list("DATABASE_REPLICA_URLS", ""), start=1):
     _replica["TEST"] = {"MIRROR": "default"}
     DATABASES[f"replica{_number}"] = _replica
     DATABASE_REPLICAS.append(f"replica{_number}")
+# Django's PostgreSQL backend, but a commit that synchronous replication did not confirm is an
+# error, never a success, and a commit waits at most COMMIT_TIMEOUT seconds for a synchronous
+# standby (agentstate.postgresql.base; docs/SCALING.md, "Failover").
+for _alias in DATABASES:
+    if DATABASES[_alias]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES[_alias]["ENGINE"] = "agentstate.postgresql"
+        # The backend's own key (Django keeps keys it does not know), not one of psycopg's OPTIONS.
+        cast(dict[str, Any], DATABASES[_alias])["COMMIT_TIMEOUT"] = float(
+            os.environ.get("AGENTSTATE_COMMIT_TIMEOUT_SECONDS", "5")
+        )
 DATABASE_ROUTERS = ["agentstate.db_router.ReplicaRouter"]
 # Marks callers that wrote; it needs request.user, so it goes right after authentication.
 MIDDLEWARE.insert(

@@ -42,6 +42,27 @@ def _database() -> None:
         cursor.execute("SELECT 1")
 
 
+def synchronous_standby() -> str | None:
+    """What the primary's synchronous replication has now, when it asks for any (one cheap query):
+    with none connected, every commit waits for one and is answered 503 (agentstate.postgresql)
+    until the HA tool stops asking. Counting standbys needs pg_read_all_stats (or pg_monitor)."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('synchronous_standby_names'), count(*) FILTER (WHERE sync_state IN "
+            "('sync', 'quorum')), count(*) FILTER (WHERE sync_state IS NULL) FROM pg_stat_replication"
+        )
+        names, confirming, hidden = cursor.fetchone()
+    if not names:
+        return None
+    if confirming:
+        return f"ok: {confirming} connected"
+    if hidden:
+        return "unknown: the database role cannot see pg_stat_replication (grant it pg_monitor)"
+    return "none connected: writes answer 503 until one is back or the HA tool stops requiring one"
+
+
 def _cache() -> None:
     cache.set("agentstate:healthz", "ok", 10)
     if cache.get("agentstate:healthz") != "ok":
@@ -60,6 +81,11 @@ class HealthSerializer(serializers.Serializer):
     database = serializers.CharField()
     cache = serializers.CharField()
     working_state = serializers.CharField(required=False, help_text="Only when working state is in Redis.")
+    synchronous_standby = serializers.CharField(
+        required=False,
+        help_text="Only on a primary that requires a synchronous standby: whether one is connected "
+        "(without one, writes answer 503 and reads still work).",
+    )
     replicas = serializers.DictField(
         child=serializers.CharField(),
         required=False,
@@ -84,11 +110,16 @@ class HealthView(APIView):
         },
     )
     def get(self, request: Request) -> Response:
-        checks = {"database": _check(_database), "cache": _check(_cache)}
+        checks = {"database": _check(_database)}
+        # Read before the cache is probed: a cache in the database waits for the standby like any write.
+        standby = synchronous_standby() if checks["database"] == "ok" else None
+        checks["cache"] = _check(_cache)
         if settings.WORKING_STATE_BACKEND == "redis":
             checks["working_state"] = _check(_working_state)
         healthy = all(value == "ok" for value in checks.values())
         answer: dict[str, object] = {"status": "ok" if healthy else "error", **checks}
         if settings.DATABASE_REPLICAS:  # told, never waited on: a skipped replica costs only speed
             answer["replicas"] = replica_states()
+        if standby:  # told, not a 503 by itself: reads still work
+            answer["synchronous_standby"] = standby
         return Response(answer, status=200 if healthy else 503)

@@ -13,6 +13,7 @@ from django.db import connection
 from django.db.utils import ConnectionHandler
 
 from tests.fresh_process import ROOT, settings_process
+from tools import pgcluster
 
 
 def _settings(**env: str) -> dict:
@@ -106,7 +107,8 @@ def test_environment_variables_select_postgresql_redis_and_the_django_settings()
         DJANGO_SECRET_KEY="k" * 10 + "-from-the-environment",
     )
     database = configured["database"]
-    assert database["ENGINE"] == "django.db.backends.postgresql"
+    # Django's backend, refusing commits no synchronous standby confirmed (agentstate.postgresql).
+    assert (database["ENGINE"], database["COMMIT_TIMEOUT"]) == ("agentstate.postgresql", 5)
     assert (database["NAME"], database["HOST"], database["PORT"], database["USER"]) == (
         "agentstate",
         "db.internal",
@@ -121,6 +123,47 @@ def test_environment_variables_select_postgresql_redis_and_the_django_settings()
     assert configured["debug"] is False
     assert configured["allowed_hosts"] == ["a.example", "b.example"]
     assert configured["secret_key"] == "k" * 10 + "-from-the-environment"
+
+
+def test_a_multi_host_database_url_gives_libpq_every_host_and_port_in_order():
+    """libpq's failover form, which dj-database-url alone refuses as an invalid URL."""
+    database = _settings(
+        DATABASE_URL="postgres://agent:pw@node1:5433,node2,[::1]:5434/agentstate?target_session_attrs=read-write"
+    )["database"]
+    assert (database["HOST"], database["PORT"], database["NAME"], database["USER"], database["PASSWORD"]) == (
+        "node1,node2,::1",
+        "5433,5432,5434",  # one port per host: libpq's default for the one not given
+        "agentstate",
+        "agent",
+        "pw",
+    )
+    assert database["OPTIONS"] == {"target_session_attrs": "read-write"}
+    assert _settings(DATABASE_URL="postgres://agent@node1,node2/agentstate")["database"]["PORT"] == ""
+
+
+@pytest.mark.parametrize("hosts", ["node1:x,node2", "node1:70000,node2", "node1,,node2", "node1,node2:"])
+def test_a_multi_host_database_url_with_a_bad_host_stops_start_up_naming_it(hosts):
+    result = settings_process("'database': s.DATABASES['default']", DATABASE_URL=f"postgres://agent@{hosts}/agentstate")
+    assert result.returncode != 0
+    assert "is not a host or host:port" in result.stderr
+
+
+@pytest.mark.django_db
+def test_a_multi_host_database_url_connects_to_the_first_host_that_accepts_writes():
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL (DATABASE_URL)")
+    from agentstate.settings import database_url_parse
+
+    real = connection.settings_dict
+    closed_port = pgcluster.free_port()  # nothing listens there
+    url = f"postgres://{real['USER']}@{real['HOST']}:{closed_port},{real['HOST']}:{real['PORT']}/{real['NAME']}"
+    handler = ConnectionHandler({"default": database_url_parse(f"{url}?target_session_attrs=read-write")})
+    try:
+        with handler["default"].cursor() as cursor:
+            cursor.execute("SELECT inet_server_port()")
+            assert cursor.fetchone()[0] == int(real["PORT"])
+    finally:
+        handler.close_all()
 
 
 def _project_paths_named_by_settings() -> list[str]:

@@ -22,6 +22,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from agentstate.api.parsers import PayloadTooLarge
 from agentstate.exceptions import DomainError
+from agentstate.postgresql.base import ReplicationUnconfirmed
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.models import APIKey
 
@@ -39,6 +40,11 @@ _CODES: list[tuple[type[exceptions.APIException], str]] = [
     (exceptions.Throttled, "throttled"),
     (PayloadTooLarge, "too_large"),
 ]
+
+
+# Seconds a client is asked to wait before retrying a write the database could not confirm: about
+# what an HA tool takes to stop waiting for a lost standby or to promote one (docs/SCALING.md).
+UNCONFIRMED_RETRY_AFTER_SECONDS = 5
 
 
 def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
@@ -79,6 +85,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     """DRF's EXCEPTION_HANDLER: domain errors and every DRF error in the one shape."""
     if isinstance(exc, DomainError):
         return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
+    if isinstance(exc, ReplicationUnconfirmed):  # committed on the primary only: never a success
+        return Response(
+            error_body("unavailable", f"{exc} Retry it: its client ids make a retry store nothing twice."),
+            status=503,
+            headers={"Retry-After": str(UNCONFIRMED_RETRY_AFTER_SECONDS)},
+        )
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
     if isinstance(exc, IntegrityError) and _key_of_a_deleted_tenant(context["request"]):
