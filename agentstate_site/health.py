@@ -67,9 +67,10 @@ def replica_details() -> dict[str, dict[str, object]] | None:
     ``AGENTSTATE_REPLICA_CHECK_SECONDS``): ``ok``, ``skipped`` or ``lost``, why, and its lag."""
     if not settings.DATABASE_REPLICAS:
         return None
+    verdicts = replica_verdicts(refresh=True)
     now = time.monotonic()
     details: dict[str, dict[str, object]] = {}
-    for alias, verdict in replica_verdicts(refresh=True).items():
+    for alias, verdict in verdicts.items():
         if verdict is None:  # the check itself failed to record (cannot happen after a refresh)
             details[alias] = {"state": "unchecked"}
             continue

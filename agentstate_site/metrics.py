@@ -40,8 +40,9 @@ class ReplicaCollector:
             "How long the replica has received no WAL, as the process answering has seen it (0 while it streams).",
             labels=["replica"],
         )
+        verdicts = replica_verdicts(refresh=True)
         now = time.monotonic()
-        for alias, verdict in replica_verdicts(refresh=True).items():
+        for alias, verdict in verdicts.items():
             if verdict is None:
                 continue
             lag.add_metric([alias], math.nan if verdict.lag is None else verdict.lag)
