@@ -18,10 +18,9 @@ The rule (docs/SCALING.md, "Which reads go to a replica"):
   count, since the replica cannot know what it did not receive. One that is down, stalled or too
   far behind is skipped, and a call that fails on a replica is run again on the primary: the
   caller never sees the replica's failure.
-- A replica in recovery whose WAL receiver does not stream is skipped whatever its lag; when it has
-  received nothing for ``REPLICA_LOST_SECONDS`` while the primary moved on, it is reported lost
-  (logged, in ``/healthz``'s details and in ``/metrics``): without a slot or an archive holding the
-  WAL it needs, it never catches up by itself.
+- A replica that has received no WAL for ``REPLICA_LOST_SECONDS`` while the primary moved on is
+  reported lost (logged, in ``/healthz``'s details and in ``/metrics``): without a slot or an
+  archive holding the WAL it needs, it never catches up by itself.
 - The shared cache only ever sends reads to the primary: when it cannot be read or written (Redis
   down), the caller counts as having written, and the request that wrote still gets its answer.
 
@@ -57,24 +56,26 @@ _replica: ContextVar[str | None] = ContextVar("agentstate_db_replica", default=N
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 WROTE_KEY = "agentstate:wrote:{}"
 
-# What a replica has replayed, how long ago it replayed its last commit, and whether its WAL
-# receiver streams: a NULL position when it is not a standby at all (a test mirror: never behind).
-# The view's row, unlike its details, is visible to any role: the app needs no monitoring privilege.
+# What a replica has replayed, how long ago it replayed its last commit, and how far it has
+# received WAL (which stops moving when its receiver does): NULL positions when it is not a standby
+# at all (a test mirror: never behind). Functions any role may call: no monitoring privilege needed.
 _REPLAYED_SQL = """
 SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() END::text,
   EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()),
-  NOT pg_is_in_recovery() OR EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming')
+  CASE WHEN pg_is_in_recovery() THEN COALESCE(pg_last_wal_receive_lsn(), '0/0') END::text
 """
 _PRIMARY_POSITION_SQL = "SELECT pg_current_wal_flush_lsn()::text"
 
 
 @dataclass(frozen=True)
 class ReplicaCheck:
-    """What one check of a replica measured: its lag behind the primary and whether it receives
-    WAL, or the type of the error that made it fail (then ``lag`` is None)."""
+    """What one check of a replica measured: its lag behind the primary, the WAL position it has
+    received (None when it is not a standby) and the primary's, or the type of the error that made
+    it fail (then ``lag`` is None)."""
 
     lag: float | None
-    receiving: bool = True
+    received: int | None = None
+    primary: int = 0
     error: str = ""
 
 
@@ -87,7 +88,8 @@ class ReplicaVerdict:
     reason: str
     lag: float | None
     checked_at: float  # time.monotonic() of the check
-    not_receiving_since: float | None = None  # first check (of this process) that saw no WAL arrive
+    received: int | None = None
+    not_receiving_since: float | None = None  # the first check (of this process) that saw no WAL arrive
 
     @property
     def healthy(self) -> bool:
@@ -195,7 +197,7 @@ def replica_verdicts(*, refresh: bool) -> dict[str, ReplicaVerdict | None]:
 
 def replica_check(alias: str) -> ReplicaCheck:
     """Measure ``alias`` against the primary: the primary's flushed WAL position first (one query
-    there), then what the replica replayed and whether it receives (one query there)."""
+    there), then what the replica replayed and received (one query there)."""
     replica = connections[alias]
     if replica.vendor != "postgresql":
         with replica.cursor() as cursor:
@@ -206,30 +208,35 @@ def replica_check(alias: str) -> ReplicaCheck:
         primary = cursor.fetchone()[0]
     with replica.cursor() as cursor:
         cursor.execute(_REPLAYED_SQL)
-        replayed, last_commit_age, receiving = cursor.fetchone()
+        replayed, last_commit_age, received = cursor.fetchone()
     if replayed is None:
         return ReplicaCheck(lag=0.0)
     lag = lag_behind(primary=primary, replayed=replayed, last_commit_age=last_commit_age)
-    return ReplicaCheck(lag=lag, receiving=bool(receiving))
+    return ReplicaCheck(lag=lag, received=wal_position(received), primary=wal_position(primary))
 
 
 def verdict_after(previous: ReplicaVerdict | None, check: ReplicaCheck, *, now: float) -> ReplicaVerdict:
-    """The verdict a check gives, given the one before (which dates a replica's silence): ok within
-    the lag limit while receiving; lost once it received nothing for ``REPLICA_LOST_SECONDS``
-    while behind the primary; skipped otherwise. A failed check keeps the silence's start."""
+    """The verdict a check gives, given the one before: ok within the lag limit, else skipped; lost
+    once it has lacked WAL the primary has, with none arriving (its received position not moving),
+    for ``REPLICA_LOST_SECONDS``. A failed check keeps what the one before knew of its silence."""
     silent_since = previous.not_receiving_since if previous is not None else None
+    received_before = previous.received if previous is not None else None
     if check.error:
-        return ReplicaVerdict("skipped", f"error: {check.error}", None, now, silent_since)
+        return ReplicaVerdict("skipped", f"error: {check.error}", None, now, received_before, silent_since)
     lag = check.lag if check.lag is not None else float("inf")
-    if check.receiving:
-        state = "ok" if lag <= settings.REPLICA_MAX_LAG_SECONDS else "skipped"
-        return ReplicaVerdict(state, f"lag {lag:.1f} s", lag, now)
-    silent_since = now if silent_since is None else silent_since
-    silent = now - silent_since
-    if lag > 0 and silent >= settings.REPLICA_LOST_SECONDS:
+    lacking = check.received is not None and check.received < check.primary and lag > 0
+    arriving = check.received is not None and received_before is not None and check.received > received_before
+    if not lacking or arriving:
+        silent_since = None
+    elif silent_since is None:
+        silent_since = now
+    silent = 0.0 if silent_since is None else now - silent_since
+    if silent_since is not None and silent >= settings.REPLICA_LOST_SECONDS:
         reason = f"no WAL received for {silent:.0f} s while the primary moved on (lag {lag:.1f} s)"
-        return ReplicaVerdict("lost", reason, lag, now, silent_since)
-    return ReplicaVerdict("skipped", f"not receiving WAL (lag {lag:.1f} s)", lag, now, silent_since)
+        return ReplicaVerdict("lost", reason, lag, now, check.received, silent_since)
+    state = "ok" if lag <= settings.REPLICA_MAX_LAG_SECONDS else "skipped"
+    reason = f"lag {lag:.1f} s" + (f", no WAL received for {silent:.0f} s" if silent >= 1 else "")
+    return ReplicaVerdict(state, reason, lag, now, check.received, silent_since)
 
 
 def lag_behind(*, primary: str, replayed: str, last_commit_age: float | None) -> float:

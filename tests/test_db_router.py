@@ -287,12 +287,12 @@ def test_a_skipped_replica_is_logged_once_and_shown_to_operators_by_the_health_p
     assert found["state"] == "skipped" and found["reason"].startswith("error: ") and found["lag_seconds"] is None
 
 
-def _receiving(lag: float) -> db_router.ReplicaCheck:
-    return db_router.ReplicaCheck(lag=lag, receiving=True)
+def _receiving(lag: float, received: int) -> db_router.ReplicaCheck:
+    return db_router.ReplicaCheck(lag=lag, received=received, primary=received + 10)
 
 
 def _silent(lag: float) -> db_router.ReplicaCheck:
-    return db_router.ReplicaCheck(lag=lag, receiving=False)
+    return db_router.ReplicaCheck(lag=lag, received=100, primary=200)  # the same position at every check
 
 
 def _verdicts(checks: list[tuple[float, db_router.ReplicaCheck]]) -> list[str]:
@@ -305,20 +305,28 @@ def _verdicts(checks: list[tuple[float, db_router.ReplicaCheck]]) -> list[str]:
 
 
 def test_a_replica_that_receives_no_wal_while_the_primary_moves_on_is_lost_past_the_bound(settings):
-    """Its receiver stopped (the primary removed the WAL it needs, or refuses it): skipped at once,
-    reported lost once the silence passed REPLICA_LOST_SECONDS, ok again once it streams."""
+    """Its received position stops moving while it is behind (the primary removed the WAL it needs,
+    or refuses it): skipped once too far behind, reported lost once the silence passed
+    REPLICA_LOST_SECONDS, ok again once WAL arrives and it has caught up."""
     settings.REPLICA_LOST_SECONDS = 30
-    checks = [(0, _receiving(0.0)), (1, _silent(0.5)), (20, _silent(19.0)), (31, _silent(30.0)), (32, _receiving(0))]
-    assert _verdicts(checks) == ["ok", "skipped", "skipped", "lost", "ok"]
+    checks = [(0, _receiving(0.0, 100)), (1, _silent(0.5)), (20, _silent(19.0)), (31, _silent(30.0))]
+    assert _verdicts([*checks, (32, _receiving(0.0, 200))]) == ["ok", "ok", "skipped", "lost", "ok"]
     # A failed check (the replica restarting) does not restart the count.
     checks = [(0, _silent(1.0)), (10, db_router.ReplicaCheck(lag=None, error="OperationalError")), (30, _silent(5.0))]
-    assert _verdicts(checks) == ["skipped", "skipped", "lost"]
+    assert _verdicts(checks) == ["ok", "skipped", "lost"]
 
 
-def test_a_silent_replica_that_has_all_the_primary_wrote_is_skipped_not_lost(settings):
-    """No receiver but nothing to receive (a quiet primary): it is not behind, so not lost."""
+def test_a_replica_behind_but_receiving_or_with_all_the_wal_is_never_lost(settings):
+    """WAL arriving at every check (a busy primary), or nothing left to receive (a quiet primary; a
+    paused replay that has received everything): not lost, however long it lasts."""
     settings.REPLICA_LOST_SECONDS = 30
-    assert _verdicts([(0, _silent(0.0)), (60, _silent(0.0))]) == ["skipped", "skipped"]
+    busy = [(t, _receiving(0.5, 100 + t)) for t in range(0, 90, 10)]
+    assert set(_verdicts(busy)) == {"ok"}
+    paused = [(t, _receiving(5.0 + t, 100 + t)) for t in range(0, 90, 10)]
+    assert set(_verdicts(paused)) == {"skipped"}
+    assert _verdicts([(0, _silent(0.0)), (60, _silent(0.0))]) == ["ok", "ok"]
+    paused_with_all = [(t, db_router.ReplicaCheck(lag=5.0 + t, received=200, primary=200)) for t in (0, 60)]
+    assert _verdicts(paused_with_all) == ["skipped", "skipped"]
 
 
 def test_a_lost_replica_is_logged_once_as_lost(replica, settings, caplog):
