@@ -2,9 +2,12 @@
 factories live in modules without a ``test_`` prefix, and no module imports a test module or a
 conftest)."""
 
+import copy
+
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
+from django.db.utils import load_backend
 
 # The marks (pyproject.toml) of what the quick loop, `pytest -m "not slow"`, leaves out; each also
 # counts as slow, so one expression skips them all.
@@ -132,3 +135,47 @@ def victim(tenant):
     services.transition_record(session=session, to_agent="b")
     userdata_services.user_datum_set(tenant=tenant, user_id="u1", key="email", value="me@example.com")
     return session
+
+
+# --- Replicas for the router's tests: a second connection to the test database, as Django's test
+# mirror makes it. It proves where each query goes and what operators are shown, not replication
+# (tests/multinode does that against a real streaming replica).
+REPLICA = "replica_test"  # the alias of the replica fixture
+DEAD = "replica_dead"
+
+
+def _alias(name: str, **changes) -> str:
+    """A connection under ``name`` to the test database (with ``changes``), made at run time as
+    Django makes dynamic connections: outside settings.DATABASES, so no test database is built."""
+    settings_dict = {**copy.deepcopy(connections["default"].settings_dict), **changes}
+    connections[name] = load_backend(settings_dict["ENGINE"]).DatabaseWrapper(settings_dict, name)
+    return name
+
+
+@pytest.fixture
+def replica(settings):
+    """One healthy replica alias (a mirror of the test database) configured for the router."""
+    _alias(REPLICA)
+    settings.DATABASE_REPLICAS = [REPLICA]
+    from agentstate import db_router
+    from agentstate.tenancy import selectors as tenancy_selectors
+
+    db_router.replica_verdicts_clear()
+    tenancy_selectors.api_key_cache_clear()
+    yield REPLICA
+    db_router.replica_verdicts_clear()
+    for name in (REPLICA, DEAD):
+        if hasattr(connections._connections, name):
+            connections[name].close()
+            del connections[name]
+
+
+@pytest.fixture
+def dead_replica(replica, settings):
+    """A replica alias nothing answers on (a closed port, or a file in a missing directory)."""
+    if connection.vendor == "postgresql":
+        _alias(DEAD, PORT="1", OPTIONS={"connect_timeout": 2})
+    else:
+        _alias(DEAD, NAME="/nonexistent-directory/replica.sqlite3", OPTIONS={})
+    settings.DATABASE_REPLICAS = [DEAD]
+    return DEAD

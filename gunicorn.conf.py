@@ -3,11 +3,14 @@
 Every value can be overridden by an environment variable, so one file serves every deployment.
 """
 
+import glob
 import logging
 import multiprocessing
 import os
 import resource
+import shutil
 import sys
+import tempfile
 
 from agentstate.logging import ServerErrorFilter
 
@@ -78,3 +81,26 @@ forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1,
 # two servers on one host (or a restarted one whose killed master still holds it) would share it.
 # Nothing here uses gunicornc; older releases ignore the name.
 control_socket_disable = True
+
+# /metrics' counters (agentstate.metrics): each worker counts into a file of this directory and a
+# scrape sums them all, so whichever worker answers gives the server's count, workers recycled
+# since included. A directory of the operator's (PROMETHEUS_MULTIPROC_DIR) is emptied at start;
+# otherwise each server makes its own, in memory like the heartbeat files, and removes it at exit.
+_metrics_dir_made = False
+
+
+def on_starting(server):
+    """Before any worker starts (they inherit the environment): the counters' directory, empty."""
+    global _metrics_dir_made
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        for stale in glob.glob(os.path.join(directory, "*.db")):
+            os.remove(stale)  # an earlier run's counts would be added to this one's
+    else:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="agentstate-metrics-", dir=worker_tmp_dir)
+        _metrics_dir_made = True
+
+
+def on_exit(server):
+    if _metrics_dir_made:
+        shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)

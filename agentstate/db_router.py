@@ -18,6 +18,9 @@ The rule (docs/SCALING.md, "Which reads go to a replica"):
   count, since the replica cannot know what it did not receive. One that is down, stalled or too
   far behind is skipped, and a call that fails on a replica is run again on the primary: the
   caller never sees the replica's failure.
+- A replica that has received no WAL for ``REPLICA_LOST_SECONDS`` while the primary moved on is
+  reported lost (logged, in ``/healthz``'s details and in ``/metrics``): without a slot or an
+  archive holding the WAL it needs, it never catches up by itself.
 - The shared cache only ever sends reads to the primary: when it cannot be read or written (Redis
   down), the caller counts as having written, and the request that wrote still gets its answer.
 
@@ -36,6 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
@@ -44,27 +48,57 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.models import Model
 from django.http import HttpRequest, HttpResponseBase
 
+from agentstate import metrics
+
 logger = logging.getLogger(__name__)
 _request: ContextVar[HttpRequest | None] = ContextVar("agentstate_db_request", default=None)
 _replica: ContextVar[str | None] = ContextVar("agentstate_db_replica", default=None)
-# alias -> (valid until, healthy, what the last check found), per process
-_verdicts: dict[str, tuple[float, bool, str]] = {}
-_verdicts_lock = threading.Lock()
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 WROTE_KEY = "agentstate:wrote:{}"
 
-# What a replica has replayed, and how long ago it replayed its last commit: a NULL position when it
-# is not a standby at all (a test mirror: never behind), '0/0' without a running WAL receiver (stale
-# however recent its replay looks). The view's row, unlike its details, is visible to any role: the
-# app needs no monitoring privilege.
+# What a replica has replayed, how long ago it replayed its last commit, and how far it has
+# received WAL (which stops moving when its receiver does): NULL positions when it is not a standby
+# at all (a test mirror: never behind). Functions any role may call: no monitoring privilege needed.
 _REPLAYED_SQL = """
-SELECT CASE
-  WHEN NOT pg_is_in_recovery() THEN NULL
-  WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver) THEN '0/0'::pg_lsn
-  ELSE pg_last_wal_replay_lsn()
-END::text, EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())
+SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() END::text,
+  EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()),
+  CASE WHEN pg_is_in_recovery() THEN COALESCE(pg_last_wal_receive_lsn(), '0/0') END::text
 """
 _PRIMARY_POSITION_SQL = "SELECT pg_current_wal_flush_lsn()::text"
+
+
+@dataclass(frozen=True)
+class ReplicaCheck:
+    """What one check of a replica measured: its lag behind the primary, the WAL position it has
+    received (None when it is not a standby) and the primary's, or the type of the error that made
+    it fail (then ``lag`` is None)."""
+
+    lag: float | None
+    received: int | None = None
+    primary: int = 0
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ReplicaVerdict:
+    """What a process last found of a replica: ``state`` is ``ok`` (reads may go there),
+    ``skipped`` or ``lost`` (reads go to the primary), ``reason`` says why in a few words."""
+
+    state: str
+    reason: str
+    lag: float | None
+    checked_at: float  # time.monotonic() of the check
+    received: int | None = None
+    not_receiving_since: float | None = None  # the first check (of this process) that saw no WAL arrive
+
+    @property
+    def healthy(self) -> bool:
+        return self.state == "ok"
+
+
+# alias -> the last verdict, per process
+_verdicts: dict[str, ReplicaVerdict] = {}
+_verdicts_lock = threading.Lock()
 
 
 _P = ParamSpec("_P")
@@ -105,15 +139,20 @@ def replica_reads(func: Callable[_P, _R]) -> Callable[_P, _R]:
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         alias = replica_for_read()
         if alias is None:
+            metrics.REPLICA_READS.labels(database=DEFAULT_DB_ALIAS).inc()
             return func(*args, **kwargs)
         token = _replica.set(alias)
         try:
-            return func(*args, **kwargs)
-        except DatabaseError:  # down, cancelled by a replay conflict, or behind on a migration
-            _mark(alias, healthy=False, found="error during a read")
+            result = func(*args, **kwargs)
+        except DatabaseError as exc:  # down, cancelled by a replay conflict, or behind on a migration
+            _mark(alias, ReplicaCheck(lag=None, error=f"{type(exc).__name__} during a read"))
             _close(alias)
+        else:
+            metrics.REPLICA_READS.labels(database=alias).inc()
+            return result
         finally:
             _replica.reset(token)
+        metrics.REPLICA_READS.labels(database=DEFAULT_DB_ALIAS).inc()
         return func(*args, **kwargs)
 
     return wrapper
@@ -134,52 +173,70 @@ def replica_for_read() -> str | None:
 
 
 def replica_is_healthy(alias: str) -> bool:
-    """Whether ``alias`` answers within the lag limit: checked at most once per
+    """Whether ``alias`` answers within the lag limit and receives WAL: checked at most once per
     ``REPLICA_CHECK_SECONDS`` in this process, any failure meaning no."""
-    now = time.monotonic()
     verdict = _verdicts.get(alias)
-    if verdict is not None and verdict[0] > now:
-        return verdict[1]
+    if verdict is not None and verdict.checked_at + settings.REPLICA_CHECK_SECONDS > time.monotonic():
+        return verdict.healthy
     try:
-        lag = replica_lag_seconds(alias)
-        healthy, found = lag <= settings.REPLICA_MAX_LAG_SECONDS, f"lag {lag:.1f} s"
+        check = replica_check(alias)
     except Exception as exc:  # down, refusing, or forbidden: any failure means "do not read here"
-        healthy, found = False, f"error: {type(exc).__name__}"
+        check = ReplicaCheck(lag=None, error=type(exc).__name__)
         _close(alias)
-    _mark(alias, healthy=healthy, found=found)
-    return healthy
+    return _mark(alias, check).healthy
 
 
-def replica_states() -> dict[str, str]:
-    """What this process last found of each replica, without asking it (a probe must not wait on
-    a replica): "ok (lag …)", "skipped (…)" with why, or "unchecked" before the first listing."""
-    states = {}
-    for alias in settings.DATABASE_REPLICAS:
-        verdict = _verdicts.get(alias)
-        if verdict is None:
-            states[alias] = "unchecked"
-        else:
-            states[alias] = f"{'ok' if verdict[1] else 'skipped'} ({verdict[2]})"
-    return states
+def replica_verdicts(*, refresh: bool) -> dict[str, ReplicaVerdict | None]:
+    """What this process last found of each replica (None: not checked yet); ``refresh`` checks
+    first those whose verdict is older than ``REPLICA_CHECK_SECONDS``, as a listing would."""
+    if refresh:
+        for alias in settings.DATABASE_REPLICAS:
+            replica_is_healthy(alias)
+    return {alias: _verdicts.get(alias) for alias in settings.DATABASE_REPLICAS}
 
 
-def replica_lag_seconds(alias: str) -> float:
-    """How far ``alias`` is behind the primary, in seconds: the primary's flushed WAL position
-    first (one query there), then what the replica replayed (one query there)."""
+def replica_check(alias: str) -> ReplicaCheck:
+    """Measure ``alias`` against the primary: the primary's flushed WAL position first (one query
+    there), then what the replica replayed and received (one query there)."""
     replica = connections[alias]
     if replica.vendor != "postgresql":
         with replica.cursor() as cursor:
             cursor.execute("SELECT 0")
-        return 0.0
+        return ReplicaCheck(lag=0.0)
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         cursor.execute(_PRIMARY_POSITION_SQL)
         primary = cursor.fetchone()[0]
     with replica.cursor() as cursor:
         cursor.execute(_REPLAYED_SQL)
-        replayed, last_commit_age = cursor.fetchone()
+        replayed, last_commit_age, received = cursor.fetchone()
     if replayed is None:
-        return 0.0
-    return lag_behind(primary=primary, replayed=replayed, last_commit_age=last_commit_age)
+        return ReplicaCheck(lag=0.0)
+    lag = lag_behind(primary=primary, replayed=replayed, last_commit_age=last_commit_age)
+    return ReplicaCheck(lag=lag, received=wal_position(received), primary=wal_position(primary))
+
+
+def verdict_after(previous: ReplicaVerdict | None, check: ReplicaCheck, *, now: float) -> ReplicaVerdict:
+    """The verdict a check gives, given the one before: ok within the lag limit, else skipped; lost
+    once it has lacked WAL the primary has, with none arriving (its received position not moving),
+    for ``REPLICA_LOST_SECONDS``. A failed check keeps what the one before knew of its silence."""
+    silent_since = previous.not_receiving_since if previous is not None else None
+    received_before = previous.received if previous is not None else None
+    if check.error:
+        return ReplicaVerdict("skipped", f"error: {check.error}", None, now, received_before, silent_since)
+    lag = check.lag if check.lag is not None else float("inf")
+    lacking = check.received is not None and check.received < check.primary and lag > 0
+    arriving = check.received is not None and received_before is not None and check.received > received_before
+    if not lacking or arriving:
+        silent_since = None
+    elif silent_since is None:
+        silent_since = now
+    silent = 0.0 if silent_since is None else now - silent_since
+    if silent_since is not None and silent >= settings.REPLICA_LOST_SECONDS:
+        reason = f"no WAL received for {silent:.0f} s while the primary moved on (lag {lag:.1f} s)"
+        return ReplicaVerdict("lost", reason, lag, now, check.received, silent_since)
+    state = "ok" if lag <= settings.REPLICA_MAX_LAG_SECONDS else "skipped"
+    reason = f"lag {lag:.1f} s" + (f", no WAL received for {silent:.0f} s" if silent >= 1 else "")
+    return ReplicaVerdict(state, reason, lag, now, check.received, silent_since)
 
 
 def lag_behind(*, primary: str, replayed: str, last_commit_age: float | None) -> float:
@@ -203,16 +260,19 @@ def replica_verdicts_clear() -> None:
         _verdicts.clear()
 
 
-def _mark(alias: str, *, healthy: bool, found: str) -> None:
-    """Keep the verdict; log when a replica starts or stops being skipped (once, not per check)."""
+def _mark(alias: str, check: ReplicaCheck) -> ReplicaVerdict:
+    """Keep the verdict ``check`` gives; log when a replica's state changes (once, not per check)."""
     with _verdicts_lock:
         previous = _verdicts.get(alias)
-        _verdicts[alias] = (time.monotonic() + settings.REPLICA_CHECK_SECONDS, healthy, found)
-    if previous is None or previous[1] != healthy:
-        if healthy:
-            logger.info("replica %s in use (%s)", alias, found)
+        verdict = _verdicts[alias] = verdict_after(previous, check, now=time.monotonic())
+    if previous is None or previous.state != verdict.state:
+        if verdict.state == "ok":
+            logger.info("replica %s in use (%s)", alias, verdict.reason)
+        elif verdict.state == "lost":
+            logger.warning("replica %s lost, reads go to the primary until it is rebuilt (%s)", alias, verdict.reason)
         else:
-            logger.warning("replica %s skipped, reads go to the primary (%s)", alias, found)
+            logger.warning("replica %s skipped, reads go to the primary (%s)", alias, verdict.reason)
+    return verdict
 
 
 def _close(alias: str) -> None:

@@ -9,11 +9,13 @@ session ids, API keys and stored contents stay out of the logs (and an erasure l
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
 import uuid
 
+from agentstate import metrics
 from agentstate.logging import request_id_var, route_of
 
 logger = logging.getLogger("agentstate.request")
@@ -35,6 +37,8 @@ class RequestLogMiddleware:
         try:
             response = self.get_response(request)
             response[REQUEST_ID_HEADER] = request_id
+            if response.status_code == 503:
+                _unavailable_count(response)
             route = route_of(request)
             logger.info(
                 "%s %s %s",
@@ -58,3 +62,17 @@ def request_tenant_slug(request) -> str | None:
     """The tenant the request's API key belongs to, once DRF has authenticated it."""
     tenant = getattr(getattr(request, "auth", None), "tenant", None)
     return getattr(tenant, "slug", None)
+
+
+def _unavailable_count(response) -> None:
+    """Count a 503 answered in the API's error shape, by its code (agentstate.metrics): what the
+    service could not serve, as opposed to a probe's own 503."""
+    data = getattr(response, "data", None)
+    if data is None and not response.streaming and response.get("Content-Type", "").startswith("application/json"):
+        try:
+            data = json.loads(response.content)
+        except ValueError:
+            return
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("code"), str):
+        metrics.UNAVAILABLE_RESPONSES.labels(code=error["code"]).inc()

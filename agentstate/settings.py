@@ -205,6 +205,18 @@ if env_bool("DATABASE_TRANSACTION_POOLING", False):
         DATABASES[_alias]["DISABLE_SERVER_SIDE_CURSORS"] = True
 # --- end of scale-out -----------------------------------------------------------------------
 
+# --- Operations: what operators see (agentstate.operators, agentstate.metrics) -------------------
+# /metrics and the details of /healthz are for operators: a staff login (as the admin), or a scraper
+# sending "Authorization: Bearer <AGENTSTATE_OPERATOR_TOKEN>" (unset: staff only).
+OPERATOR_TOKEN = os.environ.get("AGENTSTATE_OPERATOR_TOKEN", "").strip()
+if OPERATOR_TOKEN and (len(OPERATOR_TOKEN) < 32 or len(set(OPERATOR_TOKEN)) < 5):
+    raise ImproperlyConfigured("AGENTSTATE_OPERATOR_TOKEN must be at least 32 random characters.")
+# A replica in recovery that has received no WAL for this long while the primary moved on is
+# reported lost (it cannot catch up by itself: rebuild it), not only skipped.
+REPLICA_LOST_SECONDS = float(os.environ.get("AGENTSTATE_REPLICA_LOST_SECONDS", "30"))
+# PgBouncer's admin console (a stats_users role), read for pool saturation: SHOW POOLS.
+PGBOUNCER_ADMIN_URL = os.environ.get("AGENTSTATE_PGBOUNCER_ADMIN_URL", "").strip()
+
 # --- Cache and working state ----------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
@@ -368,7 +380,8 @@ if PRODUCTION:
     # The proxy terminates TLS and must set (never pass through) X-Forwarded-Proto.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
-    SECURE_REDIRECT_EXEMPT = [r"^(livez|healthz|readyz)/?$"]  # load-balancer probes may come over plain HTTP
+    # Load-balancer probes, and Prometheus scraping each app server directly, may come over plain HTTP.
+    SECURE_REDIRECT_EXEMPT = [r"^(livez|healthz|readyz|metrics)/?$"]
     SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", True)

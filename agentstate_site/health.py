@@ -1,9 +1,13 @@
 """Probes. ``/livez``: the process answers (restart it when not); ``/healthz`` (also ``/readyz``):
 it can serve — the database, the cache and, when it lives in Redis, the working-state store (send
-it no traffic when not). Project level: it probes what the apps use."""
+it no traffic when not). Operators (agentstate.operators) also get the details: what the router
+finds of each replica, how full PgBouncer's pool is. Project level: it probes what the apps use."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 from django.conf import settings
@@ -13,12 +17,15 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_safe
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentstate.db_router import replica_states
+from agentstate import pgbouncer
+from agentstate.db_router import replica_verdicts
+from agentstate.operators import is_operator
 from sessions_app import working_state
 
 
@@ -76,6 +83,46 @@ def _working_state() -> None:
     store.ping()
 
 
+def replica_details() -> dict[str, dict[str, object]] | None:
+    """Each replica as the router finds it now (checked again when its last check is older than
+    ``AGENTSTATE_REPLICA_CHECK_SECONDS``): ``ok``, ``skipped`` or ``lost``, why, and its lag."""
+    if not settings.DATABASE_REPLICAS:
+        return None
+    verdicts = replica_verdicts(refresh=True)
+    now = time.monotonic()
+    details: dict[str, dict[str, object]] = {}
+    for alias, verdict in verdicts.items():
+        if verdict is None:  # the check itself failed to record (cannot happen after a refresh)
+            details[alias] = {"state": "unchecked"}
+            continue
+        details[alias] = {
+            "state": verdict.state,
+            "reason": verdict.reason,
+            "lag_seconds": None if verdict.lag is None or verdict.lag == float("inf") else round(verdict.lag, 3),
+            "checked_seconds_ago": round(now - verdict.checked_at, 3),
+        }
+    return details
+
+
+def pool_details() -> dict[str, object] | None:
+    """PgBouncer's pools of the app's database (``AGENTSTATE_PGBOUNCER_ADMIN_URL``), or why they
+    could not be read."""
+    reading = pgbouncer.pool_read()
+    if reading is None:
+        return None
+    if reading.error:
+        return {"pgbouncer": f"error: {reading.error}"}
+    return {"pgbouncer": "ok", "pools": [asdict(pool) for pool in reading.pools]}
+
+
+# What operators see beyond the probe's answer: name -> the detail, None when it does not apply.
+# Each is told, never a reason for a 503 (a skipped replica's reads go to the primary).
+OPERATOR_DETAILS: dict[str, Callable[[], object | None]] = {
+    "replicas": replica_details,
+    "pool": pool_details,
+}
+
+
 class HealthSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["ok", "error"])
     database = serializers.CharField()
@@ -87,18 +134,24 @@ class HealthSerializer(serializers.Serializer):
         "(without one, writes answer 503 and reads still work).",
     )
     replicas = serializers.DictField(
-        child=serializers.CharField(),
+        child=serializers.DictField(),
         required=False,
-        help_text="Only with replicas: what this process last found of each (not asked now; a skipped one "
-        "does not make the service unready, its reads go to the primary).",
+        help_text="Operators only, with replicas: each replica's state (ok, skipped, lost), why, its lag in "
+        "seconds and how long ago it was checked. A skipped or lost one does not make the service unready.",
+    )
+    pool = serializers.DictField(
+        required=False,
+        help_text="Operators only, with AGENTSTATE_PGBOUNCER_ADMIN_URL: PgBouncer's pools of the app's database "
+        "(clients waiting, longest wait), or the error reading them.",
     )
 
 
 class HealthView(APIView):
-    """``/healthz`` and ``/readyz``: no authentication; 200 when the database, the cache and (when it
-    is Redis) the working-state store answer, else 503 naming the failing part."""
+    """``/healthz`` and ``/readyz``: no authentication needed; 200 when the database, the cache and
+    (when it is Redis) the working-state store answer, else 503 naming the failing part. An
+    operator (a staff login, or the operator token) also gets ``OPERATOR_DETAILS``."""
 
-    authentication_classes: list[Any] = []
+    authentication_classes = [SessionAuthentication]  # only to recognise a staff login
     permission_classes = [AllowAny]
     throttle_classes: list[Any] = []
 
@@ -118,8 +171,11 @@ class HealthView(APIView):
             checks["working_state"] = _check(_working_state)
         healthy = all(value == "ok" for value in checks.values())
         answer: dict[str, object] = {"status": "ok" if healthy else "error", **checks}
-        if settings.DATABASE_REPLICAS:  # told, never waited on: a skipped replica costs only speed
-            answer["replicas"] = replica_states()
-        if standby:  # told, not a 503 by itself: reads still work
+        if standby:  # told to anyone, not a 503 by itself: reads still work, writes answer 503
             answer["synchronous_standby"] = standby
+        if is_operator(request):
+            for name, detail in OPERATOR_DETAILS.items():
+                found = detail()
+                if found is not None:
+                    answer[name] = found
         return Response(answer, status=200 if healthy else 503)

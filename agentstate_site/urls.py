@@ -12,6 +12,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from agentstate.api.errors import api_not_found
 from agentstate_site.health import HealthView, livez
 from agentstate_site.home import HomeView
+from agentstate_site.metrics import metrics_view
 
 urlpatterns = [
     path("", HomeView.as_view(), name="home"),  # where the admin's "View site" leads
@@ -19,6 +20,7 @@ urlpatterns = [
     re_path(r"^livez/?$", livez, name="livez"),
     re_path(r"^healthz/?$", HealthView.as_view(), name="healthz"),
     re_path(r"^readyz/?$", HealthView.as_view(), name="readyz"),
+    re_path(r"^metrics/?$", metrics_view, name="metrics"),  # operators only (agentstate.operators)
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/auth/", include("rest_framework.urls")),  # log in / out links of the browsable API (staff)

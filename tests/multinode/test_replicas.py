@@ -115,8 +115,8 @@ def test_the_lag_check_needs_no_monitoring_privilege():
     sql(PRIMARY, "DO $$ BEGIN CREATE ROLE agentstate_app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
     (primary,) = sql(PRIMARY.replace("postgres@", "agentstate_app@"), _PRIMARY_POSITION_SQL)
     replica_wait_replayed()
-    replayed, _ = sql(REPLICA.replace("postgres@", "agentstate_app@"), _REPLAYED_SQL)
-    assert wal_position(replayed) >= wal_position(primary) > 0  # the receiver is seen: not "0/0"
+    replayed, _, received = sql(REPLICA.replace("postgres@", "agentstate_app@"), _REPLAYED_SQL)
+    assert wal_position(replayed) >= wal_position(primary) > 0 and wal_position(received) >= wal_position(primary)
 
 
 def test_a_stalled_sender_counts_as_lag_and_no_listing_is_older_than_the_bound():
