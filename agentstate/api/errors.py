@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
-from django.db import IntegrityError
+from django.db import IntegrityError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers
@@ -24,6 +24,17 @@ from agentstate.api.parsers import PayloadTooLarge
 from agentstate.exceptions import DomainError
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.models import APIKey
+
+
+class DatabaseBusy(exceptions.APIException):
+    """The database did not serve the request in time: no pooled connection free within PgBouncer's
+    query_wait_timeout, a statement or lock timeout, or a connection lost (docs/SCALING.md, "Every wait
+    is bounded"). Nothing the caller sent was wrong: the same request may succeed a moment later."""
+
+    status_code = 503
+    default_detail = "The database is busy or unreachable; retry after the seconds in Retry-After."
+    wait = 2  # DRF's handler turns it into Retry-After
+
 
 # DRF exception class -> our code (the first match wins, so subclasses come first).
 _CODES: list[tuple[type[exceptions.APIException], str]] = [
@@ -38,6 +49,7 @@ _CODES: list[tuple[type[exceptions.APIException], str]] = [
     (exceptions.UnsupportedMediaType, "unsupported_media_type"),
     (exceptions.Throttled, "throttled"),
     (PayloadTooLarge, "too_large"),
+    (DatabaseBusy, "unavailable"),
 ]
 
 
@@ -81,6 +93,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
+    if isinstance(exc, (OperationalError, InterfaceError)):  # a wait ran out, or the connection went
+        exc = DatabaseBusy()
     if isinstance(exc, IntegrityError) and _key_of_a_deleted_tenant(context["request"]):
         exc = exceptions.AuthenticationFailed("Invalid, revoked or expired API key.")
     response = drf_exception_handler(exc, context)  # maps Http404 / PermissionDenied, sets headers
