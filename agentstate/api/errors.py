@@ -9,6 +9,7 @@ handlers (``handler404`` ...) answer the same shape for API requests no DRF view
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -93,7 +94,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
-    if isinstance(exc, (OperationalError, InterfaceError)):  # a wait ran out, or the connection went
+    if _database_unavailable(exc):
         exc = DatabaseBusy()
     if isinstance(exc, IntegrityError) and _key_of_a_deleted_tenant(context["request"]):
         exc = exceptions.AuthenticationFailed("Invalid, revoked or expired API key.")
@@ -111,6 +112,26 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
     response.data = error_body(code, str(detail))
     return response
+
+
+# SQLSTATE classes of a database that did not serve in time or went away: connection exception (08,
+# PgBouncer's query_wait_timeout among them), insufficient resources (53), operator intervention
+# (57: a statement timeout, a shutdown), transaction rollback (40: a deadlock), lock not available
+# (55P03), idle-in-transaction timeout (25P03).
+_UNAVAILABLE_SQLSTATES = ("08", "53", "57", "40", "55P03", "25P03")
+
+
+def _database_unavailable(exc: Exception) -> bool:
+    """Whether ``exc`` says the database did not serve in time or could not be reached (a
+    connection lost before the server said why has no SQLSTATE), not that the request or the
+    schema is wrong: those stay server faults."""
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return False
+    cause = exc.__cause__
+    if isinstance(cause, sqlite3.Error):  # its write lock held past the busy timeout
+        return getattr(cause, "sqlite_errorname", "") in {"SQLITE_BUSY", "SQLITE_LOCKED"}
+    sqlstate = getattr(cause, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(_UNAVAILABLE_SQLSTATES)
 
 
 def _key_of_a_deleted_tenant(request: HttpRequest) -> bool:
