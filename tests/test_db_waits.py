@@ -3,6 +3,7 @@ each connection carries, what a request that runs out of one answers (503 with R
 500), and the long jobs' own timeouts (docs/OPERATIONS.md, "Long jobs")."""
 
 import json
+import re
 
 import psycopg
 import pytest
@@ -11,7 +12,7 @@ from django.db import connection, transaction
 
 from agentstate.db_waits import JobCommand, job_timeouts
 from sessions_app import services
-from tests.fresh_process import settings_process
+from tests.fresh_process import ROOT, settings_process
 
 
 def _shown(name: str) -> float:
@@ -131,3 +132,36 @@ def test_a_long_jobs_transactions_run_under_the_jobs_timeouts_and_nothing_outliv
 )
 def test_the_long_jobs_are_job_commands(command):
     assert isinstance(load_command_class(get_commands()[command], command), JobCommand)
+
+
+def _waits_table() -> list[list[str]]:
+    text = (ROOT / "docs" / "SCALING.md").read_text()
+    section = text.split("## Every wait is bounded", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("|").split(" | ") for line in section.splitlines() if line.startswith("| ")]
+    return rows[1:]  # after the header
+
+
+def test_the_documented_waits_are_each_shorter_than_the_one_above_and_are_the_defaults(settings):
+    rows = _waits_table()
+    seconds = [float(row[1].removesuffix(" s")) for row in rows]
+    assert seconds == sorted(seconds, reverse=True) and len(set(seconds)) == len(seconds), seconds
+    documented = {row[2].split("`")[1]: float(row[1].removesuffix(" s")) for row in rows if row[2].startswith("`")}
+    assert documented["GUNICORN_TIMEOUT"] == 30
+    assert documented["DATABASE_STATEMENT_TIMEOUT"] == settings.DATABASE_STATEMENT_TIMEOUT
+    assert documented["DATABASE_IDLE_IN_TRANSACTION_TIMEOUT"] == settings.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT
+    assert documented["DATABASE_LOCK_TIMEOUT"] == settings.DATABASE_LOCK_TIMEOUT
+    assert documented["AGENTSTATE_REPLICA_TIMEOUT"] == settings.REPLICA_TIMEOUT_SECONDS
+    assert documented["DATABASE_CONNECT_TIMEOUT"] == settings.DATABASE_CONNECT_TIMEOUT
+
+
+def test_ci_pgbouncer_sets_the_request_timeouts_the_settings_give_a_direct_connection(settings):
+    """PgBouncer drops the app's connection options: its connect_query must say the same."""
+    script = (ROOT / ".ci" / "multinode").read_text()
+    connect_query = re.search(r"connect_query='([^']*)'", script).group(1)
+    assert connect_query == (
+        f"SET statement_timeout = {round(settings.DATABASE_STATEMENT_TIMEOUT * 1000)}; "
+        f"SET lock_timeout = {round(settings.DATABASE_LOCK_TIMEOUT * 1000)}; "
+        f"SET idle_in_transaction_session_timeout = {round(settings.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT * 1000)}"
+    )
+    assert connect_query in (ROOT / "docs" / "SCALING.md").read_text()
+    assert "option httpchk GET /livez" in script
