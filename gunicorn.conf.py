@@ -19,6 +19,7 @@ bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 # Sync workers: each request holds one database connection; two per core plus one is the usual start.
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
 threads = int(os.environ.get("GUNICORN_THREADS", "1"))
+# Above every wait on the database, below the proxy's server timeout (docs/SCALING.md, "Every wait is bounded").
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))

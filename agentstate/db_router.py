@@ -17,7 +17,9 @@ The rule (docs/SCALING.md, "Which reads go to a replica"):
   so the age of that commit bounds its lag. A paused replay, a stalled sender and a partition all
   count, since the replica cannot know what it did not receive. One that is down, stalled or too
   far behind is skipped, and a call that fails on a replica is run again on the primary: the
-  caller never sees the replica's failure.
+  caller never sees the replica's failure. A replica that does not answer within
+  ``REPLICA_TIMEOUT_SECONDS`` (a frozen host, or a stopped server whose kernel still acknowledges
+  every packet, which no keepalive notices) counts as failed: its connection's socket is shut down.
 - A replica that has received no WAL for ``REPLICA_LOST_SECONDS`` while the primary moved on is
   reported lost (logged, in ``/healthz``'s details and in ``/metrics``): without a slot or an
   archive holding the WAL it needs, it never catches up by itself.
@@ -34,10 +36,13 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import os
 import random
+import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
@@ -143,9 +148,11 @@ def replica_reads(func: Callable[_P, _R]) -> Callable[_P, _R]:
             return func(*args, **kwargs)
         token = _replica.set(alias)
         try:
-            result = func(*args, **kwargs)
-        except DatabaseError as exc:  # down, cancelled by a replay conflict, or behind on a migration
-            _mark(alias, ReplicaCheck(lag=None, error=f"{type(exc).__name__} during a read"))
+            with deadline(alias) as expired:
+                result = func(*args, **kwargs)
+        except DatabaseError as exc:  # down, cancelled by a replay conflict, behind on a migration, or silent
+            found = _no_answer() if expired.fired else f"{type(exc).__name__} during a read"
+            _mark(alias, ReplicaCheck(lag=None, error=found))
             _close(alias)
         else:
             metrics.REPLICA_READS.labels(database=alias).inc()
@@ -179,9 +186,10 @@ def replica_is_healthy(alias: str) -> bool:
     if verdict is not None and verdict.checked_at + settings.REPLICA_CHECK_SECONDS > time.monotonic():
         return verdict.healthy
     try:
-        check = replica_check(alias)
-    except Exception as exc:  # down, refusing, or forbidden: any failure means "do not read here"
-        check = ReplicaCheck(lag=None, error=type(exc).__name__)
+        with deadline(alias) as expired:
+            check = replica_check(alias)
+    except Exception as exc:  # down, refusing, silent or forbidden: any failure means "do not read here"
+        check = ReplicaCheck(lag=None, error=_no_answer() if expired.fired else type(exc).__name__)
         _close(alias)
     return _mark(alias, check).healthy
 
@@ -252,6 +260,50 @@ def wal_position(lsn: str) -> int:
     """A PostgreSQL LSN (``16/B374D848``) as a number."""
     high, low = lsn.split("/")
     return (int(high, 16) << 32) + int(low, 16)
+
+
+@dataclass
+class Deadline:
+    fired: bool = False
+
+
+@contextmanager
+def deadline(alias: str) -> Iterator[Deadline]:
+    """Within: what ``alias`` (PostgreSQL) has not answered after ``REPLICA_TIMEOUT_SECONDS`` is
+    abandoned. A timer shuts the connection's socket down, so the wait on it ends at once with a
+    DatabaseError, and the connection is closed on the way out (``fired`` says it happened)."""
+    expired = Deadline()
+    wrapper = connections[alias]
+    if wrapper.vendor != "postgresql":
+        yield expired
+        return
+    lock = threading.Lock()
+    finished = False
+
+    def expire() -> None:
+        with lock:
+            if finished or wrapper.connection is None:
+                return
+            expired.fired = True
+            # A copy of the descriptor: shutting it down ends the connection for every copy.
+            with suppress(Exception), socket.socket(fileno=os.dup(wrapper.connection.pgconn.socket)) as sock:
+                sock.shutdown(socket.SHUT_RDWR)  # suppressed: already closed or broken, nothing to wait on
+
+    timer = threading.Timer(settings.REPLICA_TIMEOUT_SECONDS, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield expired
+    finally:
+        with lock:
+            finished = True
+        timer.cancel()
+        if expired.fired:
+            _close(alias)
+
+
+def _no_answer() -> str:
+    return f"no answer within {settings.REPLICA_TIMEOUT_SECONDS:g} s"
 
 
 def replica_verdicts_clear() -> None:

@@ -147,6 +147,50 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Bounded waits (docs/SCALING.md, "Every wait is bounded") --------------------------------
+# Seconds, each below gunicorn's timeout (30 s), which is below the proxy's: a request that would
+# wait longer gets a 503 with Retry-After (agentstate.api.errors) instead of a killed worker.
+# PostgreSQL applies the first three to the app's own sessions: sent at connect time here, and
+# through PgBouncer (which drops these startup options) by its per-database connect_query.
+DATABASE_STATEMENT_TIMEOUT = float(os.environ.get("DATABASE_STATEMENT_TIMEOUT", "10"))
+DATABASE_IDLE_IN_TRANSACTION_TIMEOUT = float(os.environ.get("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT", "8"))
+DATABASE_LOCK_TIMEOUT = float(os.environ.get("DATABASE_LOCK_TIMEOUT", "5"))
+# A host that stops answering on a kept connection (CONN_MAX_AGE) is given up after about
+# KEEPALIVES_IDLE + KEEPALIVES_INTERVAL * KEEPALIVES_COUNT seconds of silence, or TCP_USER_TIMEOUT
+# seconds of data it does not acknowledge; a new connection after CONNECT_TIMEOUT (libpq's least: 2).
+DATABASE_KEEPALIVES_IDLE = int(os.environ.get("DATABASE_KEEPALIVES_IDLE", "3"))
+DATABASE_KEEPALIVES_INTERVAL = int(os.environ.get("DATABASE_KEEPALIVES_INTERVAL", "1"))
+DATABASE_KEEPALIVES_COUNT = int(os.environ.get("DATABASE_KEEPALIVES_COUNT", "3"))
+DATABASE_TCP_USER_TIMEOUT = float(os.environ.get("DATABASE_TCP_USER_TIMEOUT", "6"))
+DATABASE_CONNECT_TIMEOUT = int(os.environ.get("DATABASE_CONNECT_TIMEOUT", "2"))
+# Long jobs (migrate, erase_user, apply_retention, reapply_erasures, erasure_storage_cleanup) run
+# their transactions under these instead (agentstate.db_waits.job_timeouts; docs/OPERATIONS.md).
+DATABASE_JOB_STATEMENT_TIMEOUT = float(os.environ.get("DATABASE_JOB_STATEMENT_TIMEOUT", "3600"))
+DATABASE_JOB_LOCK_TIMEOUT = float(os.environ.get("DATABASE_JOB_LOCK_TIMEOUT", "60"))
+
+
+def postgres_wait_options() -> dict[str, object]:
+    """libpq connection options bounding every wait of a PostgreSQL connection (above)."""
+    server = {
+        "statement_timeout": DATABASE_STATEMENT_TIMEOUT,
+        "lock_timeout": DATABASE_LOCK_TIMEOUT,
+        "idle_in_transaction_session_timeout": DATABASE_IDLE_IN_TRANSACTION_TIMEOUT,
+    }
+    return {
+        "connect_timeout": DATABASE_CONNECT_TIMEOUT,
+        "keepalives": 1,
+        "keepalives_idle": DATABASE_KEEPALIVES_IDLE,
+        "keepalives_interval": DATABASE_KEEPALIVES_INTERVAL,
+        "keepalives_count": DATABASE_KEEPALIVES_COUNT,
+        "tcp_user_timeout": round(DATABASE_TCP_USER_TIMEOUT * 1000),
+        "options": " ".join(f"-c {name}={round(seconds * 1000)}" for name, seconds in server.items()),
+    }
+
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Options the URL names itself (?options=..., ?connect_timeout=...) win.
+    DATABASES["default"]["OPTIONS"] = {**postgres_wait_options(), **DATABASES["default"].get("OPTIONS", {})}
+
 # --- Scale-out: read replicas and a transaction-pooling PgBouncer (docs/SCALING.md) ---------
 # DATABASE_REPLICA_URLS: streaming replicas of DATABASE_URL, comma-separated; each becomes an alias
 # "replica1", "replica2", ... that agentstate.db_router sends lag-tolerant reads to. In tests each
@@ -161,8 +205,9 @@ for _number, _url in enumerate(env_list("DATABASE_REPLICA_URLS", ""), start=1):
     if _replica["ENGINE"] != DATABASES["default"]["ENGINE"]:
         raise ImproperlyConfigured("DATABASE_REPLICA_URLS must name databases of the same kind as DATABASE_URL.")
     if _replica["ENGINE"] == "django.db.backends.postgresql":
-        # A replica that does not answer is skipped after this many seconds, not waited for.
-        _replica.setdefault("OPTIONS", {})["connect_timeout"] = 2
+        # A replica that does not answer is skipped after these waits (and AGENTSTATE_REPLICA_TIMEOUT
+        # below), its reads going to the primary.
+        _replica["OPTIONS"] = {**postgres_wait_options(), **_replica.get("OPTIONS", {})}
     _replica["TEST"] = {"MIRROR": "default"}
     DATABASES[f"replica{_number}"] = _replica
     DATABASE_REPLICAS.append(f"replica{_number}")
@@ -191,6 +236,10 @@ DATABASE_PRIMARY_ONLY_APPS = ["userdata_app", "django_cache"]
 REPLICA_MAX_LAG_SECONDS = float(os.environ.get("AGENTSTATE_REPLICA_MAX_LAG_SECONDS", "2"))
 REPLICA_CHECK_SECONDS = float(os.environ.get("AGENTSTATE_REPLICA_CHECK_SECONDS", "1"))
 READ_YOUR_WRITES_SECONDS = float(os.environ.get("AGENTSTATE_READ_YOUR_WRITES_SECONDS", "5"))
+# A read on a replica (its lag check, a listing) that has not finished after this many seconds is
+# abandoned and run on the primary: a stopped or frozen replica server may still have its kernel
+# acknowledge every packet, which no keepalive notices (agentstate.db_router).
+REPLICA_TIMEOUT_SECONDS = float(os.environ.get("AGENTSTATE_REPLICA_TIMEOUT", "3"))
 if READ_YOUR_WRITES_SECONDS <= REPLICA_MAX_LAG_SECONDS + REPLICA_CHECK_SECONDS:
     raise ImproperlyConfigured(
         "AGENTSTATE_READ_YOUR_WRITES_SECONDS must exceed AGENTSTATE_REPLICA_MAX_LAG_SECONDS + "

@@ -63,8 +63,12 @@ def process_state(model, category: str, part: SessionPart, **options: Any) -> Su
 
 
 def _working_state_erase(session_pks: list[int]) -> int:
-    """Count the sessions' working state now; clear it once the erasure commits (a rollback keeps it)."""
-    count = working_state.get_store().count_many(session_pks)
+    """Count the sessions' working state now; clear it once the erasure commits (a rollback keeps it).
+    A store that cannot count them (Redis down) stops the erasure before anything is erased."""
+    try:
+        count = working_state.get_store().count_many(session_pks)
+    except Exception as exc:
+        raise working_state.WorkingStateUnavailable(type(exc).__name__) from exc
     working_state_clear_on_commit(session_pks)
     return count
 

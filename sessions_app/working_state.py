@@ -53,6 +53,10 @@ def _chunks(items: list[int], size: int = 500) -> Iterator[list[int]]:
         yield items[start : start + size]
 
 
+class WorkingStateUnavailable(Exception):
+    """The store (Redis) did not answer a read or write an erasure needed inside its transaction."""
+
+
 class WorkingStateStore(Protocol):
     # Whether a deleted session's entry stays until ``clear_many`` runs after the commit.
     outlives_its_session: bool

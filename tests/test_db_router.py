@@ -6,8 +6,11 @@ lagging streaming replica). Tests commit, because a second connection never sees
 rolled-back transaction.
 """
 
+import contextlib
 import json
+import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -338,3 +341,92 @@ def test_a_lost_replica_is_logged_once_as_lost(replica, settings, caplog):
         f"replica {replica} lost, reads go to the primary until it is rebuilt "
         "(no WAL received for 0 s while the primary moved on (lag 4.0 s))"
     ]
+
+
+class FreezableProxy:
+    """A TCP proxy to the test database that can stop forwarding and keep its connections open:
+    a frozen server as its clients see it (what they send is still acknowledged; nothing comes back)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.frozen = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            self.sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        while True:
+            try:
+                data = source.recv(65536)
+                while self.frozen.is_set():
+                    time.sleep(0.05)
+                if not data:
+                    return
+                sink.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.frozen.clear()
+        for sock in [self.listener, *self.sockets]:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+
+@pytest.fixture
+def frozen_replica(replica, postgres_only, settings):
+    """The replica alias through a FreezableProxy (set ``.frozen`` to freeze it), with a 1 s deadline."""
+    settings.REPLICA_TIMEOUT_SECONDS = 1
+    db = connections["default"].settings_dict
+    proxy = FreezableProxy(db["HOST"] or "127.0.0.1", int(db["PORT"] or 5432))
+    connections[REPLICA].close()
+    connections[REPLICA].settings_dict.update(HOST="127.0.0.1", PORT=str(proxy.port))  # used at the next connect
+    yield proxy
+    connections[REPLICA].close()
+    proxy.close()
+    with connection.cursor() as cursor:  # the server ends the proxied sessions, then the test database can go
+        for _ in range(50):
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            if not cursor.fetchone()[0]:
+                break
+            time.sleep(0.1)
+
+
+def test_a_replica_that_stops_answering_on_a_kept_connection_is_given_up_after_its_deadline(frozen_replica, settings):
+    """The listing's kept connection to the replica gets no answer (a stopped server, a frozen
+    host): after AGENTSTATE_REPLICA_TIMEOUT the listing runs on the primary, and the replica is
+    skipped until a check finds it answering again."""
+    tenant = tenant_get_or_create(slug="acme")
+    services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    reader = client_for(tenant)
+    listed, on_replica = where(lambda: reader.get(SESSIONS), REPLICA)
+    assert listed.status_code == 200 and mentions(on_replica, SESSION_TABLE)  # kept open now
+
+    frozen_replica.frozen.set()
+    started = time.monotonic()
+    listed = reader.get(SESSIONS)
+    took = time.monotonic() - started
+    assert listed.status_code == 200 and [s["session_id"] for s in listed.json()["results"]] == ["s1"]
+    assert 1 <= took < 3, took
+    found = db_router.replica_verdicts(refresh=False)[REPLICA]
+    assert (found.state, found.reason) == ("skipped", "error: no answer within 1 s")
+
+    frozen_replica.frozen.clear()
+    time.sleep(settings.REPLICA_CHECK_SECONDS)
+    _, on_replica = where(lambda: reader.get(SESSIONS), REPLICA)
+    assert mentions(on_replica, SESSION_TABLE)  # answering again: used again

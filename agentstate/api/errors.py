@@ -9,11 +9,12 @@ handlers (``handler404`` ...) answer the same shape for API requests no DRF view
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
-from django.db import IntegrityError
+from django.db import IntegrityError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers
@@ -25,6 +26,17 @@ from agentstate.exceptions import DomainError
 from agentstate.postgresql.base import ReplicationUnconfirmed
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.models import APIKey
+
+
+class DatabaseBusy(exceptions.APIException):
+    """The database did not serve the request in time: no pooled connection free within PgBouncer's
+    query_wait_timeout, a statement or lock timeout, or a connection lost (docs/SCALING.md, "Every wait
+    is bounded"). Nothing the caller sent was wrong: the same request may succeed a moment later."""
+
+    status_code = 503
+    default_detail = "The database is busy or unreachable; retry after the seconds in Retry-After."
+    wait = 2  # DRF's handler turns it into Retry-After
+
 
 # DRF exception class -> our code (the first match wins, so subclasses come first).
 _CODES: list[tuple[type[exceptions.APIException], str]] = [
@@ -39,6 +51,7 @@ _CODES: list[tuple[type[exceptions.APIException], str]] = [
     (exceptions.UnsupportedMediaType, "unsupported_media_type"),
     (exceptions.Throttled, "throttled"),
     (PayloadTooLarge, "too_large"),
+    (DatabaseBusy, "unavailable"),
 ]
 
 
@@ -93,6 +106,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         )
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
+    if _database_unavailable(exc):
+        exc = DatabaseBusy()
     if isinstance(exc, IntegrityError) and _key_of_a_deleted_tenant(context["request"]):
         exc = exceptions.AuthenticationFailed("Invalid, revoked or expired API key.")
     response = drf_exception_handler(exc, context)  # maps Http404 / PermissionDenied, sets headers
@@ -109,6 +124,26 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
     response.data = error_body(code, str(detail))
     return response
+
+
+# SQLSTATE classes of a database that did not serve in time or went away: connection exception (08,
+# PgBouncer's query_wait_timeout among them), insufficient resources (53), operator intervention
+# (57: a statement timeout, a shutdown), transaction rollback (40: a deadlock), lock not available
+# (55P03), idle-in-transaction timeout (25P03).
+_UNAVAILABLE_SQLSTATES = ("08", "53", "57", "40", "55P03", "25P03")
+
+
+def _database_unavailable(exc: Exception) -> bool:
+    """Whether ``exc`` says the database did not serve in time or could not be reached (a
+    connection lost before the server said why has no SQLSTATE), not that the request or the
+    schema is wrong: those stay server faults."""
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return False
+    cause = exc.__cause__
+    if isinstance(cause, sqlite3.Error):  # its write lock held past the busy timeout
+        return getattr(cause, "sqlite_errorname", "") in {"SQLITE_BUSY", "SQLITE_LOCKED"}
+    sqlstate = getattr(cause, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(_UNAVAILABLE_SQLSTATES)
 
 
 def _key_of_a_deleted_tenant(request: HttpRequest) -> bool:

@@ -4,6 +4,7 @@ and commands call them through this package (``from sessions_app import services
 
 from sessions_app.services.checkpoints import checkpoint_create
 from sessions_app.services.history import HistoryEdit, message_clear, message_pop, message_rewind, session_fork
+from sessions_app.services.live import working_state_clear_refused
 from sessions_app.services.messages import MAX_MESSAGES_PER_APPEND, AppendResult, message_append
 from sessions_app.services.retention import retention_apply, retention_policy_clean, retention_policy_save
 from sessions_app.services.rounds import round_delete, round_save
@@ -38,6 +39,7 @@ __all__ = [
     "session_update",
     "transition_record",
     "working_state_clear",
+    "working_state_clear_refused",
     "working_state_orphans_clear",
     "working_state_patch",
     "working_state_purge_expired",

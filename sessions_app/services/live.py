@@ -7,7 +7,9 @@ deletes a session a write has just reached."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from contextvars import ContextVar
 from functools import partial
 from typing import Any
 
@@ -22,6 +24,9 @@ from sessions_app import working_state
 from sessions_app.models import Session
 
 STALE_SESSION = "The session changed since you read it (If-Match does not match)."
+logger = logging.getLogger(__name__)
+# Set when the store refused a clear after a commit (working_state_clear_on_commit), until taken.
+_clear_refused: ContextVar[bool] = ContextVar("agentstate_working_state_clear_refused", default=False)
 
 
 def check_version(current: Session, expected_version: int | None) -> None:
@@ -119,6 +124,32 @@ def working_state_clear_on_commit(session_pks: list[int]) -> None:
     Nothing can write it back in between: a working-state write takes the session's row lock
     (``update_live_session``) and writes the store before its own commit, so it either finished
     before this transaction locked the row, or it waits and then finds the session ended or gone.
+
+    The commit keeps its answer if the store then refuses (Redis down): the entries stay until
+    ``erasure_storage_cleanup`` sweeps those of sessions that are gone (or their TTL ends them), and
+    ``working_state_clear_refused`` tells the caller that needs to say so (an erasure's note).
     """
     if session_pks:
-        transaction.on_commit(partial(working_state.get_store().clear_many, list(session_pks)))
+        _clear_refused.set(False)  # what an earlier transaction left is not this one's
+        transaction.on_commit(partial(_clear_after_commit, list(session_pks)))
+
+
+def _clear_after_commit(session_pks: list[int]) -> None:
+    try:
+        working_state.get_store().clear_many(session_pks)
+    except Exception:  # the commit stands whatever the store says: never a failure after it
+        _clear_refused.set(True)
+        logger.warning(
+            "working state of %d ended, deleted or erased sessions not cleared (store unavailable): "
+            "erasure_storage_cleanup sweeps it",
+            len(session_pks),
+            exc_info=True,
+        )
+
+
+def working_state_clear_refused() -> bool:
+    """Whether the store refused the last clear after a commit in this context; reads it once
+    (the answer goes with the commit that asked)."""
+    refused = _clear_refused.get()
+    _clear_refused.set(False)
+    return refused

@@ -4,9 +4,11 @@ server over HTTP, the primary and the replica directly. Tests skip unless that s
 from __future__ import annotations
 
 import os
+import signal
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -99,3 +101,28 @@ def replica_start() -> None:
         assert time.monotonic() < deadline, "the replica did not stream again"
         time.sleep(0.1)
     replica_wait_replayed()
+
+
+def replica_processes() -> list[int]:
+    """The replica server's processes: its postmaster and every child (startup, WAL receiver,
+    checkpointer, the backends serving the app servers' connections)."""
+    postmaster = pgcluster.cluster_running(Path(REPLICA_DATA)).pid
+    children = Path(f"/proc/{postmaster}/task/{postmaster}/children").read_text().split()
+    return [postmaster, *map(int, children)]
+
+
+@contextmanager
+def replica_frozen() -> Iterator[None]:
+    """Every process of the replica server stopped (SIGSTOP), as on a frozen host whose kernel
+    still acknowledges what it is sent; continued (SIGCONT) on the way out, whatever happened, and
+    caught up again before the next test."""
+    stopped = replica_processes()
+    try:
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        yield
+    finally:
+        for pid in stopped:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        replica_wait_replayed(timeout=30)

@@ -49,3 +49,16 @@ def test_repeated_statements_are_never_prepared_on_the_server():
         answers = [api.post("/api/v1/users/u1/sessions/s1/messages/", json={"content": str(n)}) for n in range(30)]
     assert {a.status_code for a in answers} == {201}
     assert connection.connection.prepare_threshold is None
+
+
+def test_the_request_timeouts_apply_through_pgbouncer():
+    """PgBouncer drops the connection's startup options: its connect_query sets the same bounds."""
+    with connection.cursor() as cursor:
+        for name, seconds in (
+            ("statement_timeout", settings.DATABASE_STATEMENT_TIMEOUT),
+            ("lock_timeout", settings.DATABASE_LOCK_TIMEOUT),
+            ("idle_in_transaction_session_timeout", settings.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT),
+        ):
+            cursor.execute(f"SHOW {name}")
+            cursor.execute("SELECT EXTRACT(EPOCH FROM %s::interval)", [cursor.fetchone()[0]])
+            assert float(cursor.fetchone()[0]) == seconds, name

@@ -4,15 +4,19 @@ state in Redis (issue 9, defect 4), PostgreSQL's planner statistics (defect 5), 
 
 import json
 import os
+import re
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from html import escape
 from io import StringIO
 from pathlib import Path
 
 import pytest
+import redis
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection
@@ -23,6 +27,7 @@ from sessions_app.models import Checkpoint, Session
 from tests.fresh_process import ROOT
 from tests.userdata_app.erasure_factories import subject_data_create, verified_request
 from tests.userdata_app.residue import pg_stats_text
+from tools.pgcluster import free_port
 from userdata_app import erasure
 from userdata_app.models import ErasedSubject, ErasureRequest
 
@@ -295,3 +300,85 @@ def test_a_crash_right_after_the_erasure_commits_leaves_its_clean_up_flagged_unt
     assert [marker for marker in markers if marker in left] == []
     assert b"bystander" in left
     assert (store.count_many(subject_sessions), store.count_many(bystander_sessions)) == (0, 2)
+
+
+# --- Redis down or refusing (issue 25) -------------------------------------------------------------
+
+REDIS_SUBJECT = "redissubject-5c8a"
+
+
+@pytest.fixture
+def own_redis(settings):
+    """A Redis server of this test's own (its writes are refused on demand), holding the working state."""
+    program = shutil.which("redis-server")
+    if program is None:
+        pytest.skip("needs redis-server")
+    port = free_port()
+    server = subprocess.Popen(
+        [program, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.exceptions.ConnectionError:
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+    settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+    settings.WORKING_STATE_BACKEND = "redis"
+    yield client
+    server.terminate()
+    server.wait(timeout=10)
+
+
+@pytest.mark.servers  # a Redis server of its own
+def test_redis_refusing_the_clear_after_the_commit_leaves_the_erasure_done_and_says_what_is_left(
+    own_redis, tenant, client, django_capture_on_commit_callbacks
+):
+    """The erased sessions' working state is counted, then Redis refuses every write (the clear
+    after the commit): the admin's answer is the executed request, not a 500, and its note (and
+    receipt) say Redis may still hold it, until erasure_storage_cleanup sweeps it."""
+    admin = get_user_model().objects.create_superuser("admin")
+    subject_data_create(tenant=tenant, user_id=REDIS_SUBJECT)
+    sessions = list(Session.objects.filter(user_id=REDIS_SUBJECT).values_list("pk", flat=True))
+    store = working_state.get_store()
+    assert store.count_many(sessions) == 2
+    request = verified_request(subjects=[(tenant, REDIS_SUBJECT)], scope=Scope.EVERYTHING, actor=admin)
+    own_redis.config_set("min-replicas-to-write", 1)  # reads answer, writes are refused
+
+    client.force_login(admin)
+    with django_capture_on_commit_callbacks(execute=True):
+        done = client.post(
+            "/admin/userdata_app/erasurerequest/",
+            {"action": "execute_erasure", "_selected_action": [request.pk], "post": "yes"},
+        )
+    assert done.status_code == 302
+    request.refresh_from_db()
+    assert request.status == Status.EXECUTED and not Session.objects.filter(user_id=REDIS_SUBJECT).exists()
+    assert erasure.WORKING_STATE_OWED in request.storage_pending
+    assert escape(erasure.WORKING_STATE_OWED) in client.get(done["Location"]).content.decode()
+    assert store.count_many(sessions) == 2  # the note is no false alarm
+
+    own_redis.config_set("min-replicas-to-write", 0)
+    call_command("erasure_storage_cleanup", "--timeout", "5", stdout=StringIO())
+    request.refresh_from_db()
+    assert request.storage_pending == "" and store.count_many(sessions) == 0
+
+
+@pytest.mark.servers  # a Redis server of its own, then stopped
+def test_with_redis_down_an_erasure_erases_nothing_and_the_clean_up_command_says_so(own_redis, tenant):
+    subject_data_create(tenant=tenant, user_id=REDIS_SUBJECT)
+    request = verified_request(subjects=[(tenant, REDIS_SUBJECT)], scope=Scope.EVERYTHING)
+    own_redis.shutdown(nosave=True)
+
+    with pytest.raises(erasure.ErasureFailed, match="did not answer; nothing was erased"):
+        erasure.erasure_execute(request=request)
+    request.refresh_from_db()
+    assert request.status == Status.FAILED and "Redis" in request.failure
+    assert Session.objects.filter(user_id=REDIS_SUBJECT).count() == 2
+
+    with pytest.raises(CommandError, match=re.escape(erasure.WORKING_STATE_UNREACHABLE)):
+        call_command("erasure_storage_cleanup", "--timeout", "0")

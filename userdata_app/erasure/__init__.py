@@ -26,7 +26,13 @@ from userdata_app.erasure.lifecycle import (
     step_allowed,
 )
 from userdata_app.erasure.reapply import erased_subjects_export, erased_subjects_import, erasures_reapply
-from userdata_app.erasure.storage import STORAGE_CLEANUP_OWED, WAL_PENDING, WORKING_STATE_OWED, erasure_storage_retry
+from userdata_app.erasure.storage import (
+    STORAGE_CLEANUP_OWED,
+    WAL_PENDING,
+    WORKING_STATE_OWED,
+    WORKING_STATE_UNREACHABLE,
+    erasure_storage_retry,
+)
 
 __all__ = [
     "ERASED_REPR",
@@ -35,6 +41,7 @@ __all__ = [
     "STORAGE_CLEANUP_OWED",
     "WAL_PENDING",
     "WORKING_STATE_OWED",
+    "WORKING_STATE_UNREACHABLE",
     "ErasureFailed",
     "add_months",
     "category_label",

@@ -31,6 +31,7 @@ from agentstate.exceptions import Conflict
 from agentstate.subject_data import counts_text
 from agentstate.subjects import PROCESS_STATE, USER_DATA, subjects_lock
 from agentstate.tenancy.models import Tenant
+from sessions_app.working_state import WorkingStateUnavailable
 from userdata_app.erasure.lifecycle import actor_name, step_allowed, transition
 from userdata_app.erasure.registry import grace_until, subject_hash
 from userdata_app.erasure.scope import kinds_in_scope
@@ -158,6 +159,11 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
     except DatabaseError as exc:
         _mark_failed(request, f"Database error, nothing was erased: {exc.__class__.__name__}.", actor)
         raise ErasureFailed("Erasure rolled back after a database error; nothing was erased.") from exc
+    except WorkingStateUnavailable as exc:
+        _mark_failed(request, f"The working-state store (Redis) did not answer, nothing was erased: {exc}.", actor)
+        raise ErasureFailed(
+            "Erasure rolled back: the working-state store (Redis) did not answer; nothing was erased."
+        ) from exc
     request.refresh_from_db()
     receipt.request = request  # as stored after the commit, with what the clean-up left pending
     return receipt

@@ -14,6 +14,7 @@ docs/COMPLIANCE.md.
 
 from __future__ import annotations
 
+import logging
 import time
 
 from django.contrib.admin.models import LogEntry
@@ -27,6 +28,7 @@ from userdata_app.erasure.scope import kinds_in_scope
 from userdata_app.models import ErasureRequest, ErasureSubject
 
 Scope = ErasureRequest.Scope
+logger = logging.getLogger(__name__)
 WAL_PENDING = (
     "SQLite's write-ahead log (the -wal file) still holds erased rows: a reader kept it open, so it could not be "
     "truncated."
@@ -42,6 +44,9 @@ STORAGE_CLEANUP_OWED = {
 # Also owed by an erasure of process state when working state lives outside the database (Redis).
 WORKING_STATE_OWED = (
     "Redis may still hold the erased sessions' working state: it has not been cleared since the erasure."
+)
+WORKING_STATE_UNREACHABLE = (
+    "Redis may still hold the working state of erased sessions: it could not be reached to sweep it."
 )
 
 
@@ -76,13 +81,20 @@ def storage_cleanup_owed(*, scope: str) -> str:
 
 def erasure_storage_after_commit(*, request_pk: int, scope: str) -> None:
     """Run once the erasure has committed (``transaction.on_commit``): the clean-up, then the
-    request's note says what is still pending ("" once everything has run). It is registered
-    after the erased sessions' working-state clear (``erase_subject``) and callbacks run in
-    order, stopping at the first that fails: running at all means that clear is done."""
-    pending = storage_cleanup(scope=scope)
-    ErasureRequest.objects.filter(pk=request_pk).update(storage_pending=pending)
-    if not pending:
-        wal_truncate()  # the note's own write (the request's row, nothing of the subject): the log ends empty
+    request's note says what is still pending ("" once everything has run). The erased sessions'
+    working state was cleared just before (``erase_subject`` registered that first); if the store
+    refused it (Redis down), the note keeps saying so. Never raises: the erasure has committed and
+    its answer must say so; whatever fails here leaves the note as the erasure wrote it, everything
+    owed, for ``erasure_storage_cleanup``."""
+    try:
+        pending = storage_cleanup(scope=scope)
+        if session_services.working_state_clear_refused():
+            pending = f"{pending} {WORKING_STATE_OWED}".strip()
+        ErasureRequest.objects.filter(pk=request_pk).update(storage_pending=pending)
+        if not pending:
+            wal_truncate()  # the note's own write (the request's row, nothing of the subject): the log ends empty
+    except Exception:
+        logger.warning("clean-up after erasure request %s left pending", request_pk, exc_info=True)
 
 
 def erasure_storage_retry(*, timeout: float, interval: float = 1.0) -> str:
@@ -92,8 +104,12 @@ def erasure_storage_retry(*, timeout: float, interval: float = 1.0) -> str:
     deadline = time.monotonic() + timeout
     while True:
         flagged = list(ErasureRequest.objects.exclude(storage_pending="").values_list("pk", flat=True))
-        session_services.working_state_orphans_clear()
         pending = storage_cleanup()
+        try:
+            session_services.working_state_orphans_clear()
+        except Exception:  # Redis down or refusing: reported like the rest, retried until the timeout
+            logger.warning("working state not swept", exc_info=True)
+            pending = f"{pending} {WORKING_STATE_UNREACHABLE}".strip()
         if not pending:
             ErasureRequest.objects.filter(pk__in=flagged).update(storage_pending="")
             wal_truncate()

@@ -2,15 +2,16 @@
 (docs/OPERATIONS.md has cron and systemd timer examples). Safe to interrupt: every batch commits
 on its own and the next run finishes the job."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from agentstate.db_waits import JobCommand
 from agentstate.exceptions import InvalidInput
 from agentstate.tenancy.models import Tenant
 from sessions_app import services
 from sessions_app.services.retention import RetentionBatch, categories
 
 
-class Command(BaseCommand):
+class Command(JobCommand):
     help = "Apply the tenants' retention policies in bounded batches and record the run (--dry-run changes nothing)."
 
     def add_arguments(self, parser) -> None:

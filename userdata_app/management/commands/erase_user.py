@@ -12,8 +12,9 @@ import sys
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from agentstate.db_waits import JobCommand
 from agentstate.exceptions import DomainError
 from agentstate.validation import identifier_visible
 from userdata_app import erasure
@@ -22,7 +23,7 @@ from userdata_app.models import ErasureRequest
 from ._subjects import add_subject_argument, parse_subjects
 
 
-class Command(BaseCommand):
+class Command(JobCommand):
     help = "Erase everything in scope about one person (one or more TENANT:USER_ID) and print the receipt."
 
     def add_arguments(self, parser: CommandParser) -> None:

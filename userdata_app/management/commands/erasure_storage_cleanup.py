@@ -6,12 +6,13 @@ clean-up; the request's admin page and receipt say so in each case. Retries unti
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from agentstate.db_waits import JobCommand
 from userdata_app import erasure
 
 
-class Command(BaseCommand):
+class Command(JobCommand):
     help = (
         "Finish what erasures left pending (SQLite's WAL, statistics, working state of erased sessions), "
         "retrying until done or --timeout."

@@ -8,13 +8,14 @@ outside the database (``--save-registry``) so a restore from an older backup can
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from agentstate.db_waits import JobCommand
 from agentstate.exceptions import DomainError
 from userdata_app import erasure
 
 
-class Command(BaseCommand):
+class Command(JobCommand):
     help = "Re-apply executed erasures to data restored from a backup."
 
     def add_arguments(self, parser: CommandParser) -> None:
