@@ -38,6 +38,15 @@ class DatabaseBusy(exceptions.APIException):
     wait = 2  # DRF's handler turns it into Retry-After
 
 
+class WriteUnconfirmed(DatabaseBusy):
+    """The write committed on the primary but no synchronous standby confirmed it
+    (agentstate.postgresql): never a success, and safe to retry with the same client ids."""
+
+    default_detail = "The write was not confirmed by a synchronous standby: it may or may not be kept."
+    # About what an HA tool takes to stop waiting for a lost standby or to promote one (docs/SCALING.md).
+    wait = 5
+
+
 # DRF exception class -> our code (the first match wins, so subclasses come first).
 _CODES: list[tuple[type[exceptions.APIException], str]] = [
     (exceptions.ValidationError, "invalid"),
@@ -53,11 +62,6 @@ _CODES: list[tuple[type[exceptions.APIException], str]] = [
     (PayloadTooLarge, "too_large"),
     (DatabaseBusy, "unavailable"),
 ]
-
-
-# Seconds a client is asked to wait before retrying a write the database could not confirm: about
-# what an HA tool takes to stop waiting for a lost standby or to promote one (docs/SCALING.md).
-UNCONFIRMED_RETRY_AFTER_SECONDS = 5
 
 
 def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
@@ -98,15 +102,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     """DRF's EXCEPTION_HANDLER: domain errors and every DRF error in the one shape."""
     if isinstance(exc, DomainError):
         return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
-    if isinstance(exc, ReplicationUnconfirmed):  # committed on the primary only: never a success
-        return Response(
-            error_body("unavailable", f"{exc} Retry it: its client ids make a retry store nothing twice."),
-            status=503,
-            headers={"Retry-After": str(UNCONFIRMED_RETRY_AFTER_SECONDS)},
-        )
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
-    if _database_unavailable(exc):
+    if isinstance(exc, ReplicationUnconfirmed):  # committed on the primary only: never a success
+        exc = WriteUnconfirmed(f"{exc} Retry it: its client ids make a retry store nothing twice.")
+    elif _database_unavailable(exc):
         exc = DatabaseBusy()
     if isinstance(exc, IntegrityError) and _key_of_a_deleted_tenant(context["request"]):
         exc = exceptions.AuthenticationFailed("Invalid, revoked or expired API key.")
