@@ -42,7 +42,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
@@ -54,6 +54,7 @@ from django.db.models import Model
 from django.http import HttpRequest, HttpResponseBase
 
 from agentstate import metrics
+from agentstate.watchdog import Deadline, watchdog
 
 logger = logging.getLogger(__name__)
 _request: ContextVar[HttpRequest | None] = ContextVar("agentstate_db_request", default=None)
@@ -151,7 +152,7 @@ def replica_reads(func: Callable[_P, _R]) -> Callable[_P, _R]:
             with deadline(alias) as expired:
                 result = func(*args, **kwargs)
         except DatabaseError as exc:  # down, cancelled by a replay conflict, behind on a migration, or silent
-            found = _no_answer() if expired.fired else f"{type(exc).__name__} during a read"
+            found = _no_answer() if _abandoned(expired) else f"{type(exc).__name__} during a read"
             _mark(alias, ReplicaCheck(lag=None, error=found))
             _close(alias)
         else:
@@ -189,7 +190,7 @@ def replica_is_healthy(alias: str) -> bool:
         with deadline(alias) as expired:
             check = replica_check(alias)
     except Exception as exc:  # down, refusing, silent or forbidden: any failure means "do not read here"
-        check = ReplicaCheck(lag=None, error=_no_answer() if expired.fired else type(exc).__name__)
+        check = ReplicaCheck(lag=None, error=_no_answer() if _abandoned(expired) else type(exc).__name__)
         _close(alias)
     return _mark(alias, check).healthy
 
@@ -262,44 +263,32 @@ def wal_position(lsn: str) -> int:
     return (int(high, 16) << 32) + int(low, 16)
 
 
-@dataclass
-class Deadline:
-    fired: bool = False
-
-
 @contextmanager
-def deadline(alias: str) -> Iterator[Deadline]:
+def deadline(alias: str) -> Iterator[Deadline | None]:
     """Within: what ``alias`` (PostgreSQL) has not answered after ``REPLICA_TIMEOUT_SECONDS`` is
-    abandoned. A timer shuts the connection's socket down, so the wait on it ends at once with a
-    DatabaseError, and the connection is closed on the way out (``fired`` says it happened)."""
-    expired = Deadline()
+    abandoned. The watchdog shuts the connection's socket down, so the wait on it ends at once with
+    a DatabaseError, and the connection is closed on the way out (the deadline's ``fired`` says so)."""
     wrapper = connections[alias]
     if wrapper.vendor != "postgresql":
-        yield expired
+        yield None
         return
-    lock = threading.Lock()
-    finished = False
 
-    def expire() -> None:
-        with lock:
-            if finished or wrapper.connection is None:
-                return
-            expired.fired = True
+    def shut_down() -> None:
+        if wrapper.connection is not None:
             # A copy of the descriptor: shutting it down ends the connection for every copy.
-            with suppress(Exception), socket.socket(fileno=os.dup(wrapper.connection.pgconn.socket)) as sock:
-                sock.shutdown(socket.SHUT_RDWR)  # suppressed: already closed or broken, nothing to wait on
+            with socket.socket(fileno=os.dup(wrapper.connection.pgconn.socket)) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
 
-    timer = threading.Timer(settings.REPLICA_TIMEOUT_SECONDS, expire)
-    timer.daemon = True
-    timer.start()
     try:
-        yield expired
-    finally:
-        with lock:
-            finished = True
-        timer.cancel()
+        with watchdog.after(settings.REPLICA_TIMEOUT_SECONDS, shut_down) as expired:
+            yield expired
+    finally:  # after the watchdog is done with it: a shut-down socket never outlives the call
         if expired.fired:
             _close(alias)
+
+
+def _abandoned(expired: Deadline | None) -> bool:
+    return expired is not None and expired.fired
 
 
 def _no_answer() -> str:
