@@ -1,9 +1,11 @@
-"""The servers .ci/multinode starts, as the multi-node tests reach them: the proxy and each app
-server over HTTP, the primary and the replica directly. Tests skip unless that script set them up."""
+"""The servers .ci/multinode starts, as the multi-node tests reach them: the proxy over HTTPS (its
+certificate self-signed by the recipe), each app server over HTTP as the proxy does, the primary and
+the replica directly. Tests skip unless that script set them up."""
 
 from __future__ import annotations
 
 import os
+import ssl
 import time
 import uuid
 from collections.abc import Callable
@@ -16,8 +18,18 @@ import pytest
 from tools import pgcluster
 
 PROXY = os.environ.get("AGENTSTATE_MULTINODE_PROXY", "")
+PROXY_HTTP = os.environ.get("AGENTSTATE_MULTINODE_PROXY_HTTP", "")
+CA = os.environ.get("AGENTSTATE_MULTINODE_CA", "")  # the proxy's self-signed certificate
+
+
+def tls() -> ssl.SSLContext | bool:
+    """What a client verifies the proxy's certificate with: the recipe's self-signed one."""
+    return ssl.create_default_context(cafile=CA) if CA else True
+
+
 APPS = [url for url in os.environ.get("AGENTSTATE_MULTINODE_APPS", "").split(",") if url]
 PRIMARY = os.environ.get("AGENTSTATE_MULTINODE_PRIMARY", "")
+PRIMARY_DATA = os.environ.get("AGENTSTATE_MULTINODE_PRIMARY_DATA", "")
 REPLICA_DATA = os.environ.get("AGENTSTATE_MULTINODE_REPLICA_DATA", "")
 REPLICA_PORT = os.environ.get("AGENTSTATE_MULTINODE_REPLICA_PORT", "")
 REPLICA = PRIMARY.rsplit(":", 1)[0] + f":{REPLICA_PORT}/agentstate" if PRIMARY else ""
@@ -49,7 +61,12 @@ def key_new(tenant, scope: str = "agent") -> str:
 
 
 def client(key: str, base: str = PROXY) -> httpx.Client:
-    return httpx.Client(base_url=base, headers={"Authorization": f"Api-Key {key}"}, timeout=30)
+    """An API client through the proxy, or straight to an app server as the proxy reaches one: it
+    says the client's request came over HTTPS (production settings redirect plain HTTP)."""
+    headers = {"Authorization": f"Api-Key {key}"}
+    if base != PROXY:
+        headers["X-Forwarded-Proto"] = "https"
+    return httpx.Client(base_url=base, headers=headers, timeout=30, verify=tls())
 
 
 def session_ids(answer: httpx.Response) -> list[str]:
