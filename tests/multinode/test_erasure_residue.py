@@ -72,7 +72,10 @@ def test_what_an_erasure_leaves_in_wal_and_on_the_replica_and_what_takes_it_out(
     assert recycled and recycled != still and wal_files_holding(REPLICA_DATA, marker)
     sql(PRIMARY, f"VACUUM {MESSAGES}")
     replica_wait_replayed()
-    assert pages_holding(PRIMARY, marker) == pages_holding(REPLICA, marker) == 0
+    # The replica's page came as a full-page image (VACUUM's first change to it since the
+    # checkpoints), whose free space arrives as zeros. The primary's page may still hold the text
+    # in the space VACUUM freed (it does not zero it): it did in one of our runs, not in another.
+    assert pages_holding(REPLICA, marker) == 0
     for url in (PRIMARY, REPLICA):
         sql(url, "ALTER SYSTEM SET wal_recycle = off")
         sql(url, "SELECT pg_reload_conf()")
