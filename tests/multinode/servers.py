@@ -34,15 +34,14 @@ REPLICA_DATA = os.environ.get("AGENTSTATE_MULTINODE_REPLICA_DATA", "")
 REPLICA_PORT = os.environ.get("AGENTSTATE_MULTINODE_REPLICA_PORT", "")
 REPLICA = PRIMARY.rsplit(":", 1)[0] + f":{REPLICA_PORT}/agentstate" if PRIMARY else ""
 
-# Every multi-node test module's marks: skipped unless .ci/multinode set the servers up, and all on
-# one xdist worker, since test_replicas stops and starts the replica the other tests read from.
+# Every multi-node test module's marks: skipped unless .ci/multinode set the servers up (it runs them
+# one at a time: they stop and start the replica and an app server the others use).
 needs_servers = [
     pytest.mark.skipif(
         not (PROXY and len(APPS) == 2 and PRIMARY and REPLICA_DATA),
         reason="multi-node tests run against the servers .ci/multinode starts (AGENTSTATE_MULTINODE_* unset)",
     ),
     pytest.mark.servers,
-    pytest.mark.xdist_group("multinode"),
 ]
 SESSIONS = "/api/v1/sessions/"
 
