@@ -44,6 +44,22 @@ def _fresh_redis():
     redis_test_db_flush()
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test databases, dropped at the end even through PgBouncer in transaction
+    mode (DATABASE_TRANSACTION_POOLING): the pooler keeps its server connections to a test database
+    open after the tests close theirs, and PostgreSQL refuses to drop a database in use, so they are
+    ended first (a role may end its own sessions)."""
+    yield
+    if connection.vendor != "postgresql" or not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS"):
+        return
+    with django_db_blocker.unblock(), connection._nodb_cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [connection.settings_dict["NAME"]],
+        )
+
+
 @pytest.fixture(autouse=True)
 def _fresh_key_cache():
     """Each test starts with an empty verified-key cache (keys of earlier tests are gone)."""

@@ -3,6 +3,7 @@ benchmarks: a cluster keeps the settings it was made with across a stop and a st
 multi-node tests restart the replica with nothing but its directory), its replica streams, and
 nothing is left behind. Needs PostgreSQL's server programs (Debian's postgresql package)."""
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -84,3 +85,29 @@ def test_the_command_line_starts_a_cluster_with_a_role_and_a_database_and_stops_
     workdir.rmdir()
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(f"postgres://postgres@127.0.0.1:{port}/postgres", connect_timeout=2)
+
+
+def test_with_password_auth_only_postgres_is_trusted_and_other_roles_need_a_pg_hba_line_and_their_password():
+    """What .ci/multinode starts its primary with, so that the recipe's pg_hba lines and SCRAM
+    passwords are what lets the app's role in (docs/SCALING.md, step 1)."""
+    workdir = Path(tempfile.mkdtemp(prefix="agentstate-test-pgcluster-"))
+    workdir.chmod(0o755)
+    data = workdir / "pg"
+    try:
+        pgcluster.cluster_create(data, port=pgcluster.free_port(), password_auth=True)
+        cluster = pgcluster.cluster_start(data)
+        pgcluster.cluster_sql(cluster, "CREATE ROLE app LOGIN PASSWORD 'app-secret'")
+        app = f"postgres://app:app-secret@127.0.0.1:{cluster.port}/postgres"
+        with pytest.raises(psycopg.OperationalError, match=r"no pg_hba\.conf entry"):
+            psycopg.connect(app, connect_timeout=5)
+        with (data / "pg_hba.conf").open("a") as hba:
+            hba.write("host postgres app 127.0.0.1/32 scram-sha-256\n")
+        pgcluster.cluster_sql(cluster, "SELECT pg_reload_conf()")
+        with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+            psycopg.connect(app.replace("app-secret", "wrong"), connect_timeout=5)
+        with psycopg.connect(app, connect_timeout=5) as conn:
+            assert conn.execute("SELECT current_user").fetchone() == ("app",)
+        assert setting(cluster.url(), "port") == str(cluster.port)  # postgres: still trusted
+    finally:
+        pgcluster.cluster_stop(data)
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -12,6 +12,7 @@ Standard library only, so a fresh clone's shell scripts run it before any virtua
 
     python3 -m tools.pgcluster start DIR --port 55432 --set max_connections=200 --database agentstate
     python3 -m tools.pgcluster replica DIR REPLICA_DIR --port 55433
+    python3 -m tools.pgcluster adopt COPY_DIR --port 55434   # a copy pg_basebackup made elsewhere
     python3 -m tools.pgcluster stop DIR --remove
 """
 
@@ -32,6 +33,11 @@ THROWAWAY = {"listen_addresses": "127.0.0.1", "fsync": "off"}
 # What a primary needs before pg_basebackup can copy it and a replica can stream from it.
 REPLICATION = {"wal_level": "replica", "max_wal_senders": "5", "hot_standby": "on"}
 REPLICATION_HBA = "host replication postgres 127.0.0.1/32 trust\n"
+# With password_auth: only the postgres superuser is trusted (locally and on 127.0.0.1); every
+# other role gets in only through the lines a caller appends (docs/SCALING.md's recipe does).
+POSTGRES_ONLY_HBA = (
+    "local all all trust\nhost all postgres 127.0.0.1/32 trust\nhost replication postgres 127.0.0.1/32 trust\n"
+)
 
 
 @dataclass(frozen=True)
@@ -92,8 +98,10 @@ def cluster_create(
     socket_dir: Path | None = None,
     settings: Mapping[str, str] | None = None,
     replication: bool = False,
+    password_auth: bool = False,
 ) -> Cluster:
-    """initdb into ``data`` (new or empty) with trust authentication, then write the settings."""
+    """initdb into ``data`` (new or empty) with trust authentication, then write the settings.
+    ``password_auth`` trusts the postgres role only (POSTGRES_ONLY_HBA)."""
     data.mkdir(parents=True, exist_ok=True)
     _make_private(data)
     _run("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8")
@@ -107,7 +115,9 @@ def cluster_create(
             **(settings or {}),
         },
     )
-    if replication:
+    if password_auth:
+        (data / "pg_hba.conf").write_text(POSTGRES_ONLY_HBA)
+    elif replication:
         with (data / "pg_hba.conf").open("a") as hba:
             hba.write(REPLICATION_HBA)
     return Cluster(data=data, port=port)
@@ -168,6 +178,14 @@ def replica_create(
         *("-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres"),
         *("-D", data, "-R", "-X", "stream", "-c", "fast"),
     )
+    return replica_adopt(data, port=port, socket_dir=socket_dir, settings=settings)
+
+
+def replica_adopt(
+    data: Path, *, port: int, socket_dir: Path | None = None, settings: Mapping[str, str] | None = None
+) -> Cluster:
+    """A copy ``pg_basebackup`` made (with the primary's settings) gets its own port and socket
+    directory, and ``settings`` over the primary's."""
     _configure(data, {"port": str(port), "unix_socket_directories": str(socket_dir or data), **(settings or {})})
     return Cluster(data=data, port=port)
 
@@ -243,6 +261,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--set", type=_setting, action="append", default=[], metavar="NAME=VALUE", help="a new cluster's setting"
     )
     start.add_argument("--replication", action="store_true", help="ready to be copied by the replica command")
+    start.add_argument(
+        "--password-auth", action="store_true", help="trust only the postgres role; append pg_hba lines for others"
+    )
     start.add_argument("--role", action="append", default=[], help="a login role to create (repeatable)")
     start.add_argument("--database", action="append", default=[], help="a database to create (repeatable)")
     replica = commands.add_parser("replica", help="pg_basebackup a running primary into REPLICA_DIR and start it")
@@ -250,6 +271,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     replica.add_argument("data", type=Path, metavar="REPLICA_DIR")
     replica.add_argument("--port", type=int, required=True)
     replica.add_argument("--socket-dir", type=Path, help="where the Unix socket goes (default: REPLICA_DIR)")
+    adopt = commands.add_parser("adopt", help="give a copy pg_basebackup made in DIR its own port, then start it")
+    adopt.add_argument("data", type=Path, metavar="DIR")
+    adopt.add_argument("--port", type=int, required=True)
+    adopt.add_argument("--socket-dir", type=Path, help="where the Unix socket goes (default: DIR)")
     stop = commands.add_parser("stop", help="stop the cluster in DIR if it runs")
     stop.add_argument("data", type=Path, metavar="DIR")
     stop.add_argument("--remove", action="store_true", help="then delete DIR")
@@ -270,6 +295,7 @@ def _command(args: argparse.Namespace) -> None:
                 socket_dir=args.socket_dir,
                 settings=dict(args.set),
                 replication=args.replication,
+                password_auth=args.password_auth,
             )
         cluster = cluster_start(args.data)
         for role in args.role:
@@ -278,6 +304,9 @@ def _command(args: argparse.Namespace) -> None:
             database_create(cluster, database)
     elif args.command == "replica":
         replica_create(cluster_running(args.primary), args.data, port=args.port, socket_dir=args.socket_dir)
+        cluster_start(args.data)
+    elif args.command == "adopt":
+        replica_adopt(args.data, port=args.port, socket_dir=args.socket_dir)
         cluster_start(args.data)
     else:
         cluster_stop(args.data, remove=args.remove)

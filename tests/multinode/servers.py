@@ -1,10 +1,12 @@
-"""The servers .ci/multinode starts, as the multi-node tests reach them: the proxy and each app
-server over HTTP, the primary and the replica directly. Tests skip unless that script set them up."""
+"""The servers .ci/multinode starts, as the multi-node tests reach them: the proxy over HTTPS (its
+certificate self-signed by the recipe), each app server over HTTP as the proxy does, the primary and
+the replica directly. Tests skip unless that script set them up."""
 
 from __future__ import annotations
 
 import os
 import signal
+import ssl
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,21 +20,30 @@ import pytest
 from tools import pgcluster
 
 PROXY = os.environ.get("AGENTSTATE_MULTINODE_PROXY", "")
+PROXY_HTTP = os.environ.get("AGENTSTATE_MULTINODE_PROXY_HTTP", "")
+CA = os.environ.get("AGENTSTATE_MULTINODE_CA", "")  # the proxy's self-signed certificate
+
+
+def tls() -> ssl.SSLContext | bool:
+    """What a client verifies the proxy's certificate with: the recipe's self-signed one."""
+    return ssl.create_default_context(cafile=CA) if CA else True
+
+
 APPS = [url for url in os.environ.get("AGENTSTATE_MULTINODE_APPS", "").split(",") if url]
 PRIMARY = os.environ.get("AGENTSTATE_MULTINODE_PRIMARY", "")
+PRIMARY_DATA = os.environ.get("AGENTSTATE_MULTINODE_PRIMARY_DATA", "")
 REPLICA_DATA = os.environ.get("AGENTSTATE_MULTINODE_REPLICA_DATA", "")
 REPLICA_PORT = os.environ.get("AGENTSTATE_MULTINODE_REPLICA_PORT", "")
 REPLICA = PRIMARY.rsplit(":", 1)[0] + f":{REPLICA_PORT}/agentstate" if PRIMARY else ""
 
-# Every multi-node test module's marks: skipped unless .ci/multinode set the servers up, and all on
-# one xdist worker, since test_replicas stops and starts the replica the other tests read from.
+# Every multi-node test module's marks: skipped unless .ci/multinode set the servers up (it runs them
+# one at a time: they stop and start the replica and an app server the others use).
 needs_servers = [
     pytest.mark.skipif(
         not (PROXY and len(APPS) == 2 and PRIMARY and REPLICA_DATA),
         reason="multi-node tests run against the servers .ci/multinode starts (AGENTSTATE_MULTINODE_* unset)",
     ),
     pytest.mark.servers,
-    pytest.mark.xdist_group("multinode"),
 ]
 SESSIONS = "/api/v1/sessions/"
 
@@ -51,7 +62,12 @@ def key_new(tenant, scope: str = "agent") -> str:
 
 
 def client(key: str, base: str = PROXY) -> httpx.Client:
-    return httpx.Client(base_url=base, headers={"Authorization": f"Api-Key {key}"}, timeout=30)
+    """An API client through the proxy, or straight to an app server as the proxy reaches one: it
+    says the client's request came over HTTPS (production settings redirect plain HTTP)."""
+    headers = {"Authorization": f"Api-Key {key}"}
+    if base != PROXY:
+        headers["X-Forwarded-Proto"] = "https"
+    return httpx.Client(base_url=base, headers=headers, timeout=30, verify=tls())
 
 
 def session_ids(answer: httpx.Response) -> list[str]:

@@ -9,6 +9,7 @@ from contextlib import suppress
 
 import httpx
 import psycopg
+from psycopg.conninfo import make_conninfo
 from django.conf import settings
 from django.db import connection
 
@@ -26,6 +27,7 @@ from tests.multinode.servers import (
     session_ids,
     sql,
     tenant_new,
+    tls,
 )
 
 pytestmark = needs_servers
@@ -63,7 +65,7 @@ def test_a_frozen_replica_makes_listings_slower_never_a_502():
 def _bouncer_url() -> str:
     """The primary through PgBouncer, as the app servers reach it."""
     db = connection.settings_dict
-    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    return make_conninfo(user=db["USER"], password=db["PASSWORD"], host=db["HOST"], port=db["PORT"], dbname=db["NAME"])
 
 
 def _sleeping() -> int:
@@ -92,7 +94,7 @@ def test_a_pool_held_by_slow_transactions_gives_503s_with_retry_after_not_an_out
     stop_probing = threading.Event()
 
     def probe_livez() -> None:
-        with httpx.Client(base_url=PROXY, timeout=30) as proxy:
+        with httpx.Client(base_url=PROXY, timeout=30, verify=tls()) as proxy:
             while not stop_probing.is_set():
                 live_answers.append(proxy.get("/livez").status_code)
                 time.sleep(0.2)

@@ -84,7 +84,7 @@ def test_a_servers_counters_are_the_same_whichever_worker_answers():
     assert after == [before.pop() + 20] * 10
     pools = scrape(app)
     assert pools[("agentstate_pgbouncer_up", ())] == 1.0
-    assert pools[("agentstate_pgbouncer_clients_waiting", (("user", "postgres"),))] == 0.0
+    assert pools[("agentstate_pgbouncer_clients_waiting", (("user", "agentstate"),))] == 0.0
 
 
 def test_a_stalled_replica_shows_its_lag_in_metrics_and_health_details():
