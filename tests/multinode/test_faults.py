@@ -9,9 +9,9 @@ from contextlib import suppress
 
 import httpx
 import psycopg
-from psycopg.conninfo import make_conninfo
 from django.conf import settings
 from django.db import connection
+from psycopg.conninfo import make_conninfo
 
 from sessions_app import services
 from tests.multinode.servers import (

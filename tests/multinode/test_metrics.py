@@ -117,7 +117,11 @@ def replica_in_use_again() -> None:
 
 def _primary_removes_the_wal_after(lsn: str) -> None:
     """Switch to new WAL files and checkpoint until the file holding ``lsn`` is gone from the
-    primary (nothing holds it: no slot, no wal_keep_size, no archive)."""
+    primary. The replica's slot (docs/SCALING.md, step 3) would keep it: its bound,
+    max_slot_wal_keep_size, is lowered to 1 MB, so the primary invalidates the slot as it would past
+    the recipe's 10 GB."""
+    sql(PRIMARY, "ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'")
+    sql(PRIMARY, "SELECT pg_reload_conf()")
     (segment,) = sql(PRIMARY, "SELECT pg_walfile_name(%s::pg_lsn)", (lsn,))
     for _ in range(20):
         sql(PRIMARY, "CREATE TABLE IF NOT EXISTS wal_filler (n int)")
@@ -129,11 +133,21 @@ def _primary_removes_the_wal_after(lsn: str) -> None:
     raise AssertionError(f"the primary kept {segment}")
 
 
+def _slot_bound_restored(bound: str) -> None:
+    """The recipe's bound back, and the invalidated slot dropped (the rebuilt replica has none)."""
+    sql(PRIMARY, f"ALTER SYSTEM SET max_slot_wal_keep_size = '{bound}'")
+    sql(PRIMARY, "SELECT pg_reload_conf()")
+    sql(
+        PRIMARY, "SELECT count(pg_drop_replication_slot(slot_name)) FROM pg_replication_slots WHERE wal_status = 'lost'"
+    )
+
+
 def test_a_replica_that_lost_its_wal_is_reported_lost_and_reads_go_to_the_primary():
     tenant = tenant_new()
     reader = client(key_new(tenant))
     replica_wait_replayed()
     (replayed,) = sql(REPLICA, "SELECT pg_last_wal_replay_lsn()::text")
+    (bound,) = sql(PRIMARY, "SHOW max_slot_wal_keep_size")
     pgcluster.cluster_stop(Path(REPLICA_DATA))
     try:
         _primary_removes_the_wal_after(replayed)
@@ -154,6 +168,7 @@ def test_a_replica_that_lost_its_wal_is_reported_lost_and_reads_go_to_the_primar
         assert sql(REPLICA, "SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'")[0] == 0
         assert [session_ids(reader.get(SESSIONS)) for _ in range(4)] == [["after-the-loss"]] * 4
     finally:
+        _slot_bound_restored(bound)
         replica_rebuild()
 
 
