@@ -126,11 +126,9 @@ def _service_steps(tenant, thread_id: str, parent: str, n: int, samples: list[in
         checkpoint = _checkpoint(1)
         started = time.perf_counter_ns()
         _service_put(tenant=tenant, thread_id=thread_id, checkpoint=checkpoint, parent=parent, step=1)
-        found = selectors.checkpoint_tuples(
-            [selectors.checkpoint_get(tenant=tenant, thread_id=thread_id, checkpoint_ns="")]
-        )
+        found = selectors.checkpoint_tuple_get(tenant=tenant, thread_id=thread_id, checkpoint_ns="")
         samples.append(time.perf_counter_ns() - started)
-        assert found[0].checkpoint.checkpoint_id == checkpoint["id"]
+        assert found is not None and found.checkpoint.checkpoint_id == checkpoint["id"]
         parent = checkpoint["id"]
     return parent
 

@@ -201,10 +201,10 @@ class CheckpointDetailView(TenantAPIView):
     )
     def get(self, request: TenantRequest) -> Response:
         query = validated(CheckpointQuery, request.query_params)
-        checkpoint = selectors.checkpoint_get(tenant=request.tenant, **query)
-        if checkpoint is None:
+        found = selectors.checkpoint_tuple_get(tenant=request.tenant, **query)
+        if found is None:
             raise NotFound("No such checkpoint.")
-        return Response(_tuple_data(selectors.checkpoint_tuples([checkpoint], thread_id=query["thread_id"])[0]))
+        return Response(_tuple_data(found))
 
 
 class WritesView(TenantAPIView):
