@@ -74,6 +74,20 @@ def _writes_order(write: LangGraphWrite) -> tuple[str, str, int]:
     return (write.task_path, write.task_id, write.idx)
 
 
+# What a CheckpointTuple's writes carry: not the JSON view for staff, which the ORM would parse.
+_WRITE_ANSWER = (
+    "session_id",
+    "checkpoint_ns",
+    "checkpoint_id",
+    "task_id",
+    "task_path",
+    "idx",
+    "channel",
+    "value_type",
+    "value",
+)
+
+
 @dataclass(frozen=True)
 class CheckpointTuple:
     checkpoint: LangGraphCheckpoint
@@ -81,9 +95,12 @@ class CheckpointTuple:
     writes: list[LangGraphWrite]
 
 
-def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str | None = None) -> list[CheckpointTuple]:
+def checkpoint_tuples(
+    checkpoints: list[LangGraphCheckpoint], *, thread_id: str | None = None, rendered: bool = False
+) -> list[CheckpointTuple]:
     """The checkpoints with their thread ids and pending writes (in LangGraph's order: task path,
-    task id, idx): one query for a page of one thread (``thread_id`` given), two otherwise."""
+    task id, idx): one query for a page of one thread (``thread_id`` given), two otherwise. The
+    writes' JSON view for staff is read only when ``rendered`` (the admin) asks for it."""
     if not checkpoints:
         return []
     session_pks = {c.session_id for c in checkpoints}
@@ -94,7 +111,7 @@ def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str 
     writes: dict[tuple[int, str, str], list[LangGraphWrite]] = {}
     for write in LangGraphWrite.objects.filter(
         session_id__in=session_pks, checkpoint_id__in={c.checkpoint_id for c in checkpoints}
-    ):
+    ).only(*_WRITE_ANSWER, *(["rendered"] if rendered else [])):
         writes.setdefault((write.session_id, write.checkpoint_ns, write.checkpoint_id), []).append(write)
     return [
         CheckpointTuple(
