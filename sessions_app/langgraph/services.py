@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -211,37 +212,55 @@ class _Insert:
 
 def _insert(
     model: type[SessionOwned],
-    fields: Sequence[str],
+    fields: tuple[str, ...],
     rows: Sequence[Sequence[Any]],
     *,
     tenant: Tenant,
-    conflict: Sequence[str],
-    update: Sequence[str] = (),
+    conflict: tuple[str, ...],
+    update: tuple[str, ...] = (),
 ) -> _Insert:
     """``rows`` (values of ``fields``) for ``model``; a row whose ``conflict`` key is stored already
     is kept as it is, or takes the ``update`` columns (a retried put replaces, as LangGraph's
-    savers do). ``WHERE true`` tells SQLite that ``ON CONFLICT`` is not a join's."""
-    quote = connection.ops.quote_name
-    meta = model._meta
-    concrete = [cast(Field, meta.get_field(name)) for name in fields]
+    savers do)."""
+    concrete = [cast(Field, model._meta.get_field(name)) for name in fields]
+    values, insert = _insert_sql(model, fields, len(rows), conflict, update, connection.vendor)
+    return _Insert(
+        values=values,
+        values_params=[
+            field.get_db_prep_save(value, connection) for r in rows for field, value in zip(concrete, r, strict=True)
+        ],
+        insert=insert,
+        insert_params=[tenant.pk, _now()],
+    )
+
+
+@functools.lru_cache(maxsize=256)  # shapes by row count: a few per graph
+def _insert_sql(
+    model: type[SessionOwned],
+    fields: tuple[str, ...],
+    rows: int,
+    conflict: tuple[str, ...],
+    update: tuple[str, ...],
+    vendor: str,
+) -> tuple[str, str]:
+    """The SQL of ``_insert``, worked out once per shape (a step's writes repeat a few shapes).
+    ``WHERE true`` tells SQLite that ``ON CONFLICT`` is not a join's."""
     columns = [_column(model, name) for name in fields]
     # VALUES has no column types of its own: PostgreSQL is told them, SQLite needs none.
-    casts = [f"::{field.db_type(connection)}" if connection.vendor == "postgresql" else "" for field in concrete]
-    row = "(" + ", ".join(["%s"] * len(concrete)) + ")"
+    casts = [
+        f"::{cast(Field, model._meta.get_field(name)).db_type(connection)}" if vendor == "postgresql" else ""
+        for name in fields
+    ]
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
     selected = ", ".join(f"v.{column}{cast}" for column, cast in zip(columns, casts, strict=True))
     keys = ", ".join(_column(model, name) for name in conflict)
     updated = [_column(model, name) for name in update]
     action = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in updated) if updated else "DO NOTHING"
-    return _Insert(
-        values=f"v({', '.join(columns)}) AS (VALUES {', '.join([row] * len(rows))})",
-        values_params=[
-            field.get_db_prep_save(value, connection) for r in rows for field, value in zip(concrete, r, strict=True)
-        ],
-        insert=(
-            f"INSERT INTO {quote(meta.db_table)} (session_id, tenant_id, user_id, created_at, {', '.join(columns)}) "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-            f"SELECT s.id, %s, s.user_id, %s, {selected} FROM s, v WHERE true ON CONFLICT ({keys}) {action}"
-        ),
-        insert_params=[tenant.pk, _now()],
+    table = connection.ops.quote_name(model._meta.db_table)
+    return (
+        f"v({', '.join(columns)}) AS (VALUES {', '.join([row] * rows)})",
+        f"INSERT INTO {table} (session_id, tenant_id, user_id, created_at, {', '.join(columns)}) "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"SELECT s.id, %s, s.user_id, %s, {selected} FROM s, v WHERE true ON CONFLICT ({keys}) {action}",
     )
 
 
