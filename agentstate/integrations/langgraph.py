@@ -21,7 +21,8 @@ import asyncio
 import base64
 import json
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -104,6 +105,164 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+MAX_BATCH_CALLS = 64  # the server's bound on one batch
+
+
+class _Pending:
+    """A write (put, put_writes) waiting for its request: its outcome once the server answered, and
+    the batch it sends when its turn to lead comes."""
+
+    def __init__(self, call: Call[Any]) -> None:
+        self.call = call
+        self.batch: list[_Pending] | None = None
+        self.outcome: Any = None
+        self.error: BaseException | None = None
+
+    def result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.outcome
+
+
+class _GroupCommit:
+    """Group commit of one saver's writes. LangGraph makes them from its background threads or
+    tasks while it runs the next node: a write made while another of the saver's requests is in
+    flight waits for that request, then goes with every write queued meanwhile as one batch. No
+    write waits for more than the request before it, and each returns only once the server
+    committed it, with the answer (or the error) it would have had alone. The sync and async
+    savers share this bookkeeping; each only sends and waits in its own way."""
+
+    def __init__(self) -> None:
+        self._busy = False
+        self._queue: list[_Pending] = []
+
+    def _join(self, pending: _Pending) -> None:
+        """Lead at once when nothing is in flight, else queue (callers hold the lock, if any)."""
+        if self._busy:
+            self._queue.append(pending)
+        else:
+            self._busy = True
+            pending.batch = [pending]
+
+    def _next(self) -> _Pending | None:
+        """After a batch: the leader of the next one, or None and idle."""
+        batch, self._queue = self._queue[:MAX_BATCH_CALLS], self._queue[MAX_BATCH_CALLS:]
+        if not batch:
+            self._busy = False
+            return None
+        batch[0].batch = batch
+        return batch[0]
+
+    @staticmethod
+    def call(batch: list[_Pending]) -> Call[Any]:
+        """The request that carries a batch: the call itself when it is alone."""
+        if len(batch) == 1:
+            return batch[0].call
+        calls = [{"path": p.call.url.rstrip("/").rsplit("/", 1)[-1], "body": p.call.json} for p in batch]
+        return Call("POST", f"{BASE}/batch/", _batch_responses, json={"calls": calls}, idempotent=True)
+
+    @staticmethod
+    def settle(batch: list[_Pending], answer: Any, error: BaseException | None) -> None:
+        """Give each write of a batch its outcome: the answer of its call, or the batch's error."""
+        if error is not None:
+            for pending in batch:
+                pending.error = error
+        elif len(batch) == 1:
+            batch[0].outcome = answer
+        else:
+            for pending, response in zip(batch, answer, strict=True):
+                try:
+                    pending.outcome = pending.call.result(response)
+                except Exception as exc:  # the typed error the call alone would have raised
+                    pending.error = exc
+
+
+def _batch_responses(response: httpx.Response) -> list[httpx.Response]:
+    """A batch's answer as the response each call would have had alone."""
+    return [
+        httpx.Response(result["status"], json=result["body"], request=response.request)
+        for result in as_json(response)["results"]
+    ]
+
+
+class _SyncGroupCommit(_GroupCommit):
+    def __init__(self, send: Callable[[Call[Any]], Any]) -> None:
+        super().__init__()
+        self._send = send
+        self._lock = threading.Lock()
+        self._turns: dict[int, threading.Event] = {}
+
+    def run(self, call: Call[Any]) -> Any:
+        pending = _Pending(call)
+        turn = threading.Event()
+        with self._lock:
+            self._join(pending)
+            self._turns[id(pending)] = turn
+        if pending.batch is None:
+            turn.wait()  # set when led by another (outcome given) or when this one leads
+        if pending.batch is not None:
+            self._lead(pending.batch)
+        return pending.result()
+
+    def _lead(self, batch: list[_Pending]) -> None:
+        answer, error = None, None
+        try:
+            answer = self._send(self.call(batch))
+        except BaseException as exc:
+            error = exc
+        self.settle(batch, answer, error)
+        with self._lock:
+            turns = [self._turns.pop(id(p)) for p in batch]
+            leader = self._next()
+            if leader is not None:
+                turns.append(self._turns[id(leader)])
+        for turn in turns[1:]:
+            turn.set()
+
+
+class _AsyncGroupCommit(_GroupCommit):
+    def __init__(self, send: Callable[[Call[Any]], Awaitable[Any]]) -> None:
+        super().__init__()
+        self._send = send
+        self._turns: dict[int, asyncio.Event] = {}
+
+    async def run(self, call: Call[Any]) -> Any:
+        pending = _Pending(call)
+        turn = self._turns[id(pending)] = asyncio.Event()
+        self._join(pending)
+        if pending.batch is None:
+            try:
+                await turn.wait()
+            except asyncio.CancelledError:
+                self._leave(pending)
+                raise
+        if pending.batch is not None:
+            await self._lead(pending.batch)
+        return pending.result()
+
+    def _leave(self, pending: _Pending) -> None:
+        """A cancelled write: never sent if still queued; a batch it was to lead is sent anyway."""
+        if pending in self._queue:
+            self._queue.remove(pending)
+            del self._turns[id(pending)]
+        elif pending.batch is not None:
+            asyncio.ensure_future(self._lead(pending.batch))  # noqa: RUF006 (the batch settles every write it holds)
+
+    async def _lead(self, batch: list[_Pending]) -> None:
+        answer, error = None, None
+        try:
+            answer = await self._send(self.call(batch))
+        except BaseException as exc:
+            error = exc
+        self.settle(batch, answer, error)
+        turns = [self._turns.pop(id(p)) for p in batch]
+        leader = self._next()
+        if leader is not None:
+            turns.append(self._turns[id(leader)])
+        for turn in turns[1:]:
+            turn.set()
+
+
 class AgentStateSaver(BaseCheckpointSaver[int]):
     """LangGraph checkpointer on an agentstate server; ``default_user_id`` owns threads whose
     first checkpoint names no ``configurable["user_id"]``."""
@@ -129,6 +288,8 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         self._sync: AgentStateClient | None = None
         self._async: AsyncAgentStateClient | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
+        self._writes = _SyncGroupCommit(self._run)
+        self._async_writes: tuple[asyncio.AbstractEventLoop, _AsyncGroupCommit] | None = None
 
     # --- transports -------------------------------------------------------------------------
 
@@ -145,6 +306,13 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
             )
             self._async_loop = loop
         return await self._async._call(call)
+
+    def _async_group_commit(self) -> _AsyncGroupCommit:
+        """The group commit of the running loop (its waits belong to one loop, as httpx's pool)."""
+        loop = asyncio.get_running_loop()
+        if self._async_writes is None or self._async_writes[0] is not loop:
+            self._async_writes = (loop, _AsyncGroupCommit(self._arun))
+        return self._async_writes[1]
 
     def close(self) -> None:
         if self._sync is not None:
@@ -362,14 +530,14 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         call, stored = self._put_call(config, checkpoint, metadata)
-        self._run(call)
+        self._writes.run(call)
         return stored
 
     def put_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
         if writes:
-            self._run(self._writes_call(config, writes, task_id, task_path))
+            self._writes.run(self._writes_call(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(self._delete_thread_call(thread_id))
@@ -413,14 +581,14 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         call, stored = self._put_call(config, checkpoint, metadata)
-        await self._arun(call)
+        await self._async_group_commit().run(call)
         return stored
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
         if writes:
-            await self._arun(self._writes_call(config, writes, task_id, task_path))
+            await self._async_group_commit().run(self._writes_call(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._arun(self._delete_thread_call(thread_id))

@@ -102,7 +102,7 @@ class LangGraphCheckpointAdmin(SessionChildAdmin):
 
     @admin.display(description="pending writes")
     def pending_writes(self, obj: LangGraphCheckpoint) -> str:
-        writes = langgraph_selectors.checkpoint_tuples([obj])[0].writes
+        writes = langgraph_selectors.checkpoint_tuples([obj], rendered=True)[0].writes
         return render_to_string(
             "admin/sessions_app/langgraphthread/writes.html",
             {

@@ -5,6 +5,7 @@ never in paths, so any LangGraph id (with ``/``, any length) fits."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Expression
@@ -12,11 +13,14 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from agentstate.api.errors import exception_handler
 from agentstate.api.pagination import ModelsPagination
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import JSONTextField, StrictInput, StringField, validated
 from agentstate.api.views import TenantAPIView, TenantRequest
-from agentstate.exceptions import NotFound
+from agentstate.exceptions import InvalidInput, NotFound
+from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_json
 from sessions_app.langgraph import selectors, services
 
 
@@ -159,6 +163,16 @@ class CheckpointPagination(ModelsPagination):
         return super().size() + selectors.checkpoint_writes_size()
 
 
+def _checkpoint_put(tenant: Tenant, body: Any) -> dict[str, Any]:
+    data = validated(CheckpointPutInput, body)
+    services.checkpoint_put(tenant=tenant, **data)
+    return {name: data[name] for name in ("thread_id", "checkpoint_ns", "checkpoint_id")}
+
+
+def _writes_put(tenant: Tenant, body: Any) -> dict[str, Any]:
+    return {"count": services.writes_put(tenant=tenant, **validated(WritesPutInput, body))}
+
+
 class CheckpointListView(TenantAPIView):
     pagination_class = CheckpointPagination
 
@@ -187,10 +201,7 @@ class CheckpointListView(TenantAPIView):
         responses={201: StoredOut, **error_responses(409)},
     )
     def post(self, request: TenantRequest) -> Response:
-        data = validated(CheckpointPutInput, request.data)
-        services.checkpoint_put(tenant=request.tenant, **data)
-        stored = {name: data[name] for name in ("thread_id", "checkpoint_ns", "checkpoint_id")}
-        return Response(stored, status=status.HTTP_201_CREATED)
+        return Response(_checkpoint_put(request.tenant, request.data), status=status.HTTP_201_CREATED)
 
 
 class CheckpointDetailView(TenantAPIView):
@@ -201,10 +212,10 @@ class CheckpointDetailView(TenantAPIView):
     )
     def get(self, request: TenantRequest) -> Response:
         query = validated(CheckpointQuery, request.query_params)
-        checkpoint = selectors.checkpoint_get(tenant=request.tenant, **query)
-        if checkpoint is None:
+        found = selectors.checkpoint_tuple_get(tenant=request.tenant, **query)
+        if found is None:
             raise NotFound("No such checkpoint.")
-        return Response(_tuple_data(selectors.checkpoint_tuples([checkpoint], thread_id=query["thread_id"])[0]))
+        return Response(_tuple_data(found))
 
 
 class WritesView(TenantAPIView):
@@ -214,8 +225,64 @@ class WritesView(TenantAPIView):
         responses={201: CountOut, **error_responses(409)},
     )
     def post(self, request: TenantRequest) -> Response:
-        count = services.writes_put(tenant=request.tenant, **validated(WritesPutInput, request.data))
-        return Response({"count": count}, status=status.HTTP_201_CREATED)
+        return Response(_writes_put(request.tenant, request.data), status=status.HTTP_201_CREATED)
+
+
+BATCHED_WRITES: dict[str, Callable[[Tenant, Any], dict[str, Any]]] = {
+    "checkpoints": _checkpoint_put,
+    "writes": _writes_put,
+}
+MAX_BATCH_CALLS = 64
+
+
+class BatchCallInput(StrictInput):
+    path = serializers.ChoiceField(choices=sorted(BATCHED_WRITES), help_text="The endpoint the call would go to.")
+    body = serializers.JSONField(help_text="The body it would send.")
+
+    def validate_body(self, value: Any) -> Any:
+        """A malformed document (overflow, lone surrogate, too deep) refuses the whole batch, as
+        any body; what the call's own endpoint would refuse is that call's answer."""
+        try:
+            return clean_json(value, field="body", require_object=True)
+        except InvalidInput as exc:
+            raise serializers.ValidationError(exc.fields["body"]) from None
+
+
+class BatchInput(StrictInput):
+    calls = serializers.ListField(child=BatchCallInput(), allow_empty=False, max_length=MAX_BATCH_CALLS)
+
+
+class BatchResultOut(serializers.Serializer):
+    status = serializers.IntegerField(help_text="The status the call alone would have had.")
+    body = serializers.JSONField(help_text="The answer it alone would have had.")
+
+
+class BatchOut(serializers.Serializer):
+    results = BatchResultOut(many=True)
+
+
+class BatchView(TenantAPIView):
+    @extend_schema(
+        summary="LangGraph: several checkpoint and writes puts in one request (the saver's group commit)",
+        request=BatchInput,
+        responses={200: BatchOut},
+        description="Each call runs in order as if sent alone, in its own transaction, and gets the status and "
+        "answer it would have had: one refused call leaves the others stored. The saver sends the writes made "
+        "while its previous request was in flight this way.",
+    )
+    def post(self, request: TenantRequest) -> Response:
+        results = []
+        for call in validated(BatchInput, request.data)["calls"]:
+            try:
+                answer = BATCHED_WRITES[call["path"]](request.tenant, call["body"])
+            except Exception as exc:  # answered as the call alone would be; a server fault still fails the batch
+                refused = exception_handler(exc, self.get_exception_handler_context())
+                if refused is None:
+                    raise
+                results.append({"status": refused.status_code, "body": refused.data})
+            else:
+                results.append({"status": status.HTTP_201_CREATED, "body": answer})
+        return Response({"results": results})
 
 
 class ThreadDeleteView(TenantAPIView):

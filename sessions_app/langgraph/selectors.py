@@ -4,9 +4,11 @@ a page's writes by (session, checkpoint id)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce, Length
@@ -22,20 +24,6 @@ def _thread_pk(*, tenant: Tenant, thread_id: str) -> Subquery:
     session when it reads the newest checkpoint backwards on the (session, namespace, id) index."""
     key = thread_key(clean_text(thread_id, field="thread_id"))
     return Subquery(LangGraphThread.objects.filter(tenant=tenant, thread_key=key).values("pk"))
-
-
-def checkpoint_get(
-    *, tenant: Tenant, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None = None
-) -> LangGraphCheckpoint | None:
-    """One checkpoint, or the newest of the namespace when no id is given; None when missing."""
-    checkpoint_ns = clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES)
-    rows = LangGraphCheckpoint.objects.filter(
-        session_id=_thread_pk(tenant=tenant, thread_id=thread_id), checkpoint_ns=checkpoint_ns
-    )
-    if checkpoint_id is not None:
-        checkpoint_id = clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES)
-        return rows.filter(checkpoint_id=checkpoint_id).first()
-    return rows.order_by("-checkpoint_id").first()
 
 
 def clean_filter(value: dict[str, Any] | None) -> dict[str, Any]:
@@ -80,6 +68,26 @@ def checkpoint_writes_size() -> Coalesce:
     return Coalesce(Subquery(total), 0)
 
 
+def _writes_order(write: LangGraphWrite) -> tuple[str, str, int]:
+    """LangGraph's order of a checkpoint's writes (``writes_sort_key``): Python's string order,
+    not the database's collation."""
+    return (write.task_path, write.task_id, write.idx)
+
+
+# What a CheckpointTuple's writes carry: not the JSON view for staff, which the ORM would parse.
+_WRITE_ANSWER = (
+    "session_id",
+    "checkpoint_ns",
+    "checkpoint_id",
+    "task_id",
+    "task_path",
+    "idx",
+    "channel",
+    "value_type",
+    "value",
+)
+
+
 @dataclass(frozen=True)
 class CheckpointTuple:
     checkpoint: LangGraphCheckpoint
@@ -87,9 +95,12 @@ class CheckpointTuple:
     writes: list[LangGraphWrite]
 
 
-def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str | None = None) -> list[CheckpointTuple]:
+def checkpoint_tuples(
+    checkpoints: list[LangGraphCheckpoint], *, thread_id: str | None = None, rendered: bool = False
+) -> list[CheckpointTuple]:
     """The checkpoints with their thread ids and pending writes (in LangGraph's order: task path,
-    task id, idx): one query for a page of one thread (``thread_id`` given), two otherwise."""
+    task id, idx): one query for a page of one thread (``thread_id`` given), two otherwise. The
+    writes' JSON view for staff is read only when ``rendered`` (the admin) asks for it."""
     if not checkpoints:
         return []
     session_pks = {c.session_id for c in checkpoints}
@@ -100,19 +111,64 @@ def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str 
     writes: dict[tuple[int, str, str], list[LangGraphWrite]] = {}
     for write in LangGraphWrite.objects.filter(
         session_id__in=session_pks, checkpoint_id__in={c.checkpoint_id for c in checkpoints}
-    ):
+    ).only(*_WRITE_ANSWER, *(["rendered"] if rendered else [])):
         writes.setdefault((write.session_id, write.checkpoint_ns, write.checkpoint_id), []).append(write)
     return [
         CheckpointTuple(
             checkpoint=c,
             thread_id=thread_ids[c.session_id],
-            writes=sorted(
-                writes.get((c.session_id, c.checkpoint_ns, c.checkpoint_id), []),
-                key=lambda w: (w.task_path, w.task_id, w.idx),
-            ),
+            writes=sorted(writes.get((c.session_id, c.checkpoint_ns, c.checkpoint_id), []), key=_writes_order),
         )
         for c in checkpoints
     ]
+
+
+def checkpoint_tuple_get(
+    *, tenant: Tenant, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None = None
+) -> CheckpointTuple | None:
+    """One checkpoint with its pending writes, or the namespace's newest when no id is given; None
+    when missing. One statement (LangGraph's runner starts every run with this read): the
+    checkpoint's row, then its writes', found on the (session, namespace, id) and (session, id)
+    indexes."""
+    key = thread_key(clean_text(thread_id, field="thread_id"))
+    checkpoint_ns = clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES)
+    params: list[Any] = [tenant.pk, key, checkpoint_ns]
+    chosen = ""
+    if checkpoint_id is not None:
+        chosen = "AND checkpoint_id = %s "
+        params.append(clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES))
+    quote = connection.ops.quote_name
+    sql = (
+        f"WITH c AS (SELECT session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, metadata, value_type, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"value FROM {quote(LangGraphCheckpoint._meta.db_table)} "
+        f"WHERE session_id = (SELECT session_id FROM {quote(LangGraphThread._meta.db_table)} "
+        f"WHERE tenant_id = %s AND thread_key = %s) AND checkpoint_ns = %s {chosen}"
+        f"ORDER BY checkpoint_ns DESC, checkpoint_id DESC LIMIT 1) "
+        f"SELECT 0 AS kind, c.checkpoint_id, c.parent_checkpoint_id, c.metadata, c.value_type, c.value, "
+        f"NULL AS task_id, NULL AS task_path, NULL AS idx, NULL AS channel FROM c "
+        f"UNION ALL SELECT 1, NULL, NULL, NULL, w.value_type, w.value, w.task_id, w.task_path, w.idx, w.channel "
+        f"FROM {quote(LangGraphWrite._meta.db_table)} w JOIN c ON w.session_id = c.session_id "
+        f"AND w.checkpoint_id = c.checkpoint_id AND w.checkpoint_ns = c.checkpoint_ns ORDER BY kind"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    _, checkpoint_id, parent, metadata, value_type, value, *_ = rows[0]
+    checkpoint = LangGraphCheckpoint(
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=parent,
+        metadata=json.loads(metadata),  # JSON text on both databases, as Django reads it
+        value_type=value_type,
+        value=value,
+    )
+    writes = [
+        LangGraphWrite(task_id=task_id, task_path=task_path, idx=idx, channel=channel, value_type=type_, value=data)
+        for _, _, _, _, type_, data, task_id, task_path, idx, channel in rows[1:]
+    ]
+    return CheckpointTuple(checkpoint=checkpoint, thread_id=thread_id, writes=sorted(writes, key=_writes_order))
 
 
 def thread_timeline(*, thread: LangGraphThread) -> QuerySet[LangGraphCheckpoint]:

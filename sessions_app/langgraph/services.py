@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import Exists, Field, OuterRef, Subquery
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput
@@ -18,7 +20,7 @@ from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
 from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
-from sessions_app.models import Session
+from sessions_app.models import Session, SessionOwned
 from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED
 from sessions_app.services.retention import rows_past_latest
 from sessions_app.services.sessions import session_delete
@@ -112,19 +114,29 @@ class ThreadRef:
     user_id: str
 
 
+def _thread_lock_sql(*, user_check: bool) -> str:
+    """``UPDATE session ... RETURNING id, user_id`` of the tenant's thread (its two parameters after
+    the time: tenant and key; a third, the user id or NULL, when ``user_check``)."""
+    quote = connection.ops.quote_name
+    owner = " AND user_id = COALESCE(%s, user_id)" if user_check else ""
+    return (
+        f"UPDATE {quote(Session._meta.db_table)} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"WHERE id = (SELECT session_id FROM {quote(LangGraphThread._meta.db_table)} "
+        f"WHERE tenant_id = %s AND thread_key = %s){owner} RETURNING id, user_id"
+    )
+
+
+def _now() -> Any:
+    return connection.ops.adapt_datetimefield_value(timezone.now())
+
+
 def _thread_lock(*, tenant: Tenant, key: str) -> ThreadRef | None:
     """Find the thread, take its session's row lock and record the write as activity, in one
     statement: ``updated_at`` moves to now and a thread retention ended is reopened, and the write
     is ordered with a delete, an erasure or a retention sweep of the thread (one that won leaves
     nothing to find)."""
-    quote = connection.ops.quote_name
-    sql = (
-        f"UPDATE {quote(Session._meta.db_table)} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"WHERE id = (SELECT session_id FROM {quote(LangGraphThread._meta.db_table)} "
-        f"WHERE tenant_id = %s AND thread_key = %s) RETURNING id, user_id"
-    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [connection.ops.adapt_datetimefield_value(timezone.now()), tenant.pk, key])
+        cursor.execute(_thread_lock_sql(user_check=False), [_now(), tenant.pk, key])
         row = cursor.fetchone()
     return None if row is None else ThreadRef(*row)
 
@@ -181,7 +193,123 @@ def _clean_key(checkpoint_ns: Any, checkpoint_id: Any) -> tuple[str, str]:
     )
 
 
-@transaction.atomic
+def _column(model: type[SessionOwned], name: str) -> str:
+    """The quoted column of a concrete field (every field named here has one)."""
+    return connection.ops.quote_name(cast(str, cast(Field, model._meta.get_field(name)).column))
+
+
+@dataclass(frozen=True)
+class _Insert:
+    """Rows of one of a thread's tables, as the two pieces of a statement that reads the thread's
+    session from a CTE ``s(id, user_id)``: the CTE ``v`` of their values, and the ``INSERT ...
+    SELECT ... FROM s, v`` that stores them."""
+
+    values: str
+    values_params: list[Any]
+    insert: str
+    insert_params: list[Any]
+
+
+def _insert(
+    model: type[SessionOwned],
+    fields: tuple[str, ...],
+    rows: Sequence[Sequence[Any]],
+    *,
+    tenant: Tenant,
+    conflict: tuple[str, ...],
+    update: tuple[str, ...] = (),
+) -> _Insert:
+    """``rows`` (values of ``fields``) for ``model``; a row whose ``conflict`` key is stored already
+    is kept as it is, or takes the ``update`` columns (a retried put replaces, as LangGraph's
+    savers do)."""
+    concrete = [cast(Field, model._meta.get_field(name)) for name in fields]
+    values, insert = _insert_sql(model, fields, len(rows), conflict, update, connection.vendor)
+    return _Insert(
+        values=values,
+        values_params=[
+            field.get_db_prep_save(value, connection) for r in rows for field, value in zip(concrete, r, strict=True)
+        ],
+        insert=insert,
+        insert_params=[tenant.pk, _now()],
+    )
+
+
+@functools.lru_cache(maxsize=256)  # shapes by row count: a few per graph
+def _insert_sql(
+    model: type[SessionOwned],
+    fields: tuple[str, ...],
+    rows: int,
+    conflict: tuple[str, ...],
+    update: tuple[str, ...],
+    vendor: str,
+) -> tuple[str, str]:
+    """The SQL of ``_insert``, worked out once per shape (a step's writes repeat a few shapes).
+    ``WHERE true`` tells SQLite that ``ON CONFLICT`` is not a join's."""
+    columns = [_column(model, name) for name in fields]
+    # VALUES has no column types of its own: PostgreSQL is told them, SQLite needs none.
+    casts = [
+        f"::{cast(Field, model._meta.get_field(name)).db_type(connection)}" if vendor == "postgresql" else ""
+        for name in fields
+    ]
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    selected = ", ".join(f"v.{column}{cast}" for column, cast in zip(columns, casts, strict=True))
+    keys = ", ".join(_column(model, name) for name in conflict)
+    updated = [_column(model, name) for name in update]
+    action = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in updated) if updated else "DO NOTHING"
+    table = connection.ops.quote_name(model._meta.db_table)
+    return (
+        f"v({', '.join(columns)}) AS (VALUES {', '.join([row] * rows)})",
+        f"INSERT INTO {table} (session_id, tenant_id, user_id, created_at, {', '.join(columns)}) "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"SELECT s.id, %s, s.user_id, %s, {selected} FROM s, v WHERE true ON CONFLICT ({keys}) {action}",
+    )
+
+
+def _thread_write(*, tenant: Tenant, thread_id: str, user_id: str | None, default_user_id: str, rows: _Insert) -> None:
+    """Store ``rows`` in the thread as its owner's, the write recorded as the session's activity.
+    On PostgreSQL, when the thread exists and the write names no other user (every write after a
+    thread's first), that is one statement, atomic by itself: no BEGIN and COMMIT round trips.
+    Otherwise a transaction finds or creates the thread (``thread_for_write``: its first write, the
+    erased-subject guard, a 409 for another user) and then stores the rows."""
+    thread_id = clean_text(thread_id, field="thread_id", allow_empty=False)
+    default_user_id = clean_identifier(default_user_id, field="default_user_id")
+    if user_id is not None:
+        user_id = clean_identifier(user_id, field="user_id")
+    if connection.vendor == "postgresql":
+        sql = (
+            f"WITH s AS ({_thread_lock_sql(user_check=True)}), {rows.values}, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+            f"w AS ({rows.insert}) SELECT count(*) FROM s"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql, [_now(), tenant.pk, thread_key(thread_id), user_id, *rows.values_params, *rows.insert_params]
+            )
+            (found,) = cursor.fetchone()
+        if found:
+            return
+    with transaction.atomic():
+        thread = thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH s(id, user_id) AS (VALUES (%s, %s)), {rows.values} {rows.insert}",
+                [thread.pk, thread.user_id, *rows.values_params, *rows.insert_params],
+            )
+
+
+_CHECKPOINT_FIELDS = (
+    "checkpoint_ns",
+    "checkpoint_id",
+    "parent_checkpoint_id",
+    "metadata",
+    "channel_versions",
+    "run_id",
+    "step",
+    "source",
+    "value_type",
+    "value",
+    "rendered",
+)
+
+
 def checkpoint_put(
     *,
     tenant: Tenant,
@@ -202,42 +330,44 @@ def checkpoint_put(
     value = clean_typed_value(checkpoint, field="checkpoint")
     metadata = clean_json(metadata, field="metadata", require_object=True)
     channel_versions = clean_json(channel_versions, field="channel_versions", require_object=True)
-    thread = thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
-    # One INSERT ... ON CONFLICT DO UPDATE: a repeated put replaces the checkpoint.
-    LangGraphCheckpoint.objects.bulk_create(
-        [
-            LangGraphCheckpoint(
-                session_id=thread.pk,
-                tenant=tenant,
-                user_id=thread.user_id,
-                checkpoint_ns=checkpoint_ns,
-                checkpoint_id=checkpoint_id,
-                parent_checkpoint_id=parent_checkpoint_id,
-                metadata=metadata,
-                channel_versions=channel_versions,
-                **_metadata_columns(metadata),
-                value_type=value.type,
-                value=value.data,
-                rendered=value.rendered,
-            )
-        ],
-        update_conflicts=True,
-        unique_fields=["session", "checkpoint_ns", "checkpoint_id"],
-        update_fields=[
-            "parent_checkpoint_id",
-            "metadata",
-            "channel_versions",
-            "run_id",
-            "step",
-            "source",
-            "value_type",
-            "value",
-            "rendered",
-        ],
+    columns = _metadata_columns(metadata)
+    row = (
+        checkpoint_ns,
+        checkpoint_id,
+        parent_checkpoint_id,
+        metadata,
+        channel_versions,
+        columns["run_id"],
+        columns["step"],
+        columns["source"],
+        value.type,
+        value.data,
+        value.rendered,
     )
+    rows = _insert(
+        LangGraphCheckpoint,
+        _CHECKPOINT_FIELDS,
+        [row],
+        tenant=tenant,
+        conflict=("session", "checkpoint_ns", "checkpoint_id"),
+        update=_CHECKPOINT_FIELDS[2:],
+    )
+    _thread_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id, rows=rows)
 
 
-@transaction.atomic
+_WRITE_FIELDS = (
+    "checkpoint_ns",
+    "checkpoint_id",
+    "task_id",
+    "task_path",
+    "idx",
+    "channel",
+    "value_type",
+    "value",
+    "rendered",
+)
+
+
 def writes_put(
     *,
     tenant: Tenant,
@@ -265,36 +395,34 @@ def writes_put(
         if not -(2**31) <= write["idx"] < 2**31:
             raise InvalidInput.for_field("writes", "idx must be a 32-bit integer.")
         value = clean_typed_value(write.get("value"), field="writes")
-        rows.append((write["idx"], clean_text(write.get("channel"), field="writes"), value))
-    thread = thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
-    objects = [
-        LangGraphWrite(
-            session_id=thread.pk,
+        channel = clean_text(write.get("channel"), field="writes")
+        rows.append(
+            (
+                checkpoint_ns,
+                checkpoint_id,
+                task_id,
+                task_path,
+                write["idx"],
+                channel,
+                value.type,
+                value.data,
+                value.rendered,
+            )
+        )
+    if rows:
+        insert = _insert(
+            LangGraphWrite,
+            _WRITE_FIELDS,
+            rows,
             tenant=tenant,
-            user_id=thread.user_id,
-            checkpoint_ns=checkpoint_ns,
-            checkpoint_id=checkpoint_id,
-            task_id=task_id,
-            task_path=task_path,
-            idx=idx,
-            channel=channel,
-            value_type=value.type,
-            value=value.data,
-            rendered=value.rendered,
+            conflict=("session", "checkpoint_id", "checkpoint_ns", "task_id", "idx"),
+            update=("task_path", "channel", "value_type", "value", "rendered") if replace else (),
         )
-        for idx, channel, value in rows
-    ]
-    unique = ["session", "checkpoint_id", "checkpoint_ns", "task_id", "idx"]
-    if replace:
-        LangGraphWrite.objects.bulk_create(
-            objects,
-            update_conflicts=True,
-            unique_fields=unique,
-            update_fields=["task_path", "channel", "value_type", "value", "rendered"],
-        )
+        _thread_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id, rows=insert)
     else:
-        LangGraphWrite.objects.bulk_create(objects, ignore_conflicts=True)
-    return len(objects)
+        with transaction.atomic():
+            thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
+    return len(rows)
 
 
 # --- Thread-wide operations ----------------------------------------------------------------------

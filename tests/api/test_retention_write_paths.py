@@ -241,6 +241,15 @@ WRITE_PATHS = [
         ),
         lambda s: LangGraphWrite.objects.filter(session=s, task_id="task-1").exists(),
     ),
+    WritePath(  # the saver's group commit: writes made while its previous request was in flight
+        "langgraph-batch",
+        "post",
+        _langgraph_thread,
+        lambda api: api.post(
+            LANGGRAPH + "batch/", {"calls": [{"path": "checkpoints", "body": _checkpoint_body("c2")}]}, format="json"
+        ),
+        lambda s: LangGraphCheckpoint.objects.filter(session=s, checkpoint_id="c2").exists(),
+    ),
     WritePath(  # LangGraph's copy_thread writes its target
         "langgraph-thread-copy",
         "post",

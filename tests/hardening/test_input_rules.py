@@ -65,6 +65,10 @@ GOOD_REQUESTS = {
         {**LANGGRAPH_THREAD, "task_id": "w1", "writes": [{"idx": 0, "channel": "ch", "value": TYPED_VALUE}]},
     ),
     "get /api/v1/langgraph/checkpoints/": ("/api/v1/langgraph/checkpoints/", {"filter": '{"step": 1}'}),
+    "post /api/v1/langgraph/batch/": (
+        "/api/v1/langgraph/batch/",
+        {"calls": [{"path": "checkpoints", "body": {**LANGGRAPH_THREAD, "checkpoint_id": "c3"}}]},
+    ),
     "post /api/v1/langgraph/runs/delete/": ("/api/v1/langgraph/runs/delete/", {"run_ids": ["r1"]}),
     "post /api/v1/langgraph/threads/copy/": (
         "/api/v1/langgraph/threads/copy/",

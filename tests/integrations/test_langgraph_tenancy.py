@@ -41,6 +41,13 @@ CASES = [
     ("langgraph-checkpoint-list", "post", L + "checkpoints/", PUT, OWN),
     ("langgraph-checkpoint", "get", L + "checkpoint/?thread_id=t1&checkpoint_ns=", None, NOT_FOUND),
     ("langgraph-writes", "post", L + "writes/", WRITES, OWN),
+    (
+        "langgraph-batch",
+        "post",
+        L + "batch/",
+        {"calls": [{"path": "checkpoints", "body": PUT}, {"path": "writes", "body": WRITES}]},
+        OWN,
+    ),
     ("langgraph-thread-delete", "post", L + "threads/delete/", {"thread_id": "t1"}, NOTHING),
     (
         "langgraph-thread-copy",
@@ -124,6 +131,8 @@ def test_a_missing_key_is_refused(victim, name, method, path, body, expected):
         ("checkpoints/", {**PUT, "extra": 1}, "extra"),
         ("writes/", {**WRITES, "writes": [{"idx": "0", "channel": "ch", "value": VALUE}]}, "writes"),
         ("writes/", {**WRITES, "writes": [{"idx": 2**40, "channel": "ch", "value": VALUE}]}, "writes"),
+        ("batch/", {"calls": []}, "calls"),
+        ("batch/", {"calls": [{"path": "threads/delete", "body": {"thread_id": "t1"}}]}, "calls[0].path"),
         ("threads/prune/", {"thread_ids": ["t1"], "strategy": "everything"}, "strategy"),
         ("runs/delete/", {"run_ids": "r1"}, "run_ids"),
     ],
