@@ -17,7 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models.expressions import RawSQL
 
 from agentstate.exceptions import InvalidInput
 
@@ -48,6 +50,18 @@ class Hit:
     row: tuple  # the caller's columns
     rank: float  # higher is better; comparable only within one search
     snippet: str
+
+
+def text_indexes_compact(indexes: list[TextIndex]) -> None:
+    """SQLite: merge each FTS5 index into one segment, which drops deleted rows' words from its
+    pages (``secure_delete`` zeroes the pages freed). PostgreSQL keeps no copy to compact: a GIN
+    index's dead entries point at dead rows and go with them at VACUUM (docs/COMPLIANCE.md)."""
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cursor:
+        for index in indexes:
+            table = index.fts_table
+            cursor.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")  # noqa: S608 (constant SQL)
 
 
 def query_clean(query: Any) -> str:
@@ -130,6 +144,16 @@ def text_search(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [Hit(row=tuple(row[:-2]), rank=float(row[-2]), snippet=row[-1] or "") for row in cursor.fetchall()]
+
+
+def text_match(index: TextIndex, *, query: str) -> RawSQL:
+    """The ids of every row of ``index`` matching ``query`` (already cleaned), as a subquery for
+    ``pk__in``: a filter on any queryset of the table (the admin's)."""
+    if connection.vendor == "postgresql":
+        sql = f"SELECT t.id FROM {index.table} t WHERE {index.pg_vector} @@ websearch_to_tsquery('simple', %s)"  # noqa: S608 (constant SQL)
+        return RawSQL(sql, [query])  # noqa: S611 (constant SQL; the query is a parameter)
+    table = index.fts_table
+    return RawSQL(f"SELECT rowid FROM {table} WHERE {table} MATCH %s", [fts5_query(query)])  # noqa: S608, S611 (constant SQL)
 
 
 def search_cursor(offset: int) -> str:

@@ -14,6 +14,7 @@ from sessions_app import selectors, services
 from sessions_app.models import Message, RetentionPolicy
 from sessions_app.selectors import MESSAGE_INDEX
 from userdata_app.erasure.execution import erase_subject
+from userdata_app.erasure.storage import storage_cleanup
 from userdata_app.models import ErasureRequest
 
 pytestmark = pytest.mark.django_db
@@ -118,6 +119,23 @@ def test_an_erasure_removes_the_index_entries_in_its_own_transaction(tenant, ses
     assert raw_index_ids("secrets") == []
     assert len(raw_index_ids("pelican")) == 1
     assert found(tenant, "pelican") == [] and found(tenant, "pelican", user_id="u2") == [("s1", 1)]
+
+
+def test_the_clean_up_after_an_erasure_leaves_no_erased_word_in_the_sqlite_index_pages(tenant, session):
+    """FTS5 marks a deleted row's words deleted but keeps them in its segments until they merge."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's FTS5 segments (PostgreSQL: the GIN index points at dead rows until VACUUM)")
+    services.message_append(session=session, messages=[{"content": "flamingoquill"}])
+
+    def in_index_pages() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT block FROM {MESSAGE_INDEX.fts_table}_data")  # noqa: S608 (constant SQL)
+            return any(b"flamingoquill" in bytes(row[0]) for row in cursor.fetchall() if row[0])
+
+    erase_subject(tenant=tenant, user_id="u1", scope=ErasureRequest.Scope.EVERYTHING)
+    assert raw_index_ids("flamingoquill") == [] and in_index_pages()
+    storage_cleanup(scope=ErasureRequest.Scope.EVERYTHING)
+    assert not in_index_pages()
 
 
 def test_retention_drops_old_messages_from_the_index(tenant, session):
