@@ -1,12 +1,12 @@
 """Full-text search over people's data: one engine for every searchable table (message history
 now; memories can declare a ``TextIndex`` of their own, docs/DESIGN.md "Search").
 
-The database keeps each index in step with its table (a GIN expression index on PostgreSQL, an
-FTS5 table filled by triggers on SQLite: created by the table's migration), so whatever writes or
-deletes the rows updates the index in the same transaction. A query is the same small language on
-both (web search style: words, "quoted phrases", ``or``, ``-word``); PostgreSQL reads it with
-``websearch_to_tsquery``, SQLite gets it rewritten with every phrase quoted, so nothing a caller
-types reaches FTS5's own syntax. Words match whole (no stemming: the ``simple`` configuration and
+The database keeps each index in step with its table (a generated tsvector column with a GIN
+index on PostgreSQL, an FTS5 table filled by triggers on SQLite: created by the table's
+migration), so whatever writes or deletes the rows updates the index in the same transaction.
+A query is the same small language on both (web search style: words, "quoted phrases", ``or``,
+``-word``); PostgreSQL reads it with ``websearch_to_tsquery``, SQLite gets it rewritten with
+every phrase quoted, so nothing a caller types reaches FTS5's own syntax. Words match whole (no stemming: the ``simple`` configuration and
 FTS5's ``unicode61`` tokenizer), ranked by ``ts_rank`` / ``bm25``.
 """
 
@@ -36,8 +36,8 @@ _HEADLINE_OPTIONS = f'StartSel={MARK}, StopSel={MARK}, MaxWords=24, MinWords=8, 
 @dataclass(frozen=True)
 class TextIndex:
     """A table whose rows' text is searchable, and where each database keeps its index. The SQL
-    expressions read the row as ``t``; ``pg_vector`` is the GIN index's expression, word for word
-    (otherwise PostgreSQL cannot use the index)."""
+    expressions read the row as ``t``; ``pg_vector`` is the GIN-indexed tsvector (a generated
+    column: ranking reads it instead of recomputing it from the row)."""
 
     table: str
     pg_vector: str  # the row's tsvector

@@ -297,11 +297,12 @@ def retention_runs_recent(*, limit: int) -> list[RetentionRun]:
 
 # --- Search --------------------------------------------------------------------------------
 
-# The messages' text index (created by migration 0013, whose PostgreSQL index holds ``pg_vector``
-# word for word): every string value of a message's content, whatever its shape (a string, parts).
+# The messages' text index (created by migration 0013): every string value of a message's content,
+# whatever its shape (a string, parts), in a generated column on PostgreSQL (not a model field:
+# the database alone writes it), in an FTS5 table on SQLite.
 MESSAGE_INDEX = TextIndex(
     table=Message._meta.db_table,
-    pg_vector="jsonb_to_tsvector('simple'::regconfig, t.content, '[\"string\"]'::jsonb)",
+    pg_vector="t.search_vector",
     pg_text="(SELECT string_agg(v #>> '{}', ' ') FROM jsonb_path_query(t.content, "
     "'strict $.** ? (@.type() == \"string\")') v)",
     fts_table="sessions_app_message_search",

@@ -2,10 +2,11 @@
 itself, so every path that writes messages (appends, edits, forks, erasure, retention, raw bulk
 deletes) keeps it in step in its own transaction, with no code of its own.
 
-PostgreSQL: a GIN index on an expression (the message content's string values as a ``simple``
-tsvector), built CONCURRENTLY so writes go on while it indexes the existing messages. No stored
-column: it would double what an append writes, and ranking the top rows recomputes the vector from
-the row's content anyway.
+PostgreSQL: a stored generated column (the message content's string values as a ``simple``
+tsvector; adding it rewrites the table once) with a GIN index, built CONCURRENTLY so writes go on
+while it indexes the existing messages. Stored rather than an index on the expression: ranking the matches with ``ts_rank`` would
+recompute the vector from the content of every match, while an append costs the same either way
+(docs/PERFORMANCE.md, "Search").
 
 SQLite: an FTS5 table keyed by the message's id, filled by triggers on the messages table, and
 backfilled here from the messages already stored. Triggers rather than service code because
@@ -17,12 +18,16 @@ import contextlib
 
 from django.db import migrations, transaction
 
-# Keep in step with sessions_app.selectors.MESSAGE_INDEX (the query must use the index's exact expression).
-PG_INDEX = (
-    "CREATE INDEX CONCURRENTLY IF NOT EXISTS message_search ON sessions_app_message "
-    "USING gin (jsonb_to_tsvector('simple'::regconfig, content, '[\"string\"]'::jsonb))"
-)
-PG_DROP = "DROP INDEX CONCURRENTLY IF EXISTS message_search"
+# Keep in step with sessions_app.selectors.MESSAGE_INDEX.
+PG_CREATE = [
+    "ALTER TABLE sessions_app_message ADD COLUMN IF NOT EXISTS search_vector tsvector GENERATED ALWAYS AS "
+    "(jsonb_to_tsvector('simple'::regconfig, content, '[\"string\"]'::jsonb)) STORED",
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS message_search ON sessions_app_message USING gin (search_vector)",
+]
+PG_DROP = [
+    "DROP INDEX CONCURRENTLY IF EXISTS message_search",
+    "ALTER TABLE sessions_app_message DROP COLUMN IF EXISTS search_vector",
+]
 
 SQLITE_TEXT = "(SELECT group_concat(value, ' ') FROM json_tree({row}.content) WHERE type = 'text')"
 SQLITE_CREATE = [
@@ -66,7 +71,7 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunPython(
-            _run({"postgresql": [PG_INDEX], "sqlite": SQLITE_CREATE}),
-            _run({"postgresql": [PG_DROP], "sqlite": SQLITE_DROP}),
+            _run({"postgresql": PG_CREATE, "sqlite": SQLITE_CREATE}),
+            _run({"postgresql": PG_DROP, "sqlite": SQLITE_DROP}),
         ),
     ]

@@ -1,6 +1,6 @@
 """Search over message history (agentstate.search, selectors.message_search): every path that
 writes or removes messages keeps the index in step in its own transaction, checked through the
-raw index (the FTS5 table on SQLite, the tsvector expression on PostgreSQL), not only the API."""
+raw index (the FTS5 table on SQLite, the tsvector column on PostgreSQL), not only the API."""
 
 from datetime import timedelta
 
