@@ -6,8 +6,9 @@ index on PostgreSQL, an FTS5 table filled by triggers on SQLite: created by the 
 migration), so whatever writes or deletes the rows updates the index in the same transaction.
 A query is the same small language on both (web search style: words, "quoted phrases", ``or``,
 ``-word``); PostgreSQL reads it with ``websearch_to_tsquery``, SQLite gets it rewritten with
-every phrase quoted, so nothing a caller types reaches FTS5's own syntax. Words match whole (no stemming: the ``simple`` configuration and
-FTS5's ``unicode61`` tokenizer), ranked by ``ts_rank`` / ``bm25``.
+every phrase quoted, so nothing a caller types reaches FTS5's own syntax. Words match whole (no
+stemming: the ``simple`` configuration and FTS5's ``unicode61`` tokenizer), ranked by
+``ts_rank`` / ``bm25``.
 """
 
 from __future__ import annotations
