@@ -23,6 +23,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.expressions import RawSQL
 
 from agentstate.exceptions import InvalidInput
+from agentstate.validation import LONE_SURROGATE
 
 MAX_QUERY_LENGTH = 256
 MAX_LIMIT = 100
@@ -73,6 +74,10 @@ def query_clean(query: Any) -> str:
         raise InvalidInput.for_field("q", f"At most {MAX_QUERY_LENGTH} characters.")
     if _CONTROL.search(query):
         raise InvalidInput.for_field("q", "Control characters cannot be searched.")
+    try:
+        query.encode()
+    except UnicodeEncodeError:
+        raise InvalidInput.for_field("q", LONE_SURROGATE) from None
     if not any(positives for positives, _ in _alternatives(query)):
         raise InvalidInput.for_field("q", "Give at least one word (letters or digits) that results must contain.")
     return query

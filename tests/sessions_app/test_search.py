@@ -156,7 +156,7 @@ def test_an_update_of_content_reindexes_the_row(tenant, session):
 
 @pytest.mark.parametrize(
     "query",
-    ["", "   ", "x" * 257, "-only -negatives", "!!! ???", "a\x00b", "or", '"', "___"],
+    ["", "   ", "x" * 257, "-only -negatives", "!!! ???", "a\x00b", "or", '"', "___", "word \ud800"],
 )
 def test_queries_that_cannot_be_searched_are_refused_with_the_reason(query):
     with pytest.raises(InvalidInput) as refused:
