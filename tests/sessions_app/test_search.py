@@ -197,3 +197,20 @@ def test_the_sqlite_triggers_that_keep_the_index_exist():
         cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'sessions_app_message'")
         names = {row[0] for row in cursor.fetchall()}
     assert {f"{MESSAGE_INDEX.fts_table}_{event}" for event in ("insert", "delete", "update")} <= names
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_indexes_the_messages_already_stored(tenant):
+    """Migration 0013's backfill: messages written before it are found after it."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    session = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
+    executor = MigrationExecutor(connection)
+    executor.migrate([("sessions_app", "0012_session_owned_rows")])
+    try:
+        services.message_append(session=session, messages=[{"content": [{"type": "text", "text": "older okapi"}]}])
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert found(tenant, "okapi") == [("s1", 1)]
+    assert len(raw_index_ids("older")) == 1
