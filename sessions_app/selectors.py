@@ -327,7 +327,7 @@ def message_search(*, tenant: Tenant, user_id: str, query: str, limit: int, offs
         MESSAGE_INDEX,
         connection=connections[router.db_for_read(Message)],
         query=query,
-        # Through the user's sessions: PostgreSQL combines the session key's index with the text index.
+        # Through the user's sessions (the session table's indexes find them): messages have no user index.
         scope="t.tenant_id = %s AND t.session_id IN "
         "(SELECT id FROM sessions_app_session WHERE tenant_id = %s AND user_id = %s)",
         scope_params=[tenant.pk, tenant.pk, user_id],
