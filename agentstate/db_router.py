@@ -3,7 +3,7 @@
 The rule (docs/SCALING.md, "Which reads go to a replica"):
 
 - Everything goes to the primary unless the code runs inside ``replica_reads`` (the session and
-  round listings of the API, the admin's changelists of process state, the dashboard's figures).
+  round listings and the message search of the API, the admin's changelists of process state, the dashboard's figures).
   Writes, reads inside a transaction, authentication, the erasure workflow and exports never do.
 - Even there the primary serves the read when the request is not a safe method (GET, HEAD,
   OPTIONS), when the caller wrote in the last ``READ_YOUR_WRITES_SECONDS`` (an API key or a staff

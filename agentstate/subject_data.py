@@ -30,6 +30,7 @@ from django.db import models
 from agentstate.subjects import PROCESS_STATE, USER_DATA
 
 if TYPE_CHECKING:
+    from agentstate.search import TextIndex
     from agentstate.tenancy.models import Tenant
 
 KINDS = (USER_DATA, PROCESS_STATE)  # the order an erasure takes them in
@@ -65,6 +66,9 @@ class SubjectData:
     ``part`` tells the root's exporter how to export the rows (``sessions_app``'s session parts),
     ``retention`` says which retention rule removes process state's rows besides their session's
     deletion (``sessions_app``'s ``AgesWithMessages``, or the rule's name), or why none does.
+    ``text_index`` is the full-text index the database keeps of the rows (``agentstate.search``):
+    its entries go with the rows, in their transaction; the storage clean-up after an erasure
+    compacts it, so that no erased word stays in its pages.
     """
 
     model: type[models.Model]
@@ -78,6 +82,7 @@ class SubjectData:
     retention: Any = None
     count_roots: Callable[[list[Any]], int] | None = None
     erase_roots: Callable[[list[Any]], int] | None = None
+    text_index: TextIndex | None = None
 
     @property
     def root(self) -> type[models.Model]:
@@ -211,6 +216,11 @@ def subject_erase(
 def subject_tables(*kinds: str) -> list[str]:
     """The tables an erasure of these kinds deletes from (their storage is cleaned after it)."""
     return [d.model._meta.db_table for d in declared(*kinds)]
+
+
+def subject_text_indexes(*kinds: str) -> list[TextIndex]:
+    """The full-text indexes of the rows an erasure of these kinds deletes (compacted after it)."""
+    return [d.text_index for d in declared(*kinds) if d.text_index is not None]
 
 
 def subject_ids() -> Iterator[tuple[str, str]]:

@@ -14,7 +14,7 @@ from sessions_app.models import Message, Round, Session
 from userdata_app.models import UserDatum
 
 
-def _json(text_sql: str) -> str:
+def json_sql(text_sql: str) -> str:
     """A SQL text expression stored in a JSON column."""
     return f"({text_sql})::jsonb" if connection.vendor == "postgresql" else text_sql
 
@@ -54,7 +54,7 @@ def sessions_create(*, tenant: Tenant, user_id: str, count: int, prefix: str = "
             "session_id": f"'{prefix}' || i",
             "agent_id": "'agent'",
             "workspace_id": "''",
-            "metadata": _json("'{}'"),
+            "metadata": json_sql("'{}'"),
             "created_at": "%s",
             "updated_at": "%s",
             "last_seq": "0",
@@ -83,10 +83,10 @@ def history_fill(*, session: Session, messages: int = 0, rounds: int = 0) -> Ses
                 "type": "'message'",
                 "status": "''",
                 "name": "''",
-                "content": _json(
+                "content": json_sql(
                     "'\"Message ' || i || ' of a long conversation, about as long as a short chat turn.\"'"
                 ),
-                "metadata": _json("'{}'"),
+                "metadata": json_sql("'{}'"),
                 "created_at": "%s",
             },
             params=[*owner, now],
@@ -100,7 +100,7 @@ def history_fill(*, session: Session, messages: int = 0, rounds: int = 0) -> Ses
                 "tenant_id": "%s",
                 "user_id": "%s",
                 "round_id": "i",
-                "state": _json(
+                "state": json_sql(
                     '\'{"step": \' || i || \', "plan": "look up, summarise, answer", "memory": [1, 2, 3]}\''
                 ),
                 "created_at": "%s",
@@ -134,8 +134,8 @@ def messages_for_every_session(*, tenant: Tenant, per_session: int) -> int:
             "type": "'message'",
             "status": "''",
             "name": "''",
-            "content": _json("'\"Message ' || i || ' of a long conversation.\"'"),
-            "metadata": _json("'{}'"),
+            "content": json_sql("'\"Message ' || i || ' of a long conversation.\"'"),
+            "metadata": json_sql("'{}'"),
             "created_at": "%s",
         },
         params=[timezone.now(), tenant.pk],
@@ -156,7 +156,7 @@ def user_data_create(*, tenant: Tenant, user_id: str, count: int) -> None:
             "tenant_id": "%s",
             "user_id": "%s",
             "key": "'k' || i",
-            "value": _json("'{\"preference\": ' || i || '}'"),
+            "value": json_sql("'{\"preference\": ' || i || '}'"),
             "created_at": "%s",
             "updated_at": "%s",
         },

@@ -1,4 +1,4 @@
-"""python -m benchmarks {scaling,http,erasure,admin,edits,replicas,retention,latency,frameworks,all,summary}
+"""python -m benchmarks {scaling,http,erasure,admin,edits,replicas,retention,latency,frameworks,search,all,summary}
     [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--note TEXT] [--markdown] [--write FILE]
     [--results DIR]
 
@@ -13,7 +13,9 @@ services in process (SQLite by default, PostgreSQL when DATABASE_URL is set). fr
 Google ADK, LangGraph and the OpenAI Agents SDK through their own interfaces against agentstate
 (gunicorn, one worker) and against each framework's own store on the same PostgreSQL (DATABASE_URL's
 server, or a private one), their SQLite stores beside, and computes issue 26's targets (--note
-keeps a line about the run with it).
+keeps a line about the run with it). search times the message search at 10,000 and 100,000
+messages per tenant, and what its index costs an append (SQLite by default, PostgreSQL when
+DATABASE_URL is set).
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there (--markdown as
 docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generated tables). Suites
@@ -45,6 +47,7 @@ SUITES = (
     "retention",
     "latency",
     "frameworks",
+    "search",
 )
 
 
@@ -55,6 +58,7 @@ IN_DATABASE: dict[str, tuple[str, Callable[[argparse.Namespace], dict[str, Any]]
     "edits": ("history_edits", lambda args: {}),
     "admin": ("admin_scale", lambda args: {"renders": 5 if args.quick else 15}),
     "latency": ("latency", lambda args: {"quick": args.quick}),
+    "search": ("search", lambda args: {"sizes": (10_000,)} if args.quick else {}),
 }
 
 

@@ -257,6 +257,44 @@ def _edits(vendor: str, runs: list[dict]) -> list[Table]:
     ]
 
 
+@summary("search")
+def _search(vendor: str, runs: list[dict]) -> list[Table]:
+    rows = []
+    for i, search in enumerate(runs[0]["searches"]):
+        p99 = [run["searches"][i]["p99_ms"] for run in runs]
+        rows.append(
+            [
+                search["query"],
+                f"{search['messages']:,}",
+                str(search["results"]),
+                _spread([run["searches"][i]["median_ms"] for run in runs], "{:.1f}"),
+                _spread(p99, "{:.1f}"),
+                "yes" if all(p <= runs[0]["target_p99_ms"] for p in p99) else "no",
+            ]
+        )
+    appends = [
+        [
+            name,
+            _spread([run["append"][name]["median_ms"] for run in runs]),
+            _spread([run["append"][name]["p99_ms"] for run in runs]),
+        ]
+        for name in runs[0]["append"]
+    ]
+    target = runs[0]["target_p99_ms"]
+    return [
+        Table(
+            f"Message search on {vendor}, {_when(runs)}: ms median [min–max], top 20 by rank.",
+            ["query", "messages", "results", "median ms", "p99 ms", f"p99 < {target:g} ms in every run"],
+            rows,
+        ),
+        Table(
+            "Single-message appends beside the largest history, in blocks with and without the index: ms.",
+            ["append", "median ms", "p99 ms"],
+            appends,
+        ),
+    ]
+
+
 @summary("latency")
 def _latency(vendor: str, runs: list[dict]) -> list[Table]:
     names = list(runs[0]["services"])

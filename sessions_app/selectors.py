@@ -14,9 +14,10 @@ from django.db.models import Count, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from agentstate import streaming
+from agentstate import search, streaming
 from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput, NotFound
+from agentstate.search import TextIndex
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 from sessions_app import working_state
@@ -292,3 +293,51 @@ def retention_policy_as_dict(*, tenant: Tenant) -> dict[str, Any]:
 def retention_runs_recent(*, limit: int) -> list[RetentionRun]:
     """The last runs of ``apply_retention``, newest first (the admin dashboard)."""
     return list(RetentionRun.objects.order_by("-started_at")[:limit])
+
+
+# --- Search --------------------------------------------------------------------------------
+
+# The messages' text index (created by migration 0013): every string value of a message's content,
+# whatever its shape (a string, parts), in a generated column on PostgreSQL (not a model field:
+# the database alone writes it), in an FTS5 table on SQLite.
+MESSAGE_INDEX = TextIndex(
+    table=Message._meta.db_table,
+    pg_vector="t.search_vector",
+    pg_text="(SELECT string_agg(v #>> '{}', ' ') FROM jsonb_path_query(t.content, "
+    "'strict $.** ? (@.type() == \"string\")') v)",
+    fts_table="sessions_app_message_search",
+)
+
+
+@dataclass(frozen=True)
+class MessageHit:
+    session_id: str
+    seq: int
+    role: str
+    rank: float
+    snippet: str
+
+
+def message_search(*, tenant: Tenant, user_id: str, query: str, limit: int, offset: int = 0) -> list[MessageHit]:
+    """The messages of a user's sessions whose content matches ``query`` (``agentstate.search``),
+    best first. Reads where ``router`` sends them: a replica inside ``replica_reads``."""
+    user_id = clean_identifier(user_id, field="user_id")
+    query = search.query_clean(query)
+    hits = search.text_search(
+        MESSAGE_INDEX,
+        connection=connections[router.db_for_read(Message)],
+        query=query,
+        # Through the user's sessions (the session table's indexes find them): messages have no user index.
+        scope="t.tenant_id = %s AND t.session_id IN "
+        "(SELECT id FROM sessions_app_session WHERE tenant_id = %s AND user_id = %s)",
+        scope_params=[tenant.pk, tenant.pk, user_id],
+        columns="s.session_id, t.seq, t.role",
+        joins="JOIN sessions_app_session s ON s.id = t.session_id",
+        limit=limit,
+        offset=offset,
+    )
+    return [
+        MessageHit(session_id=session_id, seq=seq, role=role, rank=hit.rank, snippet=hit.snippet)
+        for hit in hits
+        for session_id, seq, role in [hit.row]
+    ]

@@ -23,7 +23,7 @@ from agentstate.subjects import PROCESS_STATE
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
 from sessions_app.models import AgentTransition, Checkpoint, Message, MessagePop, Round, Session, WorkingStateEntry
-from sessions_app.selectors import iso, message_as_dict, working_state_get
+from sessions_app.selectors import MESSAGE_INDEX, iso, message_as_dict, working_state_get
 from sessions_app.services.live import working_state_clear_on_commit
 from sessions_app.services.retention import AgesWithMessages
 
@@ -89,6 +89,7 @@ def declare() -> None:
             "messages",
             SessionPart("messages", message_as_dict, order=("seq",), large=("content", "metadata", "usage")),
             retention=AgesWithMessages(counted_by="message_count"),
+            text_index=MESSAGE_INDEX,
         ),
         # A pop keeps a copy of what it removed for its retries (services/history.py): that is theirs too.
         process_state(

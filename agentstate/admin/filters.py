@@ -22,6 +22,7 @@ class InputFilter(admin.SimpleListFilter):
     template = "admin/input_filter.html"
     parameter_name: str  # each filter names its column
     max_length = IDENTIFIER_MAX_LENGTH  # the API's limit for this identifier
+    placeholder = ""  # the box's hint ("" shows "exact <title>")
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> Iterable[tuple[str, str]]:
         return (("", ""),)  # one dummy choice so the admin shows the filter (choices shows a box instead)

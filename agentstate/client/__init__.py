@@ -21,6 +21,7 @@ from agentstate.client.errors import (
 from agentstate.client.models import (
     Checkpoint,
     HistoryEdit,
+    MessageHit,
     MessageRecord,
     Page,
     Round,
@@ -38,6 +39,7 @@ __all__ = [
     "Checkpoint",
     "Conflict",
     "HistoryEdit",
+    "MessageHit",
     "MessageRecord",
     "NetworkError",
     "NotFound",

@@ -21,6 +21,7 @@ from agentstate.client.calls import API, Call, as_json, as_model, as_nothing, as
 from agentstate.client.models import (
     Checkpoint,
     HistoryEdit,
+    MessageHit,
     MessageRecord,
     Page,
     Round,
@@ -54,6 +55,11 @@ def _session_list(filters: dict[str, Any], page_size: int | None, cursor: str | 
 
 def _messages(user_id: str, session_id: str, params: dict[str, str]) -> Call[Page[MessageRecord]]:
     return Call("GET", session_url(user_id, session_id, "messages"), as_page(MessageRecord), params=params)
+
+
+def _message_search(user_id: str, q: str, limit: int | None, cursor: str | None) -> Call[Page[MessageHit]]:
+    url = f"{API}/users/{calls.segment(user_id)}/messages/search/"
+    return Call("GET", url, as_page(MessageHit), params=query(q=q, limit=limit, cursor=cursor))
 
 
 def _listing(url: str, cls: type, page_size: int | None, cursor: str | None = None) -> Call[Page[Any]]:
@@ -221,6 +227,17 @@ class Endpoints(abc.ABC):
                 "GET", session_url(user_id, session_id, "messages"), _recent_page, params=query(recent=count, role=role)
             )
         )
+
+    def message_search(
+        self, user_id: str, q: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[MessageHit]:
+        """One page of the user's messages (every session) whose content matches ``q``, best first:
+        words must all appear, "quoted phrases" in order, ``or`` between alternatives, ``-word`` excluded."""
+        return self._call(_message_search(user_id, q, limit, cursor))
+
+    def message_search_iter(self, user_id: str, q: str, *, limit: int | None = None) -> Iterator[MessageHit]:
+        """Every match of ``message_search``, page after page (``limit`` per page)."""
+        return self._iterate(_message_search(user_id, q, limit, None))
 
     def message_pop(
         self, user_id: str, session_id: str, *, idempotency_key: str | None = None, expected_last_seq: int | None = None

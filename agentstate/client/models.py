@@ -55,6 +55,17 @@ class MessageRecord(_Model):
     created_at: datetime | None = None
 
 
+class MessageHit(_Model):
+    """A message found by ``message_search``: where it is (session and seq), how well it matched
+    (``rank``, higher is better, within one search) and a snippet with the matched words between **."""
+
+    session_id: str
+    seq: int
+    role: str | None = None
+    rank: float
+    snippet: str
+
+
 class HistoryEdit(_Model):
     """What a rewind or clear removed, and the session after it (``history_generation`` advanced
     when anything was removed)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
@@ -14,9 +14,12 @@ from django.utils.safestring import SafeString
 from agentstate.admin.display import content_text, json_display, one_line, previewed, shown
 from agentstate.admin.filters import InputFilter, NarrowedDateFilter, UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
+from agentstate.exceptions import InvalidInput
+from agentstate.search import query_clean, text_match
 from agentstate.tenancy.models import Tenant
 from sessions_app.admin.sessions import SessionChild, SessionLabelTitle, session_label
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from sessions_app.selectors import MESSAGE_INDEX
 
 
 def sessions_where(**lookups: Any) -> QuerySet[Session, Any]:
@@ -81,6 +84,26 @@ class RoleFilter(InputFilter):
     choices = admin.SimpleListFilter.choices  # links, not InputFilter's text box
 
 
+class MessageWordsFilter(InputFilter):
+    """Messages by the words of their content, with the API's search (``agentstate.search``):
+    its index finds them, so no scan of the content column."""
+
+    title = "words"
+    parameter_name = "words"
+    placeholder = 'words, "a phrase", -not'
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if not value:
+            return queryset
+        try:
+            query = query_clean(value)
+        except InvalidInput as exc:
+            messages.warning(request, f"{exc.message} Nothing is searched.")
+            return queryset.none()
+        return queryset.filter(pk__in=text_match(MESSAGE_INDEX, query=query))
+
+
 class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
     """Children of a session, reached from the session page (``?session__id__exact=<pk>``); each
     row names its session as ``tenant / user / session``, joined in the page's one query."""
@@ -119,7 +142,12 @@ class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
 class MessageAdmin(SessionChildAdmin):
     list_display = ("seq", "session_link", "role", "name", "type", "content_preview", "created_at")
     list_display_links = ("seq",)
-    list_filter = (*SessionChildAdmin.list_filter, RoleFilter, ("created_at", NarrowedDateFilter))
+    list_filter = (
+        MessageWordsFilter,
+        *SessionChildAdmin.list_filter,
+        RoleFilter,
+        ("created_at", NarrowedDateFilter),
+    )
     ordering = ("session_id", "seq")  # the (session, seq) unique index
     list_per_page = 100
     fields = (

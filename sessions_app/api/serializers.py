@@ -14,6 +14,7 @@ from rest_framework import serializers
 
 from agentstate.api.json_rows import JSONRow, JSONValue
 from agentstate.api.serializers import Output, StrictInput, StringField
+from agentstate.search import MAX_LIMIT, search_cursor_offset
 from sessions_app.selectors import MAX_RECENT
 
 
@@ -217,6 +218,32 @@ class MessageQuery(serializers.Serializer):
         if "recent" in attrs and "after_seq" in attrs:
             raise serializers.ValidationError({"recent": ["Use either recent or after_seq, not both."]})
         return attrs
+
+
+class MessageSearchQuery(serializers.Serializer):
+    q = serializers.CharField(
+        trim_whitespace=False,
+        help_text='Words that must appear (whole words, any case), "quoted phrases", `or` between alternatives, '
+        "`-word` to exclude.",
+    )
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=20)
+    cursor = serializers.CharField(required=False, help_text="The `next` page's cursor.")
+
+    def validate_cursor(self, value: str) -> int:
+        return search_cursor_offset(value)
+
+
+class MessageHitSerializer(Output):
+    session_id = serializers.CharField()
+    seq = serializers.IntegerField()
+    role = serializers.CharField()
+    rank = serializers.FloatField(help_text="Higher is better; compare it only within one search.")
+    snippet = serializers.CharField(help_text="The matched words between ** in a piece of the text (plain text).")
+
+
+class MessageSearchPage(serializers.Serializer):
+    next = serializers.URLField(allow_null=True)
+    results = MessageHitSerializer(many=True)
 
 
 # --- Rounds -------------------------------------------------------------------------------

@@ -10,6 +10,9 @@ SESSION = rf"^users/(?P<user_id>{SEGMENT})/sessions/(?P<session_id>{SEGMENT})"
 
 urlpatterns = [
     re_path(r"^sessions/?$", views.SessionListView.as_view(), name="session-list"),
+    re_path(
+        rf"^users/(?P<user_id>{SEGMENT})/messages/search/?$", views.MessageSearchView.as_view(), name="message-search"
+    ),
     re_path(rf"{SESSION}/?$", views.SessionDetailView.as_view(), name="session-detail"),
     re_path(rf"{SESSION}/end/?$", views.SessionEndView.as_view(), name="session-end"),
     re_path(rf"{SESSION}/restore/?$", views.SessionRestoreView.as_view(), name="session-restore"),

@@ -312,3 +312,25 @@ def test_no_str_of_what_staff_act_on_carries_the_user_id(tenant):
     assert len(objects) >= 12
     for obj in objects:
         assert "alice" not in str(obj), (type(obj).__name__, str(obj))
+
+
+def test_staff_find_a_message_by_its_words_from_the_message_list(client, officer, tenant, other_tenant):
+    from sessions_app import services as session_services
+
+    login(client, officer)
+    mine = session_services.session_create(tenant=tenant, user_id="alice", session_id="trip")
+    session_services.message_append(
+        session=mine, messages=[{"content": "book the Lisbon flight"}, {"content": "and a hotel"}]
+    )
+    theirs = session_services.session_create(tenant=other_tenant, user_id="bob", session_id="s1")
+    session_services.message_append(session=theirs, messages=[{"content": [{"type": "text", "text": "Lisbon too"}]}])
+    changelist = reverse("admin:sessions_app_message_changelist")
+
+    assert 'name="words"' in client.get(changelist).content.decode()  # the box on the list itself
+    found = client.get(changelist, {"words": "lisbon"})
+    assert sorted((m.session.user_id, m.seq) for m in found.context["cl"].result_list) == [("alice", 1), ("bob", 1)]
+    phrase = client.get(changelist, {"words": '"lisbon flight"', "tenant__id__exact": tenant.pk})
+    assert [m.seq for m in phrase.context["cl"].result_list] == [1]
+    refused = client.get(changelist, {"words": "-lisbon"})
+    assert refused.status_code == 200 and refused.context["cl"].result_count == 0
+    assert "at least one word" in refused.content.decode()

@@ -108,6 +108,20 @@ def test_messages_append_list_recent_and_idempotent_retry(client):
     assert [m.client_id for m in client.message_recent(USER, SID, 1, role="user")] == ["m3"]
 
 
+def test_message_search_finds_the_users_messages_across_sessions_page_by_page(client):
+    client.session_create(USER, "trip")
+    client.session_create(USER, "work")
+    client.message_append(USER, "trip", [{"content": "book a flight to Lisbon"}, {"content": "hotel"}])
+    client.message_append(USER, "work", [{"content": [{"type": "text", "text": "Lisbon office"}]}])
+    page = client.message_search(USER, "lisbon", limit=1)
+    assert len(page.results) == 1 and page.next_cursor and "**Lisbon**" in page.results[0].snippet
+    hits = list(client.message_search_iter(USER, "lisbon", limit=1))
+    assert sorted((h.session_id, h.seq) for h in hits) == [("trip", 1), ("work", 1)]
+    with pytest.raises(ValidationError) as refused:
+        client.message_search(USER, "")
+    assert "q" in refused.value.fields
+
+
 def test_history_edits_pop_rewind_clear_fork(client):
     client.session_create(USER, SID)
     client.message_append(USER, SID, [{"role": "user", "content": c} for c in "abcd"])

@@ -3,7 +3,8 @@
 PostgreSQL's planner statistics (``pg_stats``) keep sampled values of deleted rows until the
 next ANALYZE; SQLite's write-ahead log keeps earlier versions of the pages that held them until
 it is checkpointed and truncated (and the database file keeps them until then too); Redis keeps
-the erased sessions' working state until sessions_app clears it after the commit. The erasure's
+the erased sessions' working state until sessions_app clears it after the commit; SQLite's
+full-text index (FTS5) keeps the words of deleted rows in its segments until they are merged. The erasure's
 own transaction records this clean-up as owed on the request (``storage_pending``), so a crash
 at any moment after the commit leaves it flagged; it runs right after the commit and the note is
 cleared only once it has run. What could not be done then (a reader holding SQLite's log open),
@@ -20,7 +21,8 @@ import time
 from django.contrib.admin.models import LogEntry
 from django.db import connection
 
-from agentstate.subject_data import subject_tables
+from agentstate.search import text_indexes_compact
+from agentstate.subject_data import subject_tables, subject_text_indexes
 from agentstate.subjects import statistics_refresh, wal_truncate
 from sessions_app import selectors as session_selectors
 from sessions_app import services as session_services
@@ -57,9 +59,10 @@ def _tables(scope: str) -> list[str]:
 
 
 def storage_cleanup(*, scope: str = Scope.EVERYTHING) -> str:
-    """Refresh the statistics of the tables an erasure of ``scope`` touched and truncate
-    SQLite's log; returns what is still pending, "" when nothing is."""
+    """Compact the full-text indexes of what an erasure of ``scope`` deleted, refresh the
+    statistics of the tables it touched and truncate SQLite's log; returns what is still pending, "" when nothing is."""
     pending = []
+    text_indexes_compact(subject_text_indexes(*kinds_in_scope(scope)))
     stale = statistics_refresh(tables=_tables(scope))
     if stale:
         pending.append(

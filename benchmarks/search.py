@@ -1,0 +1,160 @@
+"""Search over message history at scale (issue 27): one user whose history is the whole tenant's
+(the worst case for a per-user search), 10 sessions, at each size; the top 20 by rank of
+``selectors.message_search`` (the API's selector, in process), for two rare words found together in
+0.1 % of messages and for one word in 10 %. Target: p99 under 50 ms on PostgreSQL, flat with size.
+
+Also what the index costs an append: single-message appends to a session of the largest history,
+in blocks alternating with and without the index (PostgreSQL: the generated column and its GIN
+index dropped and rebuilt between blocks; SQLite: the FTS5 table and its triggers), so drift on a
+shared machine hits both alike.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from django.db import connection
+
+from agentstate_site import bulk_data
+from benchmarks import report
+
+TARGET_P99_MS = 50.0
+SIZES = (10_000, 100_000)
+SESSIONS = 10
+SEARCHES = 200
+APPEND_BLOCKS, APPEND_BLOCK = 6, 100
+QUERIES = {
+    "two rare words (0.1 %)": lambda rng: "topic{0} code{0}".format(rng.randrange(1000)),
+    "one word in 10 %": lambda rng: "lisbon",
+}
+
+
+def _content() -> str:
+    """Message i: topic/code words shared by every 1,000th message, 'lisbon' in every 10th."""
+    return bulk_data.json_sql(
+        "'\"Message ' || i || ' of a long conversation about ' || "
+        "CASE WHEN i %% 10 = 0 THEN 'lisbon' ELSE 'weather' END || "
+        "' topic' || (i %% 1000) || ' and code' || (i %% 1000) || ', as long as a short turn.\"'"
+    )
+
+
+def _fill(tenant, user_id: str, size: int) -> None:
+    from sessions_app.models import Message, Session
+
+    bulk_data.sessions_create(tenant=tenant, user_id=user_id, count=SESSIONS)
+    for session in Session.objects.filter(tenant=tenant, user_id=user_id):
+        bulk_data.insert_series(
+            model=Message,
+            count=size // SESSIONS,
+            values={
+                "session_id": "%s",
+                "tenant_id": "%s",
+                "user_id": "%s",
+                "seq": "i",
+                "role": "'user'",
+                "type": "'message'",
+                "status": "''",
+                "name": "''",
+                "content": _content(),
+                "metadata": bulk_data.json_sql("'{}'"),
+                "created_at": "CURRENT_TIMESTAMP",
+            },
+            params=[session.pk, tenant.pk, user_id],
+        )
+
+
+def _searches(tenant, user_id: str) -> dict[str, Any]:
+    from sessions_app import selectors
+
+    rng = random.Random(27)
+    measured = {}
+    for name, make in QUERIES.items():
+        samples, found = [], 0
+
+        def search(query: str) -> int:
+            return len(selectors.message_search(tenant=tenant, user_id=user_id, query=query, limit=20))
+
+        search(make(rng))  # warm
+        for _ in range(SEARCHES):
+            query = make(rng)
+            started = time.perf_counter_ns()
+            found = search(query)
+            samples.append(time.perf_counter_ns() - started)
+        measured[name] = {**report.summarize_ms(samples), "results": found}
+    return measured
+
+
+def _append_cost(tenant, user_id: str) -> dict[str, Any]:
+    from sessions_app import services
+
+    session = services.session_create(tenant=tenant, user_id=user_id, session_id="appends")
+    with_index: list[int] = []
+    without: list[int] = []
+    for block in range(APPEND_BLOCKS * 2):
+        indexed = block % 2 == 1  # the index exists: drop it first
+        _index_set(on=indexed)
+        samples = with_index if indexed else without
+        for n in range(APPEND_BLOCK):
+            started = time.perf_counter_ns()
+            services.message_append(session=session, messages=[{"role": "user", "content": f"appended {block} {n}"}])
+            samples.append(time.perf_counter_ns() - started)
+    return {"with index": report.summarize_ms(with_index), "without index": report.summarize_ms(without)}
+
+
+def _index_set(*, on: bool) -> None:
+    """Create or drop the messages' text index (the migration's own statements)."""
+    from importlib import import_module
+
+    migration = import_module("sessions_app.migrations.0013_message_search")
+    if connection.vendor == "postgresql":
+        statements = [s.replace(" CONCURRENTLY", "") for s in (migration.PG_CREATE if on else migration.PG_DROP)]
+    else:
+        statements = migration.SQLITE_CREATE[:4] if on else migration.SQLITE_DROP
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+
+
+def run(*, sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
+    from agentstate.tenancy.services import tenant_get_or_create
+
+    results = []
+    for size in sizes:
+        tenant = tenant_get_or_create(slug=f"search{size}")
+        print(f"search: filling a tenant of {size:,} messages")
+        _fill(tenant, "reader", size)
+        bulk_data.analyze()
+        for name, measured in _searches(tenant, "reader").items():
+            results.append({"query": name, "messages": size, **measured})
+    tenant = tenant_get_or_create(slug=f"search{sizes[-1]}")
+    append = _append_cost(tenant, "reader")
+    return {
+        "database": connection.vendor,
+        "target_p99_ms": TARGET_P99_MS,
+        "searches": results,
+        "append": append,
+    }
+
+
+def print_table(result: dict[str, Any]) -> None:
+    rows = [
+        [
+            r["query"],
+            f"{r['messages']:,}",
+            r["results"],
+            r["median_ms"],
+            r["p99_ms"],
+            "ok" if r["p99_ms"] <= result["target_p99_ms"] else "OVER",
+        ]
+        for r in result["searches"]
+    ]
+    print(report.table(["query (top 20)", "messages", "results", "median ms", "p99 ms", "p99 < 50 ms"], rows))
+    append = result["append"]
+    print(
+        report.table(
+            ["single-message append", "median ms", "p99 ms"],
+            [[name, m["median_ms"], m["p99_ms"]] for name, m in append.items()],
+        )
+    )
