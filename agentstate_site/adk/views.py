@@ -202,29 +202,38 @@ class EventListView(AdkView):
     )
     def post(self, request: TenantRequest, app_name: str, user_id: str, session_id: str) -> Response:
         data = validated(s.AdkEventAppendInput, request.data)
-        with transaction.atomic():
-            appended = services.adk_event_append(
-                tenant=request.tenant,
-                app_name=app_name,
-                user_id=user_id,
-                session_id=session_id,
-                event=data["event"],
-                expected_version=data.get("expected_version"),
-                last_update_time=data.get("last_update_time"),
-                last_event_id=data.get("last_event_id"),
+        identity: dict[str, Any] = {
+            "tenant": request.tenant,
+            "app_name": app_name,
+            "user_id": user_id,
+            "session_id": session_id,
+        }
+        appended = None
+        if data.get("expected_version") is not None:
+            appended = services.adk_event_append_one_statement(
+                **identity, event=data["event"], expected_version=data["expected_version"]
             )
-            if appended.user_delta:
-                user_services.adk_user_state_update(
-                    tenant=request.tenant,
-                    app_name=app_name,
-                    user_id=user_id,
-                    delta=appended.user_delta,
-                    session_pk=appended.session.pk,
-                    event_seq=appended.event.seq,
+        if appended is None:
+            with transaction.atomic():
+                appended = services.adk_event_append(
+                    **identity,
+                    event=data["event"],
+                    expected_version=data.get("expected_version"),
+                    last_update_time=data.get("last_update_time"),
+                    last_event_id=data.get("last_event_id"),
                 )
-        session = appended.session
+                if appended.user_delta:
+                    user_services.adk_user_state_update(
+                        tenant=request.tenant,
+                        app_name=app_name,
+                        user_id=user_id,
+                        delta=appended.user_delta,
+                        session_pk=appended.session_pk,
+                        event_seq=appended.seq,
+                    )
         return Response(
-            {"version": session.version, "last_update_time": session.last_update_time}, status=status.HTTP_201_CREATED
+            {"version": appended.version, "last_update_time": appended.last_update_time},
+            status=status.HTTP_201_CREATED,
         )
 
 
