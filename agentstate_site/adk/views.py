@@ -9,6 +9,7 @@ erased. Events are sent as the stored JSON text, never re-encoded, in pages of
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -61,15 +62,14 @@ def _session_document(session: Session, *, app_state: dict[str, Any], user_state
     }
 
 
-def _events_json(session: Session, page: selectors.EventPage) -> str:
-    """The page's events as a JSON array of the stored texts, each with its user: delta put back."""
-    if not page.events:
-        return "[]"
-    deltas = user_selectors.adk_event_user_deltas(
-        session_pk=session.pk, first_seq=page.events[0][0], last_seq=page.events[-1][0]
-    )
+def _events_json(session: Session, events: list[tuple[int, str]]) -> tuple[str, int]:
+    """The events as a JSON array of the stored texts, each with its user: delta put back, and how
+    many had one."""
+    if not events:
+        return "[]", 0
+    deltas = user_selectors.adk_event_user_deltas(session_pk=session.pk, first_seq=events[0][0], last_seq=events[-1][0])
     texts = []
-    for seq, text in page.events:
+    for seq, text in events:
         if seq in deltas:
             event = json.loads(text)
             event.setdefault("actions", {}).setdefault("state_delta", {}).update(
@@ -77,7 +77,7 @@ def _events_json(session: Session, page: selectors.EventPage) -> str:
             )
             text = json_text(event)
         texts.append(text)
-    return "[" + ",".join(texts) + "]"
+    return "[" + ",".join(texts) + "]", len(deltas)
 
 
 _RENDERER = JSONRenderer()
@@ -156,21 +156,70 @@ class SessionDetailView(AdkView):
     )
     def get(self, request: TenantRequest, app_name: str, user_id: str, session_id: str) -> HttpResponse:
         query = validated(s.AdkGetSessionQuery, request.query_params)
+        held = selectors.HeldEvents.decode(query.pop("held")) if "held" in query else None
         session = self.get_session()
-        window = selectors.adk_event_window(session=session, **query)
-        page = (
-            selectors.adk_event_page(
-                session=session, cursor=window, page_size=selectors.EVENT_PAGE_SIZE, max_bytes=settings.PAGE_MAX_BYTES
-            )
-            if window is not None
-            else selectors.EventPage(events=[], next=None)
-        )
         document = _session_document(
             session,
             app_state=selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name),
             user_state=user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id),
         )
-        return _json_response({**document, "events_next": _cursor(page.next)}, events=_events_json(session, page))
+        if query:  # GetSessionConfig's window: no token, a window is not the whole session
+            window = selectors.adk_event_window(session=session, **query)
+            page = (
+                selectors.adk_event_page(
+                    session=session,
+                    cursor=window,
+                    page_size=selectors.EVENT_PAGE_SIZE,
+                    max_bytes=settings.PAGE_MAX_BYTES,
+                )
+                if window is not None
+                else selectors.EventPage(events=[], next=None)
+            )
+            events, _ = _events_json(session, page.events)
+            return _json_response({**document, "events_next": _cursor(page.next)}, events=events)
+        if held is not None:
+            # Counted before any event is read: an erasure from here on makes the next token differ.
+            deltas = user_selectors.adk_event_user_delta_count(session_pk=session.pk, last_seq=held.last_seq)
+            if held.still_held(session, user_deltas=deltas):
+                return self._events_after(session, document, held)
+        return self._whole(session, document)
+
+    def _whole(self, session: Session, document: dict[str, Any]) -> HttpResponse:
+        """Every event (the first page of them) and the token of what the reader then holds."""
+        token = selectors.HeldEvents(
+            session_pk=session.pk,
+            history_generation=session.history_generation,
+            last_seq=session.last_seq,
+            user_deltas=user_selectors.adk_event_user_delta_count(session_pk=session.pk, last_seq=session.last_seq),
+        )
+        page = selectors.adk_event_page(
+            session=session,
+            cursor=selectors.EventCursor(timestamp=float("-inf"), seq=0, last_seq=session.last_seq),
+            page_size=selectors.EVENT_PAGE_SIZE,
+            max_bytes=settings.PAGE_MAX_BYTES,
+        )
+        events, _ = _events_json(session, page.events)
+        answer = {**document, "events_next": _cursor(page.next), "events_token": token.encode(), "events_held": False}
+        return _json_response(answer, events=events)
+
+    def _events_after(self, session: Session, document: dict[str, Any], held: selectors.HeldEvents) -> HttpResponse:
+        """The reader's events are still the session's: only those appended after them."""
+        after = selectors.adk_events_after(
+            session=session,
+            after_seq=held.last_seq,
+            page_size=selectors.EVENT_PAGE_SIZE,
+            max_bytes=settings.PAGE_MAX_BYTES,
+        )
+        events, with_delta = _events_json(session, after.events)
+        token = dataclasses.replace(held, last_seq=after.last_seq, user_deltas=held.user_deltas + with_delta)
+        answer = {
+            **document,
+            "events_next": None,
+            "events_token": token.encode(),
+            "events_held": True,
+            "events_more": after.last_seq < session.last_seq,
+        }
+        return _json_response(answer, events=events)
 
     @extend_schema(summary="ADK: delete a session and its events (user: state stays)", responses={204: None})
     def delete(self, request: TenantRequest, app_name: str, user_id: str, session_id: str) -> Response:
@@ -191,7 +240,8 @@ class EventListView(AdkView):
             session=session, cursor=cursor, page_size=selectors.EVENT_PAGE_SIZE, max_bytes=settings.PAGE_MAX_BYTES
         )
         head = json.dumps({"next": _cursor(page.next)}, separators=(",", ":"))
-        return HttpResponse(f'{head[:-1]},"events":{_events_json(session, page)}}}', content_type="application/json")
+        events, _ = _events_json(session, page.events)
+        return HttpResponse(f'{head[:-1]},"events":{events}}}', content_type="application/json")
 
     @extend_schema(
         summary="ADK: append an event with its state delta (one transaction)",

@@ -173,3 +173,20 @@ def test_an_event_without_state_delta_is_one_statement_on_postgresql(adk_api, po
     missing = adk_api.post(url.replace("/s/", "/gone/"), body("x", 1), content_type="application/json")
     assert missing.status_code == 404
     assert AdkEvent.objects.filter(session=session).count() == 11
+
+
+def test_a_read_from_held_events_costs_the_same_at_any_size_and_sends_only_new_events(adk_api):
+    counts = {}
+    for user_id, events in (("small", 10), ("big", 3000)):
+        _session(adk_api, user_id, events)
+        url = f"/api/v1/adk/apps/{APP}/users/{user_id}/sessions/s/"
+        token = adk_api.get(url).json()["events_token"]
+        event = {"id": "new", "timestamp": 1.0}  # older than every held event: the reader places it
+        adk_api.post(url + "events/", {"event": json.dumps(event)}, content_type="application/json")
+        with CaptureQueriesContext(connection) as queries:
+            answer = adk_api.get(url, {"held": token}).json()
+        counts[user_id] = len(queries)
+        assert answer["events_held"] and not answer["events_more"]
+        assert [e["id"] for e in answer["events"]] == ["new"]
+        assert adk_api.get(url, {"held": answer["events_token"]}).json()["events"] == []
+    assert counts["small"] == counts["big"] <= 8, counts

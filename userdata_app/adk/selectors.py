@@ -26,6 +26,11 @@ def adk_event_user_deltas(*, session_pk: int, first_seq: int, last_seq: int) -> 
     return {seq: json_object(delta) for seq, delta in rows.values_list("event_seq", "delta")}
 
 
+def adk_event_user_delta_count(*, session_pk: int, last_seq: int) -> int:
+    """How many of a session's events ``1..last_seq`` have a user: delta (an erasure lowers it)."""
+    return AdkEventUserDelta.objects.filter(session_pk=session_pk, event_seq__lte=last_seq).count()
+
+
 def subject_adk_user_state_export(*, tenant: Tenant, user_id: str) -> list[dict[str, Any]]:
     """Per app: the user's state and each event's part of it (session by its primary key)."""
     deltas: dict[str, list[dict[str, Any]]] = {}
