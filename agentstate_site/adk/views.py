@@ -140,11 +140,8 @@ class SessionCreateView(AdkView):
                 user_services.adk_user_state_update(
                     tenant=request.tenant, app_name=app_name, user_id=user_id, delta=created.user_delta
                 )
-        document = _session_document(
-            created.session,
-            app_state=selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name),
-            user_state=user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id),
-        )
+        app_state, user_state = user_selectors.adk_states_get(tenant=request.tenant, app_name=app_name, user_id=user_id)
+        document = _session_document(created.session, app_state=app_state, user_state=user_state)
         return _json_response({**document, "events_next": None}, events="[]", status_code=status.HTTP_201_CREATED)
 
 
@@ -157,12 +154,16 @@ class SessionDetailView(AdkView):
     def get(self, request: TenantRequest, app_name: str, user_id: str, session_id: str) -> HttpResponse:
         query = validated(s.AdkGetSessionQuery, request.query_params)
         held = selectors.HeldEvents.decode(query.pop("held")) if "held" in query else None
-        session = self.get_session()
-        document = _session_document(
-            session,
-            app_state=selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name),
-            user_state=user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id),
+        read = user_selectors.adk_session_read(
+            tenant=request.tenant,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            count_deltas=not query,
+            through_seq=held.last_seq if held is not None else None,
         )
+        session = read.session
+        document = _session_document(session, app_state=read.app_state, user_state=read.user_state)
         if query:  # GetSessionConfig's window: no token, a window is not the whole session
             window = selectors.adk_event_window(session=session, **query)
             page = (
@@ -177,20 +178,24 @@ class SessionDetailView(AdkView):
             )
             events, _ = _events_json(session, page.events)
             return _json_response({**document, "events_next": _cursor(page.next)}, events=events)
-        if held is not None:
-            # Counted before any event is read: an erasure from here on makes the next token differ.
-            deltas = user_selectors.adk_event_user_delta_count(session_pk=session.pk, last_seq=held.last_seq)
-            if held.still_held(session, user_deltas=deltas):
-                return self._events_after(session, document, held)
-        return self._whole(session, document)
+        assert read.user_deltas is not None  # noqa: S101 (counted for a whole read)
+        if held is not None and held.still_held(session, user_deltas=read.user_deltas):
+            return self._events_after(session, document, held)
+        if held is not None:  # counted through the held events: count them all
+            read = user_selectors.adk_session_read(
+                tenant=request.tenant, app_name=app_name, user_id=user_id, session_id=session_id, count_deltas=True
+            )
+            session = read.session
+            document = _session_document(session, app_state=read.app_state, user_state=read.user_state)
+        return self._whole(session, document, user_deltas=read.user_deltas or 0)
 
-    def _whole(self, session: Session, document: dict[str, Any]) -> HttpResponse:
+    def _whole(self, session: Session, document: dict[str, Any], *, user_deltas: int) -> HttpResponse:
         """Every event (the first page of them) and the token of what the reader then holds."""
         token = selectors.HeldEvents(
             session_pk=session.pk,
             history_generation=session.history_generation,
             last_seq=session.last_seq,
-            user_deltas=user_selectors.adk_event_user_delta_count(session_pk=session.pk, last_seq=session.last_seq),
+            user_deltas=user_deltas,
         )
         page = selectors.adk_event_page(
             session=session,

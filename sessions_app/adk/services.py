@@ -43,7 +43,7 @@ class AdkSessionCreated:
     user_delta: dict[str, Any]  # the user: keys of the initial state, for the caller to store
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
 def adk_session_create(
     *, tenant: Tenant, app_name: str, user_id: str, session_id: str | None, state: dict[str, Any]
 ) -> AdkSessionCreated:
@@ -68,9 +68,8 @@ def adk_session_create(
         updated_at=now,
     )
     try:
-        with transaction.atomic():
-            session.save(force_insert=True)
-    except IntegrityError:
+        session.save(force_insert=True)
+    except IntegrityError:  # the transaction is rolled back: this error leaves it
         raise SessionAlreadyExists(f"Session with id {session_id!r} already exists.") from None
     if parts["app"]:
         _app_state_update(tenant_id=tenant.pk, app_name=app_name, delta=parts["app"])
