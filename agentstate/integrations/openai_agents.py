@@ -41,6 +41,7 @@ IDENTIFIER_MAX = 128
 MAX_ITEMS_PER_APPEND = 500
 MAX_BYTES_PER_APPEND = 4 * 1024 * 1024  # under the server's default 5 MiB body limit
 RECENT_MAX = 500
+PAGE_MAX = 2000  # messages per page of a whole read (the server's largest: one request up to there)
 
 
 def _valid_identifier(value: str) -> bool:
@@ -181,7 +182,7 @@ class AgentStateSession(SessionABC):
                 if limit is not None and 0 < limit <= RECENT_MAX:
                     return [_item(r) for r in await api.message_recent(self.user_id, self._current(), limit)]
                 keep: deque[MessageRecord] = deque(maxlen=limit if limit and limit > 0 else None)
-                async for record in api.message_iter(self.user_id, self._current(), page_size=RECENT_MAX):
+                async for record in api.message_iter(self.user_id, self._current(), page_size=PAGE_MAX):
                     keep.append(record)
                 return [_item(r) for r in keep]
             except NotFound:
