@@ -240,6 +240,23 @@ def _check_cursor_identifier(value: str) -> None:
         raise _BAD_CURSOR from None
 
 
+def adk_app_state_sql(*, tenant: str, app_name: str) -> str:
+    """SQL of one column: the app's state (NULL when none), found by its unique index; ``tenant``
+    and ``app_name`` are SQL (a column of the outer query, or a parameter)."""
+    return f'(SELECT state FROM "{AdkAppState._meta.db_table}" WHERE tenant_id = {tenant} AND app_name = {app_name})'  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+
+
+@dataclass(frozen=True)
+class AdkSessionRead:
+    """An ADK session with what a read merges into it, read in one query (userdata_app's
+    ``adk_session_read``, which knows the user's tables)."""
+
+    session: Session
+    app_state: dict[str, Any]
+    user_state: dict[str, Any]
+    user_deltas: int | None  # how many of events 1..through_seq have a user: delta, when asked
+
+
 def adk_app_state_get(*, tenant: Tenant, app_name: str) -> dict[str, Any]:
     """The app's ``app:`` state (keys without the prefix); empty when none was ever set."""
     row = AdkAppState.objects.filter(tenant=tenant, app_name=app_name).values_list("state", flat=True).first()

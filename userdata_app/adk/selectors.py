@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
 
 from agentstate.exceptions import NotFound
 from agentstate.tenancy.models import Tenant
-from sessions_app.adk.models import AdkAppState
+from sessions_app.adk.selectors import AdkSessionRead, adk_app_state_sql
 from sessions_app.adk.services import FRAMEWORK
 from sessions_app.adk.state import json_object
-from sessions_app.models import Session
 from sessions_app.selectors import session_get_with
 from userdata_app.adk.models import AdkEventUserDelta, AdkUserState
 
@@ -34,18 +32,10 @@ def adk_event_user_deltas(*, session_pk: int, first_seq: int, last_seq: int) -> 
     return {seq: json_object(delta) for seq, delta in rows.values_list("event_seq", "delta")}
 
 
-@dataclass(frozen=True)
-class AdkSessionRead:
-    session: Session
-    app_state: dict[str, Any]
-    user_state: dict[str, Any]
-    user_deltas: int | None  # how many of events 1..through_seq have a user: delta, when asked
-
-
 def _states_sql(tenant: str, user_id: str, app_name: str) -> str:
     """Two columns: the app's state and the user's, each found by its unique index."""
     return (
-        f'(SELECT state FROM "{AdkAppState._meta.db_table}" WHERE tenant_id = {tenant} AND app_name = {app_name}), '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"{adk_app_state_sql(tenant=tenant, app_name=app_name)}, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f'(SELECT state FROM "{AdkUserState._meta.db_table}" '
         f"WHERE tenant_id = {tenant} AND user_id = {user_id} AND app_name = {app_name})"
     )
