@@ -24,8 +24,8 @@ import json
 import time
 import uuid
 import weakref
-from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 
 import httpx
@@ -33,10 +33,11 @@ from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 from pydantic import BaseModel
 
-from agentstate.client.calls import Call, as_page, query, session_url
+from agentstate.client import calls
+from agentstate.client.calls import Call, query, session_url
 from agentstate.client.clients import AsyncAgentStateClient, AsyncEndpoints
 from agentstate.client.errors import Conflict, NotFound
-from agentstate.client.models import MessageRecord, SessionRecord
+from agentstate.client.models import MessageRecord, Page, SessionRecord
 
 MAIN = "main"
 FRAMEWORK_KEY = "openai_agents"  # the metadata key naming the SDK session and the branch
@@ -45,6 +46,7 @@ MAX_ITEMS_PER_APPEND = 500
 MAX_BYTES_PER_APPEND = 4 * 1024 * 1024  # under the server's default 5 MiB body limit
 RECENT_MAX = 500
 PAGE_MAX = 2000  # messages per page of a whole read (the server's largest: one request up to there)
+HELD_MAX_ITEMS = 20_000  # items a session object keeps from its last whole read (their JSON text)
 
 
 def _valid_identifier(value: str) -> bool:
@@ -115,13 +117,32 @@ def _item(record: MessageRecord) -> Any:
 
 
 class _Content(BaseModel):
-    """Of a stored message, the one field its item is read from (each item is stored as JSON text):
-    a page read into this skips validating the fields an item does not need."""
+    """Of a stored message, what its item is read from (each item is stored as JSON text): a page
+    read into this skips validating the fields an item does not need."""
 
+    seq: int
+    client_id: str | None = None
     content: str
 
 
-_CONTENTS = as_page(_Content)
+class _Page(Page[_Content]):
+    generation: str | None = None  # the session's history generation (X-History-Generation)
+
+
+def _PAGE(response: httpx.Response) -> _Page:
+    page = calls.parsed(_Page, response)
+    page.generation = response.headers.get("X-History-Generation")
+    return page
+
+
+@dataclass(frozen=True)
+class _HeldItems:
+    """The items of a branch as this object last read them whole."""
+
+    generation: str
+    last_seq: int
+    last_client_id: str
+    contents: list[str]
 
 
 def _items(contents: Iterable[str]) -> list[Any]:
@@ -184,6 +205,7 @@ class AgentStateSession(SessionABC):
         self._base_url, self._api_key = base_url, api_key
         self._client_options: dict[str, Any] = {"timeout": timeout, "retries": retries, "transport": transport}
         self._branch = MAIN
+        self._held: dict[str, _HeldItems] = {}
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAgentStateClient] = (
             weakref.WeakKeyDictionary()
         )
@@ -199,14 +221,57 @@ class AgentStateSession(SessionABC):
         async with self._api() as api:
             try:
                 if limit is not None and 0 < limit <= RECENT_MAX:
-                    page = await api._call(Call("GET", url, _CONTENTS, params=query(recent=limit)))
+                    page = await api._call(Call("GET", url, _PAGE, params=query(recent=limit)))
                     return _items(c.content for c in page.results)
-                keep: deque[str] = deque(maxlen=limit if limit and limit > 0 else None)
-                async for record in api._iterate(Call("GET", url, _CONTENTS, params=query(page_size=PAGE_MAX))):
-                    keep.append(record.content)
-                return _items(keep)
+                contents = await self._all_contents(api, url)
             except NotFound:
+                self._held.pop(self._current(), None)
                 return []
+        return _items(contents[-limit:] if limit and limit > 0 else contents)
+
+    async def _all_contents(self, api: AsyncEndpoints, url: str) -> list[str]:
+        """Every stored item's JSON text. What this object read before is asked again only from its
+        last item on: if that item is still there with its client id and the history generation
+        is the same (no pop, rewind, clear or retention since), the answer adds what came after
+        it; otherwise every item is read again."""
+        held = self._held.get(self._current())
+        if held is not None:
+            page = await api._call(
+                Call("GET", url, _PAGE, params=query(after_seq=held.last_seq - 1, page_size=PAGE_MAX))
+            )
+            first = page.results[0] if page.results else None
+            if (
+                page.generation == held.generation
+                and not page.next
+                and first is not None
+                and (first.seq, first.client_id) == (held.last_seq, held.last_client_id)
+            ):
+                added = [m.content for m in page.results[1:]]
+                return self._hold(page.generation, page.results[-1], [*held.contents, *added])
+        call: Call[_Page] | None = Call("GET", url, _PAGE, params=query(page_size=PAGE_MAX))
+        contents: list[str] = []
+        generation, last = None, None
+        while call is not None:
+            page = await api._call(call)
+            if generation not in (None, page.generation):  # edited while read: read again, keep nothing
+                self._held.pop(self._current(), None)
+                return [
+                    m.content async for m in api._iterate(Call("GET", url, _PAGE, params=query(page_size=PAGE_MAX)))
+                ]
+            generation = page.generation
+            contents.extend(m.content for m in page.results)
+            last = page.results[-1] if page.results else last
+            call = call.with_cursor(page.next_cursor) if page.next_cursor else None
+        return self._hold(generation, last, contents)
+
+    def _hold(self, generation: str | None, last: _Content | None, contents: list[str]) -> list[str]:
+        """Keep ``contents`` for the next whole read (at most ``HELD_MAX_ITEMS``); returns them."""
+        sid = self._current()
+        if generation is None or last is None or last.client_id is None or len(contents) > HELD_MAX_ITEMS:
+            self._held.pop(sid, None)
+        else:
+            self._held = {sid: _HeldItems(generation, last.seq, last.client_id, contents)}  # one branch
+        return contents
 
     async def add_items(self, items: list[Any]) -> None:
         """Store the items in order; each batch is atomic and safe to retry (client ids)."""
