@@ -137,12 +137,19 @@ def _PAGE(response: httpx.Response) -> _Page:
 
 @dataclass(frozen=True)
 class _HeldItems:
-    """The items of a branch as this object last read them whole."""
+    """The items of a branch as this object last read them whole: the history generation then, each
+    item's (seq, client id) and JSON text."""
 
     generation: str
-    last_seq: int
-    last_client_id: str
+    keys: list[tuple[int, str | None]]
     contents: list[str]
+
+    def popped(self, seq: int, client_id: str | None) -> _HeldItems | None:
+        """After this object popped (seq, client_id): what it then holds, if that was its last item
+        (the pop advanced the generation by one; any other edit since will show as another)."""
+        if len(self.keys) < 2 or self.keys[-1] != (seq, client_id) or self.keys[-2][1] is None:
+            return None
+        return _HeldItems(str(int(self.generation) + 1), self.keys[:-1], self.contents[:-1])
 
 
 def _items(contents: Iterable[str]) -> list[Any]:
@@ -236,21 +243,25 @@ class AgentStateSession(SessionABC):
         it; otherwise every item is read again."""
         held = self._held.get(self._current())
         if held is not None:
-            page = await api._call(
-                Call("GET", url, _PAGE, params=query(after_seq=held.last_seq - 1, page_size=PAGE_MAX))
-            )
+            last_seq, last_client_id = held.keys[-1]
+            page = await api._call(Call("GET", url, _PAGE, params=query(after_seq=last_seq - 1, page_size=PAGE_MAX)))
             first = page.results[0] if page.results else None
             if (
                 page.generation == held.generation
                 and not page.next
                 and first is not None
-                and (first.seq, first.client_id) == (held.last_seq, held.last_client_id)
+                and (first.seq, first.client_id) == (last_seq, last_client_id)
             ):
-                added = [m.content for m in page.results[1:]]
-                return self._hold(page.generation, page.results[-1], [*held.contents, *added])
+                added = page.results[1:]
+                return self._hold(
+                    page.generation,
+                    [*held.keys, *((m.seq, m.client_id) for m in added)],
+                    [*held.contents, *(m.content for m in added)],
+                )
         call: Call[_Page] | None = Call("GET", url, _PAGE, params=query(page_size=PAGE_MAX))
+        keys: list[tuple[int, str | None]] = []
         contents: list[str] = []
-        generation, last = None, None
+        generation = None
         while call is not None:
             page = await api._call(call)
             if generation not in (None, page.generation):  # edited while read: read again, keep nothing
@@ -259,18 +270,19 @@ class AgentStateSession(SessionABC):
                     m.content async for m in api._iterate(Call("GET", url, _PAGE, params=query(page_size=PAGE_MAX)))
                 ]
             generation = page.generation
+            keys.extend((m.seq, m.client_id) for m in page.results)
             contents.extend(m.content for m in page.results)
-            last = page.results[-1] if page.results else last
             call = call.with_cursor(page.next_cursor) if page.next_cursor else None
-        return self._hold(generation, last, contents)
+        return self._hold(generation, keys, contents)
 
-    def _hold(self, generation: str | None, last: _Content | None, contents: list[str]) -> list[str]:
-        """Keep ``contents`` for the next whole read (at most ``HELD_MAX_ITEMS``); returns them."""
+    def _hold(self, generation: str | None, keys: list[tuple[int, str | None]], contents: list[str]) -> list[str]:
+        """Keep ``contents`` for the next whole read (at most ``HELD_MAX_ITEMS``, the last with a
+        client id to check it by); returns them."""
         sid = self._current()
-        if generation is None or last is None or last.client_id is None or len(contents) > HELD_MAX_ITEMS:
+        if generation is None or not keys or keys[-1][1] is None or len(contents) > HELD_MAX_ITEMS:
             self._held.pop(sid, None)
         else:
-            self._held = {sid: _HeldItems(generation, last.seq, last.client_id, contents)}  # one branch
+            self._held = {sid: _HeldItems(generation, keys, contents)}  # one branch
         return contents
 
     async def add_items(self, items: list[Any]) -> None:
@@ -293,7 +305,13 @@ class AgentStateSession(SessionABC):
                 popped = await api.message_pop(self.user_id, self._current())
             except NotFound:
                 return None
-        return None if popped is None else _item(popped)
+        if popped is None:
+            return None
+        held = self._held.pop(self._current(), None)
+        after = held.popped(popped.seq, popped.client_id) if held is not None else None
+        if after is not None:
+            self._held = {self._current(): after}
+        return _item(popped)
 
     async def clear_session(self) -> None:
         """Remove every item of every branch (as AdvancedSQLiteSession does) and go back to ``main``;

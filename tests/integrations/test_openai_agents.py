@@ -210,6 +210,16 @@ def test_a_whole_read_asks_only_for_what_came_after_and_sees_every_other_writer(
         _, again, fresh = run(read_twice(change))
         assert again == fresh, change
 
+    # Its own pop keeps what it holds, less the popped item; another writer's edit still shows.
+    run(writer.add_items([{"role": "user", "content": f"n{i}"} for i in range(4)]))
+    run(reader.get_items())
+    assert run(reader.pop_item())["content"] == "n3"
+    assert [i["content"] for i in run(reader.get_items())][-1] == "n2"
+    assert "after_seq=" in transport.queries[-1]  # held, less n3
+    run(reader.pop_item())
+    run(writer.pop_item())
+    assert run(reader.get_items()) == run(oa_session("shared").get_items())
+
 
 def test_a_session_deleted_and_created_again_with_as_many_items_is_read_anew(oa_session, live_server, oa_key):
     reader, writer = oa_session("again"), oa_session("again")
