@@ -3,7 +3,7 @@ fetched through it), so nothing outside the tenant is reachable; each query is i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from functools import lru_cache, partial
@@ -42,23 +42,35 @@ def session_get(*, tenant: Tenant, user_id: str, session_id: str, app_name: str 
     Every session-scoped API request starts here, so the query is written out and its row made a
     model directly: building the query with the ORM, or mapping a raw query's columns each time,
     cost several times running it (docs/PERFORMANCE_HISTORY.md, "third round")."""
+    session, _ = session_get_with(tenant=tenant, user_id=user_id, session_id=session_id, app_name=app_name)
+    return session
+
+
+def session_get_with(
+    *, tenant: Tenant, user_id: str, session_id: str, app_name: str = "", columns: str = "", params: Sequence[Any] = ()
+) -> tuple[Session, tuple[Any, ...]]:
+    """``session_get``, and in the same query ``columns``: SQL over the session's row (``s``) with
+    its ``params``, for what a caller reads beside the session (a framework's state) without a
+    round trip of its own. Returns the session and those columns' values."""
     connection = connections[router.db_for_read(Session)]
+    sql = _SESSION_GET_SQL if not columns else _SESSION_GET_SQL.replace(" FROM ", f", {columns} FROM ", 1)
     with connection.cursor() as cursor:
-        cursor.execute(_SESSION_GET_SQL, [tenant.pk, user_id, session_id, app_name])
+        cursor.execute(sql, [*params, tenant.pk, user_id, session_id, app_name])
         row = cursor.fetchone()
     if row is None:
         raise NotFound("Session not found.")
+    width = len(_SESSION_FIELDS)
     converters = _converters(connection)
-    values = [value if convert is None else convert(value) for value, convert in zip(row, converters, strict=True)]
-    return Session.from_db(connection.alias, _SESSION_FIELDS, values)
+    values = [v if convert is None else convert(v) for v, convert in zip(row[:width], converters, strict=True)]
+    return Session.from_db(connection.alias, _SESSION_FIELDS, values), tuple(row[width:])
 
 
 _SESSION_COLUMNS = [field.column for field in Session._meta.concrete_fields]
 _SESSION_FIELDS = [field.attname for field in Session._meta.concrete_fields]
 # Served by the (tenant, user_id, session_id, app_name) unique index.
 _SESSION_GET_SQL = (
-    "SELECT " + ", ".join(f'"{column}"' for column in _SESSION_COLUMNS) + f' FROM "{Session._meta.db_table}" '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-    "WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s"
+    "SELECT " + ", ".join(f's."{column}"' for column in _SESSION_COLUMNS) + f' FROM "{Session._meta.db_table}" s '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+    "WHERE s.tenant_id = %s AND s.user_id = %s AND s.session_id = %s AND s.app_name = %s"
 )
 
 

@@ -20,9 +20,13 @@ the same user id. Importing this module registers the ``agentstate`` (HTTP) and 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import os
+import threading
 import unicodedata
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -85,6 +89,7 @@ class AgentStateSessionService(BaseSessionService):
         uri: str | None = None,
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        cache_max_bytes: int = 32 * 2**20,
         **_registry_kwargs: Any,
     ):
         if uri is not None:
@@ -101,6 +106,12 @@ class AgentStateSessionService(BaseSessionService):
             "headers": {"X-Api-Key": api_key, "Accept": "application/json", "User-Agent": USER_AGENT},
         }
         self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._held = _HeldSessions(cache_max_bytes)
+
+    def cache_info(self) -> dict[str, int]:
+        """The read cache: ``hits`` (reads that reused held events), ``misses`` (reads of every
+        event), ``sessions`` and ``bytes`` held (the events' JSON as it came), ``max_bytes``."""
+        return self._held.info()
 
     # --- HTTP ----------------------------------------------------------------------------------
 
@@ -164,27 +175,71 @@ class AgentStateSessionService(BaseSessionService):
     async def get_session(
         self, *, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None = None
     ) -> Session | None:
-        params: dict[str, Any] = {}
-        if config is not None and config.num_recent_events is not None:
-            params["num_recent_events"] = config.num_recent_events
-        if config is not None and config.after_timestamp:  # ADK's own services skip a zero too
-            params["after_timestamp"] = repr(config.after_timestamp)
+        key = (app_name, user_id, session_id)
+        window = config is not None and (config.num_recent_events is not None or bool(config.after_timestamp))
+        held = self._held.get(key)
         url = self._url(app_name, user_id, session_id)
+        if window and held is None:
+            return await self._get_window(url, config)
         try:
-            # Parsed and validated in one pass from the bytes, as ADK's own stores read events.
-            document = _SessionDocument.model_validate_json((await self._request("GET", url, params=params)).content)
+            document, size = await self._get(url, {"held": held.token} if held else {})
+            events: list[Event] = held.events if held else []
+            while document.events_held:  # the held events are still the session's: add the new ones
+                events, size = _merged(events, document.events), size + (held.size if held else 0)
+                held = _Held(document.events_token or "", events, size)
+                if not document.events_more:
+                    break
+                document, size = await self._get(url, {"held": held.token})
+            if not document.events_held:  # every event: nothing held, or the held ones changed
+                events, size = await self._all_events(url, document, size)
+                held = _Held(document.events_token or "", events, size)
+        except AgentStateError as exc:
+            if exc.status_code == 404:
+                self._held.drop(key)
+                return None
+            raise
+        assert held is not None  # noqa: S101 (set by either branch)
+        self._held.put(key, held, hit=document.events_held)
+        events = list(events)  # the caller's list: its appends must not reach the cache
+        if window:
+            assert config is not None  # noqa: S101 (window implies it)
+            events = _windowed(events, config)
+        return _session(document.model_dump(include=_SESSION_FIELDS), events=events)
+
+    async def _get(self, url: str, params: dict[str, Any]) -> tuple[_SessionDocument, int]:
+        """A session read, and its size in bytes."""
+        response = await self._request("GET", url, params=params)
+        # Parsed and validated in one pass from the bytes, as ADK's own stores read events.
+        return _SessionDocument.model_validate_json(response.content), len(response.content)
+
+    async def _all_events(self, url: str, document: _SessionDocument, size: int) -> tuple[list[Event], int]:
+        """The events of a whole read, the answer's and the pages that follow it, and their size."""
+        events, following = document.events, document.events_next
+        while following:
+            response = await self._request("GET", url + "events/", params={"cursor": following})
+            page = _EventPage.model_validate_json(response.content)
+            events.extend(page.events)
+            size += len(response.content)
+            following = page.next
+        return events, size
+
+    async def _get_window(self, url: str, config: GetSessionConfig | None) -> Session | None:
+        """A ``GetSessionConfig`` window of a session this process holds nothing of: the server
+        picks the events."""
+        assert config is not None  # noqa: S101 (only called with a window)
+        params: dict[str, Any] = {}
+        if config.num_recent_events is not None:
+            params["num_recent_events"] = config.num_recent_events
+        if config.after_timestamp:  # ADK's own services skip a zero too
+            params["after_timestamp"] = repr(config.after_timestamp)
+        try:
+            document, size = await self._get(url, params)
         except AgentStateError as exc:
             if exc.status_code == 404:
                 return None
             raise
-        following = document.events_next
-        while following:
-            page = _EventPage.model_validate_json(
-                (await self._request("GET", url + "events/", params={"cursor": following})).content
-            )
-            document.events.extend(page.events)
-            following = page.next
-        return _session(document.model_dump(exclude={"events", "events_next"}), events=document.events)
+        events, _ = await self._all_events(url, document, size)
+        return _session(document.model_dump(include=_SESSION_FIELDS), events=events)
 
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
         params: dict[str, Any] = {"page_size": self.list_page_size}
@@ -199,6 +254,7 @@ class AgentStateSessionService(BaseSessionService):
             params["cursor"] = page["next"]
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        self._held.drop((app_name, user_id, session_id))
         try:
             await self._request("DELETE", self._url(app_name, user_id, session_id))
         except AgentStateError as exc:
@@ -245,11 +301,102 @@ class _SessionDocument(BaseModel):
     version: int
     events: list[Event]
     events_next: str | None = None
+    events_token: str | None = None  # a whole read's: what this process then holds
+    events_held: bool = False  # events are only those after what the read's held token named
+    events_more: bool = False
+
+
+_SESSION_FIELDS = {"id", "app_name", "user_id", "state", "last_update_time", "version"}
 
 
 class _EventPage(BaseModel):
     events: list[Event]
     next: str | None = None
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A session's events as this process last read them whole, and the server's token for them."""
+
+    token: str
+    events: list[Event]  # oldest first, as the server orders them; never handed out itself
+    size: int  # bytes of the answers they came in
+
+
+class _HeldSessions:
+    """What this process read of sessions, least recently read dropped first past ``max_bytes``.
+    Every read still asks the server, sending the held token: the server answers with only the
+    events appended since, or with every event when the held ones are no longer the session's
+    (another writer's event is always seen; retention, an erasure or a new session of the same
+    id make the server send everything again). Events are shared between the sessions returned,
+    as with ADK's in-memory service's light copies: treat them as read-only."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._sessions: OrderedDict[tuple[str, str, str], _Held] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()  # ADK may call from several event loops, each in its thread
+        self.hits = self.misses = 0
+
+    def get(self, key: tuple[str, str, str]) -> _Held | None:
+        with self._lock:
+            return self._sessions.get(key)
+
+    def put(self, key: tuple[str, str, str], held: _Held, *, hit: bool) -> None:
+        """Hold ``held`` for ``key``; ``hit``: the read that gave it reused what was held."""
+        with self._lock:
+            before = self._sessions.pop(key, None)
+            if before is not None:
+                self._bytes -= before.size
+            if hit:
+                self.hits += 1
+            else:
+                self.misses += 1
+            if not held.token or held.size > self.max_bytes:
+                return
+            self._sessions[key] = held
+            self._bytes += held.size
+            while self._bytes > self.max_bytes:
+                _, dropped = self._sessions.popitem(last=False)
+                self._bytes -= dropped.size
+
+    def drop(self, key: tuple[str, str, str]) -> None:
+        with self._lock:
+            before = self._sessions.pop(key, None)
+            if before is not None:
+                self._bytes -= before.size
+
+    def info(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "hits": self.hits,
+                "misses": self.misses,
+                "sessions": len(self._sessions),
+                "bytes": self._bytes,
+                "max_bytes": self.max_bytes,
+            }
+
+
+def _merged(held: list[Event], new: list[Event]) -> list[Event]:
+    """``held`` (oldest first by timestamp, then append order) with ``new`` events, appended after
+    every held one, each in its place: after the held events of the same or an earlier time."""
+    events = list(held)
+    for event in new:  # in append order
+        if not events or events[-1].timestamp <= event.timestamp:
+            events.append(event)
+        else:
+            events.insert(bisect.bisect_right(events, event.timestamp, key=lambda e: e.timestamp), event)
+    return events
+
+
+def _windowed(events: list[Event], config: GetSessionConfig) -> list[Event]:
+    """``GetSessionConfig``'s window of a session's events, as the server would pick it."""
+    if config.after_timestamp:
+        after = config.after_timestamp
+        events = events[bisect.bisect_left(events, after, key=lambda e: e.timestamp) :]
+    if config.num_recent_events is not None:
+        events = events[len(events) - config.num_recent_events :] if config.num_recent_events else []
+    return events
 
 
 def _state_text(state: dict[str, Any]) -> str:

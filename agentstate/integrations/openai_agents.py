@@ -24,16 +24,20 @@ import json
 import time
 import uuid
 import weakref
-from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 
 import httpx
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+from pydantic import BaseModel
 
+from agentstate.client import calls
+from agentstate.client.calls import Call, query, session_url
 from agentstate.client.clients import AsyncAgentStateClient, AsyncEndpoints
 from agentstate.client.errors import Conflict, NotFound
-from agentstate.client.models import MessageRecord, SessionRecord
+from agentstate.client.models import MessageRecord, Page, SessionRecord
 
 MAIN = "main"
 FRAMEWORK_KEY = "openai_agents"  # the metadata key naming the SDK session and the branch
@@ -41,6 +45,8 @@ IDENTIFIER_MAX = 128
 MAX_ITEMS_PER_APPEND = 500
 MAX_BYTES_PER_APPEND = 4 * 1024 * 1024  # under the server's default 5 MiB body limit
 RECENT_MAX = 500
+PAGE_MAX = 2000  # messages per page of a whole read (the server's largest: one request up to there)
+HELD_MAX_ITEMS = 20_000  # items a session object keeps from its last whole read (their JSON text)
 
 
 def _valid_identifier(value: str) -> bool:
@@ -110,6 +116,47 @@ def _item(record: MessageRecord) -> Any:
     return json.loads(cast(str, record.content))  # this adapter stores each item as JSON text
 
 
+class _Content(BaseModel):
+    """Of a stored message, what its item is read from (each item is stored as JSON text): a page
+    read into this skips validating the fields an item does not need."""
+
+    seq: int
+    client_id: str | None = None
+    content: str
+
+
+class _Page(Page[_Content]):
+    generation: str | None = None  # the session's history generation (X-History-Generation)
+
+
+def _PAGE(response: httpx.Response) -> _Page:
+    page = calls.parsed(_Page, response)
+    page.generation = response.headers.get("X-History-Generation")
+    return page
+
+
+@dataclass(frozen=True)
+class _HeldItems:
+    """The items of a branch as this object last read them whole: the history generation then, each
+    item's (seq, client id) and JSON text."""
+
+    generation: str
+    keys: list[tuple[int, str | None]]
+    contents: list[str]
+
+    def popped(self, seq: int, client_id: str | None) -> _HeldItems | None:
+        """After this object popped (seq, client_id): what it then holds, if that was its last item
+        (the pop advanced the generation by one; any other edit since will show as another)."""
+        if len(self.keys) < 2 or self.keys[-1] != (seq, client_id) or self.keys[-2][1] is None:
+            return None
+        return _HeldItems(str(int(self.generation) + 1), self.keys[:-1], self.contents[:-1])
+
+
+def _items(contents: Iterable[str]) -> list[Any]:
+    """The items of stored messages, their JSON texts decoded in one pass."""
+    return json.loads("[" + ",".join(contents) + "]")
+
+
 def _batches(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Appends the server takes: at most 500 messages and about 4 MiB each."""
     batches: list[list[dict[str, Any]]] = []
@@ -165,6 +212,7 @@ class AgentStateSession(SessionABC):
         self._base_url, self._api_key = base_url, api_key
         self._client_options: dict[str, Any] = {"timeout": timeout, "retries": retries, "transport": transport}
         self._branch = MAIN
+        self._held: dict[str, _HeldItems] = {}
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAgentStateClient] = (
             weakref.WeakKeyDictionary()
         )
@@ -176,16 +224,66 @@ class AgentStateSession(SessionABC):
         limit = resolve_session_limit(limit, self.session_settings)
         if limit == 0:
             return []
+        url = session_url(self.user_id, self._current(), "messages")
         async with self._api() as api:
             try:
                 if limit is not None and 0 < limit <= RECENT_MAX:
-                    return [_item(r) for r in await api.message_recent(self.user_id, self._current(), limit)]
-                keep: deque[MessageRecord] = deque(maxlen=limit if limit and limit > 0 else None)
-                async for record in api.message_iter(self.user_id, self._current(), page_size=RECENT_MAX):
-                    keep.append(record)
-                return [_item(r) for r in keep]
+                    page = await api._call(Call("GET", url, _PAGE, params=query(recent=limit)))
+                    return _items(c.content for c in page.results)
+                contents = await self._all_contents(api, url)
             except NotFound:
+                self._held.pop(self._current(), None)
                 return []
+        return _items(contents[-limit:] if limit and limit > 0 else contents)
+
+    async def _all_contents(self, api: AsyncEndpoints, url: str) -> list[str]:
+        """Every stored item's JSON text. What this object read before is asked again only from its
+        last item on: if that item is still there with its client id and the history generation
+        is the same (no pop, rewind, clear or retention since), the answer adds what came after
+        it; otherwise every item is read again."""
+        held = self._held.get(self._current())
+        if held is not None:
+            last_seq, last_client_id = held.keys[-1]
+            page = await api._call(Call("GET", url, _PAGE, params=query(after_seq=last_seq - 1, page_size=PAGE_MAX)))
+            first = page.results[0] if page.results else None
+            if (
+                page.generation == held.generation
+                and not page.next
+                and first is not None
+                and (first.seq, first.client_id) == (last_seq, last_client_id)
+            ):
+                added = page.results[1:]
+                return self._hold(
+                    page.generation,
+                    [*held.keys, *((m.seq, m.client_id) for m in added)],
+                    [*held.contents, *(m.content for m in added)],
+                )
+        call: Call[_Page] | None = Call("GET", url, _PAGE, params=query(page_size=PAGE_MAX))
+        keys: list[tuple[int, str | None]] = []
+        contents: list[str] = []
+        generation = None
+        while call is not None:
+            page = await api._call(call)
+            if generation not in (None, page.generation):  # edited while read: read again, keep nothing
+                self._held.pop(self._current(), None)
+                return [
+                    m.content async for m in api._iterate(Call("GET", url, _PAGE, params=query(page_size=PAGE_MAX)))
+                ]
+            generation = page.generation
+            keys.extend((m.seq, m.client_id) for m in page.results)
+            contents.extend(m.content for m in page.results)
+            call = call.with_cursor(page.next_cursor) if page.next_cursor else None
+        return self._hold(generation, keys, contents)
+
+    def _hold(self, generation: str | None, keys: list[tuple[int, str | None]], contents: list[str]) -> list[str]:
+        """Keep ``contents`` for the next whole read (at most ``HELD_MAX_ITEMS``, the last with a
+        client id to check it by); returns them."""
+        sid = self._current()
+        if generation is None or not keys or keys[-1][1] is None or len(contents) > HELD_MAX_ITEMS:
+            self._held.pop(sid, None)
+        else:
+            self._held = {sid: _HeldItems(generation, keys, contents)}  # one branch
+        return contents
 
     async def add_items(self, items: list[Any]) -> None:
         """Store the items in order; each batch is atomic and safe to retry (client ids)."""
@@ -207,7 +305,13 @@ class AgentStateSession(SessionABC):
                 popped = await api.message_pop(self.user_id, self._current())
             except NotFound:
                 return None
-        return None if popped is None else _item(popped)
+        if popped is None:
+            return None
+        held = self._held.pop(self._current(), None)
+        after = held.popped(popped.seq, popped.client_id) if held is not None else None
+        if after is not None:
+            self._held = {self._current(): after}
+        return _item(popped)
 
     async def clear_session(self) -> None:
         """Remove every item of every branch (as AdvancedSQLiteSession does) and go back to ``main``;

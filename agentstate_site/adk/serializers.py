@@ -47,6 +47,17 @@ class AdkEventAppendInput(StrictInput):
 class AdkGetSessionQuery(serializers.Serializer):
     num_recent_events = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
     after_timestamp = FiniteFloatField(required=False)
+    held = StringField(
+        required=False,
+        trim_whitespace=False,
+        help_text="The events_token of your last whole read: if those events are still the session's, "
+        "the answer holds only the events appended since (events_held true).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "held" in attrs and attrs.keys() & {"num_recent_events", "after_timestamp"}:
+            raise serializers.ValidationError({"held": ["is for a whole read, without a window."]})
+        return attrs
 
 
 class AdkSessionListQuery(serializers.Serializer):
@@ -68,6 +79,15 @@ class AdkSessionOutput(serializers.Serializer):
     version = serializers.IntegerField(help_text="Send it back as expected_version when appending.")
     events = serializers.ListField(child=serializers.DictField(), help_text="Oldest first, as ADK dumped them.")
     events_next = serializers.CharField(allow_null=True, help_text="Cursor of the next page of events, if any.")
+    events_token = serializers.CharField(
+        required=False, help_text="A whole read's: what you then hold, to send back as held (see held)."
+    )
+    events_held = serializers.BooleanField(
+        required=False, help_text="True: events are only those appended after what held names; keep yours."
+    )
+    events_more = serializers.BooleanField(
+        required=False, help_text="With events_held: more events follow; read again with this events_token."
+    )
 
 
 class AdkEventPageOutput(serializers.Serializer):

@@ -9,6 +9,7 @@ erased. Events are sent as the stored JSON text, never re-encoded, in pages of
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -61,15 +62,14 @@ def _session_document(session: Session, *, app_state: dict[str, Any], user_state
     }
 
 
-def _events_json(session: Session, page: selectors.EventPage) -> str:
-    """The page's events as a JSON array of the stored texts, each with its user: delta put back."""
-    if not page.events:
-        return "[]"
-    deltas = user_selectors.adk_event_user_deltas(
-        session_pk=session.pk, first_seq=page.events[0][0], last_seq=page.events[-1][0]
-    )
+def _events_json(session: Session, events: list[tuple[int, str]]) -> tuple[str, int]:
+    """The events as a JSON array of the stored texts, each with its user: delta put back, and how
+    many had one."""
+    if not events:
+        return "[]", 0
+    deltas = user_selectors.adk_event_user_deltas(session_pk=session.pk, first_seq=events[0][0], last_seq=events[-1][0])
     texts = []
-    for seq, text in page.events:
+    for seq, text in events:
         if seq in deltas:
             event = json.loads(text)
             event.setdefault("actions", {}).setdefault("state_delta", {}).update(
@@ -77,7 +77,7 @@ def _events_json(session: Session, page: selectors.EventPage) -> str:
             )
             text = json_text(event)
         texts.append(text)
-    return "[" + ",".join(texts) + "]"
+    return "[" + ",".join(texts) + "]", len(deltas)
 
 
 _RENDERER = JSONRenderer()
@@ -140,11 +140,8 @@ class SessionCreateView(AdkView):
                 user_services.adk_user_state_update(
                     tenant=request.tenant, app_name=app_name, user_id=user_id, delta=created.user_delta
                 )
-        document = _session_document(
-            created.session,
-            app_state=selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name),
-            user_state=user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id),
-        )
+        app_state, user_state = user_selectors.adk_states_get(tenant=request.tenant, app_name=app_name, user_id=user_id)
+        document = _session_document(created.session, app_state=app_state, user_state=user_state)
         return _json_response({**document, "events_next": None}, events="[]", status_code=status.HTTP_201_CREATED)
 
 
@@ -156,21 +153,78 @@ class SessionDetailView(AdkView):
     )
     def get(self, request: TenantRequest, app_name: str, user_id: str, session_id: str) -> HttpResponse:
         query = validated(s.AdkGetSessionQuery, request.query_params)
-        session = self.get_session()
-        window = selectors.adk_event_window(session=session, **query)
-        page = (
-            selectors.adk_event_page(
-                session=session, cursor=window, page_size=selectors.EVENT_PAGE_SIZE, max_bytes=settings.PAGE_MAX_BYTES
+        held = selectors.HeldEvents.decode(query.pop("held")) if "held" in query else None
+        read = user_selectors.adk_session_read(
+            tenant=request.tenant,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            count_deltas=not query,
+            through_seq=held.last_seq if held is not None else None,
+        )
+        session = read.session
+        document = _session_document(session, app_state=read.app_state, user_state=read.user_state)
+        if query:  # GetSessionConfig's window: no token, a window is not the whole session
+            window = selectors.adk_event_window(session=session, **query)
+            page = (
+                selectors.adk_event_page(
+                    session=session,
+                    cursor=window,
+                    page_size=selectors.EVENT_PAGE_SIZE,
+                    max_bytes=settings.PAGE_MAX_BYTES,
+                )
+                if window is not None
+                else selectors.EventPage(events=[], next=None)
             )
-            if window is not None
-            else selectors.EventPage(events=[], next=None)
+            events, _ = _events_json(session, page.events)
+            return _json_response({**document, "events_next": _cursor(page.next)}, events=events)
+        assert read.user_deltas is not None  # noqa: S101 (counted for a whole read)
+        if held is not None and held.still_held(session, user_deltas=read.user_deltas):
+            return self._events_after(session, document, held)
+        if held is not None:  # counted through the held events: count them all
+            read = user_selectors.adk_session_read(
+                tenant=request.tenant, app_name=app_name, user_id=user_id, session_id=session_id, count_deltas=True
+            )
+            session = read.session
+            document = _session_document(session, app_state=read.app_state, user_state=read.user_state)
+        return self._whole(session, document, user_deltas=read.user_deltas or 0)
+
+    def _whole(self, session: Session, document: dict[str, Any], *, user_deltas: int) -> HttpResponse:
+        """Every event (the first page of them) and the token of what the reader then holds."""
+        token = selectors.HeldEvents(
+            session_pk=session.pk,
+            history_generation=session.history_generation,
+            last_seq=session.last_seq,
+            user_deltas=user_deltas,
         )
-        document = _session_document(
-            session,
-            app_state=selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name),
-            user_state=user_selectors.adk_user_state_get(tenant=request.tenant, app_name=app_name, user_id=user_id),
+        page = selectors.adk_event_page(
+            session=session,
+            cursor=selectors.EventCursor(timestamp=float("-inf"), seq=0, last_seq=session.last_seq),
+            page_size=selectors.EVENT_PAGE_SIZE,
+            max_bytes=settings.PAGE_MAX_BYTES,
         )
-        return _json_response({**document, "events_next": _cursor(page.next)}, events=_events_json(session, page))
+        events, _ = _events_json(session, page.events)
+        answer = {**document, "events_next": _cursor(page.next), "events_token": token.encode(), "events_held": False}
+        return _json_response(answer, events=events)
+
+    def _events_after(self, session: Session, document: dict[str, Any], held: selectors.HeldEvents) -> HttpResponse:
+        """The reader's events are still the session's: only those appended after them."""
+        after = selectors.adk_events_after(
+            session=session,
+            after_seq=held.last_seq,
+            page_size=selectors.EVENT_PAGE_SIZE,
+            max_bytes=settings.PAGE_MAX_BYTES,
+        )
+        events, with_delta = _events_json(session, after.events)
+        token = dataclasses.replace(held, last_seq=after.last_seq, user_deltas=held.user_deltas + with_delta)
+        answer = {
+            **document,
+            "events_next": None,
+            "events_token": token.encode(),
+            "events_held": True,
+            "events_more": after.last_seq < session.last_seq,
+        }
+        return _json_response(answer, events=events)
 
     @extend_schema(summary="ADK: delete a session and its events (user: state stays)", responses={204: None})
     def delete(self, request: TenantRequest, app_name: str, user_id: str, session_id: str) -> Response:
@@ -191,7 +245,8 @@ class EventListView(AdkView):
             session=session, cursor=cursor, page_size=selectors.EVENT_PAGE_SIZE, max_bytes=settings.PAGE_MAX_BYTES
         )
         head = json.dumps({"next": _cursor(page.next)}, separators=(",", ":"))
-        return HttpResponse(f'{head[:-1]},"events":{_events_json(session, page)}}}', content_type="application/json")
+        events, _ = _events_json(session, page.events)
+        return HttpResponse(f'{head[:-1]},"events":{events}}}', content_type="application/json")
 
     @extend_schema(
         summary="ADK: append an event with its state delta (one transaction)",
@@ -202,29 +257,38 @@ class EventListView(AdkView):
     )
     def post(self, request: TenantRequest, app_name: str, user_id: str, session_id: str) -> Response:
         data = validated(s.AdkEventAppendInput, request.data)
-        with transaction.atomic():
-            appended = services.adk_event_append(
-                tenant=request.tenant,
-                app_name=app_name,
-                user_id=user_id,
-                session_id=session_id,
-                event=data["event"],
-                expected_version=data.get("expected_version"),
-                last_update_time=data.get("last_update_time"),
-                last_event_id=data.get("last_event_id"),
+        identity: dict[str, Any] = {
+            "tenant": request.tenant,
+            "app_name": app_name,
+            "user_id": user_id,
+            "session_id": session_id,
+        }
+        appended = None
+        if data.get("expected_version") is not None:
+            appended = services.adk_event_append_one_statement(
+                **identity, event=data["event"], expected_version=data["expected_version"]
             )
-            if appended.user_delta:
-                user_services.adk_user_state_update(
-                    tenant=request.tenant,
-                    app_name=app_name,
-                    user_id=user_id,
-                    delta=appended.user_delta,
-                    session_pk=appended.session.pk,
-                    event_seq=appended.event.seq,
+        if appended is None:
+            with transaction.atomic():
+                appended = services.adk_event_append(
+                    **identity,
+                    event=data["event"],
+                    expected_version=data.get("expected_version"),
+                    last_update_time=data.get("last_update_time"),
+                    last_event_id=data.get("last_event_id"),
                 )
-        session = appended.session
+                if appended.user_delta:
+                    user_services.adk_user_state_update(
+                        tenant=request.tenant,
+                        app_name=app_name,
+                        user_id=user_id,
+                        delta=appended.user_delta,
+                        session_pk=appended.session_pk,
+                        event_seq=appended.seq,
+                    )
         return Response(
-            {"version": session.version, "last_update_time": session.last_update_time}, status=status.HTTP_201_CREATED
+            {"version": appended.version, "last_update_time": appended.last_update_time},
+            status=status.HTTP_201_CREATED,
         )
 
 

@@ -108,6 +108,61 @@ def adk_event_page(*, session: Session, cursor: EventCursor, page_size: int, max
 
 
 @dataclass(frozen=True)
+class HeldEvents:
+    """What a reader holds of a session's events after a whole read: the session (its primary key,
+    so a session deleted and created again under the same id is another), its history generation
+    (retention dropped none since), the last event the read covered, and how many of those events
+    had a ``user:`` delta (an erasure of the user's data removes deltas, and the events then read
+    back without them). Events are only ever added after ``last_seq`` otherwise, so a reader
+    holding a still-valid set needs only the events after it."""
+
+    session_pk: int
+    history_generation: int
+    last_seq: int
+    user_deltas: int
+
+    def encode(self) -> str:
+        return f"{self.session_pk}.{self.history_generation}.{self.last_seq}.{self.user_deltas}"
+
+    @classmethod
+    def decode(cls, value: str) -> HeldEvents:
+        parts = value.split(".")
+        if len(parts) != 4 or not all(part.isascii() and part.isdigit() and len(part) < 19 for part in parts):
+            raise InvalidInput.for_field("held", "is not an events_token this server gave.")
+        return cls(*(int(part) for part in parts))
+
+    def still_held(self, session: Session, *, user_deltas: int) -> bool:
+        """Whether these events are still the session's first ``last_seq`` events, as they read
+        (``user_deltas``: how many of them have a delta now)."""
+        return (
+            self.session_pk == session.pk
+            and self.history_generation == session.history_generation
+            and self.last_seq <= session.last_seq
+            and self.user_deltas == user_deltas
+        )
+
+
+@dataclass(frozen=True)
+class EventsAfter:
+    events: list[tuple[int, str]]  # (seq, JSON text), in append order
+    last_seq: int  # the last event this answer covers: the session's, unless the page ended first
+
+
+def adk_events_after(*, session: Session, after_seq: int, page_size: int, max_bytes: int) -> EventsAfter:
+    """The session's events appended after ``after_seq``, in append order: at most ``page_size`` and
+    about ``max_bytes`` of them (at least one); a reader asks again from the last one for the rest.
+    Read on the (session, seq) index, whatever the session's size."""
+    events = AdkEvent.objects.filter(session=session, seq__gt=after_seq, seq__lte=session.last_seq)
+    rows = events.annotate(**{json_rows.ROW: F("data")}).order_by("seq").values_list("seq", json_rows.ROW)
+    budget = json_rows.ByteBudget(max_bytes)
+    fetched = list(json_rows.byte_bounded(rows, budget)[: page_size + 1])
+    if len(fetched) > page_size or budget.rows_that_fit is not None:
+        fetched.pop()
+        return EventsAfter(events=fetched, last_seq=fetched[-1][0])
+    return EventsAfter(events=fetched, last_seq=session.last_seq)
+
+
+@dataclass(frozen=True)
 class SessionPage:
     sessions: list[Session]
     next: str | None  # the cursor of the next page
@@ -183,6 +238,23 @@ def _check_cursor_identifier(value: str) -> None:
         clean_identifier(value, field="cursor")
     except InvalidInput:
         raise _BAD_CURSOR from None
+
+
+def adk_app_state_sql(*, tenant: str, app_name: str) -> str:
+    """SQL of one column: the app's state (NULL when none), found by its unique index; ``tenant``
+    and ``app_name`` are SQL (a column of the outer query, or a parameter)."""
+    return f'(SELECT state FROM "{AdkAppState._meta.db_table}" WHERE tenant_id = {tenant} AND app_name = {app_name})'  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+
+
+@dataclass(frozen=True)
+class AdkSessionRead:
+    """An ADK session with what a read merges into it, read in one query (userdata_app's
+    ``adk_session_read``, which knows the user's tables)."""
+
+    session: Session
+    app_state: dict[str, Any]
+    user_state: dict[str, Any]
+    user_deltas: int | None  # how many of events 1..through_seq have a user: delta, when asked
 
 
 def adk_app_state_get(*, tenant: Tenant, app_name: str) -> dict[str, Any]:

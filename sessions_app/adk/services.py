@@ -14,17 +14,17 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models.functions import Substr
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput, NotFound, SessionAlreadyExists
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_timestamp
-from sessions_app.adk.models import ADK_EVENT_ID_INDEXED, AdkAppState, AdkEvent
+from sessions_app.adk.models import ADK_EVENT_ID_INDEXED, AdkAppState, AdkEvent, EventIdPrefix
 from sessions_app.adk.state import USER_PREFIX, json_object, json_text, state_split
 from sessions_app.models import Session
+from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED
 from sessions_app.services.sessions import new_session_id_clean
 
 FRAMEWORK = "adk"
@@ -43,7 +43,7 @@ class AdkSessionCreated:
     user_delta: dict[str, Any]  # the user: keys of the initial state, for the caller to store
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
 def adk_session_create(
     *, tenant: Tenant, app_name: str, user_id: str, session_id: str | None, state: dict[str, Any]
 ) -> AdkSessionCreated:
@@ -68,9 +68,8 @@ def adk_session_create(
         updated_at=now,
     )
     try:
-        with transaction.atomic():
-            session.save(force_insert=True)
-    except IntegrityError:
+        session.save(force_insert=True)
+    except IntegrityError:  # the transaction is rolled back: this error leaves it
         raise SessionAlreadyExists(f"Session with id {session_id!r} already exists.") from None
     if parts["app"]:
         _app_state_update(tenant_id=tenant.pk, app_name=app_name, delta=parts["app"])
@@ -79,9 +78,68 @@ def adk_session_create(
 
 @dataclass(frozen=True)
 class AdkEventAppended:
-    session: Session
-    event: AdkEvent
+    session_pk: int
+    seq: int  # the event's append number
+    version: int  # the session's, after the append
+    last_update_time: float
     user_delta: dict[str, Any]  # the user: keys of the event's delta, for the caller to store
+
+
+def adk_event_append_one_statement(
+    *, tenant: Tenant, app_name: str, user_id: str, session_id: str, event: dict[str, Any], expected_version: int
+) -> AdkEventAppended | None:
+    """The common append in one round trip, atomic by itself (PostgreSQL): an event without state
+    delta from a writer that names the version it read. The session's counters move and the event
+    is inserted in one statement, only if the version still matches and the session does not hold
+    the event's id. None when that did not apply or stored nothing: ``adk_event_append`` (in a
+    transaction) then stores it or says why not (not found, stale, an id the session holds)."""
+    timestamp, delta = _event_fields(event)
+    if connection.vendor != "postgresql" or any(state_split(delta).values()):
+        return None
+    event_id = _text(event["id"])
+    quote = connection.ops.quote_name
+    session_table, event_table = quote(Session._meta.db_table), quote(AdkEvent._meta.db_table)
+    # A concurrent append bumps the version: PostgreSQL re-checks `version = %s` on the row it waited
+    # for, so of two writers holding one version, one appends and the other stores nothing.
+    sql = (
+        f"WITH s AS (UPDATE {session_table} SET last_seq = last_seq + 1, version = version + 1, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"last_update_time = %s, updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
+        f"WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s AND framework = %s "
+        f"AND version = %s AND NOT EXISTS (SELECT 1 FROM {event_table} e WHERE e.session_id = {session_table}.id "
+        f"AND SUBSTRING(e.event_id, 1, {ADK_EVENT_ID_INDEXED}) = %s AND e.event_id = %s) "
+        f"RETURNING id, tenant_id, user_id, last_seq) "
+        f"INSERT INTO {event_table} (session_id, tenant_id, user_id, created_at, seq, event_id, invocation_id, "
+        f"author, timestamp, text, data) "
+        f"SELECT s.id, s.tenant_id, s.user_id, %s, s.last_seq, %s, %s, %s, %s, %s, %s FROM s RETURNING session_id, seq"
+    )
+    now = timezone.now()
+    params: list[Any] = [
+        timestamp,
+        now,
+        tenant.pk,
+        user_id,
+        session_id,
+        app_name,
+        FRAMEWORK,
+        expected_version,
+        event_id[:ADK_EVENT_ID_INDEXED],
+        event_id,
+        now,
+        event_id,
+        _text(event.get("invocation_id")),
+        _text(event.get("author")),
+        timestamp,
+        _preview(event),
+        json_text(event),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return AdkEventAppended(
+        session_pk=row[0], seq=row[1], version=expected_version + 1, last_update_time=timestamp, user_delta={}
+    )
 
 
 @transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
@@ -142,14 +200,13 @@ def adk_event_append(
             "version",
         ]
     )
-    seq = locked.last_seq
     if parts["app"]:
         _app_state_update(tenant_id=locked.tenant_id, app_name=locked.app_name, delta=parts["app"])
-    stored = AdkEvent.objects.create(
+    AdkEvent.objects.create(
         session=locked,
         tenant_id=locked.tenant_id,
         user_id=locked.user_id,
-        seq=seq,
+        seq=locked.last_seq,
         event_id=event_id,
         invocation_id=_text(event.get("invocation_id")),
         author=_text(event.get("author")),
@@ -157,7 +214,13 @@ def adk_event_append(
         text=_preview(event),
         data=json_text(event),
     )
-    return AdkEventAppended(session=locked, event=stored, user_delta=parts["user"])
+    return AdkEventAppended(
+        session_pk=locked.pk,
+        seq=locked.last_seq,
+        version=locked.version,
+        last_update_time=timestamp,
+        user_delta=parts["user"],
+    )
 
 
 def _check_not_stale(
@@ -209,11 +272,12 @@ def _event_id_taken(locked: Session, event_id: str) -> bool:
     """Whether the session holds ``event_id`` already; under the session's row lock, so no append
     can slip in between. The index holds a prefix of each id (a whole long id would not fit in a
     PostgreSQL index row)."""
-    return (
-        AdkEvent.objects.alias(id_prefix=Substr("event_id", 1, ADK_EVENT_ID_INDEXED))
-        .filter(session=locked, id_prefix=event_id[:ADK_EVENT_ID_INDEXED], event_id=event_id)
-        .exists()
+    same_prefix = AdkEvent.objects.alias(id_prefix=EventIdPrefix()).filter(
+        session=locked, id_prefix=event_id[:ADK_EVENT_ID_INDEXED]
     )
+    # The whole id is compared here, not in SQL: beside an equality on the column itself, SQLite
+    # leaves the expression index unused. Ids sharing their first 100 characters are rare.
+    return event_id in same_prefix.values_list("event_id", flat=True)
 
 
 def _text(value: Any) -> str:

@@ -8,10 +8,11 @@ cleanly once the session has ended.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput, SessionEnded
@@ -84,17 +85,26 @@ def message_append(*, session: Session, messages: list[dict[str, Any]]) -> Appen
     client_ids = [m["client_id"] for m in cleaned if m["client_id"] is not None]
     if len(set(client_ids)) != len(client_ids):
         raise InvalidInput.for_field("messages", "client_id values must be unique within one append.")
-    if not client_ids and connection.vendor == "postgresql":
-        return AppendResult(messages=_message_insert_postgresql(session, cleaned), created=True)
+    if connection.vendor == "postgresql":
+        inserted = _message_insert_postgresql(session, cleaned, client_ids)
+        if inserted is not None:
+            return AppendResult(messages=inserted, created=True)
+        if not client_ids:
+            raise_not_live(session)
     return _message_append_locked(session, cleaned, client_ids)
 
 
 _MESSAGE_COLUMNS = ("client_id", "role", "type", "status", "name", "content", "metadata", "usage")
 
 
-def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) -> list[Message]:
+def _message_insert_postgresql(
+    session: Session, fresh: list[dict[str, Any]], client_ids: list[str]
+) -> list[Message] | None:
     """Reserve the numbers and insert the batch in one statement, atomic by itself: one round
-    trip instead of BEGIN, UPDATE, INSERT, COMMIT (docs/PERFORMANCE.md)."""
+    trip instead of BEGIN, UPDATE, INSERT, COMMIT (docs/PERFORMANCE.md). None when it stored
+    nothing: the session is not live, or (with client ids) one of them is stored already, which
+    the locked append sorts out. A retry racing its first try past the NOT EXISTS meets the
+    unique index on client ids: the statement fails whole, and the locked append finds them."""
     now = timezone.now()
     concrete = {field.name: field for field in Message._meta.concrete_fields}
     fields = [concrete[name] for name in _MESSAGE_COLUMNS]
@@ -118,20 +128,33 @@ def _message_insert_postgresql(session: Session, fresh: list[dict[str, Any]]) ->
         f"v.{field.name}::jsonb" if field.get_internal_type() == "JSONField" else f"v.{field.name}" for field in fields
     )
     quote = connection.ops.quote_name
+    not_stored = ""
+    if client_ids:  # its parameters follow the session's id
+        not_stored = (
+            f" AND NOT EXISTS (SELECT 1 FROM {quote(Message._meta.db_table)} m WHERE m.session_id = %s "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+            f"AND m.client_id IN ({', '.join(['%s'] * len(client_ids))}))"
+        )
+        params[4:4] = [session.pk, *client_ids]
     sql = (
         f"WITH s AS (UPDATE {quote(Session._meta.db_table)} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"SET last_seq = last_seq + %s, message_count = message_count + %s, "
         f"updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
-        f"WHERE id = %s AND {WRITABLE} RETURNING last_seq) "
+        f"WHERE id = %s AND {WRITABLE}{not_stored} RETURNING last_seq) "
         f"INSERT INTO {quote(Message._meta.db_table)} (session_id, tenant_id, user_id, seq, created_at, {columns}) "
         f"SELECT %s, %s, %s, s.last_seq - %s + 1 + v.position, %s, {selected} "
         f"FROM s, (VALUES {', '.join([row] * len(fresh))}) AS v(position, {columns}) RETURNING id, seq"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        inserted = sorted(cursor.fetchall(), key=lambda r: r[1])
+    # Inside a caller's transaction a failure must not abort it: a savepoint (a request runs in
+    # autocommit, where the statement alone is atomic and no round trip is added).
+    savepoint = transaction.atomic() if connection.in_atomic_block else nullcontext()
+    try:
+        with savepoint, connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            inserted = sorted(cursor.fetchall(), key=lambda r: r[1])
+    except IntegrityError:
+        return None
     if not inserted:
-        raise_not_live(session)
+        return None
     created = []
     for (pk, seq), fields_ in zip(inserted, fresh, strict=True):
         message = Message(

@@ -119,16 +119,22 @@ def test_the_window_is_read_backwards_on_the_index(adk_api, postgres_only):
         assert "adk_event_order" in plan and "Sort" not in plan, plan
 
 
-def test_an_event_id_is_looked_up_on_the_index(adk_api, postgres_only):
+def test_an_event_id_is_looked_up_on_the_index(adk_api):
+    """On both databases, by the session and the id's prefix. SQLite scanned every event of the
+    session: the prefix's bounds went as parameters, which its expression index does not match."""
     session = _session(adk_api, "big", 3000)
     _analyze_events()
     with CaptureQueriesContext(connection) as captured:
         assert services._event_id_taken(session, "e1500") and not services._event_id_taken(session, "e-new")
-    for sql in [q["sql"] for q in captured.captured_queries]:
+    explain = "EXPLAIN QUERY PLAN" if connection.vendor == "sqlite" else "EXPLAIN"
+    for query in captured.captured_queries:
         with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN {sql}")
-            plan = "\n".join(row[0] for row in cursor.fetchall())
-        assert "adk_event_id" in plan, plan
+            cursor.execute(f"{explain} {query['sql']}")
+            plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
+        if connection.vendor == "sqlite":
+            assert "adk_event_id (session_id=? AND <expr>=?)" in plan, plan
+        else:
+            assert "adk_event_id" in plan and "substring" in plan.split("Index Cond")[-1], plan
 
 
 def test_cursors_and_ids_that_the_server_did_not_give_are_a_400(adk_api):
@@ -141,3 +147,46 @@ def test_cursors_and_ids_that_the_server_did_not_give_are_a_400(adk_api):
     ):
         response = adk_api.get(url)
         assert response.status_code == 400 and response.json()["error"]["fields"], (url, response.content)
+
+
+def test_an_event_without_state_delta_is_one_statement_on_postgresql(adk_api, postgres_only):
+    """The common append (no state delta, the writer names the version it read) is one round trip;
+    a stale version, an id the session holds and a missing session still get their own answers."""
+    session = _session(adk_api, "u", 10)
+    adk_api.get(f"/api/v1/adk/apps/{APP}/sessions/")  # warms the key cache
+    url = f"/api/v1/adk/apps/{APP}/users/u/sessions/s/events/"
+
+    def body(event_id: str, version: int) -> dict:
+        return {"event": json.dumps({"id": event_id, "timestamp": 5000.0}), "expected_version": version}
+
+    with CaptureQueriesContext(connection) as queries:
+        response = adk_api.post(url, body("new", session.version), content_type="application/json")
+    assert response.status_code == 201 and response.json()["version"] == session.version + 1
+    assert len(queries) == 1, [q["sql"] for q in queries]
+    assert AdkEvent.objects.get(session=session, event_id="new").seq == 11
+    for event_id, version, status, code in [
+        ("other", session.version, 409, "stale_session"),
+        ("new", session.version + 1, 409, "event_exists"),
+    ]:
+        response = adk_api.post(url, body(event_id, version), content_type="application/json")
+        assert response.status_code == status and response.json()["error"]["code"] == code
+    missing = adk_api.post(url.replace("/s/", "/gone/"), body("x", 1), content_type="application/json")
+    assert missing.status_code == 404
+    assert AdkEvent.objects.filter(session=session).count() == 11
+
+
+def test_a_read_from_held_events_costs_the_same_at_any_size_and_sends_only_new_events(adk_api):
+    counts = {}
+    for user_id, events in (("small", 10), ("big", 3000)):
+        _session(adk_api, user_id, events)
+        url = f"/api/v1/adk/apps/{APP}/users/{user_id}/sessions/s/"
+        token = adk_api.get(url).json()["events_token"]
+        event = {"id": "new", "timestamp": 1.0}  # older than every held event: the reader places it
+        adk_api.post(url + "events/", {"event": json.dumps(event)}, content_type="application/json")
+        with CaptureQueriesContext(connection) as queries:
+            answer = adk_api.get(url, {"held": token}).json()
+        counts[user_id] = len(queries)
+        assert answer["events_held"] and not answer["events_more"]
+        assert [e["id"] for e in answer["events"]] == ["new"]
+        assert adk_api.get(url, {"held": answer["events_token"]}).json()["events"] == []
+    assert counts["small"] == counts["big"] <= 8, counts

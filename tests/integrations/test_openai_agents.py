@@ -180,6 +180,57 @@ def test_more_items_than_one_append_takes_are_stored_in_order(oa_session):
     assert run(session.get_items(limit=700)) == items[-700:]
 
 
+class Recording(httpx.AsyncHTTPTransport):
+    """Records the query of each request."""
+
+    def __init__(self):
+        super().__init__()
+        self.queries: list[str] = []
+
+    async def handle_async_request(self, request):
+        self.queries.append(request.url.query.decode())
+        return await super().handle_async_request(request)
+
+
+def test_a_whole_read_asks_only_for_what_came_after_and_sees_every_other_writer(oa_session):
+    transport = Recording()
+    reader, writer = oa_session("shared", transport=transport), oa_session("shared")
+    run(writer.add_items([{"role": "user", "content": f"m{i}"} for i in range(5)]))
+
+    async def read_twice(change=None):
+        first = await reader.get_items()
+        if change is not None:
+            await change
+        return first, await reader.get_items(), await oa_session("shared").get_items()
+
+    first, again, fresh = run(read_twice(writer.add_items([{"role": "user", "content": "m5"}])))
+    assert len(first) == 5 and again == fresh and [i["content"] for i in again][-2:] == ["m4", "m5"]
+    assert "after_seq=4" in transport.queries[-1]  # from the last item it held, which must still be there
+    for change in (writer.pop_item(), writer.clear_session(), writer.add_items([{"role": "user", "content": "x"}])):
+        _, again, fresh = run(read_twice(change))
+        assert again == fresh, change
+
+    # Its own pop keeps what it holds, less the popped item; another writer's edit still shows.
+    run(writer.add_items([{"role": "user", "content": f"n{i}"} for i in range(4)]))
+    run(reader.get_items())
+    assert run(reader.pop_item())["content"] == "n3"
+    assert [i["content"] for i in run(reader.get_items())][-1] == "n2"
+    assert "after_seq=" in transport.queries[-1]  # held, less n3
+    run(reader.pop_item())
+    run(writer.pop_item())
+    assert run(reader.get_items()) == run(oa_session("shared").get_items())
+
+
+def test_a_session_deleted_and_created_again_with_as_many_items_is_read_anew(oa_session, live_server, oa_key):
+    reader, writer = oa_session("again"), oa_session("again")
+    run(writer.add_items([{"role": "user", "content": f"old{i}"} for i in range(3)]))
+    assert len(run(reader.get_items())) == 3
+    url = f"{live_server.url}/api/v1/users/{USER}/sessions/{main_session_id('again')}/"
+    assert httpx.delete(url, headers={"X-Api-Key": oa_key}).status_code == 204
+    run(writer.add_items([{"role": "user", "content": f"new{i}"} for i in range(3)]))  # same seqs, generation 0
+    assert [i["content"] for i in run(reader.get_items())] == ["new0", "new1", "new2"]
+
+
 class LosesFirstAnswer(httpx.AsyncHTTPTransport):
     """Delivers each request but drops the answer of the first one."""
 

@@ -3,6 +3,8 @@
 import uuid
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from agentstate.exceptions import (
     InvalidInput,
@@ -366,6 +368,21 @@ def test_a_partly_retried_batch_stores_only_the_new_messages_in_order(tenant):
     assert [(m.content, m.seq) for m in result.messages] == [("b", 2), ("a", 1), ("c", 3)]
     assert result.messages[1].pk == a.pk
     assert _seqs(session) == [1, 2, 3]
+
+
+def test_an_append_with_new_client_ids_is_one_statement_on_postgresql(tenant, postgres_only):
+    """The OpenAI Agents SDK sends a client id with every item: new ones cost the one statement an
+    append without them costs; a batch with a stored one takes the locked append."""
+    session = _session(tenant)
+    with CaptureQueriesContext(connection) as queries:
+        _append(session, "a", "b", client_id=None)
+        stored = services.message_append(
+            session=session, messages=[{"role": "user", "client_id": f"c{i}"} for i in range(2)]
+        )
+    statements = [q["sql"] for q in queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
+    assert len(statements) == 2 and [m.seq for m in stored.messages] == [3, 4]
+    again = services.message_append(session=session, messages=[{"role": "user", "client_id": c} for c in ("c1", "c2")])
+    assert [m.seq for m in again.messages] == [4, 5] and again.created and _seqs(session) == [1, 2, 3, 4, 5]
 
 
 def test_client_ids_are_per_session(tenant):

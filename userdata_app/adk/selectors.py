@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connection
+
+from agentstate.exceptions import NotFound
 from agentstate.tenancy.models import Tenant
+from sessions_app.adk.selectors import AdkSessionRead, adk_app_state_sql
+from sessions_app.adk.services import FRAMEWORK
 from sessions_app.adk.state import json_object
+from sessions_app.selectors import session_get_with
 from userdata_app.adk.models import AdkEventUserDelta, AdkUserState
 
 
@@ -24,6 +30,57 @@ def adk_event_user_deltas(*, session_pk: int, first_seq: int, last_seq: int) -> 
     """The user: deltas of a session's events ``first_seq..last_seq`` by event number."""
     rows = AdkEventUserDelta.objects.filter(session_pk=session_pk, event_seq__gte=first_seq, event_seq__lte=last_seq)
     return {seq: json_object(delta) for seq, delta in rows.values_list("event_seq", "delta")}
+
+
+def _states_sql(tenant: str, user_id: str, app_name: str) -> str:
+    """Two columns: the app's state and the user's, each found by its unique index."""
+    return (
+        f"{adk_app_state_sql(tenant=tenant, app_name=app_name)}, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f'(SELECT state FROM "{AdkUserState._meta.db_table}" '
+        f"WHERE tenant_id = {tenant} AND user_id = {user_id} AND app_name = {app_name})"
+    )
+
+
+# Beside a session's row, in its query: its app's and user's state and, when asked, how many of
+# its first events have a user: delta (on the deltas' index).
+_STATES = _states_sql("s.tenant_id", "s.user_id", "s.app_name")
+_STATES_OF = "SELECT " + _states_sql("%s", "%s", "%s")  # tenant, app; tenant, user, app
+_DELTAS = (
+    f'(SELECT COUNT(*) FROM "{AdkEventUserDelta._meta.db_table}" '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+    f"WHERE session_pk = s.id AND event_seq <= COALESCE(%s, s.last_seq))"
+)
+
+
+def adk_states_get(*, tenant: Tenant, app_name: str, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The app's and the user's state, in one query."""
+    with connection.cursor() as cursor:
+        cursor.execute(_STATES_OF, [tenant.pk, app_name, tenant.pk, user_id, app_name])
+        app_state, user_state = cursor.fetchone()
+    return json_object(app_state or ""), json_object(user_state or "")
+
+
+def adk_session_read(
+    *, tenant: Tenant, app_name: str, user_id: str, session_id: str, count_deltas: bool, through_seq: int | None = None
+) -> AdkSessionRead:
+    """One ADK session with its app's and user's state, in one query; ``count_deltas``: with how many
+    of its events ``1..through_seq`` (default: all) have a user: delta, read with the session's row
+    (an erasure after it lowers the count a later read finds)."""
+    session, extra = session_get_with(
+        tenant=tenant,
+        user_id=user_id,
+        session_id=session_id,
+        app_name=app_name,
+        columns=f"{_STATES}, {_DELTAS}" if count_deltas else _STATES,
+        params=[through_seq] if count_deltas else [],
+    )
+    if session.framework != FRAMEWORK:
+        raise NotFound("Session not found.")
+    return AdkSessionRead(
+        session=session,
+        app_state=json_object(extra[0] or ""),
+        user_state=json_object(extra[1] or ""),
+        user_deltas=extra[2] if count_deltas else None,
+    )
 
 
 def subject_adk_user_state_export(*, tenant: Tenant, user_id: str) -> list[dict[str, Any]]:
