@@ -48,7 +48,7 @@ def world(tenant, other_tenant):
     return tenant, other_tenant
 
 
-USER_DATA_ONLY = {"user_data": 2, "adk_user_state": 0}
+USER_DATA_ONLY = {"user_data": 2, "adk_user_state": 0, "memories": 1}
 
 
 def test_user_data_scope_erases_user_data_only_and_keeps_process_state(world, officer):
