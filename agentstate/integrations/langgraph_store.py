@@ -5,8 +5,9 @@ Compile a graph with it and its nodes read and write memories through ``runtime.
     graph = builder.compile(checkpointer=saver, store=AgentStateStore(url, api_key))
 
 Every item belongs to a person: a stored item's namespace must start with ``("users", user_id)``
-(``user_namespace``), so erasing or exporting that person reaches it; a put under any other
-namespace is refused (``agentstate.client.ValidationError``). Each ``batch`` call is one request,
+(``user_namespace`` builds it, writing the id's "%" and "." as "%25" and "%2E"), so erasing or
+exporting that person reaches it; a put under any other namespace is refused
+(``agentstate.client.ValidationError``). Each ``batch`` call is one request,
 run in one transaction; as in LangGraph's own stores, its reads see the data before its writes.
 ``search`` takes LangGraph's filters (equality, nested objects, ``$eq``, ``$ne``, ``$gt``,
 ``$gte``, ``$lt``, ``$lte``) and returns the most recently updated items first; ``query`` is
@@ -45,8 +46,9 @@ BATCH_URL = f"{API}/store/batch/"
 
 
 def user_namespace(user_id: str, *labels: str) -> tuple[str, ...]:
-    """The namespace of ``user_id``'s items: ``("users", user_id, *labels)``."""
-    return ("users", user_id, *labels)
+    """The namespace of ``user_id``'s items: ``("users", user_id, *labels)``, the user id's "%"
+    and "." written "%25" and "%2E" (a namespace label holds no ".", a user id may: an e-mail)."""
+    return ("users", user_id.replace("%", "%25").replace(".", "%2E"), *labels)
 
 
 def _op_data(op: Op) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from django.utils import timezone
 from sessions_app import services as session_services
 from userdata_app import services as userdata_services
 from userdata_app.erasure import erasure_request_create, erasure_request_verify
+from userdata_app.memory.selectors import user_label
 from userdata_app.memory.services import memory_batch
 from userdata_app.models import ErasureRequest
 
@@ -47,7 +48,8 @@ def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: in
         session_services.transition_record(session=session, from_agent="planner", to_agent="writer", reason="handoff")
     userdata_services.user_datum_set(tenant=tenant, user_id=user_id, key="email", value=f"{user_id}@example.com")
     userdata_services.user_datum_set(tenant=tenant, user_id=user_id, key="name", value=user_id.title())
-    memory = {"op": "put", "namespace": ["users", user_id, "memories"], "key": "food", "value": {"likes": "tea"}}
+    namespace = ["users", user_label(user_id), "memories"]
+    memory = {"op": "put", "namespace": namespace, "key": "food", "value": {"likes": "tea"}}
     memory_batch(tenant=tenant, ops=[memory])
 
 

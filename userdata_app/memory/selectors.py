@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,20 @@ from userdata_app.memory.models import MemoryItem
 SEPARATOR = "."  # between a namespace's labels; LangGraph refuses it inside a label
 USERS = "users"  # the first label of every namespace that names its person: ("users", <user_id>, ...)
 WILDCARD = "*"  # matches any one label in list_namespaces' prefix and suffix
+
+
+_ESCAPED = re.compile("%(25|2E)")
+
+
+def user_label(user_id: str) -> str:
+    """The namespace label of a user id: a user id may hold "." (an e-mail), a label may not, so
+    "%" is written "%25" and "." "%2E"."""
+    return user_id.replace("%", "%25").replace(".", "%2E")
+
+
+def label_user(label: str) -> str:
+    """The user id a namespace's second label names (``user_label`` read back)."""
+    return _ESCAPED.sub(lambda m: "%" if m.group(1) == "25" else ".", label)
 
 
 def namespace_text(labels: tuple[str, ...] | list[str]) -> str:
@@ -36,7 +51,7 @@ def under_prefix(rows: QuerySet[MemoryItem], prefix: tuple[str, ...] | list[str]
     if not prefix:
         return rows
     if len(prefix) >= 2 and prefix[0] == USERS:
-        rows = rows.filter(user_id=prefix[1])  # the subject's index
+        rows = rows.filter(user_id=label_user(prefix[1]))  # the subject's index
     text = namespace_text(prefix)
     below = text + SEPARATOR
     return rows.alias(head=Substr("namespace", 1, len(below))).filter(
@@ -94,9 +109,9 @@ def _operator_holds(value: Any, operator: str, operand: Any) -> bool:
         return value != operand
     if isinstance(operand, str):
         return isinstance(value, str) and ORDER_OPERATORS[operator](value, operand)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or isinstance(operand, str):
         return False
-    return ORDER_OPERATORS[operator](float(value), float(operand))
+    return ORDER_OPERATORS[operator](value, operand)  # int and float compare exactly, at any size
 
 
 def memory_search(

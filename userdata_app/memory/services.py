@@ -2,8 +2,9 @@
 of expired items.
 
 The attribution rule: an item is stored only under a namespace that names its person,
-``("users", <user_id>, ...)``; any other namespace is refused (a 400), so every item is the user
-data of one ``(tenant, user_id)`` and erasure and export reach it. Reads and deletes take any
+``("users", <user_id>, ...)`` (the user id's "%" and "." written "%25" and "%2E"); any other
+namespace is refused (a 400), so every item is the user data of one ``(tenant, user_id)`` and
+erasure and export reach it. Reads and deletes take any
 namespace (they find nothing outside the rule). As LangGraph's own stores do, the reads of a batch
 see the data as it was before the batch, and its writes are applied after them, the last write of
 an item winning.
@@ -70,14 +71,15 @@ def _namespace(value: Any, *, field: str, wildcards: bool = False) -> list[str]:
 
 
 def namespace_owner(namespace: list[str], *, field: str = "namespace") -> str:
-    """The person an item under ``namespace`` belongs to: its second label, the first being "users"."""
+    """The person an item under ``namespace`` belongs to: its second label (``selectors.user_label``
+    of the user id), the first being "users"."""
     if len(namespace) < 2 or namespace[0] != selectors.USERS:
         raise InvalidInput.for_field(
             field,
             'must start with "users" and the user id, as ["users", "<user_id>", ...]: '
             "every memory item belongs to one person.",
         )
-    return clean_identifier(namespace[1], field=field)
+    return clean_identifier(selectors.label_user(namespace[1]), field=field)
 
 
 def _whole(value: Any, *, field: str, low: int, high: int, default: int | None) -> int | None:
@@ -102,18 +104,18 @@ def _filter(value: Any, *, field: str) -> dict[str, Any] | None:
     clean_json(value, field=field, require_object=True)
 
     def check(wanted: Any) -> None:
-        if isinstance(wanted, dict):
-            for name, operand in wanted.items():
-                if name.startswith("$"):
-                    if name not in selectors.OPERATORS:
-                        raise InvalidInput.for_field(
-                            field, f"unknown operator {name!r}: use one of {', '.join(sorted(selectors.OPERATORS))}."
-                        )
-                    ordered = name in selectors.ORDER_OPERATORS
-                    if ordered and (isinstance(operand, bool) or not isinstance(operand, (int, float, str))):
-                        raise InvalidInput.for_field(field, f"{name} compares with a number or a string.")
-                else:
-                    check(operand)
+        if isinstance(wanted, dict) and any(name.startswith("$") for name in wanted):
+            for name, operand in wanted.items():  # an operator object: operators only
+                if name not in selectors.OPERATORS:
+                    raise InvalidInput.for_field(
+                        field, f"unknown operator {name!r}: use one of {', '.join(sorted(selectors.OPERATORS))}."
+                    )
+                ordered = name in selectors.ORDER_OPERATORS
+                if ordered and (isinstance(operand, bool) or not isinstance(operand, (int, float, str))):
+                    raise InvalidInput.for_field(field, f"{name} compares with a number or a string.")
+        elif isinstance(wanted, dict):
+            for operand in wanted.values():
+                check(operand)
         elif isinstance(wanted, list):
             for item in wanted:
                 check(item)
