@@ -194,6 +194,8 @@ def test_search(store):
     assert {item.key for item in store.search(U, filter={"author": {"$ne": "Alice"}})} == {"doc2"}
     assert len(store.search(U, limit=2)) == 2
     assert len(store.search(U, offset=2)) == 1
+    assert store.search(U, filter={"author": "Alice"}, limit=0) == []
+    assert [item.key for item in store.search(U, filter={"author": "Alice"}, limit=1, offset=1)] == ["doc1"]
     assert store.search((*U, "doc")) == []  # a prefix is whole labels, not characters
     # query: accepted and ignored until ranking exists; the filter still applies.
     assert {item.key for item in store.search(U, query="anything", filter={"author": "Bob"})} == {"doc2"}

@@ -120,7 +120,7 @@ def memory_search(
     """Items under the prefix, most recently updated first; a filter is evaluated here over the
     prefix's items in that order, stopping once ``offset + limit`` matched."""
     rows = under_prefix(live_items(tenant=tenant), namespace_prefix).order_by("-updated_at", "namespace", "key")
-    if not filter:
+    if not filter or not limit:
         return list(rows[offset : offset + limit])
     found: list[MemoryItem] = []
     for item in rows.iterator(chunk_size=500):
