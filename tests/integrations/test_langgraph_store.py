@@ -6,9 +6,11 @@ LangGraph's runner, TTLs, and the person's rights (erasure, export) through the 
 from __future__ import annotations
 
 import asyncio
+import io
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
@@ -31,7 +33,6 @@ from agentstate.client import ValidationError
 from agentstate.integrations.langgraph_store import AgentStateStore, user_namespace
 from userdata_app.erasure import erasure_execute
 from userdata_app.memory.models import MemoryItem
-from userdata_app.memory.services import memory_items_expire
 from userdata_app.models import ErasureRequest, ErasureSubject
 from userdata_app.selectors import subject_export
 
@@ -343,7 +344,9 @@ def test_ttl_expires_items_refreshes_them_on_read_and_the_sweep_removes_them(sto
     MemoryItem.objects.filter(key="k").update(expires_at=timezone.now() - timedelta(seconds=1))
     assert (*U, "gone") not in store.list_namespaces()
 
-    assert memory_items_expire(batch_size=1) == 2
+    out = io.StringIO()
+    call_command("expire_memories", "--batch-size", "1", stdout=out)  # one item per transaction
+    assert out.getvalue() == "Deleted 2 expired memory items.\n"
     assert sorted(key for _, key in raw_rows("u1")) == ["default", "forever"]
 
 
