@@ -509,3 +509,18 @@ def test_random_batches_answer_as_langgraphs_postgres_store(store, postgres_stor
     peer, empty = postgres_store
     empty()
     answers_alike(store, peer, batches)
+
+
+# --- The admin -----------------------------------------------------------------------------------
+
+
+def test_staff_browse_items_and_their_str_names_no_one(store, admin_client):
+    from django.urls import reverse
+
+    store.put(user_namespace("alice", "facts"), "food", {"likes": "tea"})
+    item = MemoryItem.objects.get()
+    assert "alice" not in str(item) and "food" not in str(item)  # the admin log keeps it
+    listed = admin_client.get(reverse("admin:userdata_app_memoryitem_changelist") + "?user_id=alice")
+    assert listed.status_code == 200 and listed.context["cl"].result_count == 1
+    page = admin_client.get(reverse("admin:userdata_app_memoryitem_change", args=[item.pk])).content.decode()
+    assert "users.alice.facts" in page and "tea" in page
