@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -32,15 +31,6 @@ MAX_OPS = 1000
 MAX_LIMIT = 1000
 MAX_OFFSET = 2**31 - 1
 MAX_TTL_MINUTES = 100 * 365 * 24 * 60  # a century: beyond it, no expiry means the same
-
-
-@dataclass(frozen=True)
-class Put:
-    index: int
-    namespace: list[str]
-    key: str
-    value: dict[str, Any] | None
-    ttl: float | None
 
 
 def _field(i: int, name: str) -> str:
