@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "sessions_app.adk",
     "userdata_app",
     "userdata_app.adk",
+    "userdata_app.memory",
     "agentstate_site",
 ]
 

@@ -18,6 +18,7 @@ FRAMEWORK_AND_RETENTION_PAGES = [
     "sessions_app_retentionpolicy",
     "sessions_app_retentionrun",
     "userdata_app_adkuserstate",
+    "userdata_app_memoryitem",
 ]
 
 

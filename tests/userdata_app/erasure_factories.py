@@ -8,6 +8,8 @@ from django.utils import timezone
 from sessions_app import services as session_services
 from userdata_app import services as userdata_services
 from userdata_app.erasure import erasure_request_create, erasure_request_verify
+from userdata_app.memory.selectors import user_label
+from userdata_app.memory.services import memory_batch
 from userdata_app.models import ErasureRequest
 
 # What subject_data_create stores for one subject with its default sizes, per erasure category.
@@ -24,13 +26,14 @@ SUBJECT_DATA_COUNTS = {
     "langgraph_checkpoints": 0,
     "langgraph_writes": 0,
     "adk_user_state": 0,
+    "memories": 1,
     "adk_events": 0,  # ADK's categories: tests/integrations/test_adk_subjects.py
 }
 
 
 def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: int = 3) -> None:
     """Sessions with messages, a round, a checkpoint, a transition and live working state, plus
-    two keys of user data."""
+    two keys of user data and a memory item."""
     for n in range(sessions):
         session = session_services.session_create(
             tenant=tenant, user_id=user_id, session_id=f"s{n}", agent_id="planner"
@@ -45,6 +48,9 @@ def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: in
         session_services.transition_record(session=session, from_agent="planner", to_agent="writer", reason="handoff")
     userdata_services.user_datum_set(tenant=tenant, user_id=user_id, key="email", value=f"{user_id}@example.com")
     userdata_services.user_datum_set(tenant=tenant, user_id=user_id, key="name", value=user_id.title())
+    namespace = ["users", user_label(user_id), "memories"]
+    memory = {"op": "put", "namespace": namespace, "key": "food", "value": {"likes": "tea"}}
+    memory_batch(tenant=tenant, ops=[memory])
 
 
 def verified_request(*, subjects, scope: str, actor=None):
@@ -62,7 +68,12 @@ def compliance_group():
     from userdata_app.migrations._grants import COMPLIANCE_GROUP
 
     group, _ = Group.objects.get_or_create(name=COMPLIANCE_GROUP)
-    for name in ("0003_compliance_group", "0007_erasure_review_permission", "0008_compliance_views_framework_records"):
+    for name in (
+        "0003_compliance_group",
+        "0007_erasure_review_permission",
+        "0008_compliance_views_framework_records",
+        "0010_memory_item",
+    ):
         migration = importlib.import_module(f"userdata_app.migrations.{name}")
         for app_label, codenames in migration.PERMISSIONS.items():
             group.permissions.add(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
@@ -75,11 +86,12 @@ def subject_data_restored(*, tenant, user_id: str, before, **sizes) -> None:
     from datetime import timedelta
 
     from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+    from userdata_app.memory.models import MemoryItem
     from userdata_app.models import UserDatum
 
     subject_data_create(tenant=tenant, user_id=user_id, **sizes)
     at = before - timedelta(days=3)
-    for model in (Session, Round, UserDatum):
+    for model in (Session, Round, UserDatum, MemoryItem):
         model.objects.filter(tenant=tenant, user_id=user_id).update(created_at=at, updated_at=at)
     for model in (Message, Checkpoint, AgentTransition):
         model.objects.filter(tenant=tenant, user_id=user_id).update(created_at=at)

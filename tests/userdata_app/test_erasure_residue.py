@@ -30,6 +30,7 @@ from tests.api.assertions import streamed
 from tests.subjects import held
 from tests.userdata_app.erasure_factories import compliance_group, erasure_request_added
 from tests.userdata_app.residue import pg_stats_text
+from userdata_app.memory.selectors import user_label
 from userdata_app.models import ErasureRequest
 
 # The subject's id ends with an EM SPACE (U+2003), stored exactly as the API received it; the
@@ -65,6 +66,8 @@ def markers_of(person: int) -> dict[str, str]:
         "adk_text",
         "adk_state",
         "adk_user",
+        "memory_key",
+        "memory",
     )
     return {kind: f"{kind}-{person}-{token}" for kind in kinds}
 
@@ -161,6 +164,16 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
     for key, value in (("email", marks["email"]), ("preferences", {"theme": marks["preference"]})):
         response = api.put(f"/api/v1/users/{user}/data/{key}/", {"value": value}, format="json")
         assert response.status_code in (200, 201), response.content
+    # A memory item (LangGraph's store): its key and value are about them.
+    memory = {
+        "op": "put",
+        "namespace": ["users", user_label(user_id), "notes"],
+        "key": marks["memory_key"],
+        "value": {},
+    }
+    memory["value"] = {"note": marks["memory"]}
+    response = api.post("/api/v1/store/batch/", {"ops": [memory]}, format="json")
+    assert response.status_code == 200, response.content
 
 
 def holdings(tenant, user_id) -> dict[str, int]:
@@ -181,6 +194,7 @@ FULL = {
     "langgraph_writes": 1,
     "adk_events": 1,
     "adk_user_state": 2,
+    "memories": 1,
 }
 
 

@@ -1,0 +1,167 @@
+"""``AgentStateStore``: LangGraph's long-term memory interface (``BaseStore``) on agentstate.
+
+Compile a graph with it and its nodes read and write memories through ``runtime.store``::
+
+    graph = builder.compile(checkpointer=saver, store=AgentStateStore(url, api_key))
+
+Every item belongs to a person: a stored item's namespace must start with ``("users", user_id)``
+(``user_namespace`` builds it, writing the id's "%" and "." as "%25" and "%2E"), so erasing or
+exporting that person reaches it; a put under any other namespace is refused
+(``agentstate.client.ValidationError``). Each ``batch`` call is one request,
+run in one transaction; as in LangGraph's own stores, its reads see the data before its writes.
+``search`` takes LangGraph's filters (equality, nested objects, ``$eq``, ``$ne``, ``$gt``,
+``$gte``, ``$lt``, ``$lte``) and returns the most recently updated items first; ``query`` is
+accepted and ignored (no ranking yet, as LangGraph's stores without an index), so ``score`` is
+None. TTLs are in minutes, refreshed on read unless ``ttl={"refresh_on_read": False}`` or
+``refresh_ttl=False`` says otherwise (docs/CLIENT.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    validate_op_namespace,
+)
+
+from agentstate.client.calls import API, Call, as_json
+from agentstate.client.clients import AgentStateClient, AsyncAgentStateClient
+
+__all__ = ["AgentStateStore", "user_namespace"]
+
+BATCH_URL = f"{API}/store/batch/"
+
+
+def user_namespace(user_id: str, *labels: str) -> tuple[str, ...]:
+    """The namespace of ``user_id``'s items: ``("users", user_id, *labels)``, the user id's "%"
+    and "." written "%25" and "%2E" (a namespace label holds no ".", a user id may: an e-mail)."""
+    return ("users", user_id.replace("%", "%25").replace(".", "%2E"), *labels)
+
+
+def _op_data(op: Op) -> dict[str, Any]:
+    validate_op_namespace(op)  # a label with "." or NUL, or empty: LangGraph's InvalidNamespaceError
+    if isinstance(op, GetOp):
+        return {"op": "get", "namespace": list(op.namespace), "key": op.key, "refresh_ttl": op.refresh_ttl}
+    if isinstance(op, PutOp):
+        value = None if op.value is None else dict(op.value)
+        return {"op": "put", "namespace": list(op.namespace), "key": op.key, "value": value, "ttl": op.ttl}
+    if isinstance(op, SearchOp):
+        return {
+            "op": "search",
+            "namespace_prefix": list(op.namespace_prefix),
+            "filter": op.filter,
+            "limit": op.limit,
+            "offset": op.offset,
+            "query": op.query,
+            "refresh_ttl": op.refresh_ttl,
+        }
+    if isinstance(op, ListNamespacesOp):
+        paths: dict[str, list[str]] = {}
+        for condition in op.match_conditions or ():
+            if condition.match_type in paths:
+                raise ValueError(f"list_namespaces takes one {condition.match_type} condition, not several.")
+            paths[condition.match_type] = list(condition.path)
+        return {"op": "list_namespaces", **paths, "max_depth": op.max_depth, "limit": op.limit, "offset": op.offset}
+    raise ValueError(f"Unknown operation type: {type(op)}")
+
+
+def _result(op: Op, data: Any) -> Result:
+    if isinstance(op, GetOp):
+        return None if data is None else Item(**data)
+    if isinstance(op, SearchOp):
+        return [SearchItem(**item) for item in data]
+    if isinstance(op, ListNamespacesOp):
+        return [tuple(namespace) for namespace in data]
+    return None
+
+
+class AgentStateStore(BaseStore):
+    """LangGraph store on an agentstate server; ``ttl`` is LangGraph's ``TTLConfig`` (a default
+    TTL in minutes, whether reads refresh it)."""
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        ttl: TTLConfig | None = None,
+        timeout: float = 10.0,
+        retries: int = 2,
+        transport: httpx.BaseTransport | None = None,
+        async_transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.ttl_config = ttl
+        self._api_key = api_key
+        self._options: dict[str, Any] = {"timeout": timeout, "retries": retries}
+        self._transports = (transport, async_transport)
+        self._sync: AgentStateClient | None = None
+        self._async: AsyncAgentStateClient | None = None
+        self._async_loop: asyncio.AbstractEventLoop | None = None
+
+    def close(self) -> None:
+        if self._sync is not None:
+            self._sync.close()
+            self._sync = None
+
+    async def aclose(self) -> None:
+        self.close()
+        if self._async is not None:
+            await self._async.aclose()
+            self._async = None
+
+    def __enter__(self) -> AgentStateStore:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> AgentStateStore:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+    @staticmethod
+    def _call(ops: list[Op]) -> Call[Any]:
+        # Retried safely: a batch's puts set values (the same again changes nothing but times).
+        return Call("POST", BATCH_URL, as_json, json={"ops": [_op_data(op) for op in ops]}, idempotent=True)
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        if not ops:
+            return []
+        call = self._call(ops)
+        if self._sync is None:
+            self._sync = AgentStateClient(self.base_url, self._api_key, transport=self._transports[0], **self._options)
+        results = self._sync._call(call)["results"]
+        return [_result(op, data) for op, data in zip(ops, results, strict=True)]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        if not ops:
+            return []
+        call = self._call(ops)
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._async_loop is not loop:  # httpx's pool belongs to one loop
+            self._async = AsyncAgentStateClient(
+                self.base_url, self._api_key, transport=self._transports[1], **self._options
+            )
+            self._async_loop = loop
+        results = (await self._async._call(call))["results"]
+        return [_result(op, data) for op, data in zip(ops, results, strict=True)]

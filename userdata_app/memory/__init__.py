@@ -1,0 +1,1 @@
+"""Long-term memory about people (LangGraph's store): namespaced items, user data by convention."""

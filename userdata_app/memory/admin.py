@@ -1,0 +1,28 @@
+"""Memory items, browsed only (user data: erased with the user's other data)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.utils.safestring import SafeString
+
+from agentstate.admin.display import pretty_json
+from agentstate.admin.filters import UserIdFilter
+from agentstate.admin.options import ReadOnlyAdmin
+from userdata_app.memory.models import MemoryItem
+
+
+@admin.register(MemoryItem)
+class MemoryItemAdmin(ReadOnlyAdmin):
+    """An agent's long-term memory about a person (LangGraph's store)."""
+
+    list_display = ("namespace", "key", "user_id", "tenant", "updated_at", "expires_at")
+    list_select_related = ("tenant",)
+    list_filter = ("tenant", UserIdFilter)
+    search_fields = ("user_id__exact",)
+    ordering = ("-id",)
+    fields = ("tenant", "user_id", "namespace", "key", "created_at", "updated_at", "expires_at", "value_json")
+    readonly_fields = ("value_json",)
+
+    @admin.display(description="value")
+    def value_json(self, obj: MemoryItem) -> SafeString:
+        return pretty_json(obj.value)

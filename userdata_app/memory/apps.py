@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+
+
+class MemoryConfig(AppConfig):
+    """Memory items (LangGraph's ``BaseStore``): user data, declared in the map of people's data."""
+
+    name = "userdata_app.memory"
+    label = "memory"
+    verbose_name = "Memories"
+
+    def ready(self) -> None:
+        from userdata_app.memory import subject_data
+
+        subject_data.declare()

@@ -1,0 +1,171 @@
+"""Reads of memory items, always within one tenant; an expired item is never read."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Substr
+from django.utils import timezone
+
+from agentstate.tenancy.models import Tenant
+from userdata_app.memory.models import MemoryItem
+
+SEPARATOR = "."  # between a namespace's labels; LangGraph refuses it inside a label
+USERS = "users"  # the first label of every namespace that names its person: ("users", <user_id>, ...)
+WILDCARD = "*"  # matches any one label in list_namespaces' prefix and suffix
+
+
+_ESCAPED = re.compile("%(25|2E)")
+
+
+def user_label(user_id: str) -> str:
+    """The namespace label of a user id: a user id may hold "." (an e-mail), a label may not, so
+    "%" is written "%25" and "." "%2E"."""
+    return user_id.replace("%", "%25").replace(".", "%2E")
+
+
+def label_user(label: str) -> str:
+    """The user id a namespace's second label names (``user_label`` read back)."""
+    return _ESCAPED.sub(lambda m: "%" if m.group(1) == "25" else ".", label)
+
+
+def namespace_text(labels: tuple[str, ...] | list[str]) -> str:
+    return SEPARATOR.join(labels)
+
+
+def namespace_labels(text: str) -> list[str]:
+    return text.split(SEPARATOR)
+
+
+def live_items(*, tenant: Tenant) -> QuerySet[MemoryItem]:
+    now = timezone.now()
+    return MemoryItem.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now), tenant=tenant)
+
+
+def under_prefix(rows: QuerySet[MemoryItem], prefix: tuple[str, ...] | list[str]) -> QuerySet[MemoryItem]:
+    """Items whose namespace starts with these labels. The LIKE can use the index; the exact
+    comparison of the leading characters keeps SQLite's case-blind LIKE from matching ``("Users",)``."""
+    if not prefix:
+        return rows
+    if len(prefix) >= 2 and prefix[0] == USERS:
+        rows = rows.filter(user_id=label_user(prefix[1]))  # the subject's index
+    text = namespace_text(prefix)
+    below = text + SEPARATOR
+    return rows.alias(head=Substr("namespace", 1, len(below))).filter(
+        Q(namespace=text) | Q(namespace__startswith=below, head=below)
+    )
+
+
+def item_data(item: MemoryItem) -> dict[str, Any]:
+    return {
+        "namespace": namespace_labels(item.namespace),
+        "key": item.key,
+        "value": item.value,
+        "created_at": item.created_at.isoformat(),
+        "updated_at": item.updated_at.isoformat(),
+    }
+
+
+# --- LangGraph's filter: the semantics of its InMemoryStore, on JSON values ----------------------
+
+ORDER_OPERATORS = {
+    "$gt": lambda a, b: a > b,
+    "$gte": lambda a, b: a >= b,
+    "$lt": lambda a, b: a < b,
+    "$lte": lambda a, b: a <= b,
+}
+OPERATORS = frozenset({"$eq", "$ne", *ORDER_OPERATORS})
+
+
+def value_matches(value: dict[str, Any], filter: dict[str, Any]) -> bool:
+    """Every key of ``filter`` matches the item's value: equal JSON, an object matched key by key,
+    or an operator object (``{"$gt": 3}``). ``$gt``, ``$gte``, ``$lt``, ``$lte`` compare numbers
+    as numbers and strings as strings (as LangGraph's PostgresStore); a value of another type does
+    not match (where LangGraph's in-memory store raises)."""
+    return all(_matches(value.get(key), wanted) for key, wanted in filter.items())
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    if isinstance(wanted, dict):
+        if any(k.startswith("$") for k in wanted):
+            return all(_operator_holds(value, op, operand) for op, operand in wanted.items())
+        return isinstance(value, dict) and all(_matches(value.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, list):
+        return (
+            isinstance(value, list)
+            and len(value) == len(wanted)
+            and all(_matches(v, w) for v, w in zip(value, wanted, strict=True))
+        )
+    return value == wanted
+
+
+def _operator_holds(value: Any, operator: str, operand: Any) -> bool:
+    if operator == "$eq":
+        return value == operand
+    if operator == "$ne":
+        return value != operand
+    if isinstance(operand, str):
+        return isinstance(value, str) and ORDER_OPERATORS[operator](value, operand)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or isinstance(operand, str):
+        return False
+    return ORDER_OPERATORS[operator](value, operand)  # int and float compare exactly, at any size
+
+
+def memory_search(
+    *, tenant: Tenant, namespace_prefix: list[str], filter: dict[str, Any] | None, limit: int, offset: int
+) -> list[MemoryItem]:
+    """Items under the prefix, most recently updated first; a filter is evaluated here over the
+    prefix's items in that order, stopping once ``offset + limit`` matched."""
+    rows = under_prefix(live_items(tenant=tenant), namespace_prefix).order_by("-updated_at", "namespace", "key")
+    if not filter or not limit:
+        return list(rows[offset : offset + limit])
+    found: list[MemoryItem] = []
+    for item in rows.iterator(chunk_size=500):
+        if value_matches(item.value, filter):
+            found.append(item)
+            if len(found) == offset + limit:
+                break
+    return found[offset:]
+
+
+def _namespace_matches(labels: tuple[str, ...], path: list[str], *, suffix: bool) -> bool:
+    if len(labels) < len(path):
+        return False
+    pairs = zip(reversed(labels), reversed(path), strict=False) if suffix else zip(labels, path, strict=False)
+    return all(wanted in (WILDCARD, label) for label, wanted in pairs)
+
+
+def memory_namespaces(
+    *,
+    tenant: Tenant,
+    prefix: list[str] | None,
+    suffix: list[str] | None,
+    max_depth: int | None,
+    limit: int,
+    offset: int,
+) -> list[list[str]]:
+    """The namespaces that hold live items, cut to ``max_depth`` labels, in order."""
+    rows = live_items(tenant=tenant)
+    if prefix:
+        fixed = list(prefix[: prefix.index(WILDCARD)] if WILDCARD in prefix else prefix)
+        rows = under_prefix(rows, fixed)
+    found: set[tuple[str, ...]] = set()
+    texts: Iterator[str] = rows.values_list("namespace", flat=True).distinct().order_by().iterator()
+    for text in texts:
+        labels = tuple(namespace_labels(text))
+        if prefix and not _namespace_matches(labels, prefix, suffix=False):
+            continue
+        if suffix and not _namespace_matches(labels, suffix, suffix=True):
+            continue
+        found.add(labels[:max_depth] if max_depth is not None else labels)
+    return [list(labels) for labels in sorted(found)[offset : offset + limit]]
+
+
+def subject_memory_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str, Any]]:
+    """The person's items (expired ones not yet swept included: they are still held)."""
+    rows = MemoryItem.objects.filter(tenant=tenant, user_id=user_id).order_by("namespace", "key")
+    for item in rows.iterator(chunk_size=500):
+        yield {**item_data(item), "expires_at": item.expires_at.isoformat() if item.expires_at else None}

@@ -1,0 +1,289 @@
+"""A batch of store operations (LangGraph's ``BaseStore.batch``) in one transaction, and the sweep
+of expired items.
+
+The attribution rule: an item is stored only under a namespace that names its person,
+``("users", <user_id>, ...)`` (the user id's "%" and "." written "%25" and "%2E"); any other
+namespace is refused (a 400), so every item is the user data of one ``(tenant, user_id)`` and
+erasure and export reach it. Reads and deletes take any
+namespace (they find nothing outside the rule). As LangGraph's own stores do, the reads of a batch
+see the data as it was before the batch, and its writes are applied after them, the last write of
+an item winning.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agentstate.exceptions import InvalidInput
+from agentstate.subjects import USER_DATA, subject_write_check
+from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_identifier, clean_json
+from userdata_app.memory import selectors
+from userdata_app.memory.models import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, MemoryItem
+
+MAX_OPS = 1000
+MAX_LIMIT = 1000
+MAX_OFFSET = 2**31 - 1
+MAX_TTL_MINUTES = 100 * 365 * 24 * 60  # a century: beyond it, no expiry means the same
+
+
+def _field(i: int, name: str) -> str:
+    return f"ops[{i}].{name}"
+
+
+def _text(value: Any, *, field: str, max_length: int) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput.for_field(field, "must be a string.")
+    if len(value) > max_length:
+        raise InvalidInput.for_field(field, f"must be at most {max_length} characters.")
+    clean_json(value, field=field)  # no NUL, no lone surrogate
+    return value
+
+
+def _namespace(value: Any, *, field: str, wildcards: bool = False) -> list[str]:
+    if not isinstance(value, list):
+        raise InvalidInput.for_field(field, "must be a list of labels (strings).")
+    for label in value:
+        _text(label, field=field, max_length=NAMESPACE_MAX_LENGTH)
+        if not label:
+            raise InvalidInput.for_field(field, "labels must not be empty.")
+        if selectors.SEPARATOR in label:
+            raise InvalidInput.for_field(field, "labels must not contain '.'.")
+    if len(selectors.namespace_text(value)) > NAMESPACE_MAX_LENGTH:
+        raise InvalidInput.for_field(field, f"must be at most {NAMESPACE_MAX_LENGTH} characters, joined by '.'.")
+    return value
+
+
+def namespace_owner(namespace: list[str], *, field: str = "namespace") -> str:
+    """The person an item under ``namespace`` belongs to: its second label (``selectors.user_label``
+    of the user id), the first being "users"."""
+    if len(namespace) < 2 or namespace[0] != selectors.USERS:
+        raise InvalidInput.for_field(
+            field,
+            'must start with "users" and the user id, as ["users", "<user_id>", ...]: '
+            "every memory item belongs to one person.",
+        )
+    return clean_identifier(selectors.label_user(namespace[1]), field=field)
+
+
+def _whole(value: Any, *, field: str, low: int, high: int, default: int | None) -> int | None:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput.for_field(field, f"must be a whole number from {low} to {high}.")
+    return value
+
+
+def _flag(value: Any, *, field: str) -> bool:
+    if value is None:
+        return True
+    if not isinstance(value, bool):
+        raise InvalidInput.for_field(field, "must be true or false.")
+    return value
+
+
+def _filter(value: Any, *, field: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    clean_json(value, field=field, require_object=True)
+
+    def check(wanted: Any) -> None:
+        if isinstance(wanted, dict) and any(name.startswith("$") for name in wanted):
+            for name, operand in wanted.items():  # an operator object: operators only
+                if name not in selectors.OPERATORS:
+                    raise InvalidInput.for_field(
+                        field, f"unknown operator {name!r}: use one of {', '.join(sorted(selectors.OPERATORS))}."
+                    )
+                ordered = name in selectors.ORDER_OPERATORS
+                if ordered and (isinstance(operand, bool) or not isinstance(operand, (int, float, str))):
+                    raise InvalidInput.for_field(field, f"{name} compares with a number or a string.")
+        elif isinstance(wanted, dict):
+            for operand in wanted.values():
+                check(operand)
+        elif isinstance(wanted, list):
+            for item in wanted:
+                check(item)
+
+    for wanted in value.values():
+        check(wanted)
+    return value
+
+
+def _ttl(value: Any, *, field: str) -> float | None:
+    if value is None:
+        return None
+    number_ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not number_ok or not 0 < value <= MAX_TTL_MINUTES:
+        raise InvalidInput.for_field(field, f"must be null or minutes above 0, at most {MAX_TTL_MINUTES}.")
+    return float(value)
+
+
+def _op(i: int, op: Any) -> dict[str, Any]:
+    if not isinstance(op, dict):
+        raise InvalidInput.for_field(f"ops[{i}]", "must be an object.")
+    fields = {
+        "get": {"namespace", "key", "refresh_ttl"},
+        "put": {"namespace", "key", "value", "ttl"},
+        "search": {"namespace_prefix", "filter", "limit", "offset", "query", "refresh_ttl"},
+        "list_namespaces": {"prefix", "suffix", "max_depth", "limit", "offset"},
+    }
+    kind = op.get("op")
+    if not isinstance(kind, str) or kind not in fields:
+        raise InvalidInput.for_field(_field(i, "op"), f"must be one of {', '.join(fields)}.")
+    unknown = sorted(set(op) - fields[kind] - {"op"})
+    if unknown:
+        raise InvalidInput.for_field(_field(i, unknown[0]), f"is not a field of {kind}.")
+    clean: dict[str, Any]
+    if kind in ("get", "put"):
+        clean = {
+            "namespace": _namespace(op.get("namespace"), field=_field(i, "namespace")),
+            "key": _text(op.get("key"), field=_field(i, "key"), max_length=KEY_MAX_LENGTH),
+        }
+        if kind == "get":
+            return {"op": kind, **clean, "refresh_ttl": _flag(op.get("refresh_ttl"), field=_field(i, "refresh_ttl"))}
+        value = op.get("value")
+        if value is not None:
+            clean_json(value, field=_field(i, "value"), require_object=True)
+            namespace_owner(clean["namespace"], field=_field(i, "namespace"))
+        return {"op": kind, **clean, "value": value, "ttl": _ttl(op.get("ttl"), field=_field(i, "ttl"))}
+    limits = {"limit": (0, MAX_LIMIT, 10 if kind == "search" else 100), "offset": (0, MAX_OFFSET, 0)}
+    clean = {
+        name: _whole(op.get(name), field=_field(i, name), low=low, high=high, default=default)
+        for name, (low, high, default) in limits.items()
+    }
+    if kind == "search":
+        query = op.get("query")
+        if query is not None:
+            _text(query, field=_field(i, "query"), max_length=10_000)
+        return {
+            "op": kind,
+            **clean,
+            "namespace_prefix": _namespace(op.get("namespace_prefix", []), field=_field(i, "namespace_prefix")),
+            "filter": _filter(op.get("filter"), field=_field(i, "filter")),
+            "refresh_ttl": _flag(op.get("refresh_ttl"), field=_field(i, "refresh_ttl")),
+        }
+    paths = {
+        name: None if op.get(name) is None else _namespace(op.get(name), field=_field(i, name))
+        for name in ("prefix", "suffix")
+    }
+    max_depth = _whole(op.get("max_depth"), field=_field(i, "max_depth"), low=1, high=MAX_OFFSET, default=None)
+    return {"op": kind, **clean, **paths, "max_depth": max_depth}
+
+
+def memory_ops_clean(ops: Any) -> list[dict[str, Any]]:
+    """Every operation checked before any runs: one bad operation refuses the whole batch."""
+    if not isinstance(ops, list):
+        raise InvalidInput.for_field("ops", "must be a list of operations.")
+    if len(ops) > MAX_OPS:
+        raise InvalidInput.for_field("ops", f"must hold at most {MAX_OPS} operations.")
+    return [_op(i, op) for i, op in enumerate(ops)]
+
+
+def _refresh(items: list[MemoryItem], now) -> None:
+    """Move the expiry of items with a TTL to ``ttl_minutes`` from now, one UPDATE per TTL."""
+    by_ttl: dict[float, list[int]] = defaultdict(list)
+    for item in items:
+        if item.ttl_minutes is not None:
+            by_ttl[item.ttl_minutes].append(item.pk)
+    for ttl, pks in by_ttl.items():
+        MemoryItem.objects.filter(pk__in=pks).update(expires_at=now + timedelta(minutes=ttl))
+
+
+def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> None:
+    stored = [op for op in puts.values() if op["value"] is not None]
+    for (namespace, key), op in puts.items():
+        if op["value"] is None:
+            MemoryItem.objects.filter(tenant=tenant, namespace=namespace, key=key).delete()
+    for user_id in sorted({namespace_owner(op["namespace"]) for op in stored}):
+        subject_write_check(tenant=tenant, user_id=user_id, category=USER_DATA)
+    MemoryItem.objects.bulk_create(
+        [
+            MemoryItem(
+                tenant=tenant,
+                user_id=namespace_owner(op["namespace"]),
+                namespace=selectors.namespace_text(op["namespace"]),
+                key=op["key"],
+                value=op["value"],
+                created_at=now,
+                updated_at=now,
+                ttl_minutes=op["ttl"],
+                expires_at=now + timedelta(minutes=op["ttl"]) if op["ttl"] is not None else None,
+            )
+            for op in stored
+        ],
+        update_conflicts=True,
+        unique_fields=["tenant", "namespace", "key"],
+        update_fields=["value", "updated_at", "ttl_minutes", "expires_at"],
+    )
+
+
+@transaction.atomic
+def memory_batch(*, tenant: Tenant, ops: Any) -> list[Any]:
+    """Run a batch: the result of each operation in order (an item or null for a get, a list of
+    items for a search, of namespaces for list_namespaces, null for a put)."""
+    cleaned = memory_ops_clean(ops)
+    now = timezone.now()
+    results: list[Any] = []
+    refreshed: list[MemoryItem] = []
+    puts: dict[tuple[str, str], dict[str, Any]] = {}
+    for op in cleaned:
+        kind = op["op"]
+        if kind == "get":
+            item = (
+                selectors.live_items(tenant=tenant)
+                .filter(namespace=selectors.namespace_text(op["namespace"]), key=op["key"])
+                .first()
+            )
+            if item is not None and op["refresh_ttl"]:
+                refreshed.append(item)
+            results.append(selectors.item_data(item) if item is not None else None)
+        elif kind == "search":
+            items = selectors.memory_search(
+                tenant=tenant,
+                namespace_prefix=op["namespace_prefix"],
+                filter=op["filter"],
+                limit=op["limit"],
+                offset=op["offset"],
+            )
+            if op["refresh_ttl"]:
+                refreshed += items
+            results.append([{**selectors.item_data(item), "score": None} for item in items])
+        elif kind == "list_namespaces":
+            results.append(
+                selectors.memory_namespaces(
+                    tenant=tenant,
+                    prefix=op["prefix"],
+                    suffix=op["suffix"],
+                    max_depth=op["max_depth"],
+                    limit=op["limit"],
+                    offset=op["offset"],
+                )
+            )
+        else:
+            puts.pop((selectors.namespace_text(op["namespace"]), op["key"]), None)  # the last write wins
+            puts[(selectors.namespace_text(op["namespace"]), op["key"])] = op
+            results.append(None)
+    _refresh(refreshed, now)
+    _write(tenant, puts, now)
+    return results
+
+
+def memory_items_expire(*, batch_size: int = 1000) -> int:
+    """Delete expired items in batches, each its own short transaction; how many went."""
+    removed = 0
+    while True:
+        with transaction.atomic():
+            pks = list(
+                MemoryItem.objects.filter(expires_at__lte=timezone.now())
+                .order_by("expires_at")
+                .values_list("pk", flat=True)[:batch_size]
+            )
+            if not pks:
+                return removed
+            removed += MemoryItem.objects.filter(pk__in=pks, expires_at__lte=timezone.now()).delete()[0]
