@@ -268,7 +268,15 @@ def _adk_columns(
 
 
 def _adk(
-    stack: contextlib.ExitStack, loop, *, url: str, key: str, pg_url: str, tmp: Path, scale: Scale
+    stack: contextlib.ExitStack,
+    loop,
+    *,
+    caches: dict[str, Callable[[], dict[str, int]]],
+    url: str,
+    key: str,
+    pg_url: str,
+    tmp: Path,
+    scale: Scale,
 ) -> list[Column]:
     from google.adk.sessions.database_session_service import DatabaseSessionService
     from google.adk.sessions.sqlite_session_service import SqliteSessionService
@@ -277,6 +285,7 @@ def _adk(
 
     counter = RequestCount()
     agentstate = AgentStateSessionService(url, key, transport=counter.async_)
+    caches[ADK] = agentstate.cache_info  # its read cache's hits and size, read once the run is over
     database = DatabaseSessionService(db_url="postgresql+asyncpg://" + pg_url.split("://", 1)[1])
     stack.callback(lambda: loop.run_until_complete(agentstate.close()))
     stack.callback(lambda: loop.run_until_complete(database.db_engine.dispose()))
@@ -581,8 +590,9 @@ def run(*, quick: bool = False, note: str = "") -> dict[str, Any]:
         common = {"url": url, "key": key, "pg_url": pg_url, "tmp": Path(tmp), "scale": scale}
         columns = [_floor(stack, url)]
         fill_s = {}
+        caches: dict[str, Callable[[], dict[str, int]]] = {}
         for framework, columns_of in (
-            (ADK, lambda: _adk(stack, loop, **common)),
+            (ADK, lambda: _adk(stack, loop, caches=caches, **common)),
             (LANGGRAPH, lambda: _langgraph(stack, **common)),
             (SDK, lambda: _sdk(stack, loop, **common)),
         ):
@@ -600,6 +610,7 @@ def run(*, quick: bool = False, note: str = "") -> dict[str, Any]:
                 column.rep(loop, keep=rep > 0)
         measure_s = round(time.perf_counter() - started, 1)
         print(f"{len(columns)} columns measured, {scale.reps} reps each, in {measure_s} s", flush=True)
+        cache_info = {framework: info() for framework, info in caches.items()}
     loop.close()
     summaries = [column.summary() for column in columns]
     floor_ms = summaries[0]["median_ms"]
@@ -613,6 +624,7 @@ def run(*, quick: bool = False, note: str = "") -> dict[str, Any]:
         "server": "gunicorn, 1 gthread worker, 1 thread",
         "fill_s": fill_s,
         "measure_s": measure_s,
+        "client_caches": cache_info,
         "floor_ms": floor_ms,
         "columns": summaries,
         "targets": targets(summaries, floor_ms, sizes),

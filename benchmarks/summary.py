@@ -415,6 +415,16 @@ def _frameworks(vendor: str, runs: list[dict]) -> list[Table]:
         "CPU: the caller's process (framework, adapter or driver, httpx) and gunicorn's worker, median ms "
         "per call; the rest of a call is PostgreSQL, the loopback and waiting for a core."
     ]
+    adk_caches = [run["client_caches"]["Google ADK"] for run in runs if "Google ADK" in run.get("client_caches", {})]
+    if adk_caches:
+        notes.append(
+            "ADK's read cache (`cache_info()` at the end of each run; every read still asks the server): "
+            + "; ".join(
+                f"{c['hits']} hits, {c['misses']} misses, {c['sessions']} sessions, {c['bytes'] / 2**20:.1f} MiB"
+                for c in adk_caches
+            )
+            + "."
+        )
     notes += ["", *(f"- Run {_stamp_time(run['_stamp'])}: {run['note']}" for run in runs if run.get("note"))]
     tables.append(
         Table(
