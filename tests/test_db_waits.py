@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from agentstate.db_waits import JobCommand, job_timeouts
 from sessions_app import services
 from tests.fresh_process import ROOT, settings_process
+from tools.recipe import recipe_steps
 
 
 def _shown(name: str) -> float:
@@ -154,14 +155,14 @@ def test_the_documented_waits_are_each_shorter_than_the_one_above_and_are_the_de
     assert documented["DATABASE_CONNECT_TIMEOUT"] == settings.DATABASE_CONNECT_TIMEOUT
 
 
-def test_ci_pgbouncer_sets_the_request_timeouts_the_settings_give_a_direct_connection(settings):
-    """PgBouncer drops the app's connection options: its connect_query must say the same."""
-    script = (ROOT / ".ci" / "multinode").read_text()
-    connect_query = re.search(r"connect_query='([^']*)'", script).group(1)
+def test_the_recipes_pgbouncer_sets_the_request_timeouts_the_settings_give_a_direct_connection(settings):
+    """PgBouncer drops the app's connection options: its connect_query (docs/SCALING.md's recipe,
+    which CI runs) must say the same; and the proxy checks /livez."""
+    steps = recipe_steps((ROOT / "docs" / "SCALING.md").read_text())
+    connect_query = re.search(r"connect_query='([^']*)'", steps["pgbouncer"]).group(1)
     assert connect_query == (
         f"SET statement_timeout = {round(settings.DATABASE_STATEMENT_TIMEOUT * 1000)}; "
         f"SET lock_timeout = {round(settings.DATABASE_LOCK_TIMEOUT * 1000)}; "
         f"SET idle_in_transaction_session_timeout = {round(settings.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT * 1000)}"
     )
-    assert connect_query in (ROOT / "docs" / "SCALING.md").read_text()
-    assert "option httpchk GET /livez" in script
+    assert "http-check send meth GET uri /livez " in steps["proxy"]

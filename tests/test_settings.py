@@ -137,7 +137,7 @@ def test_a_multi_host_database_url_gives_libpq_every_host_and_port_in_order():
         "agent",
         "pw",
     )
-    assert database["OPTIONS"] == {"target_session_attrs": "read-write"}
+    assert database["OPTIONS"]["target_session_attrs"] == "read-write"  # beside the waits' options
     assert _settings(DATABASE_URL="postgres://agent@node1,node2/agentstate")["database"]["PORT"] == ""
 
 

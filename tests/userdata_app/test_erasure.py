@@ -185,6 +185,7 @@ def test_admin_log_entries_about_erased_objects_are_scrubbed(world, officer):
 
 
 def test_erasure_runs_a_bounded_number_of_statements(tenant, other_tenant, officer):
+    subject_data_create(tenant=tenant, user_id="warm-up", sessions=1, messages=2)
     subject_data_create(tenant=tenant, user_id="small", sessions=1, messages=2)
     subject_data_create(tenant=other_tenant, user_id="large", sessions=8, messages=40)
 
@@ -194,6 +195,7 @@ def test_erasure_runs_a_bounded_number_of_statements(tenant, other_tenant, offic
             erasure.erasure_execute(request=request, actor=officer)
         return len(ctx.captured_queries)
 
+    statements(tenant, "warm-up")  # fills the process's caches (content types) whatever ran before
     assert statements(tenant, "small") == statements(other_tenant, "large")
 
 
