@@ -6,11 +6,15 @@ PostgreSQL and ``REDIS_URL`` moves the cache and the working state to Redis.
 
 import os
 import re
+import socket
 from pathlib import Path
 from typing import Any, cast
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Files the service writes (the SQLite database, collected static files) go to the checkout when it
@@ -269,8 +273,33 @@ PGBOUNCER_ADMIN_URL = os.environ.get("AGENTSTATE_PGBOUNCER_ADMIN_URL", "").strip
 
 # --- Cache and working state ----------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# Every Redis wait is bounded (docs/SCALING.md, "Every wait is bounded"): a frozen or unreachable
+# Redis answers the caller within these seconds, never holds a worker until gunicorn kills it.
+REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "1.5"))
+REDIS_CONNECT_TIMEOUT = float(os.environ.get("REDIS_CONNECT_TIMEOUT", "0.5"))
+# redis-py's connection-pool options, for the cache and the working state alike: keepalives as
+# the database's; a connection idle for 15 s is pinged before use; a command whose connection broke
+# (Redis restarted) is sent once more on a new one, one that timed out never is.
+REDIS_OPTIONS: dict[str, Any] = {
+    "socket_timeout": REDIS_SOCKET_TIMEOUT,
+    "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+    "socket_keepalive": True,
+    "socket_keepalive_options": {
+        option: value
+        for name, value in (("TCP_KEEPIDLE", 3), ("TCP_KEEPINTVL", 1), ("TCP_KEEPCNT", 3))
+        if (option := getattr(socket, name, None)) is not None
+    },
+    "health_check_interval": 15,
+    "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+}
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": REDIS_OPTIONS,
+        }
+    }
 else:
     CACHES = {
         "default": {

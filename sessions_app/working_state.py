@@ -141,7 +141,9 @@ class RedisWorkingStateStore:
     def __init__(self, url: str, ttl_seconds: int) -> None:
         import redis
 
-        self.client = redis.Redis.from_url(url)
+        # settings.REDIS_OPTIONS bounds every wait; without them redis-py waits on a frozen Redis
+        # for ever and retries three times with back-off.
+        self.client = redis.Redis.from_url(url, **settings.REDIS_OPTIONS)
         self.ttl = ttl_seconds
 
     def _key(self, session_pk: int) -> str:

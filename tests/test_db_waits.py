@@ -153,6 +153,8 @@ def test_the_documented_waits_are_each_shorter_than_the_one_above_and_are_the_de
     assert documented["DATABASE_LOCK_TIMEOUT"] == settings.DATABASE_LOCK_TIMEOUT
     assert documented["AGENTSTATE_REPLICA_TIMEOUT"] == settings.REPLICA_TIMEOUT_SECONDS
     assert documented["DATABASE_CONNECT_TIMEOUT"] == settings.DATABASE_CONNECT_TIMEOUT
+    assert documented["REDIS_SOCKET_TIMEOUT"] == settings.REDIS_SOCKET_TIMEOUT
+    assert documented["REDIS_CONNECT_TIMEOUT"] == settings.REDIS_CONNECT_TIMEOUT
 
 
 def test_the_recipes_pgbouncer_sets_the_request_timeouts_the_settings_give_a_direct_connection(settings):

@@ -17,6 +17,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import IntegrityError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -47,6 +49,16 @@ class WriteUnconfirmed(DatabaseBusy):
     wait = 5
 
 
+class RedisUnavailable(exceptions.APIException):
+    """Redis (the working state's store) did not answer within ``REDIS_SOCKET_TIMEOUT`` or could not
+    be reached (docs/SCALING.md, "When Redis is down"). The database transaction that needed it was
+    rolled back; the same request may succeed a moment later."""
+
+    status_code = 503
+    default_detail = "The working-state store (Redis) is unreachable; retry after the seconds in Retry-After."
+    wait = 2
+
+
 # DRF exception class -> our code (the first match wins, so subclasses come first).
 _CODES: list[tuple[type[exceptions.APIException], str]] = [
     (exceptions.ValidationError, "invalid"),
@@ -61,6 +73,7 @@ _CODES: list[tuple[type[exceptions.APIException], str]] = [
     (exceptions.Throttled, "throttled"),
     (PayloadTooLarge, "too_large"),
     (DatabaseBusy, "unavailable"),
+    (RedisUnavailable, "unavailable"),
 ]
 
 
@@ -108,6 +121,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = WriteUnconfirmed(f"{exc} Retry it: its client ids make a retry store nothing twice.")
     elif _database_unavailable(exc):
         exc = DatabaseBusy()
+    elif isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
+        exc = RedisUnavailable()
     if isinstance(exc, IntegrityError) and _key_of_a_deleted_tenant(context["request"]):
         exc = exceptions.AuthenticationFailed("Invalid, revoked or expired API key.")
     response = drf_exception_handler(exc, context)  # maps Http404 / PermissionDenied, sets headers

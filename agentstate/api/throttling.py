@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from rest_framework.request import Request
@@ -12,6 +13,8 @@ from agentstate.tenancy.models import APIKey
 
 if TYPE_CHECKING:  # DRF imports this module while rest_framework.views loads
     from rest_framework.views import APIView
+
+logger = logging.getLogger(__name__)
 
 
 class ApiKeyRateThrottle(SimpleRateThrottle):
@@ -24,6 +27,15 @@ class ApiKeyRateThrottle(SimpleRateThrottle):
         # Read per request: settings may change. The ignore: djangorestframework-stubs type the rates as
         # numbers; DRF reads them as "<count>/<period>" strings (parse_rate).
         return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)  # type: ignore[return-value]
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        """Without the cache (Redis down or frozen) the request goes through unthrottled: a lost
+        counter must not turn into a refused request, nor one more wait for the one after it."""
+        try:
+            return super().allow_request(request, view)
+        except Exception:
+            logger.warning("throttle cache unavailable: request not counted", exc_info=True)
+            return True
 
     def get_cache_key(self, request: Request, view: APIView) -> str:
         if isinstance(request.auth, APIKey):

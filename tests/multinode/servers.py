@@ -5,8 +5,10 @@ the replica directly. Tests skip unless that script set them up."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import ssl
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,6 +36,7 @@ PRIMARY = os.environ.get("AGENTSTATE_MULTINODE_PRIMARY", "")
 PRIMARY_DATA = os.environ.get("AGENTSTATE_MULTINODE_PRIMARY_DATA", "")
 REPLICA_DATA = os.environ.get("AGENTSTATE_MULTINODE_REPLICA_DATA", "")
 REPLICA_PORT = os.environ.get("AGENTSTATE_MULTINODE_REPLICA_PORT", "")
+REDIS_PID = os.environ.get("AGENTSTATE_MULTINODE_REDIS_PID", "")  # redis-server's pid file
 REPLICA = PRIMARY.rsplit(":", 1)[0] + f":{REPLICA_PORT}/agentstate" if PRIMARY else ""
 
 # Every multi-node test module's marks: skipped unless .ci/multinode set the servers up (it runs them
@@ -142,3 +145,59 @@ def replica_frozen() -> Iterator[None]:
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
         replica_wait_replayed(timeout=30)
+
+
+# --- Redis ---------------------------------------------------------------------------------
+
+
+def redis_pid() -> int:
+    return int(Path(REDIS_PID).read_text())
+
+
+@contextmanager
+def redis_frozen() -> Iterator[None]:
+    """redis-server stopped (SIGSTOP), its kernel still accepting connections; continued on the way out."""
+    pid = redis_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def redis_kill() -> None:
+    pid = redis_pid()
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists():  # daemonized: not our child, so never a zombie of ours
+        assert time.monotonic() < deadline, "redis-server did not die"
+        time.sleep(0.05)
+
+
+def redis_start() -> None:
+    """Start redis-server as .ci/multinode does (same port, same command line) unless it runs, and
+    wait until it answers."""
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1)
+    with suppress(redis.RedisError):
+        if client.ping():
+            return
+    work = Path(REDIS_PID).parent
+    port = settings.REDIS_URL.rsplit(":", 1)[1].split("/")[0]
+    program = shutil.which("redis-server")
+    assert program, "redis-server is not installed"
+    subprocess.run(
+        [program, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
+         "--maxmemory-policy", "noeviction", "--daemonize", "yes", "--pidfile", REDIS_PID,
+         "--logfile", str(work / "redis.log")],
+        check=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 10
+    while True:
+        with suppress(redis.RedisError):
+            if client.ping():
+                return
+        assert time.monotonic() < deadline, "redis-server did not start again"
+        time.sleep(0.05)
