@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.db import DatabaseError
@@ -55,25 +55,34 @@ class DatabaseWrapper(base.DatabaseWrapper):
             self.replication_unconfirmed = True
 
     def commit(self) -> None:
-        timeout: float | None = self.settings_dict.get("COMMIT_TIMEOUT")
-        guard = None
-        if timeout and self.connection is not None:  # no connection: nothing to commit
-            guard = watchdog.after(timeout, functools.partial(self.connection.cancel_safe, timeout=2))
-        with guard or contextlib.nullcontext() as deadline:
+        with self._commit_bounded(bounded=True):
             super().commit()
-        if deadline and deadline.fired and not self.replication_unconfirmed:
-            # The commit ended just as it was cancelled: the cancel may still reach the server, and
-            # must not stop the next statement on this connection.
-            self.close()
-        self._raise_if_unconfirmed()
 
     def _refuse_unconfirmed_autocommit(
         self, execute: Callable[..., Any], sql: Any, params: Any, many: bool, context: dict[str, Any]
     ) -> Any:
-        result = execute(sql, params, many, context)
-        if self.get_autocommit():
-            self._raise_if_unconfirmed()
-        return result
+        if not self.get_autocommit():
+            return execute(sql, params, many, context)
+        # A write in autocommit mode (the one-statement appends and puts) commits, and waits for
+        # the standby, inside its execute; a read never waits for one, so it is not cut short.
+        with self._commit_bounded(bounded=_writes(sql)):
+            return execute(sql, params, many, context)
+
+    @contextlib.contextmanager
+    def _commit_bounded(self, *, bounded: bool) -> Iterator[None]:
+        """Around a commit: cancelled once it has waited ``COMMIT_TIMEOUT`` (when ``bounded``), and
+        ``ReplicationUnconfirmed`` raised when no standby confirmed it."""
+        timeout: float | None = self.settings_dict.get("COMMIT_TIMEOUT")
+        guard = None
+        if bounded and timeout and self.connection is not None:  # no connection: nothing to commit
+            guard = watchdog.after(timeout, functools.partial(self.connection.cancel_safe, timeout=2))
+        with guard or contextlib.nullcontext() as deadline:
+            yield
+        if deadline and deadline.fired and not self.replication_unconfirmed:
+            # It ended just as it was cancelled: the cancel may still reach the server, and must
+            # not stop the next statement on this connection.
+            self.close()
+        self._raise_if_unconfirmed()
 
     def _raise_if_unconfirmed(self) -> None:
         if self.replication_unconfirmed:
@@ -81,3 +90,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
             raise ReplicationUnconfirmed(
                 "The write was not confirmed by a synchronous standby: it may or may not be kept."
             )
+
+
+def _writes(sql: Any) -> bool:
+    """Whether a statement may write (and so commit, in autocommit mode): by its first word."""
+    words = sql[:64].split(None, 1) if isinstance(sql, str) else []
+    return bool(words) and words[0].upper() in {"INSERT", "UPDATE", "DELETE", "MERGE", "WITH"}

@@ -248,7 +248,7 @@ class BatchCallInput(StrictInput):
             raise serializers.ValidationError(exc.fields["body"]) from None
 
 
-class BatchInput(StrictInput):
+class CheckpointBatchInput(StrictInput):
     calls = serializers.ListField(child=BatchCallInput(), allow_empty=False, max_length=MAX_BATCH_CALLS)
 
 
@@ -257,22 +257,22 @@ class BatchResultOut(serializers.Serializer):
     body = serializers.JSONField(help_text="The answer it alone would have had.")
 
 
-class BatchOut(serializers.Serializer):
+class CheckpointBatchOut(serializers.Serializer):
     results = BatchResultOut(many=True)
 
 
 class BatchView(TenantAPIView):
     @extend_schema(
         summary="LangGraph: several checkpoint and writes puts in one request (the saver's group commit)",
-        request=BatchInput,
-        responses={200: BatchOut},
+        request=CheckpointBatchInput,
+        responses={200: CheckpointBatchOut},
         description="Each call runs in order as if sent alone, in its own transaction, and gets the status and "
         "answer it would have had: one refused call leaves the others stored. The saver sends the writes made "
         "while its previous request was in flight this way.",
     )
     def post(self, request: TenantRequest) -> Response:
         results = []
-        for call in validated(BatchInput, request.data)["calls"]:
+        for call in validated(CheckpointBatchInput, request.data)["calls"]:
             try:
                 answer = BATCHED_WRITES[call["path"]](request.tenant, call["body"])
             except Exception as exc:  # answered as the call alone would be; a server fault still fails the batch

@@ -37,6 +37,7 @@ CASES = [
     ("working-state", "delete", S + "working-state/", None, NOT_FOUND),
     ("transition-list", "get", S + "transitions/", None, NOT_FOUND),
     ("transition-list", "post", S + "transitions/", {"to_agent": "evil"}, NOT_FOUND),
+    ("message-search", "get", "/api/v1/users/u1/messages/search/?q=secret", None, EMPTY),
     ("user-data-list", "get", "/api/v1/users/u1/data/", None, EMPTY),
     ("user-datum", "get", "/api/v1/users/u1/data/email/", None, NOT_FOUND),
     ("user-datum", "put", "/api/v1/users/u1/data/email/", {"value": "evil@example.com"}, OWN),

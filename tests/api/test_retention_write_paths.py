@@ -297,6 +297,7 @@ NOT_WRITE_PATHS = {
     ("langgraph-prune", "post"): "removes checkpoints and writes, stores none",
     ("langgraph-runs-delete", "post"): "removes checkpoints and writes, stores none",
     ("user-datum", "put"): "user data: a different lifecycle, which retention never touches",
+    ("store-batch", "post"): "memories: user data that expires by its own TTL, which retention never touches",
     ("user-datum", "delete"): "user data: a different lifecycle, which retention never touches",
 }
 

@@ -69,6 +69,10 @@ GOOD_REQUESTS = {
         "/api/v1/langgraph/batch/",
         {"calls": [{"path": "checkpoints", "body": {**LANGGRAPH_THREAD, "checkpoint_id": "c3"}}]},
     ),
+    "post /api/v1/store/batch/": (
+        "/api/v1/store/batch/",
+        {"ops": [{"op": "put", "namespace": ["users", "u1", "prefs"], "key": "k", "value": {"a": 1}}]},
+    ),
     "post /api/v1/langgraph/runs/delete/": ("/api/v1/langgraph/runs/delete/", {"run_ids": ["r1"]}),
     "post /api/v1/langgraph/threads/copy/": (
         "/api/v1/langgraph/threads/copy/",

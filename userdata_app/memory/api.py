@@ -12,7 +12,7 @@ from agentstate.api.views import TenantAPIView, TenantRequest
 from userdata_app.memory import services
 
 
-class BatchInput(StrictInput):
+class StoreBatchInput(StrictInput):
     ops = serializers.ListField(
         child=serializers.JSONField(),
         help_text='Operations run in one transaction: {"op": "get", namespace, key, refresh_ttl}, '
@@ -23,7 +23,7 @@ class BatchInput(StrictInput):
     )
 
 
-class BatchOut(serializers.Serializer):
+class StoreBatchOut(serializers.Serializer):
     results = serializers.ListField(
         child=serializers.JSONField(allow_null=True),
         help_text="One per operation, in order: an item or null (get), a list of items (search), a list "
@@ -34,9 +34,9 @@ class BatchOut(serializers.Serializer):
 class StoreBatchView(TenantAPIView):
     @extend_schema(
         summary="LangGraph store: run a batch of operations (BaseStore.batch)",
-        request=BatchInput,
-        responses={200: BatchOut, **error_responses(400)},
+        request=StoreBatchInput,
+        responses={200: StoreBatchOut, **error_responses(400)},
     )
     def post(self, request: TenantRequest) -> Response:
-        ops = validated(BatchInput, request.data)["ops"]
+        ops = validated(StoreBatchInput, request.data)["ops"]
         return Response({"results": services.memory_batch(tenant=request.tenant, ops=ops)})

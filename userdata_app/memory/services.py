@@ -125,16 +125,16 @@ def _ttl(value: Any, *, field: str) -> float | None:
 
 
 def _op(i: int, op: Any) -> dict[str, Any]:
-    if not isinstance(op, dict):
-        raise InvalidInput.for_field(f"ops[{i}]", "must be an object.")
     fields = {
         "get": {"namespace", "key", "refresh_ttl"},
         "put": {"namespace", "key", "value", "ttl"},
         "search": {"namespace_prefix", "filter", "limit", "offset", "query", "refresh_ttl"},
         "list_namespaces": {"prefix", "suffix", "max_depth", "limit", "offset"},
     }
-    kind = op.get("op")
+    kind = op.get("op") if isinstance(op, dict) else None
     if not isinstance(kind, str) or kind not in fields:
+        # What is no operation at all is judged whole first: not an object, not finite, too deep.
+        clean_json(op, field=f"ops[{i}]", require_object=True)
         raise InvalidInput.for_field(_field(i, "op"), f"must be one of {', '.join(fields)}.")
     unknown = sorted(set(op) - fields[kind] - {"op"})
     if unknown:
