@@ -4,7 +4,6 @@ answers the caller within the timeouts, with what the docs say, never a hang nor
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -13,11 +12,10 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 import pytest
-import redis
 
 from sessions_app import services
 from tests.fresh_process import settings_process
-from tests.hardening.test_deploy import free_port
+from tests.redis_server import redis_server_started
 
 STATE = "/api/v1/users/u1/sessions/s1/working-state/"
 MESSAGES = "/api/v1/users/u1/sessions/s1/messages/"
@@ -27,23 +25,7 @@ MESSAGES = "/api/v1/users/u1/sessions/s1/messages/"
 def own_redis(settings):
     """A Redis server of this test's own holding the cache (throttle counters on) and the working
     state; yields its process."""
-    program = shutil.which("redis-server")
-    if program is None:
-        pytest.skip("needs redis-server")
-    port = free_port()
-    server = subprocess.Popen(
-        [program, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.exceptions.ConnectionError:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
+    server, port, _ = redis_server_started()
     url = f"redis://127.0.0.1:{port}/0"
     settings.REDIS_URL = url
     settings.WORKING_STATE_BACKEND = "redis"

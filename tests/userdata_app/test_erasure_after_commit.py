@@ -5,18 +5,15 @@ state in Redis (issue 9, defect 4), PostgreSQL's planner statistics (defect 5), 
 import json
 import os
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from html import escape
 from io import StringIO
 from pathlib import Path
 
 import pytest
-import redis
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection
@@ -25,9 +22,9 @@ from agentstate.subjects import wal_truncate
 from sessions_app import working_state
 from sessions_app.models import Checkpoint, Session
 from tests.fresh_process import ROOT
+from tests.redis_server import redis_server_started
 from tests.userdata_app.erasure_factories import subject_data_create, verified_request
 from tests.userdata_app.residue import pg_stats_text
-from tools.pgcluster import free_port
 from userdata_app import erasure
 from userdata_app.models import ErasedSubject, ErasureRequest
 
@@ -310,23 +307,7 @@ REDIS_SUBJECT = "redissubject-5c8a"
 @pytest.fixture
 def own_redis(settings):
     """A Redis server of this test's own (its writes are refused on demand), holding the working state."""
-    program = shutil.which("redis-server")
-    if program is None:
-        pytest.skip("needs redis-server")
-    port = free_port()
-    server = subprocess.Popen(
-        [program, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.exceptions.ConnectionError:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
+    server, port, client = redis_server_started()
     settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
     settings.WORKING_STATE_BACKEND = "redis"
     yield client
