@@ -42,7 +42,7 @@ from pydantic_core import to_jsonable_python
 
 from agentstate.client.calls import NOTHING_SENT, segment
 from agentstate.client.clients import USER_AGENT
-from agentstate.client.errors import AgentStateError, NetworkError, error_from_response
+from agentstate.client.errors import AgentStateError, error_from_response, network_error
 
 __all__ = ["AgentStateSessionService", "identifier_decode", "identifier_encode", "register"]
 
@@ -131,11 +131,11 @@ class AgentStateSessionService(BaseSessionService):
                 response = await self._http().request(method, url, **kwargs)
             except NOTHING_SENT as exc:
                 if attempt == _RETRIES:
-                    raise NetworkError(f"agentstate unreachable: {exc}") from exc
+                    raise network_error(exc) from exc
                 await asyncio.sleep(0.2 * 2**attempt)
                 continue
             except httpx.TransportError as exc:
-                raise NetworkError(f"agentstate request failed: {exc}") from exc
+                raise network_error(exc) from exc
             if response.is_success:
                 return response
             raise error_from_response(response)
