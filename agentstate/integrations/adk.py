@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import importlib
 import json
 import os
 import threading
@@ -420,14 +421,40 @@ def _session(document: dict[str, Any], *, events: list[Event]) -> Session:
     return session
 
 
+# ADK's three services agentstate offers, by import path: each is imported when ADK first builds it
+# from a URI, so registering needs none of them but this module.
+SERVICE_CLASSES = {
+    "session": "agentstate.integrations.adk.AgentStateSessionService",
+    "memory": "agentstate.integrations.adk_memory.AgentStateMemoryService",
+    "artifact": "agentstate.integrations.adk_artifacts.AgentStateArtifactService",
+}
+
+
+def _factory(class_path: str) -> Any:
+    """Builds the service as ADK builds one from ``services.yaml``: ``cls(uri=uri, **kwargs)``."""
+
+    def build(uri: str, **kwargs: Any) -> Any:
+        module, name = class_path.rsplit(".", 1)
+        return getattr(importlib.import_module(module), name)(uri=uri, **kwargs)
+
+    return build
+
+
 def register() -> None:
-    """Makes ``--session_service_uri agentstate://…`` (and ``agentstates://``) build this service:
-    done on import; call it again from an agents directory's ``services.py``."""
+    """Makes ``--session_service_uri``, ``--memory_service_uri`` and ``--artifact_service_uri``
+    ``agentstate://…`` (and ``agentstates://``) build agentstate's services: done on import, and by
+    the ``services.py`` that ``agentstate adk-services`` writes into an agents directory."""
     from google.adk.cli.service_registry import get_service_registry
 
     registry = get_service_registry()
-    for scheme in SCHEMES:
-        registry.register_session_service(scheme, lambda uri, **kwargs: AgentStateSessionService(uri=uri, **kwargs))
+    register_by_kind = {
+        "session": registry.register_session_service,
+        "memory": registry.register_memory_service,
+        "artifact": registry.register_artifact_service,
+    }
+    for kind, class_path in SERVICE_CLASSES.items():
+        for scheme in SCHEMES:
+            register_by_kind[kind](scheme, _factory(class_path))
 
 
 register()
