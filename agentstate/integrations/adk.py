@@ -14,7 +14,7 @@ Identifiers: agentstate's are 1-128 characters without ``/`` or control characte
 any string. They are mapped reversibly (``%`` -> ``%25``, ``/`` and control characters -> ``%XX``,
 the empty string -> ``%``), so ordinary ids are stored as they are and erasure finds them by
 the same user id. Importing this module registers the ``agentstate`` (HTTP) and ``agentstates``
-(HTTPS) URI schemes in ADK's service registry.
+(HTTPS) URI schemes in ADK's service registry, for its session, memory and artifact services.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import os
 import threading
 import unicodedata
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -430,7 +431,7 @@ SERVICE_CLASSES = {
 }
 
 
-def _factory(class_path: str) -> Any:
+def _factory(class_path: str) -> Callable[..., Any]:
     """Builds the service as ADK builds one from ``services.yaml``: ``cls(uri=uri, **kwargs)``."""
 
     def build(uri: str, **kwargs: Any) -> Any:
