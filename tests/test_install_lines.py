@@ -72,6 +72,14 @@ def _problem(requirement: str) -> str | None:
     return None
 
 
+# Names on the package index that are other projects: ours must be none of them.
+OTHER_PROJECTS = {"agentstate"}  # 1.0.2 there, "Firebase for AI Agents"
+
+
+def test_the_distribution_name_is_not_another_projects():
+    assert OURS not in OTHER_PROJECTS
+
+
 def test_the_scan_finds_the_install_lines_users_copy():
     found = _install_lines()
     assert any(
@@ -88,7 +96,8 @@ def test_every_install_line_installs_this_project_or_a_declared_dependency():
 
 
 def test_the_judge_refuses_the_other_projects_name_and_unknown_extras():
-    assert _problem("agentstate[server]") == f"'agentstate' is neither {OURS!r} nor a declared dependency"
+    for other in OTHER_PROJECTS:
+        assert _problem(f"{other}[server]") == f"{other!r} is neither {OURS!r} nor a declared dependency"
     assert _problem("dist/agentstate-0.1.0-py3-none-any.whl[server]") == f"a wheel of 'agentstate', not of {OURS!r}"
     assert _problem(".[nonesuch]") == "no such extra {'nonesuch'}"
     assert _problem(f"{OURS}[adk]") is None
