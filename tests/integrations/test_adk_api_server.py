@@ -52,7 +52,7 @@ def _adk_services(monkeypatch, agents: Path, capsys) -> str:
     return capsys.readouterr().out
 
 
-def _start_api_server(agents: Path, agentstate_url: str, key: str, port: int) -> subprocess.Popen:
+def _start_api_server(agents: Path, agentstate_url: str, key: str, port: int, log: Path) -> subprocess.Popen:
     uri = agentstate_url.replace("http://", "agentstate://")
     # The memory and artifact services, where this checkout has them, are asked for by URI too.
     other_uris = [
@@ -67,28 +67,27 @@ def _start_api_server(agents: Path, agentstate_url: str, key: str, port: int) ->
         "PYTHONPATH": str(ROOT),
     }
     command = [sys.executable, "-m", "google.adk.cli", "api_server", "--host", "127.0.0.1", "--port", str(port)]
-    return subprocess.Popen(
-        [*command, "--session_service_uri", uri, *other_uris, str(agents)],
-        cwd=agents.parent,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    with log.open("w") as output:  # a file: a pipe nobody reads would fill up and stall the server
+        return subprocess.Popen(
+            [*command, "--session_service_uri", uri, *other_uris, str(agents)],
+            cwd=agents.parent,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
 
 
-def _wait_until_up(server: subprocess.Popen, url: str) -> None:
-    deadline = time.monotonic() + 30
+def _wait_until_up(server: subprocess.Popen, url: str, log: Path) -> None:
+    deadline = time.monotonic() + 60  # a ceiling: it starts in 5-10 s, longer on a loaded machine
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            pytest.fail(f"adk api_server exited {server.returncode}:\n{server.stdout.read()}")
+            pytest.fail(f"adk api_server exited {server.returncode}:\n{log.read_text()}")
         try:
             if httpx.get(f"{url}/list-apps", timeout=1).status_code == 200:
                 return
         except httpx.TransportError:
             time.sleep(0.2)
-    server.kill()
-    pytest.fail(f"adk api_server did not answer within 30 s:\n{server.communicate()[0]}")
+    pytest.fail(f"adk api_server did not answer within 60 s:\n{log.read_text()}")
 
 
 @pytest.mark.servers
@@ -99,10 +98,11 @@ def test_adk_api_server_keeps_its_sessions_in_agentstate_from_the_uri_alone(
     agents = _agents_dir(tmp_path)
     assert "Wrote" in _adk_services(monkeypatch, agents, capsys)
     port = _free_port()
-    server = _start_api_server(agents, live_server.url, key, port)
+    log = tmp_path / "adk.log"
+    server = _start_api_server(agents, live_server.url, key, port, log)
     try:
         adk = f"http://127.0.0.1:{port}"
-        _wait_until_up(server, adk)
+        _wait_until_up(server, adk, log)
         created = httpx.post(
             f"{adk}/apps/weather_app/users/ada/sessions", json={"session_id": "trip", "state": {"user:plan": "pro"}}
         )
@@ -117,8 +117,8 @@ def test_adk_api_server_keeps_its_sessions_in_agentstate_from_the_uri_alone(
         assert run.json()[-1]["content"]["parts"][0]["text"] == "It is sunny in Paris, 21 °C."
     finally:
         server.terminate()
-        log = server.communicate(timeout=10)[0]
-    assert "DatabaseSessionService" not in log, log
+        server.wait(timeout=10)
+    assert "DatabaseSessionService" not in log.read_text(), log.read_text()
     with httpx.Client(base_url=live_server.url, headers={"X-Api-Key": key}) as http:
         stored = http.get("/api/v1/adk/apps/weather_app/users/ada/sessions/trip/").json()
         assert [event["author"] for event in stored["events"]] == ["user", *["weather_agent"] * 3]
