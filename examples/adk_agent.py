@@ -3,7 +3,7 @@
 The model is scripted (a ``BaseLlm`` returning canned responses: no network, no API key for a
 model), so this runs anywhere an agentstate server does:
 
-    AGENTSTATE_URL=http://localhost:8000 AGENTSTATE_API_KEY=... python examples/adk_agent.py
+    AGENTSTATE_URL=http://127.0.0.1:8000 AGENTSTATE_API_KEY=<key> python examples/adk_agent.py
 
 The one line that puts an ADK app on agentstate is the session service below.
 """
@@ -85,6 +85,6 @@ async def main(base_url: str, api_key: str, *, user_id: str = "user-1", session_
 
 if __name__ == "__main__":
     for answer in asyncio.run(
-        main(os.environ.get("AGENTSTATE_URL", "http://localhost:8000"), os.environ["AGENTSTATE_API_KEY"])
+        main(os.environ.get("AGENTSTATE_URL", "http://127.0.0.1:8000"), os.environ["AGENTSTATE_API_KEY"])
     ):
         print(answer)

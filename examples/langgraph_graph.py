@@ -5,13 +5,12 @@ of checkpoints, and a fork made with ``update_state``).
 The "model" is scripted (it calls the weather tool for the city in the last question, then
 answers with the tool's result), so the example runs without network or keys:
 
-    python examples/langgraph_graph.py http://127.0.0.1:8000 <agent API key>
+    AGENTSTATE_URL=http://127.0.0.1:8000 AGENTSTATE_API_KEY=<key> python examples/langgraph_graph.py
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -104,6 +103,7 @@ def main(base_url: str, api_key: str, *, thread_id: str = "weather-demo", **save
 
 
 if __name__ == "__main__":
-    url, key = sys.argv[1:3] if len(sys.argv) >= 3 else (os.environ["AGENTSTATE_URL"], os.environ["AGENTSTATE_API_KEY"])
-    for name, value in main(url, key).items():
+    for name, value in main(
+        os.environ.get("AGENTSTATE_URL", "http://127.0.0.1:8000"), os.environ["AGENTSTATE_API_KEY"]
+    ).items():
         print(f"{name}: {value}")

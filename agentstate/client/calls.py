@@ -14,7 +14,7 @@ from urllib.parse import quote
 import httpx
 import pydantic
 
-from agentstate.client.errors import AgentStateError, NetworkError, error_from_response
+from agentstate.client.errors import AgentStateError, error_from_response, network_error
 from agentstate.client.models import Page
 
 T = TypeVar("T")
@@ -168,5 +168,5 @@ class Attempt:
         if not isinstance(exc, httpx.TransportError):
             return False
         if self.last or not self.call.may_retry(exc):
-            raise NetworkError(f"{self.call.method} {self.call.url}: {type(exc).__name__}: {exc}") from exc
+            raise network_error(exc) from exc
         return True

@@ -75,6 +75,12 @@ class NetworkError(AgentStateError):
     """The server could not be reached or did not answer in time, after the allowed retries."""
 
 
+def network_error(exc: httpx.TransportError) -> NetworkError:
+    """The error for a request that got no answer, naming where it went (scheme, host, port and
+    path): a wrong host or port in the configuration shows in the message."""
+    return NetworkError(f"{exc.request.method} {exc.request.url}: {type(exc).__name__}: {exc}")
+
+
 _BY_STATUS: dict[int, type[AgentStateError]] = {
     400: ValidationError,
     401: AuthenticationError,

@@ -14,18 +14,20 @@ Identifiers: agentstate's are 1-128 characters without ``/`` or control characte
 any string. They are mapped reversibly (``%`` -> ``%25``, ``/`` and control characters -> ``%XX``,
 the empty string -> ``%``), so ordinary ids are stored as they are and erasure finds them by
 the same user id. Importing this module registers the ``agentstate`` (HTTP) and ``agentstates``
-(HTTPS) URI schemes in ADK's service registry.
+(HTTPS) URI schemes in ADK's service registry, for its session, memory and artifact services.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import importlib
 import json
 import os
 import threading
 import unicodedata
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -42,7 +44,7 @@ from pydantic_core import to_jsonable_python
 
 from agentstate.client.calls import NOTHING_SENT, segment
 from agentstate.client.clients import USER_AGENT
-from agentstate.client.errors import AgentStateError, NetworkError, error_from_response
+from agentstate.client.errors import AgentStateError, error_from_response, network_error
 
 __all__ = ["AgentStateSessionService", "identifier_decode", "identifier_encode", "register"]
 
@@ -131,11 +133,11 @@ class AgentStateSessionService(BaseSessionService):
                 response = await self._http().request(method, url, **kwargs)
             except NOTHING_SENT as exc:
                 if attempt == _RETRIES:
-                    raise NetworkError(f"agentstate unreachable: {exc}") from exc
+                    raise network_error(exc) from exc
                 await asyncio.sleep(0.2 * 2**attempt)
                 continue
             except httpx.TransportError as exc:
-                raise NetworkError(f"agentstate request failed: {exc}") from exc
+                raise network_error(exc) from exc
             if response.is_success:
                 return response
             raise error_from_response(response)
@@ -420,14 +422,40 @@ def _session(document: dict[str, Any], *, events: list[Event]) -> Session:
     return session
 
 
+# ADK's three services agentstate offers, by import path: each is imported when ADK first builds it
+# from a URI, so registering needs none of them but this module.
+SERVICE_CLASSES = {
+    "session": "agentstate.integrations.adk.AgentStateSessionService",
+    "memory": "agentstate.integrations.adk_memory.AgentStateMemoryService",
+    "artifact": "agentstate.integrations.adk_artifacts.AgentStateArtifactService",
+}
+
+
+def _factory(class_path: str) -> Callable[..., Any]:
+    """Builds the service as ADK builds one from ``services.yaml``: ``cls(uri=uri, **kwargs)``."""
+
+    def build(uri: str, **kwargs: Any) -> Any:
+        module, name = class_path.rsplit(".", 1)
+        return getattr(importlib.import_module(module), name)(uri=uri, **kwargs)
+
+    return build
+
+
 def register() -> None:
-    """Makes ``--session_service_uri agentstate://…`` (and ``agentstates://``) build this service:
-    done on import; call it again from an agents directory's ``services.py``."""
+    """Makes ``--session_service_uri``, ``--memory_service_uri`` and ``--artifact_service_uri``
+    ``agentstate://…`` (and ``agentstates://``) build agentstate's services: done on import, and by
+    the ``services.py`` that ``agentstate adk-services`` writes into an agents directory."""
     from google.adk.cli.service_registry import get_service_registry
 
     registry = get_service_registry()
-    for scheme in SCHEMES:
-        registry.register_session_service(scheme, lambda uri, **kwargs: AgentStateSessionService(uri=uri, **kwargs))
+    register_by_kind = {
+        "session": registry.register_session_service,
+        "memory": registry.register_memory_service,
+        "artifact": registry.register_artifact_service,
+    }
+    for kind, class_path in SERVICE_CLASSES.items():
+        for scheme in SCHEMES:
+            register_by_kind[kind](scheme, _factory(class_path))
 
 
 register()

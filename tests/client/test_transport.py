@@ -134,13 +134,15 @@ def dropping_server():
     thread.join()
 
 
-def test_refused_connections_are_retried_then_raise_network_error():
+def test_refused_connections_are_retried_then_raise_network_error_naming_the_server():
     transport = _Counting()
-    client = AgentStateClient(f"http://127.0.0.1:{_free_port()}", "k", retries=2, transport=transport)
+    port = _free_port()
+    client = AgentStateClient(f"http://127.0.0.1:{port}", "k", retries=2, transport=transport)
     with pytest.raises(NetworkError) as caught:
         client.session_create("u", "s")  # nothing was sent: safe to retry even a POST
     assert isinstance(caught.value.__cause__, httpx.ConnectError)
     assert transport.attempts == 3
+    assert str(caught.value).startswith(f"POST http://127.0.0.1:{port}/api/v1/sessions/: ConnectError: ")
 
 
 @pytest.mark.parametrize(

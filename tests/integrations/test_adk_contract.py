@@ -6,6 +6,7 @@ Runs on SQLite, and on PostgreSQL when DATABASE_URL names one."""
 
 from __future__ import annotations
 
+import socket
 import time
 
 import httpx
@@ -18,6 +19,7 @@ from google.adk.events.event_actions import EventActions
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
+from agentstate.client import NetworkError
 from agentstate.integrations.adk import AgentStateSessionService
 from tests.client.keys import api_key_new
 
@@ -286,6 +288,16 @@ async def test_built_from_a_uri_with_the_key_from_the_environment(live_server, a
     assert (await reader.get_session(app_name=APP, user_id="u1", session_id=created.id)).id == created.id
     await service.close()
     await reader.close()
+
+
+async def test_an_unreachable_server_is_named_in_the_network_error():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    service = AgentStateSessionService(f"http://127.0.0.1:{port}", "key")
+    with pytest.raises(NetworkError, match=rf"^GET http://127\.0\.0\.1:{port}/api/v1/adk/apps/{APP}/users/u1/"):
+        await service.get_session(app_name=APP, user_id="u1", session_id="s1")
+    await service.close()
 
 
 async def test_event_fields_with_nul_characters_round_trip(adk_service):
