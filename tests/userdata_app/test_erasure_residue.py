@@ -73,12 +73,8 @@ def markers_of(person: int) -> dict[str, str]:
 
 
 def _graph_value(note: str) -> dict:
-    """A LangGraph value as the saver sends it: the serializer's bytes (base64) and a JSON view."""
-    return {
-        "type": "json",
-        "data": base64.b64encode(json.dumps({"note": note}).encode()).decode(),
-        "rendered": {"note": note},
-    }
+    """A LangGraph value as the saver sends it: the serializer's type and bytes (base64)."""
+    return {"type": "json", "data": base64.b64encode(json.dumps({"channel_values": {"note": note}}).encode()).decode()}
 
 
 def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> None:
