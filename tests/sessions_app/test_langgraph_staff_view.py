@@ -1,6 +1,7 @@
 """Staff's JSON view of a LangGraph value is rendered by the server from the serializer's bytes:
 what staff and a subject export see matches LangGraph's own msgpack-to-JSON reading of them."""
 
+import base64
 import json
 import uuid
 from dataclasses import dataclass
@@ -70,3 +71,37 @@ def test_a_checkpoints_channel_values_read_as_people_wrote_them():
 )
 def test_values_without_a_json_form_have_no_view(type_, data):
     assert staff_view(type_, data) is None
+
+
+@pytest.mark.django_db
+def test_a_long_threads_state_is_stored_once_and_compressed_with_lz4_on_postgresql(postgres_only, tenant):
+    from django.db import connection
+
+    from sessions_app.langgraph import services
+    from sessions_app.langgraph.models import LangGraphCheckpoint
+
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"messages": [f"A reply to question {i}, a short chat turn." for i in range(2_000)]}
+    type_, data = JsonPlusSerializer().dumps_typed(checkpoint)
+    services.checkpoint_put(
+        tenant=tenant,
+        thread_id="long",
+        user_id="ada",
+        default_user_id="nobody",
+        checkpoint_ns="",
+        checkpoint_id="c1",
+        parent_checkpoint_id=None,
+        checkpoint={"type": type_, "data": base64.b64encode(data).decode()},
+        metadata={},
+        channel_versions={},
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_compression(value), octet_length(value), pg_column_size(value) "
+            "FROM sessions_app_langgraphcheckpoint"
+        )
+        compression, length, stored = cursor.fetchone()
+    assert (compression, length) == ("lz4", len(data)) and stored < length / 2
+    assert (
+        LangGraphCheckpoint.objects.get().rendered["messages"][1999] == "A reply to question 1999, a short chat turn."
+    )
