@@ -7,8 +7,8 @@ Swap it in for LangGraph's own saver::
 Sync and async methods, including the extended ``copy_thread``, ``prune`` and
 ``delete_for_runs``. A thread belongs to one user: ``config["configurable"]["user_id"]`` of its
 first checkpoint, else ``default_user_id``. Checkpoints and writes are stored as LangGraph's
-serializer wrote them (type and bytes: the round trip is exact), with a JSON view for staff where
-the serializer's msgpack renders as JSON.
+serializer wrote them (type and bytes: the round trip is exact); the server renders staff's JSON
+view of them when staff read them, never on the write path.
 
 Text the database cannot hold (NUL, lone surrogates) is mapped reversibly in every identifier,
 metadata key and value: each such character, and the private-use character U+E000 used as the
@@ -81,24 +81,6 @@ def _escape_json(value: Any) -> Any:
 
 def _unescape_json(value: Any) -> Any:
     return _map_json(value, unescape_text)
-
-
-def _rendered(type_: str, data: bytes) -> Any:
-    """The JSON view of a serialized value, as the serializer's own msgpack-to-JSON hook reads it;
-    None when it has none (bytes, pickles, values JSON cannot hold)."""
-    try:
-        if type_ == "json":
-            value = json.loads(data)
-        elif type_ == "msgpack":
-            import ormsgpack
-            from langgraph.checkpoint.serde.jsonplus import _msgpack_ext_hook_to_json
-
-            value = ormsgpack.unpackb(data, ext_hook=_msgpack_ext_hook_to_json, option=ormsgpack.OPT_NON_STR_KEYS)
-        else:
-            return None
-        return _escape_json(json.loads(json.dumps(value, allow_nan=False)))
-    except Exception:  # a view for staff only: never a reason to fail a write
-        return None
 
 
 def _b64(data: bytes) -> str:
@@ -341,7 +323,7 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
 
     def _typed(self, value: Any) -> dict[str, Any]:
         type_, data = self.serde.dumps_typed(value)
-        return {"type": type_, "data": _b64(data), "rendered": _rendered(type_, data)}
+        return {"type": type_, "data": _b64(data)}
 
     def _users(self, config: RunnableConfig) -> dict[str, str | None]:
         user_id = config["configurable"].get("user_id")
@@ -353,19 +335,13 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         configurable = config["configurable"]
         thread_id, checkpoint_ns = configurable["thread_id"], configurable.get("checkpoint_ns", "")
         parent_id = configurable.get("checkpoint_id")
-        type_, data = self.serde.dumps_typed(checkpoint)
-        rendered = _rendered(type_, data)
         body = {
             "thread_id": escape_text(str(thread_id)),
             **self._users(config),
             "checkpoint_ns": escape_text(checkpoint_ns),
             "checkpoint_id": escape_text(checkpoint["id"]),
             "parent_checkpoint_id": None if parent_id is None else escape_text(parent_id),
-            "checkpoint": {
-                "type": type_,
-                "data": _b64(data),
-                "rendered": rendered.get("channel_values") if isinstance(rendered, dict) else None,
-            },
+            "checkpoint": self._typed(checkpoint),
             "metadata": _escape_json(get_serializable_checkpoint_metadata(config, metadata)),
             "channel_versions": _escape_json(checkpoint["channel_versions"]),
         }

@@ -90,7 +90,7 @@ class LangGraphCheckpointAdmin(SessionChildAdmin):
     readonly_fields = ("session_link", "metadata_json", "channel_versions_json", "state", "pending_writes")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[LangGraphCheckpoint]:
-        return super().get_queryset(request).defer("value", "rendered", "channel_versions", "metadata")
+        return super().get_queryset(request).defer("value", "channel_versions", "metadata")
 
     metadata_json = json_display("metadata")
 
@@ -102,7 +102,7 @@ class LangGraphCheckpointAdmin(SessionChildAdmin):
 
     @admin.display(description="pending writes")
     def pending_writes(self, obj: LangGraphCheckpoint) -> str:
-        writes = langgraph_selectors.checkpoint_tuples([obj], rendered=True)[0].writes
+        writes = langgraph_selectors.checkpoint_tuples([obj])[0].writes
         return render_to_string(
             "admin/sessions_app/langgraphthread/writes.html",
             {

@@ -32,7 +32,9 @@ def _text(**kwargs: Any) -> StringField:
 class TypedValueSerializer(serializers.Serializer):
     type = serializers.CharField(help_text="The serializer's type tag (msgpack, json, bytes, null, ...).")
     data = serializers.CharField(help_text="The serialized bytes, base64.")  # type: ignore[assignment]  # an API field
-    rendered = serializers.JSONField(required=False, allow_null=True, help_text="A JSON view for staff (input only).")
+    rendered = serializers.JSONField(
+        required=False, allow_null=True, help_text="Ignored: earlier savers sent a JSON view; the server renders it."
+    )
 
 
 class ThreadWriteInput(StrictInput):
@@ -189,7 +191,7 @@ class CheckpointListView(TenantAPIView):
             checkpoint_ns=query.get("checkpoint_ns"),
             before=query.get("before"),
             metadata_filter=selectors.clean_filter(query.get("filter")),
-        ).defer("rendered", "channel_versions")  # not in the answer
+        ).defer("channel_versions")  # not in the answer
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
         tuples = selectors.checkpoint_tuples(page or [], thread_id=query.get("thread_id"))

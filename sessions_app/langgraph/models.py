@@ -8,8 +8,12 @@ The models belong to ``sessions_app`` (``Meta.app_label``): their tables, migrat
 URLs are that app's, while their code lives with the backend.
 """
 
+from functools import cached_property
+from typing import Any
+
 from django.db import models
 
+from sessions_app.langgraph.staff_view import staff_view
 from sessions_app.models import Session, SessionOwned
 
 
@@ -46,9 +50,6 @@ class LangGraphCheckpoint(SessionOwned):
     # The checkpoint exactly as LangGraph's serializer wrote it (type, bytes): the round trip.
     value_type = models.CharField(max_length=32)
     value = models.BinaryField()
-    # A JSON view of the channel values for staff and subject exports; null when the serializer
-    # cannot render them as JSON (the admin then shows type and size).
-    rendered = models.JSONField(null=True, blank=True)
 
     class Meta:
         app_label = "sessions_app"
@@ -69,6 +70,12 @@ class LangGraphCheckpoint(SessionOwned):
     def __str__(self) -> str:
         return f"LangGraph checkpoint #{self.pk}"
 
+    @cached_property
+    def rendered(self) -> Any:
+        """The channel values as JSON for staff and subject exports, None without a JSON form."""
+        view = staff_view(self.value_type, self.value)
+        return view.get("channel_values") if isinstance(view, dict) else None
+
 
 class LangGraphWrite(SessionOwned):
     """A pending write, keyed as LangGraph keys it: (thread, namespace, checkpoint, task, idx)."""
@@ -81,7 +88,6 @@ class LangGraphWrite(SessionOwned):
     channel = models.TextField()
     value_type = models.CharField(max_length=32)
     value = models.BinaryField()
-    rendered = models.JSONField(null=True, blank=True)
 
     class Meta:
         app_label = "sessions_app"
@@ -95,3 +101,8 @@ class LangGraphWrite(SessionOwned):
 
     def __str__(self) -> str:
         return f"LangGraph write #{self.pk}"
+
+    @cached_property
+    def rendered(self) -> Any:
+        """The value as JSON for staff and subject exports, None without a JSON form."""
+        return staff_view(self.value_type, self.value)

@@ -95,12 +95,9 @@ class CheckpointTuple:
     writes: list[LangGraphWrite]
 
 
-def checkpoint_tuples(
-    checkpoints: list[LangGraphCheckpoint], *, thread_id: str | None = None, rendered: bool = False
-) -> list[CheckpointTuple]:
+def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str | None = None) -> list[CheckpointTuple]:
     """The checkpoints with their thread ids and pending writes (in LangGraph's order: task path,
-    task id, idx): one query for a page of one thread (``thread_id`` given), two otherwise. The
-    writes' JSON view for staff is read only when ``rendered`` (the admin) asks for it."""
+    task id, idx): one query for a page of one thread (``thread_id`` given), two otherwise."""
     if not checkpoints:
         return []
     session_pks = {c.session_id for c in checkpoints}
@@ -111,7 +108,7 @@ def checkpoint_tuples(
     writes: dict[tuple[int, str, str], list[LangGraphWrite]] = {}
     for write in LangGraphWrite.objects.filter(
         session_id__in=session_pks, checkpoint_id__in={c.checkpoint_id for c in checkpoints}
-    ).only(*_WRITE_ANSWER, *(["rendered"] if rendered else [])):
+    ).only(*_WRITE_ANSWER):
         writes.setdefault((write.session_id, write.checkpoint_ns, write.checkpoint_id), []).append(write)
     return [
         CheckpointTuple(
@@ -176,5 +173,5 @@ def thread_timeline(*, thread: LangGraphThread) -> QuerySet[LangGraphCheckpoint]
     return (
         LangGraphCheckpoint.objects.filter(session_id=thread.pk)
         .order_by("-checkpoint_id")
-        .defer("value", "rendered", "channel_versions")
+        .defer("value", "channel_versions")
     )

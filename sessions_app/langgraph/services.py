@@ -61,18 +61,17 @@ def clean_text(value: Any, *, field: str, max_bytes: int | None = None, allow_em
 
 @dataclass(frozen=True)
 class TypedValue:
-    """A value as LangGraph's serializer wrote it, and the JSON view staff see (or None)."""
+    """A value as LangGraph's serializer wrote it (staff's JSON view is rendered from it when read)."""
 
     type: str
     data: bytes
-    rendered: Any
 
 
 def clean_typed_value(value: Any, *, field: str) -> TypedValue:
-    """``{"type", "data" (base64), "rendered"}``: the bytes are the round trip; a rendering that is
-    not storable JSON is dropped (staff then see type and size), never a reason to refuse."""
+    """``{"type", "data" (base64)}``: the bytes are the round trip. A ``rendered`` view that earlier
+    savers sent is ignored: the server renders staff's view from the bytes (``staff_view``)."""
     if not isinstance(value, dict) or not isinstance(value.get("type"), str) or not isinstance(value.get("data"), str):
-        raise InvalidInput.for_field(field, 'must be {"type": str, "data": base64 str, "rendered": JSON}.')
+        raise InvalidInput.for_field(field, 'must be {"type": str, "data": base64 str}.')
     type_ = clean_text(value["type"], field=field, allow_empty=False)
     if len(type_) > MAX_TYPE_LENGTH:
         raise InvalidInput.for_field(field, f"type must be at most {MAX_TYPE_LENGTH} characters.")
@@ -80,12 +79,7 @@ def clean_typed_value(value: Any, *, field: str) -> TypedValue:
         data = base64.b64decode(value["data"], validate=True)
     except (binascii.Error, ValueError):
         raise InvalidInput.for_field(field, "data must be base64.") from None
-    rendered = value.get("rendered")
-    try:
-        clean_json(rendered, field=field)
-    except InvalidInput:
-        rendered = None
-    return TypedValue(type=type_, data=data, rendered=rendered)
+    return TypedValue(type=type_, data=data)
 
 
 def thread_key(thread_id: str) -> str:
@@ -306,7 +300,6 @@ _CHECKPOINT_FIELDS = (
     "source",
     "value_type",
     "value",
-    "rendered",
 )
 
 
@@ -342,7 +335,6 @@ def checkpoint_put(
         columns["source"],
         value.type,
         value.data,
-        value.rendered,
     )
     rows = _insert(
         LangGraphCheckpoint,
@@ -364,7 +356,6 @@ _WRITE_FIELDS = (
     "channel",
     "value_type",
     "value",
-    "rendered",
 )
 
 
@@ -406,7 +397,6 @@ def writes_put(
                 channel,
                 value.type,
                 value.data,
-                value.rendered,
             )
         )
     if rows:
@@ -416,7 +406,7 @@ def writes_put(
             rows,
             tenant=tenant,
             conflict=("session", "checkpoint_id", "checkpoint_ns", "task_id", "idx"),
-            update=("task_path", "channel", "value_type", "value", "rendered") if replace else (),
+            update=("task_path", "channel", "value_type", "value") if replace else (),
         )
         _thread_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id, rows=insert)
     else:

@@ -16,8 +16,8 @@ from sessions_app.subject_data import SessionPart, process_state
 
 
 def _stored_value(rows: QuerySet[Any]) -> QuerySet[Any]:
-    """The serializer's bytes are not exported (their JSON view is): only their size is read."""
-    return rows.defer("value").annotate(value_bytes=Length("value"))
+    """The serializer's bytes are not exported: their JSON view is, rendered from them, and their size."""
+    return rows.annotate(value_bytes=Length("value"))
 
 
 def _checkpoint(c: LangGraphCheckpoint) -> dict[str, Any]:
@@ -66,7 +66,7 @@ def declare() -> None:
                 "checkpoints",
                 _checkpoint,
                 order=("checkpoint_ns", "checkpoint_id"),
-                large=("rendered", "metadata", "channel_versions"),
+                large=("value", "metadata", "channel_versions"),
                 rows=_stored_value,
                 group=FRAMEWORK,
             ),
@@ -80,7 +80,7 @@ def declare() -> None:
                 "writes",
                 _write,
                 order=("checkpoint_id", "task_id", "idx"),
-                large=("rendered",),
+                large=("value",),
                 rows=_stored_value,
                 group=FRAMEWORK,
             ),

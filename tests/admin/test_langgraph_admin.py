@@ -3,6 +3,7 @@ metadata) and one checkpoint's state and pending writes, read-only."""
 
 import base64
 
+import ormsgpack
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
@@ -11,8 +12,10 @@ from sessions_app.langgraph import services
 from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread
 
 
-def typed(rendered, data=b"\x81\xa1k\xa1v"):
-    return {"type": "msgpack", "data": base64.b64encode(data).decode(), "rendered": rendered}
+def typed(value):
+    """A value as LangGraph's serializer writes it (msgpack); None: bytes msgpack cannot read."""
+    data = b"\xc1\xc1\xc1\xc1\xc1" if value is None else ormsgpack.packb(value)
+    return {"type": "msgpack", "data": base64.b64encode(data).decode()}
 
 
 @pytest.fixture
@@ -28,7 +31,7 @@ def thread(tenant):
             checkpoint_ns="",
             checkpoint_id=checkpoint_id,
             parent_checkpoint_id=parent,
-            checkpoint=typed({"messages": [f"said at step {step}"]} if step < 2 else None),
+            checkpoint=typed({"channel_values": {"messages": [f"said at step {step}"]}} if step < 2 else None),
             metadata={"source": source, "step": step - 1, "run_id": "run-7"},
             channel_versions={"messages": step + 1},
         )

@@ -22,7 +22,7 @@ def test_a_langgraph_thread_is_owned_by_the_id_exactly_as_sent(api, tenant, user
         "default_user_id": "nobody",
         "checkpoint_ns": "",
         "checkpoint_id": "c1",
-        "checkpoint": {"type": "json", "data": "e30=", "rendered": {}},
+        "checkpoint": {"type": "json", "data": "e30="},
         "metadata": {},
         "channel_versions": {},
     }

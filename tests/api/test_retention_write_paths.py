@@ -37,7 +37,7 @@ def _ok(response):
 
 
 def _graph_value(text: str) -> dict:
-    return {"type": "json", "data": base64.b64encode(json.dumps(text).encode()).decode(), "rendered": text}
+    return {"type": "json", "data": base64.b64encode(json.dumps(text).encode()).decode()}
 
 
 def _checkpoint_body(checkpoint_id: str, *, thread_id: str = "t1") -> dict:

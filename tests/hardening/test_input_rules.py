@@ -47,7 +47,7 @@ from tests.hardening.writes import WRITES, send
 S = "/api/v1/users/u1/sessions/s1/"
 ADK = "/api/v1/adk/apps/app/users/u1/sessions/"
 LANGGRAPH_THREAD = {"thread_id": "t1", "default_user_id": "u1", "checkpoint_ns": "", "checkpoint_id": "c1"}
-TYPED_VALUE = {"type": "json", "data": "e30=", "rendered": {}}
+TYPED_VALUE = {"type": "json", "data": "e30="}
 
 # A request each endpoint accepts, by operation: the fields are changed one at a time from it.
 GOOD_REQUESTS = {

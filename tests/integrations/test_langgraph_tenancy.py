@@ -14,7 +14,7 @@ from tests.api.routes import api_routes
 
 pytestmark = pytest.mark.django_db
 L = "/api/v1/langgraph/"
-VALUE = {"type": "msgpack", "data": base64.b64encode(b"\x81\xa1k\xa1v").decode(), "rendered": {"k": "v"}}
+VALUE = {"type": "msgpack", "data": base64.b64encode(b"\x81\xa1k\xa1v").decode()}
 PUT = {
     "thread_id": "t1",
     "default_user_id": "u1",

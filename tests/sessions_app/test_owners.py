@@ -2,6 +2,7 @@
 tenant's deletion must still take every one of them, since the database no longer refuses it."""
 
 import base64
+import json
 
 from django.apps import apps
 
@@ -12,7 +13,7 @@ from sessions_app.models import Session, SessionOwned
 
 
 def _typed(text):
-    return {"type": "json", "data": base64.b64encode(text.encode()).decode(), "rendered": text}
+    return {"type": "json", "data": base64.b64encode(json.dumps(text).encode()).decode()}
 
 
 def _one_row_of_each_kind(tenant):

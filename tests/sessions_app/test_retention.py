@@ -101,7 +101,7 @@ def test_only_the_latest_k_rounds_of_a_session_stay(tenant):
 
 
 def typed(text):
-    return {"type": "json", "data": base64.b64encode(text.encode()).decode(), "rendered": text}
+    return {"type": "json", "data": base64.b64encode(json.dumps(text).encode()).decode()}
 
 
 def put_checkpoint(tenant, ns, checkpoint_id, parent=None, thread="t1"):

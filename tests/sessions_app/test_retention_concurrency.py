@@ -128,7 +128,7 @@ def test_a_langgraph_write_waiting_for_the_idle_sweep_reopens_the_thread(postgre
         "default_user_id": "u1",
         "checkpoint_ns": "",
         "parent_checkpoint_id": None,
-        "checkpoint": {"type": "json", "data": "e30=", "rendered": {}},
+        "checkpoint": {"type": "json", "data": "e30="},
         "metadata": {},
         "channel_versions": {},
     }

@@ -73,12 +73,8 @@ def markers_of(person: int) -> dict[str, str]:
 
 
 def _graph_value(note: str) -> dict:
-    """A LangGraph value as the saver sends it: the serializer's bytes (base64) and a JSON view."""
-    return {
-        "type": "json",
-        "data": base64.b64encode(json.dumps({"note": note}).encode()).decode(),
-        "rendered": {"note": note},
-    }
+    """A LangGraph value as the saver sends it: the serializer's type and bytes (base64)."""
+    return {"type": "json", "data": base64.b64encode(json.dumps({"channel_values": {"note": note}}).encode()).decode()}
 
 
 def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> None:
@@ -264,6 +260,11 @@ def captured_logs():
         handler.setStream(stream)
 
 
+def needles(marks: dict[str, str]) -> dict[str, list[bytes]]:
+    """Each mark as text and as hex: pg_dump writes binary columns (LangGraph's values) in hex."""
+    return {kind: [value.encode(), value.encode().hex().encode()] for kind, value in marks.items()}
+
+
 def found(needles: dict[str, list[bytes]], haystack: bytes) -> list[str]:
     return [name for name, forms in needles.items() if any(form in haystack for form in forms)]
 
@@ -281,7 +282,7 @@ def test_an_erasure_through_the_admin_leaves_nothing_of_the_subject_anywhere(raw
     # Every category of the map of people's data is written (holdings count them all), so a model
     # declared later must be written here too and the raw search below looks for its values.
     assert all(FULL.values())
-    subject_needles = {"id": id_forms(SUBJECT), **{kind: [value.encode()] for kind, value in marks[SUBJECT].items()}}
+    subject_needles = {"id": id_forms(SUBJECT), **needles(marks[SUBJECT])}
     assert found(subject_needles, raw_database()) == list(subject_needles)  # the search can find them
 
     officer = get_user_model().objects.create_user("officer", is_staff=True)
@@ -326,6 +327,6 @@ def test_an_erasure_through_the_admin_leaves_nothing_of_the_subject_anywhere(raw
     stored = raw_database()
     assert found(subject_needles, stored) == []
     for user_id in BYSTANDERS:  # still there, byte for byte
-        assert found({kind: [value.encode()] for kind, value in marks[user_id].items()}, stored) == list(marks[user_id])
+        assert found(needles(marks[user_id]), stored) == list(marks[user_id])
     assert found(subject_needles, redis_contents()) == []
     assert found(subject_needles, captured_logs.getvalue().encode()) == []
