@@ -10,10 +10,12 @@ exporting that person reaches it; a put under any other namespace is refused
 (``agentstate.client.ValidationError``). Each ``batch`` call is one request,
 run in one transaction; as in LangGraph's own stores, its reads see the data before its writes.
 ``search`` takes LangGraph's filters (equality, nested objects, ``$eq``, ``$ne``, ``$gt``,
-``$gte``, ``$lt``, ``$lte``) and returns the most recently updated items first; ``query`` is
-accepted and ignored (no ranking yet, as LangGraph's stores without an index), so ``score`` is
-None. TTLs are in minutes, refreshed on read unless ``ttl={"refresh_on_read": False}`` or
-``refresh_ttl=False`` says otherwise (docs/CLIENT.md).
+``$gte``, ``$lt``, ``$lte``) and returns the most recently updated items first, ``score`` None.
+With ``query`` it is a full-text search until semantic ranking exists (a later step): the items
+whose value's strings hold any of the query's words (whole, any case, no stemming), best first
+with ``score`` set, filter, limit and offset applied to them. TTLs are in minutes, refreshed on
+read unless ``ttl={"refresh_on_read": False}`` or ``refresh_ttl=False`` says otherwise
+(docs/CLIENT.md).
 """
 
 from __future__ import annotations
