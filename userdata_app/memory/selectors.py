@@ -14,6 +14,7 @@ from django.utils import timezone
 from agentstate import search
 from agentstate.search import MemoryHit, TextIndex
 from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_identifier
 from userdata_app.memory.models import MemoryItem
 
 SEPARATOR = "."  # between a namespace's labels; LangGraph refuses it inside a label
@@ -161,6 +162,8 @@ def memory_text_search(
     ranked by the index; a filter is applied here over the ranked items, stopping once ``offset +
     limit`` matched. Reads where ``router`` sends them: a replica inside ``replica_reads``."""
     words = search.words_clean(query)
+    if user_id is not None:
+        user_id = clean_identifier(user_id, field="user_id")
     alias = router.db_for_read(MemoryItem)
     rows = live_items(tenant=tenant)
     if user_id is not None:
