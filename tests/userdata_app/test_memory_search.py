@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput
 from agentstate.search import search_memories
+from tests import search_index
 from userdata_app.erasure.execution import erase_subject
 from userdata_app.memory.models import MemoryItem
 from userdata_app.memory.selectors import MEMORY_INDEX
@@ -20,20 +21,7 @@ pytestmark = pytest.mark.django_db
 
 
 def raw_index_ids(word: str) -> list[int]:
-    """The item ids the database's own index finds for ``word``, whatever tenant or user."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                f"SELECT t.id FROM {MEMORY_INDEX.table} t "  # noqa: S608 (constant SQL)
-                f"WHERE {MEMORY_INDEX.pg_vector} @@ to_tsquery('simple', %s) ORDER BY t.id",
-                [word],
-            )
-        else:
-            cursor.execute(
-                f"SELECT rowid FROM {MEMORY_INDEX.fts_table} WHERE {MEMORY_INDEX.fts_table} MATCH %s ORDER BY rowid",  # noqa: S608
-                [f'"{word}"'],
-            )
-        return [row[0] for row in cursor.fetchall()]
+    return search_index.raw_index_ids(MEMORY_INDEX, word)
 
 
 def put(tenant, user_id: str, key: str, value, *labels: str, ttl=None) -> None:
@@ -55,6 +43,8 @@ def test_every_string_of_a_value_is_found_and_any_word_of_the_query_matches(tena
     assert keys(tenant, "note") == ["pet"]
     assert keys(tenant, "7") == []  # numbers are not text
     assert keys(tenant, "teas") == []  # no stemming: a word matches itself whole
+    put(tenant, "u1", "break", {"when": "tea-time"})
+    assert set(keys(tenant, "tea")) == {"food", "break"}  # a hyphenated word holds its parts
 
 
 def test_more_words_then_rarer_words_then_the_newest_come_first(tenant):
