@@ -12,6 +12,7 @@ from agentstate.exceptions import InvalidInput
 from agentstate.search import search_memories
 from tests import search_index
 from userdata_app.erasure.execution import erase_subject
+from userdata_app.erasure.storage import storage_cleanup
 from userdata_app.memory.models import MemoryItem
 from userdata_app.memory.selectors import MEMORY_INDEX
 from userdata_app.memory.services import memory_batch, memory_items_expire
@@ -103,6 +104,24 @@ def test_an_erasure_removes_the_index_entries_in_its_own_transaction(tenant):
     assert raw_index_ids("secrets") == []
     assert len(raw_index_ids("pelican")) == 1
     assert keys(tenant, "pelican") == [] and keys(tenant, "pelican", user_id="u2") == ["k"]
+
+
+def test_the_clean_up_after_an_erasure_leaves_no_erased_word_in_the_sqlite_index_pages(tenant):
+    """FTS5 marks a deleted row's words deleted but keeps them in its segments until they merge:
+    the memory index is declared (``text_index``), so the clean-up compacts it too."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's FTS5 segments (PostgreSQL: the GIN index points at dead rows until VACUUM)")
+    put(tenant, "u1", "k", {"t": "flamingoquill"})
+
+    def in_index_pages() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT block FROM {MEMORY_INDEX.fts_table}_data")  # noqa: S608 (constant SQL)
+            return any(b"flamingoquill" in bytes(row[0]) for row in cursor.fetchall() if row[0])
+
+    erase_subject(tenant=tenant, user_id="u1", scope=ErasureRequest.Scope.EVERYTHING)
+    assert raw_index_ids("flamingoquill") == [] and in_index_pages()
+    storage_cleanup(scope=ErasureRequest.Scope.EVERYTHING)
+    assert not in_index_pages()
 
 
 @pytest.mark.parametrize("query", ["", "   ", "!!! ???", "a\x00b", "word \ud800", "x" * 10_001])

@@ -160,7 +160,7 @@ def memory_text_search(
 ) -> list[MemoryHit]:
     """``agentstate.search.search_memories``: the live items holding any of the query's words,
     ranked by the index; a filter is applied here over the ranked items, stopping once ``offset +
-    limit`` matched. Reads where ``router`` sends them: a replica inside ``replica_reads``."""
+    limit`` matched. Reads where ``router`` sends them: the primary, as all user data."""
     words = search.words_clean(query)
     if user_id is not None:
         user_id = clean_identifier(user_id, field="user_id")
