@@ -1,14 +1,18 @@
-"""Full-text search over people's data: one engine for every searchable table (message history
-now; memories can declare a ``TextIndex`` of their own, docs/DESIGN.md "Search").
+"""Full-text search over people's data: one engine for every searchable table, message history and
+memory items (docs/DESIGN.md "Search").
 
 The database keeps each index in step with its table (a generated tsvector column with a GIN
 index on PostgreSQL, an FTS5 table filled by triggers on SQLite: created by the table's
-migration), so whatever writes or deletes the rows updates the index in the same transaction.
-A query is the same small language on both (web search style: words, "quoted phrases", ``or``,
-``-word``); PostgreSQL reads it with ``websearch_to_tsquery``, SQLite gets it rewritten with
-every phrase quoted, so nothing a caller types reaches FTS5's own syntax. Words match whole (no
-stemming: the ``simple`` configuration and FTS5's ``unicode61`` tokenizer), ranked by
-``ts_rank`` / ``bm25``.
+migration, ``json_text_index_operation``), so whatever writes or deletes the rows updates the
+index in the same transaction. Words match whole, in any case, without stemming (the ``simple``
+configuration and FTS5's ``unicode61`` tokenizer: "run" does not find "running").
+
+Two ways to search. ``text_search`` (messages): a small web-search language (words that must all
+appear, "quoted phrases", ``or``, ``-word``); PostgreSQL reads it with ``websearch_to_tsquery``,
+SQLite gets it rewritten with every phrase quoted, so nothing a caller types reaches FTS5's own
+syntax; ranked by ``ts_rank`` / ``bm25``. ``text_search_any`` (memories, ``search_memories``):
+any of the query's words, as ADK's memory services match, ranked by how many of them a row holds,
+then how rare they are, the same on both databases.
 """
 
 from __future__ import annotations
