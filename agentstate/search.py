@@ -1,32 +1,43 @@
-"""Full-text search over people's data: one engine for every searchable table (message history
-now; memories can declare a ``TextIndex`` of their own, docs/DESIGN.md "Search").
+"""Full-text search over people's data: one engine for every searchable table, message history and
+memory items (docs/DESIGN.md "Search").
 
 The database keeps each index in step with its table (a generated tsvector column with a GIN
 index on PostgreSQL, an FTS5 table filled by triggers on SQLite: created by the table's
-migration), so whatever writes or deletes the rows updates the index in the same transaction.
-A query is the same small language on both (web search style: words, "quoted phrases", ``or``,
-``-word``); PostgreSQL reads it with ``websearch_to_tsquery``, SQLite gets it rewritten with
-every phrase quoted, so nothing a caller types reaches FTS5's own syntax. Words match whole (no
-stemming: the ``simple`` configuration and FTS5's ``unicode61`` tokenizer), ranked by
-``ts_rank`` / ``bm25``.
+migration, ``json_text_index_operation``), so whatever writes or deletes the rows updates the
+index in the same transaction. Words match whole, in any case, without stemming (the ``simple``
+configuration and FTS5's ``unicode61`` tokenizer: "run" does not find "running").
+
+Two ways to search. ``text_search`` (messages): a small web-search language (words that must all
+appear, "quoted phrases", ``or``, ``-word``); PostgreSQL reads it with ``websearch_to_tsquery``,
+SQLite gets it rewritten with every phrase quoted, so nothing a caller types reaches FTS5's own
+syntax; ranked by ``ts_rank`` / ``bm25``. ``text_search_any`` (memories, ``search_memories``):
+any of the query's words, as ADK's memory services match, ranked by how many of them a row holds,
+then how rare they are, the same on both databases.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.db import connection
+from django.db import connection, migrations, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.expressions import RawSQL
 
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import LONE_SURROGATE
 
+if TYPE_CHECKING:
+    from agentstate.tenancy.models import Tenant
+
 MAX_QUERY_LENGTH = 256
 MAX_LIMIT = 100
+MAX_WORDS = 64  # an any-word search counts a query's first 64 distinct words (a long prompt's)
+MAX_WORDS_QUERY_LENGTH = 10_000  # an any-word query may be a whole prompt
 MAX_OFFSET = 10_000  # how deep paging goes: ranking reads every match up to there
 MARK = "**"  # around each matched word in a snippet (plain text, never HTML)
 _PHRASE_OR_WORD = re.compile(r'"([^"]*)"?|(\S+)')
@@ -66,18 +77,24 @@ def text_indexes_compact(indexes: list[TextIndex]) -> None:
             cursor.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")  # noqa: S608 (constant SQL)
 
 
-def query_clean(query: Any) -> str:
-    """The query, or a 400 saying why it cannot be searched."""
+def _text_clean(query: Any, *, field: str = "q", max_length: int = MAX_QUERY_LENGTH) -> str:
+    """The query as text both databases can read, or a 400 (``field``) saying why not."""
     if not isinstance(query, str) or not query.strip():
-        raise InvalidInput.for_field("q", "Give the words to search for.")
-    if len(query) > MAX_QUERY_LENGTH:
-        raise InvalidInput.for_field("q", f"At most {MAX_QUERY_LENGTH} characters.")
+        raise InvalidInput.for_field(field, "Give the words to search for.")
+    if len(query) > max_length:
+        raise InvalidInput.for_field(field, f"At most {max_length} characters.")
     if _CONTROL.search(query):
-        raise InvalidInput.for_field("q", "Control characters cannot be searched.")
+        raise InvalidInput.for_field(field, "Control characters cannot be searched.")
     try:
         query.encode()
     except UnicodeEncodeError:
-        raise InvalidInput.for_field("q", LONE_SURROGATE) from None
+        raise InvalidInput.for_field(field, LONE_SURROGATE) from None
+    return query
+
+
+def query_clean(query: Any) -> str:
+    """The query, or a 400 saying why it cannot be searched."""
+    query = _text_clean(query)
     if not any(positives for positives, _ in _alternatives(query)):
         raise InvalidInput.for_field("q", "Give at least one word (letters or digits) that results must contain.")
     return query
@@ -97,16 +114,17 @@ def _alternatives(query: str) -> list[tuple[list[str], list[str]]]:
     return [alternative for alternative in alternatives if alternative[0] or alternative[1]]
 
 
+def _fts5_phrase(phrase: str) -> str:
+    return '"' + phrase.replace('"', '""') + '"'
+
+
 def fts5_query(query: str) -> str:
     """The query in FTS5's syntax, every phrase quoted: AND within an alternative, then OR, as
     ``websearch_to_tsquery`` reads it. An alternative with only words to exclude is dropped (FTS5
     cannot say "everything but")."""
 
-    def quoted(phrase: str) -> str:
-        return '"' + phrase.replace('"', '""') + '"'
-
     return " OR ".join(
-        "(" + " ".join(map(quoted, positives)) + "".join(f" NOT {quoted(p)}" for p in negatives) + ")"
+        "(" + " ".join(map(_fts5_phrase, positives)) + "".join(f" NOT {_fts5_phrase(p)}" for p in negatives) + ")"
         for positives, negatives in _alternatives(query)
         if positives
     )
@@ -152,6 +170,67 @@ def text_search(
         return [Hit(row=tuple(row[:-2]), rank=float(row[-2]), snippet=row[-1] or "") for row in cursor.fetchall()]
 
 
+def query_words(query: str) -> list[str]:
+    """The query's distinct words, the first ``MAX_WORDS``: the pieces between spaces that hold a
+    letter or digit, told apart in any case."""
+    words: dict[str, str] = {}
+    for piece in query.split():
+        if _SEARCHABLE.search(piece):
+            words.setdefault(piece.casefold(), piece)
+    return list(words.values())[:MAX_WORDS]
+
+
+def words_clean(query: Any, *, field: str = "q") -> list[str]:
+    """``query_words`` for a search that matches any of them, or a 400 (``field``) saying why not."""
+    words = query_words(_text_clean(query, field=field, max_length=MAX_WORDS_QUERY_LENGTH))
+    if not words:
+        raise InvalidInput.for_field(field, "Give at least one word (letters or digits).")
+    return words
+
+
+def text_search_any(
+    index: TextIndex,
+    *,
+    connection: BaseDatabaseWrapper,
+    words: list[str],
+    scope: str,
+    scope_params: list[Any],
+    newest: str,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[tuple[int, float]]:
+    """The ids of the rows of ``index`` within ``scope`` (SQL over ``t``) holding any of ``words``
+    (from ``words_clean``), best first, with their score: how many of the words a row holds, plus
+    (below 1) how rare they are, the mean over them of 1 / the rows in scope holding the word.
+    Ties: the row whose ``newest`` (SQL over ``t``) is highest first, then the highest id.
+
+    Each word matches as the index's tokenizer reads it (a piece like "e-mail" as its phrase),
+    whole and in any case; no stemming."""
+    if connection.vendor == "postgresql":
+        match = f"{index.pg_vector} @@ plainto_tsquery('simple', %s)"
+        terms = list(words)
+    else:
+        match = f"t.id IN (SELECT rowid FROM {index.fts_table} WHERE {index.fts_table} MATCH %s)"  # noqa: S608 (constant SQL)
+        terms = [_fts5_phrase(word) for word in words]
+    held = [f"m{i}" for i in range(len(terms))]
+    flags = ", ".join(f"CASE WHEN {match} THEN 1 ELSE 0 END AS {m}" for m in held)
+    rarity = " + ".join(f"COALESCE({m} * 1.0 / NULLIF(SUM({m}) OVER (), 0), 0)" for m in held)
+    page = "" if limit is None else "LIMIT %s OFFSET %s"
+    sql = f"""
+        SELECT id, n + r / n AS score FROM (
+            SELECT id, newest, {" + ".join(held)} AS n, {rarity} AS r FROM (
+                SELECT t.id, {newest} AS newest, {flags}
+                FROM {index.table} t
+                WHERE ({scope}) AND ({" OR ".join([match] * len(terms))})
+            ) flagged
+        ) scored
+        ORDER BY score DESC, newest DESC, id DESC {page}"""  # noqa: S608 (constant SQL of the index and caller; values are parameters)
+    params = [*terms, *scope_params, *terms, *([] if limit is None else [limit, offset])]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [(row_id, float(score)) for row_id, score in cursor.fetchall()]
+
+
 def text_match(index: TextIndex, *, query: str) -> RawSQL:
     """The ids of every row of ``index`` matching ``query`` (already cleaned), as a subquery for
     ``pk__in``: a filter on any queryset of the table (the admin's)."""
@@ -179,3 +258,108 @@ def search_cursor_offset(cursor: str) -> int:
     if offset > MAX_OFFSET:
         raise InvalidInput.for_field("cursor", f"Results go {MAX_OFFSET} deep at most: refine the query.")
     return offset
+
+
+# --- Memories: the entry point every memory interface shares -------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    item: Any  # the memory item (userdata_app.memory.models.MemoryItem)
+    score: float  # text_search_any's: higher is better, comparable only within one search
+
+
+_memory_search: Callable[..., list[MemoryHit]] | None = None
+
+
+def memory_search_register(search: Callable[..., list[MemoryHit]]) -> None:
+    """The memory app gives its search at start (``AppConfig.ready``): the platform imports no app."""
+    global _memory_search
+    _memory_search = search
+
+
+def search_memories(
+    tenant: Tenant,
+    user_id: str | None,
+    query: str,
+    namespace_prefix: list[str] | tuple[str, ...] | None = None,
+    filter: dict[str, Any] | None = None,
+    limit: int = 10,
+    offset: int = 0,
+) -> list[MemoryHit]:
+    """The live memory items of ``user_id`` (None: of every user of the tenant) under
+    ``namespace_prefix`` whose value's strings hold ANY of the query's words, best first
+    (``text_search_any``: more words, then rarer ones, then the most recently updated), LangGraph's
+    ``filter`` applied; a 400 (field ``q``) when the query holds no word."""
+    if _memory_search is None:
+        raise RuntimeError("The memory app (userdata_app.memory) is not installed.")
+    return _memory_search(
+        tenant=tenant,
+        user_id=user_id,
+        query=query,
+        namespace_prefix=list(namespace_prefix or ()),
+        filter=filter,
+        limit=limit,
+        offset=offset,
+    )
+
+
+# --- Migrations: the index of a JSON column's strings --------------------------------------------
+
+
+def json_text_index_sql(*, table: str, column: str, pg_index: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The statements, by database vendor, that create and that drop the index of every string
+    value of ``table``'s JSON ``column`` (``json_text_index_operation`` says what they make)."""
+    fts = f"{table}_search"
+    text = f"(SELECT group_concat(value, ' ') FROM json_tree({{row}}.{column}) WHERE type = 'text')"  # noqa: S608 (constant SQL)
+    insert = f"INSERT INTO {fts} (rowid, text) VALUES (new.id, {text.format(row='new')})"  # noqa: S608 (constant SQL)
+    create = {
+        "postgresql": [
+            f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS search_vector tsvector GENERATED ALWAYS AS "
+            f"(jsonb_to_tsvector('simple'::regconfig, {column}, '[\"string\"]'::jsonb)) STORED",
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {pg_index} ON {table} USING gin (search_vector)",
+        ],
+        "sqlite": [
+            f"CREATE VIRTUAL TABLE {fts} USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')",
+            f"CREATE TRIGGER {fts}_insert AFTER INSERT ON {table} BEGIN {insert}; END",
+            f"CREATE TRIGGER {fts}_delete AFTER DELETE ON {table} BEGIN DELETE FROM {fts} WHERE rowid = old.id; END",  # noqa: S608 (constant SQL)
+            f"CREATE TRIGGER {fts}_update AFTER UPDATE OF {column} ON {table} BEGIN "  # noqa: S608 (constant SQL)
+            f"DELETE FROM {fts} WHERE rowid = old.id; {insert}; END",
+            f"INSERT INTO {fts} (rowid, text) SELECT id, {text.format(row='m')} FROM {table} m",  # noqa: S608 (constant SQL)
+        ],
+    }
+    drop = {
+        "postgresql": [
+            f"DROP INDEX CONCURRENTLY IF EXISTS {pg_index}",
+            f"ALTER TABLE {table} DROP COLUMN IF EXISTS search_vector",
+        ],
+        "sqlite": [
+            *(f"DROP TRIGGER IF EXISTS {fts}_{event}" for event in ("insert", "delete", "update")),
+            f"DROP TABLE IF EXISTS {fts}",
+        ],
+    }
+    return create, drop
+
+
+def json_text_index_operation(*, table: str, column: str, pg_index: str) -> migrations.RunPython:
+    """The migration operation that indexes every string value of ``table``'s JSON ``column``.
+
+    PostgreSQL: a stored generated tsvector column ``search_vector`` (``simple``: words lowercased,
+    no stemming; adding it rewrites the table once) with a GIN index ``pg_index`` built
+    CONCURRENTLY, so the migration must say ``atomic = False``. SQLite: an FTS5 table
+    ``<table>_search`` keyed by the row's id, filled by triggers (``unicode61``, diacritics
+    removed) and backfilled from the rows already stored, in one transaction. Either way the
+    database keeps the index in the writing transaction, whatever SQL writes or deletes the rows."""
+    create, drop = json_text_index_sql(table=table, column=column, pg_index=pg_index)
+
+    def run(statements: dict[str, list[str]]) -> Callable[..., None]:
+        def apply(apps: Any, schema_editor: Any) -> None:
+            db = schema_editor.connection
+            # SQLite: in one transaction, so no row written meanwhile is indexed twice or missed.
+            with transaction.atomic(using=db.alias) if db.vendor == "sqlite" else contextlib.nullcontext():
+                for statement in statements.get(db.vendor, []):
+                    schema_editor.execute(statement)
+
+        return apply
+
+    return migrations.RunPython(run(create), run(drop))

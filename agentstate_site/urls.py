@@ -31,7 +31,7 @@ urlpatterns = [
     # The framework backends' own endpoints.
     path("api/v1/langgraph/", include("sessions_app.langgraph.urls")),
     path("api/v1/adk/", include("agentstate_site.adk.urls")),
-    path("api/v1/store/", include("userdata_app.memory.urls")),  # LangGraph's store (memories)
+    path("api/v1/", include("userdata_app.memory.urls")),  # LangGraph's store (memories), their search
     re_path(r"^api/", api_not_found),  # last: JSON 404s under /api/ whatever DEBUG says
 ]
 

@@ -1,4 +1,5 @@
-"""python -m benchmarks {scaling,http,erasure,admin,edits,replicas,retention,latency,frameworks,search,all,summary}
+"""python -m benchmarks
+    {scaling,http,erasure,admin,edits,replicas,retention,latency,frameworks,search,memory,all,summary}
     [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--note TEXT] [--markdown] [--write FILE]
     [--results DIR]
 
@@ -15,7 +16,9 @@ Google ADK, LangGraph and the OpenAI Agents SDK through their own interfaces aga
 server, or a private one), their SQLite stores beside, and computes issue 26's targets (--note
 keeps a line about the run with it). search times the message search at 10,000 and 100,000
 messages per tenant, and what its index costs an append (SQLite by default, PostgreSQL when
-DATABASE_URL is set).
+DATABASE_URL is set). memory times LangGraph's store calls (put, search by filter and by query)
+through AgentStateStore (gunicorn, one worker) against InMemoryStore and PostgresStore on the same
+data, on DATABASE_URL's PostgreSQL.
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there (--markdown as
 docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generated tables). Suites
@@ -48,6 +51,7 @@ SUITES = (
     "latency",
     "frameworks",
     "search",
+    "memory",
 )
 
 
@@ -59,6 +63,7 @@ IN_DATABASE: dict[str, tuple[str, Callable[[argparse.Namespace], dict[str, Any]]
     "admin": ("admin_scale", lambda args: {"renders": 5 if args.quick else 15}),
     "latency": ("latency", lambda args: {"quick": args.quick}),
     "search": ("search", lambda args: {"sizes": (10_000,)} if args.quick else {}),
+    "memory": ("memory", lambda args: {"quick": args.quick}),
 }
 
 

@@ -36,7 +36,7 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -567,24 +567,31 @@ def targets(columns: list[dict[str, Any]], floor_ms: float, scale: dict[str, Any
     return found
 
 
+@contextlib.contextmanager
+def agentstate_server(tmp: Path) -> Iterator[tuple[str, int]]:
+    """agentstate under gunicorn, one worker of one thread, on the run's database, no rate limit;
+    yield (URL, master pid)."""
+    from django.db import connections
+
+    connections.close_all()  # gunicorn's worker opens its own
+    env = {k: v for k, v in os.environ.items() if k != "AGENTSTATE_API_RATE"}
+    env.update(DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", GUNICORN_LOG_LEVEL="warning", GUNICORN_MAX_REQUESTS="0")
+    with gunicorn(app="agentstate.wsgi:application", env=env, workers=1, threads=1, log=tmp / "gunicorn.log") as served:
+        yield served
+
+
 def run(*, quick: bool = False, note: str = "") -> dict[str, Any]:
-    from django.db import connection, connections
+    from django.db import connection
 
     if connection.vendor != "postgresql":
         raise SystemExit("frameworks: the framework's own stores are measured on PostgreSQL (DATABASE_URL)")
     scale = QUICK if quick else FULL
     key = _api_key()
     pg_url = os.environ["DATABASE_URL"].replace("postgres://", "postgresql://", 1)
-    connections.close_all()  # gunicorn's worker opens its own
-    env = {k: v for k, v in os.environ.items() if k != "AGENTSTATE_API_RATE"}
-    env.update(DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", GUNICORN_LOG_LEVEL="warning", GUNICORN_MAX_REQUESTS="0")
     loop = asyncio.new_event_loop()
     with (
         tempfile.TemporaryDirectory(prefix="frameworks-bench-") as tmp,
-        gunicorn(app="agentstate.wsgi:application", env=env, workers=1, threads=1, log=Path(tmp) / "gunicorn.log") as (
-            url,
-            master,
-        ),
+        agentstate_server(Path(tmp)) as (url, master),
         contextlib.ExitStack() as stack,
     ):
         common = {"url": url, "key": key, "pg_url": pg_url, "tmp": Path(tmp), "scale": scale}

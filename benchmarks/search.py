@@ -105,13 +105,13 @@ def _append_cost(tenant, user_id: str) -> dict[str, Any]:
 
 def _index_set(*, on: bool) -> None:
     """Create or drop the messages' text index (the migration's own statements)."""
-    from importlib import import_module
+    from agentstate.search import json_text_index_sql
 
-    migration = import_module("sessions_app.migrations.0013_message_search")
+    create, drop = json_text_index_sql(table="sessions_app_message", column="content", pg_index="message_search")
     if connection.vendor == "postgresql":
-        statements = [s.replace(" CONCURRENTLY", "") for s in (migration.PG_CREATE if on else migration.PG_DROP)]
+        statements = [s.replace(" CONCURRENTLY", "") for s in (create if on else drop)["postgresql"]]
     else:
-        statements = migration.SQLITE_CREATE[:4] if on else migration.SQLITE_DROP
+        statements = create["sqlite"][:4] if on else drop["sqlite"]
     with connection.cursor() as cursor:
         for statement in statements:
             cursor.execute(statement)

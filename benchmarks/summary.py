@@ -295,6 +295,29 @@ def _search(vendor: str, runs: list[dict]) -> list[Table]:
     ]
 
 
+@summary("memory")
+def _memory(vendor: str, runs: list[dict]) -> list[Table]:
+    rows = [
+        [
+            column["operation"],
+            column["store"],
+            str(column["results"]),
+            _spread([run["columns"][i]["median_ms"] for run in runs], "{:.2f}"),
+            _spread([run["columns"][i]["p99_ms"] for run in runs], "{:.2f}"),
+        ]
+        for i, column in enumerate(runs[0]["columns"])
+    ]
+    first = runs[0]
+    return [
+        Table(
+            f"LangGraph store calls on {vendor}, {_when(runs)}: {first['items']:,} items of one user, "
+            f"{first['reps']} reps per column interleaved, ms median [min–max].",
+            ["operation", "store", "results", "median ms", "p99 ms"],
+            rows,
+        )
+    ]
+
+
 @summary("latency")
 def _latency(vendor: str, runs: list[dict]) -> list[Table]:
     names = list(runs[0]["services"])

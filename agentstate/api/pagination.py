@@ -5,17 +5,19 @@ whose rows the database writes as JSON take up to 2,000, in pages bounded by byt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from django.db.models import Expression, QuerySet
-from rest_framework import pagination
+from rest_framework import pagination, serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
+from rest_framework.utils.urls import replace_query_param
 
-from agentstate import streaming
+from agentstate import search, streaming
 from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import clean_datetime
@@ -202,3 +204,25 @@ class TransitionPagination(ModelsPagination):
 class KeyPagination(ModelsPagination):
     ordering = "key"
     large = ("value",)
+
+
+# --- Search results: ranked, so paged by offset (agentstate.search) ------------------------------
+
+
+class SearchPageQuery(serializers.Serializer):
+    """A search's page: ``limit`` results from the ``cursor`` of the page before (an offset)."""
+
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=search.MAX_LIMIT, default=20)
+    cursor = serializers.CharField(required=False, help_text="The `next` page's cursor.")
+
+    def validate_cursor(self, value: str) -> int:
+        return search.search_cursor_offset(value)
+
+
+def search_page(request: Request, query: dict[str, Any], find: Callable[[int, int], list[Any]]) -> dict[str, Any]:
+    """The page of results ``find(limit, offset)`` gives for a ``SearchPageQuery``, with the
+    ``next`` page's URL when there is one (asked for one result more than the page holds)."""
+    offset, limit = query.get("cursor", 0), query["limit"]
+    hits = find(limit + 1, offset)
+    next_url = replace_query_param(request.build_absolute_uri(), "cursor", search.search_cursor(offset + limit))
+    return {"next": next_url if len(hits) > limit else None, "results": hits[:limit]}

@@ -21,6 +21,7 @@ from agentstate.client.errors import (
 from agentstate.client.models import (
     Checkpoint,
     HistoryEdit,
+    MemoryHit,
     MessageHit,
     MessageRecord,
     Page,
@@ -39,6 +40,7 @@ __all__ = [
     "Checkpoint",
     "Conflict",
     "HistoryEdit",
+    "MemoryHit",
     "MessageHit",
     "MessageRecord",
     "NetworkError",

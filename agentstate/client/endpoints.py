@@ -21,6 +21,7 @@ from agentstate.client.calls import API, Call, as_json, as_model, as_nothing, as
 from agentstate.client.models import (
     Checkpoint,
     HistoryEdit,
+    MemoryHit,
     MessageHit,
     MessageRecord,
     Page,
@@ -57,9 +58,11 @@ def _messages(user_id: str, session_id: str, params: dict[str, str]) -> Call[Pag
     return Call("GET", session_url(user_id, session_id, "messages"), as_page(MessageRecord), params=params)
 
 
-def _message_search(user_id: str, q: str, limit: int | None, cursor: str | None) -> Call[Page[MessageHit]]:
-    url = f"{API}/users/{calls.segment(user_id)}/messages/search/"
-    return Call("GET", url, as_page(MessageHit), params=query(q=q, limit=limit, cursor=cursor))
+def _search(user_id: str, found: type, q: str, limit: int | None, cursor: str | None) -> Call[Page[Any]]:
+    """A search of the user's messages (``MessageHit``) or memories (``MemoryHit``)."""
+    what = "messages" if found is MessageHit else "memories"
+    url = f"{API}/users/{calls.segment(user_id)}/{what}/search/"
+    return Call("GET", url, as_page(found), params=query(q=q, limit=limit, cursor=cursor))
 
 
 def _listing(url: str, cls: type, page_size: int | None, cursor: str | None = None) -> Call[Page[Any]]:
@@ -233,11 +236,11 @@ class Endpoints(abc.ABC):
     ) -> Page[MessageHit]:
         """One page of the user's messages (every session) whose content matches ``q``, best first:
         words must all appear, "quoted phrases" in order, ``or`` between alternatives, ``-word`` excluded."""
-        return self._call(_message_search(user_id, q, limit, cursor))
+        return self._call(_search(user_id, MessageHit, q, limit, cursor))
 
     def message_search_iter(self, user_id: str, q: str, *, limit: int | None = None) -> Iterator[MessageHit]:
         """Every match of ``message_search``, page after page (``limit`` per page)."""
-        return self._iterate(_message_search(user_id, q, limit, None))
+        return self._iterate(_search(user_id, MessageHit, q, limit, None))
 
     def message_pop(
         self, user_id: str, session_id: str, *, idempotency_key: str | None = None, expected_last_seq: int | None = None
@@ -462,6 +465,18 @@ class Endpoints(abc.ABC):
 
     def user_data_iter(self, user_id: str, *, page_size: int | None = None) -> Iterator[UserDatum]:
         return self._iterate(_listing(calls.user_data_url(user_id), UserDatum, page_size))
+
+    # --- memories (LangGraph's store: agentstate.integrations.langgraph_store) ----------------------
+    def memory_search(
+        self, user_id: str, q: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[MemoryHit]:
+        """One page of the user's memory items whose value's strings hold ANY word of ``q`` (whole,
+        any case, no stemming), best first: more of the words, then rarer ones, then the newest."""
+        return self._call(_search(user_id, MemoryHit, q, limit, cursor))
+
+    def memory_search_iter(self, user_id: str, q: str, *, limit: int | None = None) -> Iterator[MemoryHit]:
+        """Every match of ``memory_search``, page after page (``limit`` per page)."""
+        return self._iterate(_search(user_id, MemoryHit, q, limit, None))
 
     # --- compliance (a key with scope "compliance"; agent keys get PermissionDenied) -------------
     def subject_export(self, user_id: str) -> dict[str, Any]:

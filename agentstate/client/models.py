@@ -66,6 +66,19 @@ class MessageHit(_Model):
     snippet: str
 
 
+class MemoryHit(_Model):
+    """A memory item found by ``memory_search``: the item (as LangGraph's store holds it) and how
+    well it matched (``score``: how many of the query's words it holds, plus under 1 for how rare
+    they are; compare it only within one search)."""
+
+    namespace: list[str]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    score: float
+
+
 class HistoryEdit(_Model):
     """What a rewind or clear removed, and the session after it (``history_generation`` advanced
     when anything was removed)."""

@@ -40,8 +40,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from agentstate.client.calls import API, Call, as_json, as_nothing
-from agentstate.client.clients import AgentStateClient, AsyncAgentStateClient
 from agentstate.client.models import Page
+from agentstate.integrations.transport import ClientTransport
 
 __all__ = ["AgentStateSaver", "escape_text", "unescape_text"]
 
@@ -245,7 +245,7 @@ class _AsyncGroupCommit(_GroupCommit):
             turn.set()
 
 
-class AgentStateSaver(BaseCheckpointSaver[int]):
+class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
     """LangGraph checkpointer on an agentstate server; ``default_user_id`` owns threads whose
     first checkpoint names no ``configurable["user_id"]``."""
 
@@ -262,32 +262,14 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         async_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(serde=serde)
-        self.base_url = base_url
+        self._transport_setup(
+            base_url, api_key, timeout=timeout, retries=retries, transport=transport, async_transport=async_transport
+        )
         self.default_user_id = default_user_id
-        self._api_key = api_key
-        self._options: dict[str, Any] = {"timeout": timeout, "retries": retries}
-        self._transports = (transport, async_transport)
-        self._sync: AgentStateClient | None = None
-        self._async: AsyncAgentStateClient | None = None
-        self._async_loop: asyncio.AbstractEventLoop | None = None
         self._writes = _SyncGroupCommit(self._run)
         self._async_writes: tuple[asyncio.AbstractEventLoop, _AsyncGroupCommit] | None = None
 
     # --- transports -------------------------------------------------------------------------
-
-    def _run(self, call: Call[Any]) -> Any:
-        if self._sync is None:
-            self._sync = AgentStateClient(self.base_url, self._api_key, transport=self._transports[0], **self._options)
-        return self._sync._call(call)
-
-    async def _arun(self, call: Call[Any]) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._async is None or self._async_loop is not loop:  # httpx's pool belongs to one loop
-            self._async = AsyncAgentStateClient(
-                self.base_url, self._api_key, transport=self._transports[1], **self._options
-            )
-            self._async_loop = loop
-        return await self._async._call(call)
 
     def _async_group_commit(self) -> _AsyncGroupCommit:
         """The group commit of the running loop (its waits belong to one loop, as httpx's pool)."""
@@ -295,29 +277,6 @@ class AgentStateSaver(BaseCheckpointSaver[int]):
         if self._async_writes is None or self._async_writes[0] is not loop:
             self._async_writes = (loop, _AsyncGroupCommit(self._arun))
         return self._async_writes[1]
-
-    def close(self) -> None:
-        if self._sync is not None:
-            self._sync.close()
-            self._sync = None
-
-    async def aclose(self) -> None:
-        self.close()
-        if self._async is not None:
-            await self._async.aclose()
-            self._async = None
-
-    def __enter__(self) -> AgentStateSaver:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    async def __aenter__(self) -> AgentStateSaver:
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        await self.aclose()
 
     # --- requests, built once for both transports ---------------------------------------------
 

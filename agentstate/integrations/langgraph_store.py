@@ -10,15 +10,16 @@ exporting that person reaches it; a put under any other namespace is refused
 (``agentstate.client.ValidationError``). Each ``batch`` call is one request,
 run in one transaction; as in LangGraph's own stores, its reads see the data before its writes.
 ``search`` takes LangGraph's filters (equality, nested objects, ``$eq``, ``$ne``, ``$gt``,
-``$gte``, ``$lt``, ``$lte``) and returns the most recently updated items first; ``query`` is
-accepted and ignored (no ranking yet, as LangGraph's stores without an index), so ``score`` is
-None. TTLs are in minutes, refreshed on read unless ``ttl={"refresh_on_read": False}`` or
-``refresh_ttl=False`` says otherwise (docs/CLIENT.md).
+``$gte``, ``$lt``, ``$lte``) and returns the most recently updated items first, ``score`` None.
+With ``query`` it is a full-text search until semantic ranking exists (a later step): the items
+whose value's strings hold any of the query's words (whole, any case, no stemming), best first
+with ``score`` set, filter, limit and offset applied to them. TTLs are in minutes, refreshed on
+read unless ``ttl={"refresh_on_read": False}`` or ``refresh_ttl=False`` says otherwise
+(docs/CLIENT.md).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,7 +39,7 @@ from langgraph.store.base import (
 )
 
 from agentstate.client.calls import API, Call, as_json
-from agentstate.client.clients import AgentStateClient, AsyncAgentStateClient
+from agentstate.integrations.transport import ClientTransport
 
 __all__ = ["AgentStateStore", "user_namespace"]
 
@@ -88,7 +89,7 @@ def _result(op: Op, data: Any) -> Result:
     return None
 
 
-class AgentStateStore(BaseStore):
+class AgentStateStore(ClientTransport, BaseStore):
     """LangGraph store on an agentstate server; ``ttl`` is LangGraph's ``TTLConfig`` (a default
     TTL in minutes, whether reads refresh it)."""
 
@@ -105,37 +106,10 @@ class AgentStateStore(BaseStore):
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.base_url = base_url
+        self._transport_setup(
+            base_url, api_key, timeout=timeout, retries=retries, transport=transport, async_transport=async_transport
+        )
         self.ttl_config = ttl
-        self._api_key = api_key
-        self._options: dict[str, Any] = {"timeout": timeout, "retries": retries}
-        self._transports = (transport, async_transport)
-        self._sync: AgentStateClient | None = None
-        self._async: AsyncAgentStateClient | None = None
-        self._async_loop: asyncio.AbstractEventLoop | None = None
-
-    def close(self) -> None:
-        if self._sync is not None:
-            self._sync.close()
-            self._sync = None
-
-    async def aclose(self) -> None:
-        self.close()
-        if self._async is not None:
-            await self._async.aclose()
-            self._async = None
-
-    def __enter__(self) -> AgentStateStore:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    async def __aenter__(self) -> AgentStateStore:
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        await self.aclose()
 
     @staticmethod
     def _call(ops: list[Op]) -> Call[Any]:
@@ -146,22 +120,12 @@ class AgentStateStore(BaseStore):
         ops = list(ops)
         if not ops:
             return []
-        call = self._call(ops)
-        if self._sync is None:
-            self._sync = AgentStateClient(self.base_url, self._api_key, transport=self._transports[0], **self._options)
-        results = self._sync._call(call)["results"]
+        results = self._run(self._call(ops))["results"]
         return [_result(op, data) for op, data in zip(ops, results, strict=True)]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         if not ops:
             return []
-        call = self._call(ops)
-        loop = asyncio.get_running_loop()
-        if self._async is None or self._async_loop is not loop:  # httpx's pool belongs to one loop
-            self._async = AsyncAgentStateClient(
-                self.base_url, self._api_key, transport=self._transports[1], **self._options
-            )
-            self._async_loop = loop
-        results = (await self._async._call(call))["results"]
+        results = (await self._arun(self._call(ops)))["results"]
         return [_result(op, data) for op, data in zip(ops, results, strict=True)]

@@ -6,16 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
 from agentstate.admin.display import content_text, json_display, one_line, previewed, shown
-from agentstate.admin.filters import InputFilter, NarrowedDateFilter, UserIdFilter
+from agentstate.admin.filters import InputFilter, NarrowedDateFilter, UserIdFilter, WordsFilter
 from agentstate.admin.options import ReadOnlyAdmin
-from agentstate.exceptions import InvalidInput
-from agentstate.search import query_clean, text_match
 from agentstate.tenancy.models import Tenant
 from sessions_app.admin.sessions import SessionChild, SessionLabelTitle, session_label
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
@@ -84,24 +82,8 @@ class RoleFilter(InputFilter):
     choices = admin.SimpleListFilter.choices  # links, not InputFilter's text box
 
 
-class MessageWordsFilter(InputFilter):
-    """Messages by the words of their content, with the API's search (``agentstate.search``):
-    its index finds them, so no scan of the content column."""
-
-    title = "words"
-    parameter_name = "words"
-    placeholder = 'words, "a phrase", -not'
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        if not value:
-            return queryset
-        try:
-            query = query_clean(value)
-        except InvalidInput as exc:
-            messages.warning(request, f"{exc.message} Nothing is searched.")
-            return queryset.none()
-        return queryset.filter(pk__in=text_match(MESSAGE_INDEX, query=query))
+class MessageWordsFilter(WordsFilter):
+    index = MESSAGE_INDEX
 
 
 class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):

@@ -13,8 +13,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agentstate.api.json_rows import JSONRow, JSONValue
+from agentstate.api.pagination import SearchPageQuery
 from agentstate.api.serializers import Output, StrictInput, StringField
-from agentstate.search import MAX_LIMIT, search_cursor_offset
 from sessions_app.selectors import MAX_RECENT
 
 
@@ -220,17 +220,12 @@ class MessageQuery(serializers.Serializer):
         return attrs
 
 
-class MessageSearchQuery(serializers.Serializer):
+class MessageSearchQuery(SearchPageQuery):
     q = serializers.CharField(
         trim_whitespace=False,
         help_text='Words that must appear (whole words, any case), "quoted phrases", `or` between alternatives, '
         "`-word` to exclude.",
     )
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=20)
-    cursor = serializers.CharField(required=False, help_text="The `next` page's cursor.")
-
-    def validate_cursor(self, value: str) -> int:
-        return search_cursor_offset(value)
 
 
 class MessageHitSerializer(Output):

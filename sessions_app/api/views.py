@@ -19,7 +19,6 @@ from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.utils.urls import replace_query_param
 
 from agentstate import streaming
 from agentstate.api import etags, json_rows
@@ -29,13 +28,13 @@ from agentstate.api.pagination import (
     SeqPagination,
     SessionPagination,
     TransitionPagination,
+    search_page,
 )
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
 from agentstate.api.views import TenantAPIView, TenantRequest
 from agentstate.db_router import replica_reads
 from agentstate.exceptions import NotFound, PreconditionFailed
-from agentstate.search import search_cursor
 from sessions_app import selectors, services
 from sessions_app.api import serializers as s
 from sessions_app.api.filters import SessionFilter
@@ -235,13 +234,14 @@ class MessageSearchView(TenantAPIView):
     @replica_reads  # a listing tolerates lag (docs/SCALING.md)
     def get(self, request: TenantRequest, user_id: str) -> Response:
         query = validated(s.MessageSearchQuery, request.query_params)
-        offset, limit = query.get("cursor", 0), query["limit"]
-        hits = selectors.message_search(
-            tenant=request.tenant, user_id=user_id, query=query["q"], limit=limit + 1, offset=offset
+        page = search_page(
+            request,
+            query,
+            lambda limit, offset: selectors.message_search(
+                tenant=request.tenant, user_id=user_id, query=query["q"], limit=limit, offset=offset
+            ),
         )
-        more = len(hits) > limit
-        next_url = replace_query_param(request.build_absolute_uri(), "cursor", search_cursor(offset + limit))
-        return Response(s.MessageSearchPage({"next": next_url if more else None, "results": hits[:limit]}).data)
+        return Response(s.MessageSearchPage(page).data)
 
 
 class MessagePopView(SessionScopedView):

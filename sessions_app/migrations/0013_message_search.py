@@ -14,52 +14,9 @@ queryset deletes and cascades issue their own SQL. A later migration that makes 
 messages table drops these triggers: it must create them again (tests/sessions_app/test_search.py
 fails when they are missing)."""
 
-import contextlib
+from django.db import migrations
 
-from django.db import migrations, transaction
-
-# Keep in step with sessions_app.selectors.MESSAGE_INDEX.
-PG_CREATE = [
-    "ALTER TABLE sessions_app_message ADD COLUMN IF NOT EXISTS search_vector tsvector GENERATED ALWAYS AS "
-    "(jsonb_to_tsvector('simple'::regconfig, content, '[\"string\"]'::jsonb)) STORED",
-    "CREATE INDEX CONCURRENTLY IF NOT EXISTS message_search ON sessions_app_message USING gin (search_vector)",
-]
-PG_DROP = [
-    "DROP INDEX CONCURRENTLY IF EXISTS message_search",
-    "ALTER TABLE sessions_app_message DROP COLUMN IF EXISTS search_vector",
-]
-
-SQLITE_TEXT = "(SELECT group_concat(value, ' ') FROM json_tree({row}.content) WHERE type = 'text')"
-SQLITE_CREATE = [
-    "CREATE VIRTUAL TABLE sessions_app_message_search USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')",
-    "CREATE TRIGGER sessions_app_message_search_insert AFTER INSERT ON sessions_app_message BEGIN "  # noqa: S608 (constant SQL)
-    f"INSERT INTO sessions_app_message_search (rowid, text) VALUES (new.id, {SQLITE_TEXT.format(row='new')}); END",
-    "CREATE TRIGGER sessions_app_message_search_delete AFTER DELETE ON sessions_app_message BEGIN "
-    "DELETE FROM sessions_app_message_search WHERE rowid = old.id; END",
-    "CREATE TRIGGER sessions_app_message_search_update AFTER UPDATE OF content ON sessions_app_message BEGIN "  # noqa: S608 (constant SQL)
-    "DELETE FROM sessions_app_message_search WHERE rowid = old.id; "
-    f"INSERT INTO sessions_app_message_search (rowid, text) VALUES (new.id, {SQLITE_TEXT.format(row='new')}); END",
-    "INSERT INTO sessions_app_message_search (rowid, text) "  # noqa: S608 (constant SQL)
-    f"SELECT id, {SQLITE_TEXT.format(row='m')} FROM sessions_app_message m",
-]
-SQLITE_DROP = [
-    "DROP TRIGGER IF EXISTS sessions_app_message_search_insert",
-    "DROP TRIGGER IF EXISTS sessions_app_message_search_delete",
-    "DROP TRIGGER IF EXISTS sessions_app_message_search_update",
-    "DROP TABLE IF EXISTS sessions_app_message_search",
-]
-
-
-def _run(statements: dict[str, list[str]]):
-    def run(apps, schema_editor) -> None:
-        connection = schema_editor.connection
-        # SQLite: in one transaction, so no message written meanwhile is indexed twice or missed.
-        atomic = connection.vendor == "sqlite"
-        with transaction.atomic(using=connection.alias) if atomic else contextlib.nullcontext():
-            for statement in statements.get(connection.vendor, []):
-                schema_editor.execute(statement)
-
-    return run
+from agentstate.search import json_text_index_operation
 
 
 class Migration(migrations.Migration):
@@ -70,8 +27,6 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(
-            _run({"postgresql": PG_CREATE, "sqlite": SQLITE_CREATE}),
-            _run({"postgresql": PG_DROP, "sqlite": SQLITE_DROP}),
-        ),
+        # Keep in step with sessions_app.selectors.MESSAGE_INDEX.
+        json_text_index_operation(table="sessions_app_message", column="content", pg_index="message_search"),
     ]

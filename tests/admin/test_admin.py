@@ -334,3 +334,22 @@ def test_staff_find_a_message_by_its_words_from_the_message_list(client, officer
     refused = client.get(changelist, {"words": "-lisbon"})
     assert refused.status_code == 200 and refused.context["cl"].result_count == 0
     assert "at least one word" in refused.content.decode()
+
+
+def test_staff_find_a_memory_item_by_its_words_from_the_memory_item_list(client, officer, tenant, other_tenant):
+    from userdata_app.memory.services import memory_batch
+
+    login(client, officer)
+    for owner, user_id, text in [(tenant, "alice", "the Lisbon flight"), (other_tenant, "bob", "Lisbon too")]:
+        memory_batch(
+            tenant=owner, ops=[{"op": "put", "namespace": ["users", user_id], "key": "trip", "value": {"t": text}}]
+        )
+    changelist = reverse("admin:userdata_app_memoryitem_changelist")
+
+    assert 'name="words"' in client.get(changelist).content.decode()  # the box on the list itself
+    found = client.get(changelist, {"words": "lisbon"})
+    assert sorted(item.user_id for item in found.context["cl"].result_list) == ["alice", "bob"]
+    phrase = client.get(changelist, {"words": '"lisbon flight"'})
+    assert [item.user_id for item in phrase.context["cl"].result_list] == ["alice"]
+    refused = client.get(changelist, {"words": "-lisbon"})
+    assert refused.status_code == 200 and refused.context["cl"].result_count == 0

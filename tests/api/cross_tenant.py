@@ -2,6 +2,7 @@
 tenant's rows to compare before and after (the ``victim`` fixture in the root conftest.py fills them)."""
 
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from userdata_app.memory.models import MemoryItem
 from userdata_app.models import UserDatum
 
 S = "/api/v1/users/u1/sessions/s1/"
@@ -42,6 +43,14 @@ CASES = [
     ("user-datum", "get", "/api/v1/users/u1/data/email/", None, NOT_FOUND),
     ("user-datum", "put", "/api/v1/users/u1/data/email/", {"value": "evil@example.com"}, OWN),
     ("user-datum", "delete", "/api/v1/users/u1/data/email/", None, NOT_FOUND),
+    ("memory-search", "get", "/api/v1/users/u1/memories/search/?q=secret", None, EMPTY),
+    (
+        "store-batch",
+        "post",
+        "/api/v1/store/batch/",
+        {"ops": [{"op": "put", "namespace": ["users", "u1", "facts"], "key": "food", "value": {"owned": True}}]},
+        OWN,
+    ),
 ]
 
 
@@ -57,4 +66,5 @@ def snapshot(tenant):
         "transitions": AgentTransition.objects.filter(tenant=tenant).count(),
         "working_state": selectors.working_state_get(session=session),
         "user_data": list(UserDatum.objects.filter(tenant=tenant).values_list("key", "value")),
+        "memories": list(MemoryItem.objects.filter(tenant=tenant).values_list("namespace", "key", "value")),
     }

@@ -7,13 +7,14 @@ from sessions_app.api import urls as session_urls
 from tests.api.cross_tenant import CASES, EMPTY, NOT_FOUND, snapshot
 from tests.api.routes import api_routes
 from userdata_app.api import urls as userdata_urls
+from userdata_app.memory import urls as memory_urls
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_table_covers_every_endpoint_and_method():
     routes = set()
-    for module in (session_urls, userdata_urls):
+    for module in (session_urls, userdata_urls, memory_urls):
         for _, pattern in api_routes(module.urlpatterns):
             if pattern.name.startswith("langgraph-"):  # tests/integrations/test_langgraph_tenancy.py
                 continue

@@ -122,6 +122,24 @@ def test_message_search_finds_the_users_messages_across_sessions_page_by_page(cl
     assert "q" in refused.value.fields
 
 
+def test_memory_search_finds_the_users_items_holding_any_word_page_by_page(client, tenant):
+    from userdata_app.memory.services import memory_batch
+
+    for key, text in [("trip", "flight to Lisbon"), ("food", "Lisbon tarts and pastry"), ("pet", "a cat")]:
+        memory_batch(tenant=tenant, ops=[{"op": "put", "namespace": ["users", USER], "key": key, "value": {"t": text}}])
+    page = client.memory_search(USER, "pastry lisbon", limit=1)
+    assert [hit.key for hit in page.results] == ["food"] and page.next_cursor
+    hits = list(client.memory_search_iter(USER, "pastry lisbon", limit=1))
+    assert [(h.namespace, h.key, h.value["t"]) for h in hits] == [
+        (["users", USER], "food", "Lisbon tarts and pastry"),
+        (["users", USER], "trip", "flight to Lisbon"),
+    ]
+    assert hits[0].score > hits[1].score
+    with pytest.raises(ValidationError) as refused:
+        client.memory_search(USER, "!!")
+    assert "q" in refused.value.fields
+
+
 def test_history_edits_pop_rewind_clear_fork(client):
     client.session_create(USER, SID)
     client.message_append(USER, SID, [{"role": "user", "content": c} for c in "abcd"])

@@ -13,6 +13,7 @@ from agentstate.search import fts5_query, query_clean
 from sessions_app import selectors, services
 from sessions_app.models import Message, RetentionPolicy
 from sessions_app.selectors import MESSAGE_INDEX
+from tests import search_index
 from userdata_app.erasure.execution import erase_subject
 from userdata_app.erasure.storage import storage_cleanup
 from userdata_app.models import ErasureRequest
@@ -21,20 +22,7 @@ pytestmark = pytest.mark.django_db
 
 
 def raw_index_ids(word: str) -> list[int]:
-    """The message ids the database's own index finds for ``word``, whatever tenant or user."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                f"SELECT t.id FROM {MESSAGE_INDEX.table} t "  # noqa: S608 (constant SQL)
-                f"WHERE {MESSAGE_INDEX.pg_vector} @@ to_tsquery('simple', %s) ORDER BY t.id",
-                [word],
-            )
-        else:
-            cursor.execute(
-                f"SELECT rowid FROM {MESSAGE_INDEX.fts_table} WHERE {MESSAGE_INDEX.fts_table} MATCH %s ORDER BY rowid",  # noqa: S608
-                [f'"{word}"'],
-            )
-        return [row[0] for row in cursor.fetchall()]
+    return search_index.raw_index_ids(MESSAGE_INDEX, word)
 
 
 def found(tenant, query, user_id="u1", **options):

@@ -6,9 +6,14 @@ from django.contrib import admin
 from django.utils.safestring import SafeString
 
 from agentstate.admin.display import pretty_json
-from agentstate.admin.filters import UserIdFilter
+from agentstate.admin.filters import UserIdFilter, WordsFilter
 from agentstate.admin.options import ReadOnlyAdmin
 from userdata_app.memory.models import MemoryItem
+from userdata_app.memory.selectors import MEMORY_INDEX
+
+
+class MemoryWordsFilter(WordsFilter):
+    index = MEMORY_INDEX
 
 
 @admin.register(MemoryItem)
@@ -17,7 +22,7 @@ class MemoryItemAdmin(ReadOnlyAdmin):
 
     list_display = ("namespace", "key", "user_id", "tenant", "updated_at", "expires_at")
     list_select_related = ("tenant",)
-    list_filter = ("tenant", UserIdFilter)
+    list_filter = (MemoryWordsFilter, "tenant", UserIdFilter)
     search_fields = ("user_id__exact",)
     ordering = ("-id",)
     fields = ("tenant", "user_id", "namespace", "key", "created_at", "updated_at", "expires_at", "value_json")

@@ -1,4 +1,5 @@
-"""The store's endpoint, /api/v1/store/batch/: one request per ``BaseStore.batch`` call."""
+"""The store's endpoint, /api/v1/store/batch/: one request per ``BaseStore.batch`` call; and the
+search of a user's memories, /api/v1/users/{user_id}/memories/search/."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from agentstate.api.pagination import SearchPageQuery, search_page
 from agentstate.api.schema import error_responses
-from agentstate.api.serializers import StrictInput, validated
+from agentstate.api.serializers import Output, StrictInput, validated
 from agentstate.api.views import TenantAPIView, TenantRequest
-from userdata_app.memory import services
+from agentstate.search import search_memories
+from userdata_app.memory import selectors, services
 
 
 class StoreBatchInput(StrictInput):
@@ -40,3 +43,47 @@ class StoreBatchView(TenantAPIView):
     def post(self, request: TenantRequest) -> Response:
         ops = validated(StoreBatchInput, request.data)["ops"]
         return Response({"results": services.memory_batch(tenant=request.tenant, ops=ops)})
+
+
+class MemorySearchQuery(SearchPageQuery):
+    q = serializers.CharField(
+        trim_whitespace=False,
+        help_text="Words, any of which a memory must hold (whole words, any case, no stemming): the items "
+        "holding more of them, then rarer ones, come first.",
+    )
+
+
+class MemoryHitSerializer(Output):
+    namespace = serializers.ListField(child=serializers.CharField())
+    key = serializers.CharField()
+    value = serializers.DictField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    score = serializers.FloatField(
+        help_text="How many of the query's words the item holds, plus under 1 for how rare they are; "
+        "compare it only within one search."
+    )
+
+
+class MemorySearchPage(serializers.Serializer):
+    next = serializers.URLField(allow_null=True)
+    results = MemoryHitSerializer(many=True)
+
+
+class MemorySearchView(TenantAPIView):
+    @extend_schema(
+        summary="Search a user's memories",
+        parameters=[MemorySearchQuery],
+        responses={200: MemorySearchPage},
+        description="Full-text search over the string values of the user's memory items (LangGraph's store), "
+        'best match first (docs/API.md, "Search"); follow `next` for more.',
+    )
+    # No replica_reads: memories are user data, read on the primary only (docs/SCALING.md).
+    def get(self, request: TenantRequest, user_id: str) -> Response:
+        query = validated(MemorySearchQuery, request.query_params)
+
+        def find(limit: int, offset: int) -> list[dict]:
+            hits = search_memories(request.tenant, user_id, query["q"], limit=limit, offset=offset)
+            return [{**selectors.item_data(hit.item), "score": hit.score} for hit in hits]
+
+        return Response(MemorySearchPage(search_page(request, query, find)).data)

@@ -9,6 +9,8 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memories"
 
     def ready(self) -> None:
-        from userdata_app.memory import subject_data
+        from agentstate.search import memory_search_register
+        from userdata_app.memory import selectors, subject_data
 
         subject_data.declare()
+        memory_search_register(selectors.memory_text_search)

@@ -6,11 +6,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from django.db import connections, router
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Substr
 from django.utils import timezone
 
+from agentstate import search
+from agentstate.search import MemoryHit, TextIndex
 from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_identifier
 from userdata_app.memory.models import MemoryItem
 
 SEPARATOR = "."  # between a namespace's labels; LangGraph refuses it inside a label
@@ -129,6 +133,63 @@ def memory_search(
             if len(found) == offset + limit:
                 break
     return found[offset:]
+
+
+# The items' text index (created by migration 0011): every string value of an item's value, in a
+# generated column on PostgreSQL (not a model field: the database alone writes it), in an FTS5 table
+# on SQLite.
+MEMORY_INDEX = TextIndex(
+    table=MemoryItem._meta.db_table,
+    pg_vector="t.search_vector",
+    pg_text="(SELECT string_agg(v #>> '{}', ' ') FROM jsonb_path_query(t.value, "
+    "'strict $.** ? (@.type() == \"string\")') v)",
+    fts_table="userdata_app_memoryitem_search",
+)
+_LOAD_CHUNK = 200  # ranked items read at a time while a filter is applied
+
+
+def memory_text_search(
+    *,
+    tenant: Tenant,
+    user_id: str | None,
+    query: str,
+    namespace_prefix: list[str],
+    filter: dict[str, Any] | None,
+    limit: int,
+    offset: int,
+) -> list[MemoryHit]:
+    """``agentstate.search.search_memories``: the live items holding any of the query's words,
+    ranked by the index; a filter is applied here over the ranked items, stopping once ``offset +
+    limit`` matched. Reads where ``router`` sends them: the primary, as all user data."""
+    words = search.words_clean(query)
+    if user_id is not None:
+        user_id = clean_identifier(user_id, field="user_id")
+    alias = router.db_for_read(MemoryItem)
+    rows = live_items(tenant=tenant)
+    if user_id is not None:
+        rows = rows.filter(user_id=user_id)
+    scope, scope_params = under_prefix(rows, namespace_prefix).values("pk").query.get_compiler(alias).as_sql()
+    ranked = search.text_search_any(
+        MEMORY_INDEX,
+        connection=connections[alias],
+        words=words,
+        scope=f"t.id IN ({scope})",
+        scope_params=list(scope_params),
+        newest="t.updated_at",
+        **({} if filter else {"limit": limit, "offset": offset}),
+    )
+    found: list[MemoryHit] = []
+    wanted = limit if not filter else offset + limit
+    for start in range(0, len(ranked), _LOAD_CHUNK):
+        chunk = ranked[start : start + _LOAD_CHUNK]
+        items = MemoryItem.objects.using(alias).in_bulk([pk for pk, _ in chunk])
+        for pk, score in chunk:
+            item = items.get(pk)  # gone since the ranking read it: skipped
+            if item is not None and (not filter or value_matches(item.value, filter)):
+                found.append(MemoryHit(item=item, score=score))
+        if len(found) >= wanted:
+            break
+    return found[offset:wanted] if filter else found[:limit]
 
 
 def _namespace_matches(labels: tuple[str, ...], path: list[str], *, suffix: bool) -> bool:

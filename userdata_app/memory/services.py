@@ -20,6 +20,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from agentstate import search
 from agentstate.exceptions import InvalidInput
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
@@ -160,10 +161,15 @@ def _op(i: int, op: Any) -> dict[str, Any]:
     if kind == "search":
         query = op.get("query")
         if query is not None:
-            _text(query, field=_field(i, "query"), max_length=10_000)
+            _text(query, field=_field(i, "query"), max_length=search.MAX_WORDS_QUERY_LENGTH)
+            if search.query_words(query):
+                search.words_clean(query, field=_field(i, "query"))
+            else:
+                query = None  # no word at all (empty, punctuation): a search without a query
         return {
             "op": kind,
             **clean,
+            "query": query,
             "namespace_prefix": _namespace(op.get("namespace_prefix", []), field=_field(i, "namespace_prefix")),
             "filter": _filter(op.get("filter"), field=_field(i, "filter")),
             "refresh_ttl": _flag(op.get("refresh_ttl"), field=_field(i, "refresh_ttl")),
@@ -223,6 +229,19 @@ def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> 
     )
 
 
+def _search(tenant: Tenant, op: dict[str, Any]) -> list[tuple[MemoryItem, float | None]]:
+    """A search op's items and scores: ranked by the words of ``query`` when it has one (the
+    items holding none are left out), else most recently updated first with no score."""
+    scope = {"namespace_prefix": op["namespace_prefix"], "filter": op["filter"]}
+    page = {"limit": op["limit"], "offset": op["offset"]}
+    if op["query"] is None:
+        return [(item, None) for item in selectors.memory_search(tenant=tenant, **scope, **page)]
+    prefix = op["namespace_prefix"]
+    user_id = selectors.label_user(prefix[1]) if len(prefix) >= 2 and prefix[0] == selectors.USERS else None
+    hits = search.search_memories(tenant, user_id, op["query"], **scope, **page)
+    return [(hit.item, hit.score) for hit in hits]
+
+
 @transaction.atomic
 def memory_batch(*, tenant: Tenant, ops: Any) -> list[Any]:
     """Run a batch: the result of each operation in order (an item or null for a get, a list of
@@ -244,16 +263,10 @@ def memory_batch(*, tenant: Tenant, ops: Any) -> list[Any]:
                 refreshed.append(item)
             results.append(selectors.item_data(item) if item is not None else None)
         elif kind == "search":
-            items = selectors.memory_search(
-                tenant=tenant,
-                namespace_prefix=op["namespace_prefix"],
-                filter=op["filter"],
-                limit=op["limit"],
-                offset=op["offset"],
-            )
+            hits = _search(tenant, op)
             if op["refresh_ttl"]:
-                refreshed += items
-            results.append([{**selectors.item_data(item), "score": None} for item in items])
+                refreshed += [item for item, _ in hits]
+            results.append([{**selectors.item_data(item), "score": score} for item, score in hits])
         elif kind == "list_namespaces":
             results.append(
                 selectors.memory_namespaces(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agentstate.subject_data import Export, SubjectData, register
 from agentstate.subjects import USER_DATA
 from userdata_app.memory.models import MemoryItem
-from userdata_app.memory.selectors import subject_memory_export
+from userdata_app.memory.selectors import MEMORY_INDEX, subject_memory_export
 
 CATEGORY = "memories"
 
@@ -20,5 +20,6 @@ def declare() -> None:
             # An item written again since an erasure holds only the new value: re-applying it keeps it.
             existed="updated_at",
             export=Export(CATEGORY, subject_memory_export),
+            text_index=MEMORY_INDEX,
         ),
     )

@@ -1,9 +1,10 @@
-"""Routes of the memory store, under /api/v1/store/ (trailing slash optional)."""
+"""Routes of the memory store under /api/v1/ (trailing slash optional)."""
 
 from django.urls import re_path
 
 from userdata_app.memory import api
 
 urlpatterns = [
-    re_path(r"^batch/?$", api.StoreBatchView.as_view(), name="store-batch"),
+    re_path(r"^store/batch/?$", api.StoreBatchView.as_view(), name="store-batch"),
+    re_path(r"^users/(?P<user_id>[^/]+)/memories/search/?$", api.MemorySearchView.as_view(), name="memory-search"),
 ]
