@@ -10,10 +10,10 @@ exporting that person reaches it; a put under any other namespace is refused
 (``agentstate.client.ValidationError``). Each ``batch`` call is one request,
 run in one transaction; as in LangGraph's own stores, its reads see the data before its writes.
 ``search`` takes LangGraph's filters (equality, nested objects, ``$eq``, ``$ne``, ``$gt``,
-``$gte``, ``$lt``, ``$lte``) and returns the most recently updated items first; ``query`` is
-accepted and ignored (no ranking yet, as LangGraph's stores without an index), so ``score`` is
-None. TTLs are in minutes, refreshed on read unless ``ttl={"refresh_on_read": False}`` or
-``refresh_ttl=False`` says otherwise (docs/CLIENT.md).
+``$gte``, ``$lt``, ``$lte``) and returns the most recently updated items first; ``query`` keeps
+the items with one of its words in their strings (no ranking yet), so ``score`` is None. TTLs
+are in minutes, refreshed on read unless ``ttl={"refresh_on_read": False}`` or ``refresh_ttl=False``
+says otherwise (docs/CLIENT.md).
 """
 
 from __future__ import annotations
@@ -138,24 +138,34 @@ class AgentStateStore(BaseStore):
         await self.aclose()
 
     @staticmethod
-    def _call(ops: list[Op]) -> Call[Any]:
+    def _call(ops: list[dict[str, Any]]) -> Call[Any]:
         # Retried safely: a batch's puts set values (the same again changes nothing but times).
-        return Call("POST", BATCH_URL, as_json, json={"ops": [_op_data(op) for op in ops]}, idempotent=True)
+        return Call("POST", BATCH_URL, as_json, json={"ops": ops}, idempotent=True)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         if not ops:
             return []
-        call = self._call(ops)
-        if self._sync is None:
-            self._sync = AgentStateClient(self.base_url, self._api_key, transport=self._transports[0], **self._options)
-        results = self._sync._call(call)["results"]
+        results = self.batch_raw([_op_data(op) for op in ops])
         return [_result(op, data) for op, data in zip(ops, results, strict=True)]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         if not ops:
             return []
+        results = await self.abatch_raw([_op_data(op) for op in ops])
+        return [_result(op, data) for op, data in zip(ops, results, strict=True)]
+
+    def batch_raw(self, ops: list[dict[str, Any]]) -> list[Any]:
+        """The batch endpoint's results for operations as it takes them (JSON objects: the ADK
+        memory service's conditional puts, which LangGraph's ops cannot say)."""
+        call = self._call(ops)
+        if self._sync is None:
+            self._sync = AgentStateClient(self.base_url, self._api_key, transport=self._transports[0], **self._options)
+        return self._sync._call(call)["results"]
+
+    async def abatch_raw(self, ops: list[dict[str, Any]]) -> list[Any]:
+        """``batch_raw``, awaited."""
         call = self._call(ops)
         loop = asyncio.get_running_loop()
         if self._async is None or self._async_loop is not loop:  # httpx's pool belongs to one loop
@@ -163,5 +173,4 @@ class AgentStateStore(BaseStore):
                 self.base_url, self._api_key, transport=self._transports[1], **self._options
             )
             self._async_loop = loop
-        results = (await self._async._call(call))["results"]
-        return [_result(op, data) for op, data in zip(ops, results, strict=True)]
+        return (await self._async._call(call))["results"]

@@ -198,8 +198,10 @@ def test_search(store):
     assert store.search(U, filter={"author": "Alice"}, limit=0) == []
     assert [item.key for item in store.search(U, filter={"author": "Alice"}, limit=1, offset=1)] == ["doc1"]
     assert store.search((*U, "doc")) == []  # a prefix is whole labels, not characters
-    # query: accepted and ignored until ranking exists; the filter still applies.
-    assert {item.key for item in store.search(U, query="anything", filter={"author": "Bob"})} == {"doc2"}
+    # query (until the search engine ranks): items with a word of it in their strings, any case.
+    assert {item.key for item in store.search(U, query="IMAGE or second")} == {"doc2", "img1"}
+    assert {item.key for item in store.search(U, query="doc", filter={"author": "Bob"})} == {"doc2"}
+    assert store.search(U, query="anything") == []
 
 
 def test_numeric_comparison_filters(store):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -114,17 +115,51 @@ def _operator_holds(value: Any, operator: str, operand: Any) -> bool:
     return ORDER_OPERATORS[operator](value, operand)  # int and float compare exactly, at any size
 
 
+_WORD = re.compile(r"\w+")
+_OR = "or"  # between alternatives in a search query ("tea or coffee"), not a word to find
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(unicodedata.normalize("NFC", text).lower()))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def interim_query_matches(value: dict[str, Any], query: str) -> bool:
+    r"""Interim stand-in for the full-text engine (``agentstate.search``), to be replaced by it:
+    whether any word of ``query`` (but "or") is a word of the value's strings, case-insensitive
+    (words as ADK's in-memory memory service splits them: ``\w+`` after NFC, lowercased)."""
+    wanted = _words(query) - {_OR}
+    return any(not wanted.isdisjoint(_words(text)) for text in _strings(value))
+
+
 def memory_search(
-    *, tenant: Tenant, namespace_prefix: list[str], filter: dict[str, Any] | None, limit: int, offset: int
+    *,
+    tenant: Tenant,
+    namespace_prefix: list[str],
+    filter: dict[str, Any] | None,
+    limit: int,
+    offset: int,
+    query: str | None = None,
 ) -> list[MemoryItem]:
-    """Items under the prefix, most recently updated first; a filter is evaluated here over the
-    prefix's items in that order, stopping once ``offset + limit`` matched."""
+    """Items under the prefix, most recently updated first; a filter (and a query) is evaluated
+    here over the prefix's items in that order, stopping once ``offset + limit`` matched."""
     rows = under_prefix(live_items(tenant=tenant), namespace_prefix).order_by("-updated_at", "namespace", "key")
-    if not filter or not limit:
+    if not (filter or query) or not limit:
         return list(rows[offset : offset + limit])
     found: list[MemoryItem] = []
     for item in rows.iterator(chunk_size=500):
-        if value_matches(item.value, filter):
+        filtered = not filter or value_matches(item.value, filter)
+        if filtered and (not query or interim_query_matches(item.value, query)):
             found.append(item)
             if len(found) == offset + limit:
                 break
