@@ -343,6 +343,18 @@ def test_a_memorys_ttl_expires_it_and_the_sweep_removes_it(live_server, memory_k
     assert [value for _, _, value in raw_rows("ada")] and len(raw_rows("ada")) == 1
 
 
+def test_staff_find_a_persons_adk_memories_in_the_admin(memory, admin_client):
+    from django.urls import reverse
+
+    remember(memory, "ada", "ada likes tea")
+    remember(memory, "bob", "bob likes tea")
+    listed = admin_client.get(reverse("admin:userdata_app_memoryitem_changelist") + "?user_id=ada")
+    assert listed.status_code == 200 and listed.context["cl"].result_count == 1
+    item = listed.context["cl"].result_list[0]
+    page = admin_client.get(reverse("admin:userdata_app_memoryitem_change", args=[item.pk])).content.decode()
+    assert "users.ada.adk-memory.notes_app" in page and "ada likes tea" in page
+
+
 # --- Differential: the same random sequences on ADK's InMemoryMemoryService ---------------------------
 
 WORDS = ["tea", "coffee", "paris", "lyon", "Tea", "PARIS", "blue", "green"]  # no author, role or id words
