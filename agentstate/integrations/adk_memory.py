@@ -59,7 +59,8 @@ def _event_text(event: Event) -> str:
 
 
 def _query_words(query: str) -> list[str]:
-    """The query's words, as alternatives: any of them matches (ADK's in-memory service)."""
+    """The query's words, as alternatives: any of them matches (ADK's in-memory service). "or"
+    is dropped: the store's query language joins alternatives with it."""
     return sorted(set(_WORD.findall(unicodedata.normalize("NFC", query).lower())) - {"or"})
 
 
