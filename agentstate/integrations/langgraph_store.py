@@ -112,20 +112,29 @@ class AgentStateStore(ClientTransport, BaseStore):
         self.ttl_config = ttl
 
     @staticmethod
-    def _call(ops: list[Op]) -> Call[Any]:
+    def _call(ops: list[dict[str, Any]]) -> Call[Any]:
         # Retried safely: a batch's puts set values (the same again changes nothing but times).
-        return Call("POST", BATCH_URL, as_json, json={"ops": [_op_data(op) for op in ops]}, idempotent=True)
+        return Call("POST", BATCH_URL, as_json, json={"ops": ops}, idempotent=True)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         if not ops:
             return []
-        results = self._run(self._call(ops))["results"]
+        results = self.batch_raw([_op_data(op) for op in ops])
         return [_result(op, data) for op, data in zip(ops, results, strict=True)]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         if not ops:
             return []
-        results = (await self._arun(self._call(ops)))["results"]
+        results = await self.abatch_raw([_op_data(op) for op in ops])
         return [_result(op, data) for op, data in zip(ops, results, strict=True)]
+
+    def batch_raw(self, ops: list[dict[str, Any]]) -> list[Any]:
+        """The batch endpoint's results for operations as it takes them (JSON objects: the ADK
+        memory service's conditional puts, which LangGraph's ops cannot say)."""
+        return self._run(self._call(ops))["results"]
+
+    async def abatch_raw(self, ops: list[dict[str, Any]]) -> list[Any]:
+        """``batch_raw``, awaited."""
+        return (await self._arun(self._call(ops)))["results"]

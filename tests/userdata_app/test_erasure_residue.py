@@ -22,6 +22,7 @@ from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
+from agentstate.integrations.adk_memory import memory_namespace
 from agentstate.logging import JsonFormatter
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.services import api_key_create, tenant_get_or_create
@@ -68,6 +69,7 @@ def markers_of(person: int) -> dict[str, str]:
         "adk_user",
         "memory_key",
         "memory",
+        "adk_memory",
     )
     return {kind: f"{kind}-{person}-{token}" for kind in kinds}
 
@@ -168,7 +170,15 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
         "value": {},
     }
     memory["value"] = {"note": marks["memory"]}
-    response = api.post("/api/v1/store/batch/", {"ops": [memory]}, format="json")
+    # An ADK memory (AgentStateMemoryService): an item of the same table under the ADK layout.
+    adk_memory = {
+        "op": "put",
+        "namespace": memory_namespace("notes_app", user_id),
+        "key": f"event-{marks['memory_key']}",
+        "value": {"text": marks["adk_memory"], "author": "user"},
+        "only_if": "absent",
+    }
+    response = api.post("/api/v1/store/batch/", {"ops": [memory, adk_memory]}, format="json")
     assert response.status_code == 200, response.content
 
 
@@ -190,7 +200,7 @@ FULL = {
     "langgraph_writes": 1,
     "adk_events": 1,
     "adk_user_state": 2,
-    "memories": 1,
+    "memories": 2,
 }
 
 

@@ -18,7 +18,7 @@ class MemoryWordsFilter(WordsFilter):
 
 @admin.register(MemoryItem)
 class MemoryItemAdmin(ReadOnlyAdmin):
-    """An agent's long-term memory about a person (LangGraph's store)."""
+    """An agent's long-term memory about a person (LangGraph's store, ADK's memory service)."""
 
     list_display = ("namespace", "key", "user_id", "tenant", "updated_at", "expires_at")
     list_select_related = ("tenant",)

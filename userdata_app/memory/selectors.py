@@ -119,7 +119,12 @@ def _operator_holds(value: Any, operator: str, operand: Any) -> bool:
 
 
 def memory_search(
-    *, tenant: Tenant, namespace_prefix: list[str], filter: dict[str, Any] | None, limit: int, offset: int
+    *,
+    tenant: Tenant,
+    namespace_prefix: list[str],
+    filter: dict[str, Any] | None,
+    limit: int,
+    offset: int,
 ) -> list[MemoryItem]:
     """Items under the prefix, most recently updated first; a filter is evaluated here over the
     prefix's items in that order, stopping once ``offset + limit`` matched."""

@@ -7,7 +7,10 @@ namespace is refused (a 400), so every item is the user data of one ``(tenant, u
 erasure and export reach it. Reads and deletes take any
 namespace (they find nothing outside the rule). As LangGraph's own stores do, the reads of a batch
 see the data as it was before the batch, and its writes are applied after them, the last write of
-an item winning.
+an item winning. A put may be conditional (``only_if``: "absent" stores only where no live item
+has the key, "present" only where one has), decided in the same transaction: ADK's memory service
+adds events without overwriting what was remembered or forgotten, and marks a memory forgotten only
+if it exists.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ MAX_OPS = 1000
 MAX_LIMIT = 1000
 MAX_OFFSET = 2**31 - 1
 MAX_TTL_MINUTES = 100 * 365 * 24 * 60  # a century: beyond it, no expiry means the same
+ABSENT, PRESENT = "absent", "present"
+CONDITIONS = (ABSENT, PRESENT)  # a put's only_if
 
 
 def _field(i: int, name: str) -> str:
@@ -128,7 +133,7 @@ def _ttl(value: Any, *, field: str) -> float | None:
 def _op(i: int, op: Any) -> dict[str, Any]:
     fields = {
         "get": {"namespace", "key", "refresh_ttl"},
-        "put": {"namespace", "key", "value", "ttl"},
+        "put": {"namespace", "key", "value", "ttl", "only_if"},
         "search": {"namespace_prefix", "filter", "limit", "offset", "query", "refresh_ttl"},
         "list_namespaces": {"prefix", "suffix", "max_depth", "limit", "offset"},
     }
@@ -152,7 +157,13 @@ def _op(i: int, op: Any) -> dict[str, Any]:
         if value is not None:
             clean_json(value, field=_field(i, "value"), require_object=True)
             namespace_owner(clean["namespace"], field=_field(i, "namespace"))
-        return {"op": kind, **clean, "value": value, "ttl": _ttl(op.get("ttl"), field=_field(i, "ttl"))}
+        only_if = op.get("only_if")
+        if only_if is not None and (only_if not in CONDITIONS or value is None):
+            raise InvalidInput.for_field(
+                _field(i, "only_if"), f"must be null or one of {', '.join(CONDITIONS)}, on a put with a value."
+            )
+        ttl = _ttl(op.get("ttl"), field=_field(i, "ttl"))
+        return {"op": kind, **clean, "value": value, "ttl": ttl, "only_if": only_if}
     limits = {"limit": (0, MAX_LIMIT, 10 if kind == "search" else 100), "offset": (0, MAX_OFFSET, 0)}
     clean = {
         name: _whole(op.get(name), field=_field(i, name), low=low, high=high, default=default)
@@ -201,32 +212,50 @@ def _refresh(items: list[MemoryItem], now) -> None:
         MemoryItem.objects.filter(pk__in=pks).update(expires_at=now + timedelta(minutes=ttl))
 
 
+def _expires_at(op: dict[str, Any], now):
+    return now + timedelta(minutes=op["ttl"]) if op["ttl"] is not None else None
+
+
 def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> None:
-    stored = [op for op in puts.values() if op["value"] is not None]
+    stored = [op for op in puts.values() if op["value"] is not None and op["only_if"] != PRESENT]
     for (namespace, key), op in puts.items():
         if op["value"] is None:
             MemoryItem.objects.filter(tenant=tenant, namespace=namespace, key=key).delete()
+        elif op["only_if"] == PRESENT:
+            selectors.live_items(tenant=tenant).filter(namespace=namespace, key=key).update(
+                value=op["value"], updated_at=now, ttl_minutes=op["ttl"], expires_at=_expires_at(op, now)
+            )
+        elif op["only_if"] == ABSENT:  # an expired item not yet swept is absent
+            MemoryItem.objects.filter(tenant=tenant, namespace=namespace, key=key, expires_at__lte=now).delete()
     for user_id in sorted({namespace_owner(op["namespace"]) for op in stored}):
         subject_write_check(tenant=tenant, user_id=user_id, category=USER_DATA)
-    MemoryItem.objects.bulk_create(
-        [
-            MemoryItem(
-                tenant=tenant,
-                user_id=namespace_owner(op["namespace"]),
-                namespace=selectors.namespace_text(op["namespace"]),
-                key=op["key"],
-                value=op["value"],
-                created_at=now,
-                updated_at=now,
-                ttl_minutes=op["ttl"],
-                expires_at=now + timedelta(minutes=op["ttl"]) if op["ttl"] is not None else None,
-            )
-            for op in stored
-        ],
-        update_conflicts=True,
-        unique_fields=["tenant", "namespace", "key"],
-        update_fields=["value", "updated_at", "ttl_minutes", "expires_at"],
-    )
+    for only_if in (None, ABSENT):
+        MemoryItem.objects.bulk_create(
+            [
+                MemoryItem(
+                    tenant=tenant,
+                    user_id=namespace_owner(op["namespace"]),
+                    namespace=selectors.namespace_text(op["namespace"]),
+                    key=op["key"],
+                    value=op["value"],
+                    created_at=now,
+                    updated_at=now,
+                    ttl_minutes=op["ttl"],
+                    expires_at=_expires_at(op, now),
+                )
+                for op in stored
+                if op["only_if"] == only_if
+            ],
+            **(
+                {"ignore_conflicts": True}
+                if only_if == ABSENT
+                else {
+                    "update_conflicts": True,
+                    "unique_fields": ["tenant", "namespace", "key"],
+                    "update_fields": ["value", "updated_at", "ttl_minutes", "expires_at"],
+                }
+            ),
+        )
 
 
 def _search(tenant: Tenant, op: dict[str, Any]) -> list[tuple[MemoryItem, float | None]]:
@@ -279,8 +308,13 @@ def memory_batch(*, tenant: Tenant, ops: Any) -> list[Any]:
                 )
             )
         else:
-            puts.pop((selectors.namespace_text(op["namespace"]), op["key"]), None)  # the last write wins
-            puts[(selectors.namespace_text(op["namespace"]), op["key"])] = op
+            written = (selectors.namespace_text(op["namespace"]), op["key"])
+            earlier = puts.pop(written, None)  # the last write wins
+            if earlier is not None and (op["only_if"] or earlier["only_if"]):
+                raise InvalidInput.for_field(
+                    "ops", "a conditional put (only_if) cannot share its batch with another put of the same item."
+                )
+            puts[written] = op
             results.append(None)
     _refresh(refreshed, now)
     _write(tenant, puts, now)
