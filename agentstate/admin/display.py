@@ -38,7 +38,7 @@ def pretty_json(value: Any) -> SafeString:
 def json_display(field: str) -> Callable[[Any, Model], SafeString]:
     """An admin column or read-only field showing model field ``field`` as indented JSON."""
 
-    @admin.display(description=field)
+    @admin.display(description=field.replace("_", " "))  # "channel versions", not "Channel_versions"
     def display(self: Any, obj: Model) -> SafeString:
         return pretty_json(getattr(obj, field))
 

@@ -174,3 +174,27 @@ def test_an_adk_session_names_its_framework_and_counts_its_events(client, viewer
     read = text(client.get(reverse("admin:sessions_app_session_change", args=[adk.pk])).content.decode())
     assert "Framework: Google ADK" in read and "Holds: 4 events" in read
     assert "get_weather" in read and "It is sunny in Paris, 21 C." in read
+
+
+def test_labels_read_as_words(client, tenant, frameworks):
+    """Issue 29's labels: "ADK events", "LangGraph checkpoints", "user data", no raw field names,
+    no database numbers in a subject's title."""
+    from django.contrib.auth import get_user_model
+
+    from sessions_app.langgraph.models import LangGraphCheckpoint
+    from userdata_app import erasure
+
+    client.force_login(get_user_model().objects.create_superuser("root"))
+    index = text(client.get(reverse("admin:index")).content.decode())
+    for label in ("ADK events", "LangGraph checkpoints", "LangGraph threads", "LangGraph writes", "User data"):
+        assert label in index
+    assert "Adk" not in index and "Lang graph" not in index and "datum" not in index
+    user_data = text(client.get(reverse("admin:userdata_app_userdatum_changelist")).content.decode())
+    assert "Select user data to view" in user_data
+    checkpoint = LangGraphCheckpoint.objects.filter(session=frameworks["weather-graph"]).first()
+    page = text(
+        client.get(reverse("admin:sessions_app_langgraphcheckpoint_change", args=[checkpoint.pk])).content.decode()
+    )
+    assert "Channel versions:" in page and "Channel_versions" not in page
+    request = erasure.erasure_request_create(subjects=[(tenant, "ada")], requested_by="ticket 7")
+    assert str(request.subjects.get()) == f"A subject of erasure request {request.pk}"
