@@ -85,12 +85,16 @@ class FrameworkSection:
     """A framework's part of its sessions' pages: ``render(session) -> HTML`` under ``title``, in
     place of the core's history (messages, rounds, checkpoints...: ``in_place_of="history"``) or of
     the latest messages alone (``"messages"``: a framework keeping its sessions through the core
-    API); ``name(session)`` how staff name its sessions when the session id would not say."""
+    API); ``name(session)`` how staff name its sessions when the session id would not say; for a
+    framework that keeps its state as messages, ``message_preview(message)`` a list row's text (of
+    ``previewed`` content) and ``message_content(content)`` the value a message's page shows."""
 
     title: str
     render: Callable[[Session], str]
     in_place_of: str = "history"
     name: Callable[[Session], str] | None = None
+    message_preview: Callable[[Any], str] | None = None
+    message_content: Callable[[Any], Any] | None = None
 
 
 def user_changelists(site: admin.AdminSite) -> list[tuple[str, str]]:

@@ -28,5 +28,10 @@ def items_section(session: Session) -> str:
 
 
 SessionAdmin.framework_sections[presenters.FRAMEWORK] = FrameworkSection(
-    "OpenAI Agents SDK items", items_section, in_place_of="messages", name=presenters.session_name
+    "OpenAI Agents SDK items",
+    items_section,
+    in_place_of="messages",
+    name=presenters.session_name,
+    message_preview=presenters.message_preview,
+    message_content=presenters.item_of,
 )

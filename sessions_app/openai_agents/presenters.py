@@ -85,6 +85,20 @@ def item_kind_text(item: Any, tool_names: dict[str, str]) -> tuple[str, str]:
     return kind.replace("_", " "), ""
 
 
+def item_of(content: Any) -> Any:
+    """The item a message's content holds (its JSON text), or the content as stored."""
+    try:
+        return json.loads(content) if isinstance(content, str) else content
+    except ValueError:
+        return content
+
+
+def message_preview(message: Any) -> str:
+    """A message list row: ``kind: text`` of its item (``previewed`` content)."""
+    row = item_rows([message])[0]
+    return f"{row.kind}: {row.text}" if row.text else row.raw
+
+
 def item_rows(messages: list[Any]) -> list[ItemRow]:
     """``messages`` (``previewed`` on content, oldest first) as rows; an item too long to preview
     shows as stored, cut, with its length."""
@@ -96,11 +110,7 @@ def item_rows(messages: list[Any]) -> list[ItemRow]:
             shown = f"{start}… ({length:,} characters in all: the whole item is on its own page)" if start else ""
             rows.append(ItemRow(m.seq, m.type or "item", "", shown, m.created_at))
             continue
-        stored = json.loads(start)  # the content column: the item's JSON text, as a JSON string
-        try:
-            item = json.loads(stored) if isinstance(stored, str) else stored
-        except ValueError:
-            item = stored
+        item = item_of(json.loads(start))  # the content column: the item's JSON text, as a JSON string
         kind, text = item_kind_text(item, tool_names)
         rows.append(ItemRow(m.seq, kind, text, json_text(item), m.created_at))
     return rows

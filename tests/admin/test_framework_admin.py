@@ -198,3 +198,21 @@ def test_labels_read_as_words(client, tenant, frameworks):
     assert "Channel versions:" in page and "Channel_versions" not in page
     request = erasure.erasure_request_create(subjects=[(tenant, "ada")], requested_by="ticket 7")
     assert str(request.subjects.get()) == f"A subject of erasure request {request.pk}"
+
+
+def test_an_openai_agents_sessions_messages_list_and_pages_show_items_not_json_text(client, viewer, frameworks):
+    """Staff arriving at the items from the message list read them as on the session page."""
+    login(client, viewer)
+    branch = frameworks["weather-chat.rome-instead"]
+    listing = client.get(reverse("admin:sessions_app_message_changelist"), {"session__id__exact": branch.pk})
+    previews = [text(c) for c in re.findall(r'<td class="field-content_preview">(.*?)</td>', listing.content.decode())]
+    assert previews[:5] == [
+        "user: Hi, I am Ada.",
+        "assistant: Hello Ada! Ask me about the weather.",
+        "user: What is the weather in Rome?",
+        'tool call: get_weather({"city": "Rome"})',
+        "tool result: tool → clear, 18 C",  # alone on its row, the call that named the tool is not in view
+    ]
+    message = listing.context["cl"].result_list[3]
+    page = text(client.get(reverse("admin:sessions_app_message_change", args=[message.pk])).content.decode())
+    assert '"name": "get_weather"' in page and '\\"name\\"' not in page  # the item, not its JSON text as a string
