@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     # The framework backends: each registers itself with the core from its AppConfig.
     "sessions_app.langgraph",
     "sessions_app.adk",
+    "sessions_app.openai_agents",
     "userdata_app",
     "userdata_app.adk",
     "userdata_app.memory",

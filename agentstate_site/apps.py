@@ -23,7 +23,7 @@ class SiteConfig(AppConfig):
         session_admin = admin.site.get_model_admin(Session)
         assert isinstance(session_admin, SessionAdmin)  # noqa: S101 (narrows the type: SessionAdmin is registered for Session)
         # An ADK session's page merges in the user: state (userdata_app), a layer above sessions_app.
-        session_admin.framework_sections = {ADK: FrameworkSection("ADK events and state", session_section)}
+        session_admin.framework_sections[ADK] = FrameworkSection("ADK events and state", session_section)
 
 
 class AgentStateAdminConfig(admin_apps.AdminConfig):

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.db.models import QuerySet
+
+if TYPE_CHECKING:
+    from sessions_app.models import Session
 
 
 @dataclass(frozen=True)
@@ -34,9 +38,17 @@ class RetentionRule:
 
 @dataclass(frozen=True)
 class FrameworkBackend:
+    """``unit`` is what its sessions hold as staff count them ("events", "checkpoints", "items");
+    ``counts(sessions)`` counts them for a page of sessions in at most one query (None: the
+    session's message count). A backend that keeps its sessions through the core API (``framework``
+    stays "") names them by a key of their metadata, ``metadata_key``."""
+
     framework: str
     label: str
     retention: tuple[RetentionRule, ...] = ()
+    unit: str = "messages"
+    counts: Callable[[list[Session]], dict[int, int]] | None = None
+    metadata_key: str = ""
 
 
 _backends: dict[str, FrameworkBackend] = {}
@@ -48,6 +60,10 @@ def register(backend: FrameworkBackend) -> None:
 
 def backends() -> list[FrameworkBackend]:
     return list(_backends.values())
+
+
+def backend_get(framework: str) -> FrameworkBackend | None:
+    return _backends.get(framework)
 
 
 def framework_label(framework: str) -> str:

@@ -20,7 +20,7 @@ from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.search import TextIndex
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
-from sessions_app import working_state
+from sessions_app import backends, working_state
 from sessions_app.models import (
     AgentTransition,
     Checkpoint,
@@ -32,6 +32,8 @@ from sessions_app.models import (
 )
 
 DEFAULT_SESSION_ID = "default"
+CORE = "core"  # the framework of the REST API's own sessions, as staff filter by it
+CORE_LABEL = "core API"
 MAX_RECENT = 500  # most recent messages one read returns (the API's page-size bound)
 
 
@@ -123,6 +125,64 @@ def session_list(
     if updated_before is not None:
         sessions = sessions.filter(updated_at__lt=updated_before)
     return sessions.order_by("created_at", "id")
+
+
+def session_backend(session: Session) -> backends.FrameworkBackend | None:
+    """The backend keeping ``session``: named by its framework, or by its metadata for a backend
+    that keeps its sessions through the core API; None for the core API's own."""
+    if session.framework:
+        return backends.backend_get(session.framework)
+    metadata = session.metadata if isinstance(session.metadata, dict) else {}
+    return next((b for b in backends.backends() if b.metadata_key and b.metadata_key in metadata), None)
+
+
+def session_framework(session: Session) -> str:
+    backend = session_backend(session)
+    return backend.framework if backend else (session.framework or CORE)
+
+
+def framework_choices() -> list[tuple[str, str]]:
+    """Every framework staff can filter sessions by, as (name, label): the core API's first."""
+    return [(CORE, CORE_LABEL), *sorted(((b.framework, b.label) for b in backends.backends()), key=lambda c: c[1])]
+
+
+def sessions_of_framework(sessions: QuerySet[Session], framework: str) -> QuerySet[Session]:
+    marked = [b.metadata_key for b in backends.backends() if b.metadata_key]
+    if framework == CORE:
+        core = sessions.filter(framework="")
+        for key in marked:
+            core = core.exclude(metadata__has_key=key)
+        return core
+    backend = backends.backend_get(framework)
+    if backend is not None and backend.metadata_key:
+        return sessions.filter(framework="", metadata__has_key=backend.metadata_key)
+    return sessions.filter(framework=framework)
+
+
+@dataclass(frozen=True)
+class SessionContents:
+    """What a session holds as staff count it: messages, ADK events, LangGraph checkpoints..."""
+
+    count: int
+    unit: str
+
+    def __str__(self) -> str:
+        unit = self.unit[:-1] if self.count == 1 and self.unit.endswith("s") else self.unit
+        return f"{self.count:,} {unit}"
+
+
+def session_contents(sessions: Sequence[Session]) -> dict[int, SessionContents]:
+    """Each session's contents by its pk, in one query per framework that counts rows (a page of
+    sessions costs the same whatever its size)."""
+    by_backend: dict[backends.FrameworkBackend | None, list[Session]] = {}
+    for session in sessions:
+        by_backend.setdefault(session_backend(session), []).append(session)
+    contents: dict[int, SessionContents] = {}
+    for backend, members in by_backend.items():
+        unit = backend.unit if backend else "messages"
+        counts = backend.counts(members) if backend and backend.counts else {s.pk: s.message_count for s in members}
+        contents.update({s.pk: SessionContents(counts.get(s.pk, 0), unit) for s in members})
+    return contents
 
 
 def message_list(*, session: Session, after_seq: int | None = None, role: str | None = None) -> QuerySet[Message]:

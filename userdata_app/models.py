@@ -18,7 +18,7 @@ class UserDatum(SubjectOwned):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        verbose_name = "user datum"
+        verbose_name = "user data"
         verbose_name_plural = "user data"
         constraints = [
             # Serves: get one key, list a user's keys in key order, erase a user's data.
@@ -135,7 +135,7 @@ class ErasureSubject(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"Subject #{self.pk} of erasure request #{self.request_id}"
+        return f"A subject of erasure request {self.request_id}"
 
 
 class ErasureEvent(models.Model):
@@ -155,7 +155,7 @@ class ErasureEvent(models.Model):
         indexes = [models.Index(fields=["request", "at"], name="erasure_event_request")]
 
     def __str__(self) -> str:
-        return f"Event #{self.pk} of erasure request #{self.request_id}"
+        return f"An event of erasure request {self.request_id}"
 
 
 class ErasureReceipt(models.Model):
@@ -172,7 +172,7 @@ class ErasureReceipt(models.Model):
     executed_by_name = models.CharField(max_length=150, blank=True)
 
     def __str__(self) -> str:
-        return f"Receipt of erasure request #{self.request_id}"
+        return f"Receipt of erasure request {self.request_id}"
 
 
 class ErasedSubject(models.Model):

@@ -12,6 +12,7 @@ from django.contrib import admin, messages
 from django.db.models import Model, QuerySet, TextField
 from django.db.models.functions import Cast, Length, Substr
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
@@ -37,7 +38,7 @@ def pretty_json(value: Any) -> SafeString:
 def json_display(field: str) -> Callable[[Any, Model], SafeString]:
     """An admin column or read-only field showing model field ``field`` as indented JSON."""
 
-    @admin.display(description=field)
+    @admin.display(description=field.replace("_", " "))  # "channel versions", not "Channel_versions"
     def display(self: Any, obj: Model) -> SafeString:
         return pretty_json(getattr(obj, field))
 
@@ -121,6 +122,25 @@ def identifier_display(field: str, *, description: str, length: bool = False) ->
     def display(self: Any, obj: Model) -> str:
         value = getattr(obj, field)
         return identifier_html(value, length=length) if value else "—"
+
+    return display
+
+
+def datetime_display(field: str, *, description: str) -> Callable[[Any, Model], str]:
+    """A date-time list column that breaks between the date and the time, never inside either: a
+    narrow column shows it on two lines rather than cut."""
+
+    @admin.display(description=description, ordering=field)
+    def display(self: Any, obj: Model) -> str:
+        value = getattr(obj, field)
+        if value is None:
+            return "—"
+        local = timezone.localtime(value)
+        return format_html(
+            '<span class="nowrap">{}</span> <span class="nowrap">{}</span>',
+            local.strftime("%Y-%m-%d"),
+            local.strftime("%H:%M:%S"),
+        )
 
     return display
 

@@ -15,4 +15,12 @@ class AdkConfig(AppConfig):
         from sessions_app.adk import services, subject_data
 
         subject_data.declare()
-        backends.register(backends.FrameworkBackend(framework=services.FRAMEWORK, label="Google ADK"))
+        backends.register(
+            backends.FrameworkBackend(
+                framework=services.FRAMEWORK,
+                label="Google ADK",
+                unit="events",
+                # Every event takes the next seq and none is deleted alone: the last seq counts them.
+                counts=lambda sessions: {s.pk: s.last_seq for s in sessions},
+            )
+        )

@@ -47,6 +47,7 @@ class AdkEvent(SessionOwned):
 
     class Meta:
         app_label = "sessions_app"
+        verbose_name = "ADK event"
         constraints = [
             # Serves: an event by its append number (the user: delta's link), append order.
             models.UniqueConstraint(fields=["session", "seq"], name="adk_event_unique_seq"),

@@ -11,11 +11,11 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from agentstate.admin.display import content_text, json_display, one_line, previewed, shown
+from agentstate.admin.display import content_text, json_display, one_line, pretty_json, previewed, shown
 from agentstate.admin.filters import InputFilter, NarrowedDateFilter, UserIdFilter, WordsFilter
 from agentstate.admin.options import ReadOnlyAdmin
 from agentstate.tenancy.models import Tenant
-from sessions_app.admin.sessions import SessionChild, SessionLabelTitle, session_label
+from sessions_app.admin.sessions import SessionChild, SessionLabelTitle, framework_section, session_label
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 from sessions_app.selectors import MESSAGE_INDEX
 
@@ -151,12 +151,18 @@ class MessageAdmin(SessionChildAdmin):
 
     @admin.display(description="content")
     def content_preview(self, obj: Message) -> str:
+        section = framework_section(obj.session)  # its framework's reading (an SDK item's text)
+        if section and section.message_preview:
+            return one_line(section.message_preview(obj))
         return one_line(shown(obj.content_start, obj.content_length, content_text))  # type: ignore[attr-defined]
+
+    @admin.display(description="content")
+    def content_json(self, obj: Message) -> SafeString:
+        section = framework_section(obj.session)
+        return pretty_json(section.message_content(obj.content) if section and section.message_content else obj.content)
 
     def object_title(self, obj: Message) -> str:
         return f"Message {obj.seq}"
-
-    content_json = json_display("content")
 
     metadata_json = json_display("metadata")
 

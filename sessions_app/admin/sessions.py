@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
@@ -19,6 +20,7 @@ from django.utils.safestring import SafeString
 from agentstate import subject_data
 from agentstate.admin.display import (
     content_text,
+    datetime_display,
     identifier_display,
     identifier_html,
     json_display,
@@ -36,6 +38,7 @@ from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Ses
 LATEST_MESSAGES = 20
 LATEST_ROUNDS = 10
 LATEST_FORKS = 50
+FORK_FIELDS = ("pk", "tenant_id", "session_id", "framework", "metadata")  # what names a fork
 
 
 class EndedFilter(admin.SimpleListFilter):
@@ -51,6 +54,22 @@ class EndedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class FrameworkFilter(admin.SimpleListFilter):
+    """Sessions of one framework. No index: the list walks sessions newest first and stops at a
+    page, which a framework in use fills quickly; with a user or tenant chosen their indexes
+    narrow it first."""
+
+    title = "framework"
+    parameter_name = "framework"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return selectors.framework_choices()
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Session]) -> QuerySet[Session]:
+        value = self.value()
+        return selectors.sessions_of_framework(queryset, value) if value else queryset
+
+
 class AgentFilter(InputFilter):
     title = "agent id"
     parameter_name = "agent_id"
@@ -63,10 +82,19 @@ class WorkspaceFilter(InputFilter):
 
 @dataclass(frozen=True)
 class FrameworkSection:
-    """A framework's section of its sessions' page: its title and ``render(session) -> HTML``."""
+    """A framework's part of its sessions' pages: ``render(session) -> HTML`` under ``title``, in
+    place of the core's history (messages, rounds, checkpoints...: ``in_place_of="history"``) or of
+    the latest messages alone (``"messages"``: a framework keeping its sessions through the core
+    API); ``name(session)`` how staff name its sessions when the session id would not say; for a
+    framework that keeps its state as messages, ``message_preview(message)`` a list row's text (of
+    ``previewed`` content) and ``message_content(content)`` the value a message's page shows."""
 
     title: str
     render: Callable[[Session], str]
+    in_place_of: str = "history"
+    name: Callable[[Session], str] | None = None
+    message_preview: Callable[[Any], str] | None = None
+    message_content: Callable[[Any], Any] | None = None
 
 
 def user_changelists(site: admin.AdminSite) -> list[tuple[str, str]]:
@@ -93,6 +121,16 @@ def history_url(model: type[Model], session: Session) -> str:
 def user_url(url_name: str, *, tenant_pk: int, user_id: str) -> str:
     query: dict[str, int | str] = {"tenant__id__exact": tenant_pk, "user_id": user_id}
     return reverse(url_name) + "?" + urlencode(query)
+
+
+def framework_section(session: Session) -> FrameworkSection | None:
+    return SessionAdmin.framework_sections.get(selectors.session_framework(session))
+
+
+def session_name(session: Session) -> str:
+    """How staff name a session in a list: its framework's name for it, else its session id."""
+    section = framework_section(session)
+    return section.name(session) if section and section.name else session.session_id
 
 
 def session_label_text(session: Session) -> str:
@@ -167,18 +205,28 @@ class SessionLabelTitle(admin.ModelAdmin):
 @admin.register(Session)
 class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
     list_display = (
-        "session_id",
+        "session_shown",
         "user_id_shown",
         "tenant",
+        "framework_shown",
         "agent_id",
         "workspace_id",
-        "messages",
-        "created_at",
-        "updated_at",
-        "ended_at",
+        "contents",
+        "created",
+        "updated",
+        "ended",
     )
     list_select_related = ("tenant",)
-    list_filter = ("tenant", EndedFilter, UserIdFilter, AgentFilter, WorkspaceFilter, "created_at", "updated_at")
+    list_filter = (
+        "tenant",
+        FrameworkFilter,
+        EndedFilter,
+        UserIdFilter,
+        AgentFilter,
+        WorkspaceFilter,
+        "created_at",
+        "updated_at",
+    )
     # Exact, case-sensitive: served by the user_id and session_id indexes ("=user_id" would compile
     # to UPPER(user_id) = UPPER(%s), which no index serves).
     search_fields = ("user_id__exact", "session_id__exact")
@@ -193,11 +241,12 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
             {
                 "fields": (
                     "tenant",
+                    "framework_shown",
                     "user_id_linked",
                     "session_id",
                     "agent_id",
                     "workspace_id",
-                    "messages",
+                    "contents",
                     "last_seq",
                     "history_generation",
                     "created_at",
@@ -217,7 +266,8 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
     )
     readonly_fields = (
         "user_id_linked",
-        "messages",
+        "framework_shown",
+        "contents",
         "last_seq",
         "history_generation",
         "forked_from",
@@ -229,21 +279,29 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         "transitions",
         "working_state",
         "app_name",
-        "framework",
         "framework_section",
     )
 
-    # A framework's own section of its sessions' page, by framework name, in place of the REST
-    # API's messages and rounds (``FrameworkSection``). Wired by whoever renders it: ADK's merges in
-    # the user: state, user data a layer above this app, so the project level wires it
+    # A framework's own section of its sessions' page, by framework name (``FrameworkSection``).
+    # Wired by whoever renders it: a backend's admin module (LangGraph, the OpenAI Agents SDK), or
+    # the project level for ADK's, which merges in the user: state, user data a layer above this app
     # (``agentstate_site.apps.SiteConfig.ready``).
-    framework_sections: dict[str, FrameworkSection] = {}
+    framework_sections: ClassVar[dict[str, FrameworkSection]] = {}
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return SessionChangeList
 
     def get_fieldsets(self, request: HttpRequest, obj: Session | None = None) -> Any:
-        """A framework's session shows its own section (ADK: its events and state as ADK has them)."""
-        section = self.framework_sections.get(obj.framework) if obj is not None else None
+        """A framework's session shows its own section (ADK: its events and state as ADK has them;
+        LangGraph: its checkpoints; the OpenAI Agents SDK: its items, in place of the messages)."""
+        section = framework_section(obj) if obj is not None else None
         if section is None:
             return self.fieldsets
+        if section.in_place_of == "messages":
+            return tuple(
+                (section.title, {"fields": ("framework_section",)}) if name == "Latest messages" else (name, options)
+                for name, options in self.fieldsets
+            )
         return (
             (
                 None,
@@ -251,9 +309,10 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
                     "fields": (
                         "tenant",
                         "app_name",
-                        "framework",
+                        "framework_shown",
                         "user_id_linked",
                         "session_id",
+                        "contents",
                         "created_at",
                         "updated_at",
                         "version",
@@ -264,9 +323,23 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         )
 
     user_id_shown = identifier_display("user_id", description="user id")
+    created = datetime_display("created_at", description="created")
+    updated = datetime_display("updated_at", description="updated")
+    ended = datetime_display("ended_at", description="ended")
 
     def object_title(self, obj: Session) -> str:
-        return ""  # the session itself: its label is the title
+        """The session itself: its label is the title, after its framework's name for it if any."""
+        name = session_name(obj)
+        return "" if name == obj.session_id else name
+
+    @admin.display(description="session", ordering="session_id")
+    def session_shown(self, obj: Session) -> str:
+        return session_name(obj)
+
+    @admin.display(description="framework")
+    def framework_shown(self, obj: Session) -> str:
+        backend = selectors.session_backend(obj)
+        return backend.label if backend else selectors.CORE_LABEL
 
     @admin.display(description="user id")
     def user_id_linked(self, obj: Session) -> SafeString:
@@ -281,11 +354,12 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         )
         return format_html("{} — {}", identifier_html(obj.user_id), links)
 
-    # Named apart from the model's message_count column, whose verbose name ("message count")
-    # the admin would otherwise use as the header of a narrow column.
-    @admin.display(description="messages", ordering="message_count")
-    def messages(self, obj: Session) -> int:
-        return obj.message_count
+    @admin.display(description="holds")
+    def contents(self, obj: Session) -> str:
+        """Messages, ADK events, LangGraph checkpoints or SDK items: counted for the whole page at
+        once on the list (``SessionChangeList``)."""
+        counted = getattr(obj, "counted_contents", None) or selectors.session_contents([obj])[obj.pk]
+        return str(counted)
 
     @admin.display(description="forked from")
     def forked_from(self, obj: Session) -> str:
@@ -294,18 +368,19 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         point = f"up to message {obj.forked_from_seq}, round {obj.forked_from_round}"
         if obj.parent_id is None:
             return f"{obj.forked_from_session_id} (deleted), {point}"
+        parent = Session.objects.only(*FORK_FIELDS).get(pk=obj.parent_id)
         url = reverse("admin:sessions_app_session_change", args=[obj.parent_id])
-        return format_html('<a href="{}">{}</a>, {}', url, obj.forked_from_session_id, point)
+        return format_html('<a href="{}">{}</a>, {}', url, session_name(parent), point)
 
     @admin.display(description="forks")
     def forks(self, obj: Session) -> str:
-        forks = list(Session.objects.filter(parent=obj).order_by("id").values_list("pk", "session_id")[:LATEST_FORKS])
+        forks = list(Session.objects.filter(parent=obj).order_by("id").only(*FORK_FIELDS)[:LATEST_FORKS])
         if not forks:
             return "No forks."
         return format_html_join(
             ", ",
             '<a href="{}">{}</a>',
-            ((reverse("admin:sessions_app_session_change", args=[pk]), sid) for pk, sid in forks),
+            ((reverse("admin:sessions_app_session_change", args=[fork.pk]), session_name(fork)) for fork in forks),
         )
 
     metadata_json = json_display("metadata")
@@ -368,4 +443,17 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
 
     @admin.display(description="")
     def framework_section(self, obj: Session) -> str:
-        return self.framework_sections[obj.framework].render(obj)  # shown only when one is wired
+        section = framework_section(obj)
+        return section.render(obj) if section else ""  # in the fieldsets only when one is wired
+
+
+class SessionChangeList(ChangeList):
+    """The session list, each row's contents counted for the whole page at once."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        page = list(self.result_list)
+        contents = selectors.session_contents(page)
+        for session in page:
+            session.counted_contents = contents[session.pk]
+        self.result_list = page

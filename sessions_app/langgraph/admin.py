@@ -13,13 +13,17 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from agentstate.admin.display import json_display, json_text, pretty_json
+from agentstate.admin.display import json_display, pretty_json
 from agentstate.admin.options import ReadOnlyAdmin
 from sessions_app.admin.history import SessionChildAdmin
+from sessions_app.admin.sessions import FrameworkSection, SessionAdmin, SessionLabelTitle, session_label
+from sessions_app.langgraph import presenters
 from sessions_app.langgraph import selectors as langgraph_selectors
 from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from sessions_app.langgraph.services import FRAMEWORK
+from sessions_app.models import Session
 
-LANGGRAPH_TIMELINE = 50
+LANGGRAPH_TIMELINE = 100
 
 
 def stored_value(value_type: str, value: bytes | memoryview, rendered: Any) -> SafeString:
@@ -29,35 +33,55 @@ def stored_value(value_type: str, value: bytes | memoryview, rendered: Any) -> S
     return format_html('<span class="quiet">{} value, {} bytes</span>', value_type, len(value))
 
 
+def timeline(session: Session, *, thread_url: str = "", session_url: str = "") -> str:
+    """A thread's checkpoints as a tree in step order (``presenters.checkpoint_tree``), with a link
+    to the thread's page (``thread_url``) or back to its session's (``session_url``)."""
+    checkpoints = langgraph_selectors.thread_timeline(session_pk=session.pk, limit=LANGGRAPH_TIMELINE)
+    rows = presenters.checkpoint_tree(checkpoints)
+    return render_to_string(
+        "admin/sessions_app/langgraphthread/timeline.html",
+        {
+            "rows": [
+                (r, reverse("admin:sessions_app_langgraphcheckpoint_change", args=[r.checkpoint.pk])) for r in rows
+            ],
+            "all_url": reverse("admin:sessions_app_langgraphcheckpoint_changelist")
+            + f"?session__id__exact={session.pk}",
+            "more": len(checkpoints) == LANGGRAPH_TIMELINE,
+            "thread_url": thread_url,
+            "session_url": session_url,
+        },
+    )
+
+
+def session_section(session: Session) -> str:
+    """The checkpoints on a LangGraph session's page, linked to its thread's page."""
+    return timeline(session, thread_url=reverse("admin:sessions_app_langgraphthread_change", args=[session.pk]))
+
+
+SessionAdmin.framework_sections[FRAMEWORK] = FrameworkSection("LangGraph checkpoints", session_section)
+
+
 @admin.register(LangGraphThread)
-class LangGraphThreadAdmin(ReadOnlyAdmin):
-    list_display = ("session_id", "thread_id", "user_id", "tenant", "created_at")
-    list_select_related = ("tenant",)
+class LangGraphThreadAdmin(SessionLabelTitle, ReadOnlyAdmin):
+    list_display = ("thread_id", "session_link", "created_at")
+    list_display_links = ("thread_id",)
+    list_select_related = ("session__tenant",)
     list_filter = ("tenant",)
     ordering = ("-session_id",)
-    fields = ("tenant", "user_id", "thread_id", "session_link", "created_at", "timeline")
+    fields = ("session_link", "thread_id", "created_at", "timeline")
     readonly_fields = ("session_link", "timeline")
 
-    @admin.display(description="session")
-    def session_link(self, obj: LangGraphThread) -> SafeString:
-        url = reverse("admin:sessions_app_session_change", args=[obj.session_id])
-        return format_html('<a href="{}">Session #{}</a>', url, obj.session_id)
+    def object_title(self, obj: LangGraphThread) -> str:
+        return f"Thread {obj.thread_id}"
 
-    @admin.display(description="checkpoints, newest first")
+    @admin.display(description="session", ordering="session_id")
+    def session_link(self, obj: LangGraphThread) -> SafeString:
+        return session_label(obj.session)
+
+    @admin.display(description="checkpoints")
     def timeline(self, obj: LangGraphThread) -> str:
-        checkpoints = list(langgraph_selectors.thread_timeline(thread=obj)[:LANGGRAPH_TIMELINE])
-        return render_to_string(
-            "admin/sessions_app/langgraphthread/timeline.html",
-            {
-                "rows": [
-                    (c, reverse("admin:sessions_app_langgraphcheckpoint_change", args=[c.pk]), json_text(c.metadata))
-                    for c in checkpoints
-                ],
-                "all_url": reverse("admin:sessions_app_langgraphcheckpoint_changelist")
-                + f"?session__id__exact={obj.pk}",
-                "more": len(checkpoints) == LANGGRAPH_TIMELINE,
-            },
-        )
+        url = reverse("admin:sessions_app_session_change", args=[obj.session_id])
+        return timeline(obj.session, session_url=url)
 
 
 @admin.register(LangGraphCheckpoint)
@@ -91,6 +115,9 @@ class LangGraphCheckpointAdmin(SessionChildAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[LangGraphCheckpoint]:
         return super().get_queryset(request).defer("value", "channel_versions", "metadata")
+
+    def object_title(self, obj: LangGraphCheckpoint) -> str:
+        return f"Checkpoint at step {obj.step}" if obj.step is not None else "Checkpoint"
 
     metadata_json = json_display("metadata")
 

@@ -12,13 +12,15 @@ class LangGraphConfig(AppConfig):
 
     def ready(self) -> None:
         from sessions_app import backends
-        from sessions_app.langgraph import services, subject_data
+        from sessions_app.langgraph import selectors, services, subject_data
 
         subject_data.declare()
         backends.register(
             backends.FrameworkBackend(
                 framework=services.FRAMEWORK,
                 label="LangGraph",
+                unit="checkpoints",
+                counts=selectors.checkpoint_counts,
                 retention=(
                     backends.RetentionRule(
                         policy_field="keep_latest_checkpoints",

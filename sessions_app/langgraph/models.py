@@ -27,6 +27,7 @@ class LangGraphThread(SessionOwned):
 
     class Meta:
         app_label = "sessions_app"
+        verbose_name = "LangGraph thread"
         constraints = [
             # Serves: find a thread by tenant and thread id (every saver call starts here).
             models.UniqueConstraint(fields=["tenant", "thread_key"], name="lg_thread_unique_per_tenant"),
@@ -53,6 +54,7 @@ class LangGraphCheckpoint(SessionOwned):
 
     class Meta:
         app_label = "sessions_app"
+        verbose_name = "LangGraph checkpoint"
         constraints = [
             # Serves: get one checkpoint; the latest of a namespace; list a namespace newest first
             # (cursor = checkpoint id, which LangGraph makes monotonic).
@@ -91,6 +93,7 @@ class LangGraphWrite(SessionOwned):
 
     class Meta:
         app_label = "sessions_app"
+        verbose_name = "LangGraph write"
         constraints = [
             # Serves: a retried put_writes (idempotent on this key) and the writes of the
             # checkpoints of one page (session, checkpoint_id IN ...).

@@ -5,11 +5,12 @@ a page's writes by (session, checkpoint id)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import OuterRef, QuerySet, Subquery, Sum
+from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce, Length
 
@@ -17,6 +18,7 @@ from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
 from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from sessions_app.langgraph.services import MAX_ID_BYTES, MAX_NS_BYTES, clean_text, thread_key
+from sessions_app.models import Session
 
 
 def _thread_pk(*, tenant: Tenant, thread_id: str) -> Subquery:
@@ -168,10 +170,40 @@ def checkpoint_tuple_get(
     return CheckpointTuple(checkpoint=checkpoint, thread_id=thread_id, writes=sorted(writes, key=_writes_order))
 
 
-def thread_timeline(*, thread: LangGraphThread) -> QuerySet[LangGraphCheckpoint]:
-    """A thread's checkpoints for the admin's timeline, newest first, without their values."""
-    return (
-        LangGraphCheckpoint.objects.filter(session_id=thread.pk)
-        .order_by("-checkpoint_id")
-        .defer("value", "channel_versions")
+def checkpoint_counts(sessions: Sequence[Session]) -> dict[int, int]:
+    """How many checkpoints each thread holds, every namespace counted, in one query."""
+    return dict(
+        LangGraphCheckpoint.objects.filter(session__in=[s.pk for s in sessions])
+        .values("session_id")
+        .annotate(n=Count("pk"))
+        .values_list("session_id", "n")
+        .order_by()
     )
+
+
+TIMELINE_VALUES_BYTES = 8 * 1024 * 1024  # of stored state one timeline page reads, newest first
+
+
+def thread_timeline(*, session_pk: int, limit: int) -> list[LangGraphCheckpoint]:
+    """A thread's newest ``limit`` checkpoints for the admin's timeline, every namespace, with the
+    stored value's size (``value_bytes``). Their values (from which staff's view of the state is
+    rendered) are read newest first up to ``TIMELINE_VALUES_BYTES`` in all, so a long thread's page
+    stays small; ``state_read`` says whether a checkpoint's was."""
+    newest = list(
+        LangGraphCheckpoint.objects.filter(session_id=session_pk)
+        .order_by("-checkpoint_id")  # the (session, checkpoint_id) index, read backwards
+        .defer("value", "channel_versions")
+        .annotate(value_bytes=Length("value"))[:limit]
+    )
+    budget, wanted = TIMELINE_VALUES_BYTES, []
+    for checkpoint in newest:
+        if checkpoint.value_bytes > budget:  # type: ignore[attr-defined]  # annotated above
+            break
+        budget -= checkpoint.value_bytes  # type: ignore[attr-defined]
+        wanted.append(checkpoint.pk)
+    values = dict(LangGraphCheckpoint.objects.filter(pk__in=wanted).values_list("pk", "value"))
+    for checkpoint in newest:
+        checkpoint.state_read = checkpoint.pk in values  # type: ignore[attr-defined]
+        if checkpoint.state_read:  # type: ignore[attr-defined]
+            checkpoint.value = values[checkpoint.pk]
+    return newest

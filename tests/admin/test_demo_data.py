@@ -9,11 +9,13 @@ from django.core.management.base import CommandError
 from sessions_app.models import Session
 from userdata_app.models import ErasureRequest, UserDatum
 
+FRAMEWORKS_USER = "ada"  # whose sessions are the frameworks' (test_demo_data_has_each_framework)
+
 
 @pytest.mark.django_db
 def test_load_demo_data_fills_tenants_sessions_history_and_requests_once():
     call_command("load_demo_data", "--users", "1", stdout=None)
-    sessions = Session.objects.all()
+    sessions = Session.objects.exclude(user_id=FRAMEWORKS_USER)
     assert {s.tenant.slug for s in sessions} == {"demo-acme", "demo-globex", "demo-initech"}
     assert all(s.message_count >= 100 for s in sessions)
     assert UserDatum.objects.count() == 9 and ErasureRequest.objects.count() == 2
@@ -34,7 +36,7 @@ def test_demo_sessions_have_believable_timelines():
 
     call_command("load_demo_data", "--users", "2", stdout=None)
     loaded = timezone.now()
-    sessions = list(Session.objects.all())
+    sessions = list(Session.objects.exclude(user_id=FRAMEWORKS_USER))
     for session in sessions:
         times = list(Message.objects.filter(session=session).order_by("seq").values_list("created_at", flat=True))
         assert all(a < b for a, b in itertools.pairwise(times)), session  # one after another, never shared
@@ -56,3 +58,31 @@ def test_demo_sessions_have_believable_timelines():
     assert len({s.created_at.date() for s in sessions}) > 3  # spread over the month
     assert any(s.ended_at for s in sessions) and any(s.ended_at is None for s in sessions)
     assert any(s.ended_at is None and s.updated_at > loaded - timedelta(hours=2) for s in sessions)  # still going
+
+
+@pytest.mark.django_db
+def test_demo_data_has_each_framework():
+    """A session of each framework, as its example writes it: ADK events with a tool call, a
+    LangGraph thread with a fork, an OpenAI Agents SDK session with a tool call and a branch
+    (issue 29: staff must have each framework's state to read)."""
+    import json
+
+    from sessions_app.adk.models import AdkEvent
+    from sessions_app.langgraph.models import LangGraphCheckpoint
+    from sessions_app.models import Message
+
+    call_command("load_demo_data", "--users", "1", stdout=None)
+    ada = {s.session_id: s for s in Session.objects.filter(user_id=FRAMEWORKS_USER)}
+    assert ada["adk-weather"].framework == "adk" and ada["weather-graph"].framework == "langgraph"
+    events = [json.loads(e) for e in AdkEvent.objects.filter(session=ada["adk-weather"]).values_list("data", flat=True)]
+    assert any("function_call" in e["content"]["parts"][0] for e in events)
+
+    parents = list(
+        LangGraphCheckpoint.objects.filter(session=ada["weather-graph"]).values_list("parent_checkpoint_id", flat=True)
+    )
+    assert any(parents.count(p) == 2 for p in parents if p)  # a checkpoint with two children: a fork
+
+    branch = ada["weather-chat.rome-instead"]
+    assert branch.parent == ada["weather-chat"] and branch.metadata["openai_agents"]["branch"] == "rome-instead"
+    items = [json.loads(c) for c in Message.objects.filter(session=branch).values_list("content", flat=True)]
+    assert {"function_call", "function_call_output"} <= {i.get("type") for i in items}

@@ -1,4 +1,4 @@
-"""The admin's LangGraph pages: a thread's checkpoints as a timeline (step, source, parent,
+"""The admin's LangGraph pages: a thread's checkpoints as a timeline (step, source, state values,
 metadata) and one checkpoint's state and pending writes, read-only."""
 
 import base64
@@ -62,10 +62,11 @@ def test_thread_page_shows_the_checkpoints_as_a_timeline(admin_client, thread):
 
     assert "support/42" in page and "alice" in page
     rows = page.split("<tbody>")[1]
-    # Newest first, each with its step, source, parent and metadata.
-    assert rows.index("1ef-2") < rows.index("1ef-1") < rows.index("1ef-0")
-    assert "<td>loop</td>" in rows and "<td>input</td>" in rows and "(root)" in rows
-    assert "&quot;run_id&quot;: &quot;run-7&quot;" in rows
+    # In step order, each with its step, source, state values and metadata (labelled, its JSON a click away).
+    assert rows.index('title="1ef-0"') < rows.index('title="1ef-1"') < rows.index('title="1ef-2"')
+    assert "<td>loop</td>" in rows and "<td>input</td>" in rows
+    assert "said at step 1" in rows and "msgpack value, 5 bytes" in rows
+    assert "<b>run id:</b> run-7" in rows and "&quot;run_id&quot;: &quot;run-7&quot;" in rows
     assert (
         admin_client.post(reverse("admin:sessions_app_langgraphthread_change", args=[thread.pk]), {}).status_code == 403
     )

@@ -1,6 +1,6 @@
-"""The admin as the three staff roles see it, in headless Chromium at 1400 px (issue 15, pages
-1-6): a superuser, a Compliance officer without superuser rights, and staff without the Compliance
-group. Screenshots go to artifacts/ (git ignores it)."""
+"""The admin as the three staff roles see it, in headless Chromium at 1366 px (issue 15, pages
+1-6; issue 29, each framework's state): a superuser, a Compliance officer without superuser rights,
+and staff without the Compliance group. Screenshots go to artifacts/ (git ignores it)."""
 
 import re
 
@@ -16,10 +16,11 @@ from tests.userdata_app.erasure_factories import compliance_group, subject_data_
 from userdata_app.models import ErasureRequest
 
 pytestmark = [*needs_chromium, pytest.mark.django_db(transaction=True)]
-WIDTH = 1400
+WIDTH = 1366  # a common laptop's
 PASSWORD = "correct horse battery"
 VIEWER_PERMS = [
     *(f"sessions_app.view_{m}" for m in ("session", "message", "round", "checkpoint", "agenttransition")),
+    *(f"sessions_app.view_{m}" for m in ("adkevent", "langgraphthread", "langgraphcheckpoint")),
     "userdata_app.view_userdatum",
     "userdata_app.view_erasurerequest",
     "userdata_app.add_erasurerequest",
@@ -102,7 +103,7 @@ def test_staff_roles_read_the_admin(live_server, browser_page, demo, role):
     page.wait_for_selector("#result_list")  # load_demo_data has sessions still going
     assert "updated_at__gte" in page.url and "ended=no" in page.url
 
-    # 6. The session list fits 1400 px.
+    # 6. The session list fits 1366 px.
     page.goto(f"{live_server.url}/admin/sessions_app/session/")
     assert_fits(page)
     shot(page, f"admin-{role}-2-sessions")
@@ -165,3 +166,49 @@ def test_staff_roles_read_the_admin(live_server, browser_page, demo, role):
     page.click("text=View site")
     page.wait_for_selector("h1:has-text('agentstate')")
     assert page.locator("a[href='/admin/']").count() == 1 and page.locator("a[href='/api/docs/']").count() == 1
+
+
+@pytest.mark.parametrize("role", ["superuser", "officer", "viewer"])
+def test_staff_read_each_frameworks_state(live_server, browser_page, demo, role):
+    """Issue 29: from the session list, each framework's sessions and what they hold, a LangGraph
+    thread's checkpoints step by step with its fork, an SDK branch's items as text."""
+    page = browser_page
+    page.set_viewport_size({"width": WIDTH, "height": 900})
+    log_in(page, live_server, make_user(role).username)
+
+    page.goto(f"{live_server.url}/admin/sessions_app/session/")
+    page.click("#changelist-filter a:has-text('LangGraph')")
+    page.wait_for_url(re.compile(r"framework=langgraph"))
+    assert page.locator("td.field-framework_shown").all_inner_texts() == ["LangGraph"]
+    assert page.locator("td.field-contents").all_inner_texts() == ["7 checkpoints"]
+    assert_fits(page)
+    shot(page, f"frameworks-{role}-1-langgraph-list")
+
+    page.click("th.field-session_shown a")
+    page.wait_for_selector(".langgraph-timeline")
+    steps = [" ".join(t.split()) for t in page.locator(".langgraph-timeline td.step").all_inner_texts()]
+    assert steps == ["-1", "0", "fork from step 0 1", "2", "1", "2", "3"]
+    assert "No checkpoints" not in page.inner_text("#content")
+    shot(page, f"frameworks-{role}-2-langgraph-session")
+    page.click("text=The thread's page →")
+    page.wait_for_selector("text=← The thread's session")
+    assert "Thread weather-graph" in page.inner_text("h2.session-title")
+    shot(page, f"frameworks-{role}-3-langgraph-thread")
+
+    page.goto(f"{live_server.url}/admin/sessions_app/session/?framework=openai_agents")
+    assert_fits(page)
+    page.click("th.field-session_shown a:has-text('branch rome-instead')")
+    page.wait_for_selector(".openai-items")
+    kinds = page.locator(".openai-items tbody td:nth-child(2)").all_inner_texts()
+    assert kinds == ["user", "assistant", "user", "tool call", "tool result", "assistant"]
+    raw = page.locator(".openai-items details pre").first
+    assert not raw.is_visible()
+    page.locator(".openai-items details summary").first.click()
+    assert raw.is_visible() and '"content": "Hi, I am Ada."' in raw.inner_text()
+    shot(page, f"frameworks-{role}-4-openai-branch")
+
+    page.goto(f"{live_server.url}/admin/sessions_app/session/?framework=adk")
+    assert page.locator("td.field-contents").all_inner_texts() == ["4 events"]
+    page.click("th.field-session_shown a")
+    page.wait_for_selector("text=It is sunny in Paris, 21 C.")
+    shot(page, f"frameworks-{role}-5-adk-session")

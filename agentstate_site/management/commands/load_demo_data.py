@@ -1,6 +1,8 @@
 """Fill the database with a realistic demo data set so a new user has something to browse:
 several tenants and users, sessions with hundreds of messages spread over the last 30 days,
-rounds, checkpoints, transitions, working state, user data and two erasure requests.
+rounds, checkpoints, transitions, working state, user data and two erasure requests; and one user's
+state as each framework keeps it: a Google ADK session with a tool call, a LangGraph thread with a
+fork, an OpenAI Agents SDK session with a tool call and a branch (as their examples/ would write it).
 
 Everything is written through the services (so it obeys their rules), then each session's times
 are set to a believable timeline: a conversation of replies seconds apart and questions minutes
@@ -8,7 +10,10 @@ apart, with rounds, the checkpoint and the hand-off at their moment in it, ``upd
 activity and ``ended_at`` shortly after, all in the past; some live sessions were active minutes
 ago, so "active sessions today" has something to show. The services would stamp the load time."""
 
+import base64
+import json
 import random
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -19,6 +24,8 @@ from django.utils import timezone
 from agentstate.tenancy.models import Tenant
 from agentstate.tenancy.services import tenant_get_or_create
 from sessions_app import services
+from sessions_app.adk import services as adk_services
+from sessions_app.langgraph import services as langgraph_services
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 from userdata_app import erasure
 from userdata_app import services as userdata_services
@@ -86,10 +93,11 @@ class Command(BaseCommand):
             )
             verified = erasure.erasure_request_create(subjects=[(acme, "user-002")], requested_by="demo ticket 1002")
             erasure.erasure_request_verify(request=verified)
+            framework_sessions_create(tenant=acme, user_id="ada")
         self.stdout.write(
             self.style.SUCCESS(
                 f"Loaded {len(TENANTS)} tenants, {len(TENANTS) * users} users, {totals['sessions']} sessions, "
-                f"{totals['messages']} messages and 2 erasure requests."
+                f"{totals['messages']} messages, 2 erasure requests and one session of each framework (user ada)."
             )
         )
 
@@ -173,3 +181,121 @@ class Command(BaseCommand):
         Session.objects.filter(pk=session.pk).update(
             created_at=started, updated_at=min(ended_at or last, now), ended_at=min(ended_at, now) if ended_at else None
         )
+
+
+def framework_sessions_create(*, tenant: Tenant, user_id: str) -> None:
+    """One user's weather chat as each framework's example keeps it: ADK events with a tool call,
+    a LangGraph thread with a fork, an OpenAI Agents SDK session with a tool call and a branch."""
+    adk: dict[str, Any] = {
+        "tenant": tenant,
+        "app_name": "weather_app",
+        "user_id": user_id,
+        "session_id": "adk-weather",
+    }
+    adk_services.adk_session_create(**adk, state={"units": "metric"})
+    start = time.time() - 3600
+    parts: list[tuple[str, dict[str, Any]]] = [
+        ("user", {"text": "What is the weather in Paris?"}),
+        ("weather_agent", {"function_call": {"name": "get_weather", "args": {"city": "Paris"}}}),
+        (
+            "weather_agent",
+            {"function_response": {"name": "get_weather", "response": {"report": "sunny, 21 C"}}},
+        ),
+        ("weather_agent", {"text": "It is sunny in Paris, 21 C."}),
+    ]
+    for n, (author, part) in enumerate(parts):
+        adk_services.adk_event_append(
+            **adk,
+            event={
+                "id": f"evt-{n + 1}",
+                "invocation_id": "inv-1",
+                "author": author,
+                "timestamp": start + n * 5,
+                "content": {"role": "user" if author == "user" else "model", "parts": [part]},
+                "actions": {"state_delta": {"last_city": "Paris"} if "function_response" in part else {}},
+            },
+        )
+
+    def put(checkpoint_id: str, parent: str | None, step: int, source: str, values: dict[str, Any]) -> None:
+        typed = {"type": "json", "data": base64.b64encode(json.dumps(values).encode()).decode(), "rendered": values}
+        langgraph_services.checkpoint_put(
+            tenant=tenant,
+            thread_id="weather-graph",
+            user_id=user_id,
+            default_user_id=user_id,
+            checkpoint_ns="",
+            checkpoint_id=checkpoint_id,
+            parent_checkpoint_id=parent,
+            checkpoint=typed,
+            metadata={"source": source, "step": step, "run_id": "run-1" if checkpoint_id < "1f0-5" else "run-2"},
+            channel_versions={"messages": step + 2},
+        )
+
+    said = ["What is the weather in Paris?", "Calling get_weather(Paris)", "sunny, 21 C", "It is sunny, 21 C."]
+    put("1f0-0", None, -1, "input", {})
+    for step in range(4):
+        put(f"1f0-{step + 1}", f"1f0-{step}", step, "loop", {"messages": said[: step + 1], "city": "Paris"})
+    # A fork: the question edited at step 0 (LangGraph's update_state), then the graph ran on.
+    put("1f0-5", "1f0-1", 1, "update", {"messages": ["What is the weather in Oslo?"], "city": "Oslo"})
+    put("1f0-6", "1f0-5", 2, "loop", {"messages": ["What is the weather in Oslo?", "snow, -3 C"], "city": "Oslo"})
+
+    # The OpenAI Agents SDK's items (AgentStateSession stores each as its JSON text).
+    marker = {"openai_agents": {"session_id": "weather-chat", "branch": "main"}}
+    main = services.session_create(
+        tenant=tenant, user_id=user_id, session_id="weather-chat", workspace_id="weather-chat", metadata=marker
+    )
+    turns: list[dict[str, Any]] = [
+        {"role": "user", "content": "Hi, I am Ada."},
+        _said("Hello Ada! Ask me about the weather.", 1),
+        {"role": "user", "content": "What is the weather in Paris?"},
+        *_tool_call("Paris", "sunny, 21 C", 2),
+        _said("It is sunny in Paris, 21 C.", 3),
+    ]
+    services.message_append(session=main, messages=[_item(i) for i in turns])
+    branch = services.session_fork(
+        session=main,
+        new_session_id="weather-chat.rome-instead",
+        up_to_seq=2,
+        metadata={"openai_agents": {"session_id": "weather-chat", "branch": "rome-instead"}},
+    )
+    rome = [{"role": "user", "content": "What is the weather in Rome?"}, *_tool_call("Rome", "clear, 18 C", 6)]
+    services.message_append(session=branch, messages=[_item(i) for i in [*rome, _said("Clear skies, 18 C.", 7)]])
+    # An hour ago, not at the load time (the ADK events carry their own times).
+    ada = Session.objects.filter(tenant=tenant, user_id=user_id)
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    Message.objects.filter(session__in=ada).update(created_at=an_hour_ago)
+    ada.update(created_at=an_hour_ago, updated_at=an_hour_ago + timedelta(minutes=5))
+
+
+def _said(text: str, n: int) -> dict[str, Any]:
+    return {
+        "id": f"msg-{n}",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def _tool_call(city: str, report: str, n: int) -> list[dict[str, Any]]:
+    arguments = json.dumps({"city": city})
+    return [
+        {
+            "id": f"fc-{n}",
+            "call_id": f"call-{n}",
+            "type": "function_call",
+            "name": "get_weather",
+            "arguments": arguments,
+        },
+        {"call_id": f"call-{n}", "type": "function_call_output", "output": report},
+    ]
+
+
+def _item(item: dict[str, Any]) -> dict[str, Any]:
+    """A message as AgentStateSession writes an item: its JSON text, role, type and name."""
+    return {
+        "role": item.get("role", ""),
+        "type": item.get("type", "message"),
+        "name": item.get("name", ""),
+        "content": json.dumps(item),
+    }
