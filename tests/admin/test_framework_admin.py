@@ -133,7 +133,7 @@ def test_a_fork_of_a_fork_is_nested_one_level_deeper(client, viewer, tenant):
             checkpoint_ns="",
             checkpoint_id=checkpoint_id,
             parent_checkpoint_id=parent,
-            checkpoint={"type": "json", "data": "e30=", "rendered": {}},
+            checkpoint={"type": "json", "data": "e30="},
             metadata={"source": "loop", "step": step},
             channel_versions={},
         )

@@ -217,7 +217,9 @@ def framework_sessions_create(*, tenant: Tenant, user_id: str) -> None:
         )
 
     def put(checkpoint_id: str, parent: str | None, step: int, source: str, values: dict[str, Any]) -> None:
-        typed = {"type": "json", "data": base64.b64encode(json.dumps(values).encode()).decode(), "rendered": values}
+        # A checkpoint as LangGraph's serializer writes it: staff's view is its channel values.
+        checkpoint = {"v": 4, "id": checkpoint_id, "channel_values": values}
+        typed = {"type": "json", "data": base64.b64encode(json.dumps(checkpoint).encode()).decode()}
         langgraph_services.checkpoint_put(
             tenant=tenant,
             thread_id="weather-graph",
