@@ -35,8 +35,8 @@ def _activity() -> dict:
     return {**activity_summary(days=CHART_DAYS), "as_of": timezone.now()}
 
 
-@register.inclusion_tag("admin/agentstate_dashboard.html")
-def agentstate_dashboard() -> dict[str, Any]:
+@register.inclusion_tag("admin/agentstate_dashboard.html", takes_context=True)
+def agentstate_dashboard(context: template.Context) -> dict[str, Any]:
     activity = cast(dict[str, Any], cache.get_or_set(ACTIVITY_CACHE_KEY, _activity, ACTIVITY_CACHE_SECONDS))
     per_day = activity["messages_per_day"]
     peak = max((n for _, n in per_day), default=0) or 1
@@ -58,6 +58,7 @@ def agentstate_dashboard() -> dict[str, Any]:
         )
     today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     return {
+        "perms": context.get("perms"),  # the compliance cards are shown to those who may open them
         # The same parameters as the session list's own "Today" link of its "updated at" filter.
         "active_today_query": urlencode(
             {"ended": "no", "updated_at__gte": str(today), "updated_at__lt": str(today + timedelta(days=1))}
