@@ -4,20 +4,21 @@ from the internet, no JavaScript).
 The activity figures scan the sessions and the last 30 days of messages (no index on a message's
 time: the hot write path would pay for it), so they are cached for ``ACTIVITY_CACHE_SECONDS`` in
 the project's cache: one render per interval pays for them, however many staff open the page.
-Erasure request counts are cheap (indexed) and always current.
+Erasure and access request counts are cheap (indexed) and always current.
 """
 
 from datetime import timedelta
 from typing import Any, cast
 
 from django import template
+from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 from django.utils.http import urlencode
 
 from agentstate.db_router import replica_reads
 from sessions_app.selectors import activity_summary, retention_runs_recent
-from userdata_app.selectors import erasure_request_summary
+from userdata_app.selectors import access_request_summary, erasure_request_summary
 
 register = template.Library()
 
@@ -65,6 +66,8 @@ def agentstate_dashboard(context: template.Context) -> dict[str, Any]:
         ),
         "activity": activity,
         "erasures": erasure_request_summary(),
+        "access_requests": access_request_summary(),
+        "development_key": settings.ERASURE_HMAC_KEY_ID == settings.ERASURE_DEVELOPMENT_KEY_ID,
         "bars": bars,
         "peak": peak if any(n for _, n in per_day) else 0,
         "chart_width": len(per_day) * (BAR_WIDTH + BAR_GAP),

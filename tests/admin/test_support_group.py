@@ -29,6 +29,7 @@ PEOPLES_DATA_AND_COMPLIANCE = [
     "userdata_app_adkuserstate",
     "userdata_app_memoryitem",
     "userdata_app_erasurerequest",
+    "userdata_app_accessrequest",
     "userdata_app_erasedsubject",
     "sessions_app_retentionpolicy",
 ]
@@ -66,5 +67,6 @@ def test_support_opens_a_session_and_its_messages_but_changes_nothing(support_cl
     assert page.status_code == 200
     assert "have permission to view or edit anything" not in index
     assert "Sessions" in index and "User data" not in index
-    assert "open erasure requests" not in index  # the dashboard's compliance cards are not theirs
+    # The dashboard's compliance cards are not theirs.
+    assert "open erasure requests" not in index and "open access requests" not in index
     assert support_client.post(reverse("admin:sessions_app_session_delete", args=[session.pk])).status_code == 403
