@@ -231,18 +231,18 @@ class AccessRequest(models.Model):
     received_at = models.DateTimeField(default=timezone.now)
     due_on = models.DateField(editable=False, help_text="One calendar month after receipt (GDPR Art. 12(3)).")
     identity_check = models.TextField(
-        blank=True, editable=False, help_text="How the requester's identity was verified."
+        "identity verified how", blank=True, editable=False, help_text="How the requester's identity was checked."
     )
     verified_at = models.DateTimeField(null=True, blank=True, editable=False)
     verified_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
     )
-    verified_by_name = models.CharField(max_length=150, blank=True, editable=False)
+    verified_by_name = models.CharField("verified by", max_length=150, blank=True, editable=False)
     fulfilled_at = models.DateTimeField(null=True, blank=True, editable=False)
     fulfilled_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
     )
-    fulfilled_by_name = models.CharField(max_length=150, blank=True, editable=False)
+    fulfilled_by_name = models.CharField("fulfilled by", max_length=150, blank=True, editable=False)
     rejection_reason = models.TextField(blank=True, editable=False)
 
     class Meta:

@@ -76,13 +76,22 @@ class Migration(migrations.Migration):
                 (
                     "identity_check",
                     models.TextField(
-                        blank=True, editable=False, help_text="How the requester's identity was verified."
+                        blank=True,
+                        editable=False,
+                        help_text="How the requester's identity was checked.",
+                        verbose_name="identity verified how",
                     ),
                 ),
                 ("verified_at", models.DateTimeField(blank=True, editable=False, null=True)),
-                ("verified_by_name", models.CharField(blank=True, editable=False, max_length=150)),
+                (
+                    "verified_by_name",
+                    models.CharField(blank=True, editable=False, max_length=150, verbose_name="verified by"),
+                ),
                 ("fulfilled_at", models.DateTimeField(blank=True, editable=False, null=True)),
-                ("fulfilled_by_name", models.CharField(blank=True, editable=False, max_length=150)),
+                (
+                    "fulfilled_by_name",
+                    models.CharField(blank=True, editable=False, max_length=150, verbose_name="fulfilled by"),
+                ),
                 ("rejection_reason", models.TextField(blank=True, editable=False)),
                 (
                     "fulfilled_by",
