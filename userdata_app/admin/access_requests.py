@@ -32,7 +32,7 @@ from userdata_app.admin.erasure_requests import (
     nothing_found_warning,
     status_badge,
 )
-from userdata_app.admin.export_document import document_html
+from userdata_app.admin.export_document import document_html, readable_time
 from userdata_app.models import AccessRequest, AccessSubject, ErasureRequest
 
 if TYPE_CHECKING:
@@ -301,5 +301,5 @@ class AccessRequestAdmin(admin.ModelAdmin):
         return TemplateResponse(
             request,
             "admin/userdata_app/accessrequest/export.html",
-            {"object": obj, "generated_at": document["generated_at"], "body": document_html(document)},
+            {"object": obj, "generated_at": readable_time(document["generated_at"]), "body": document_html(document)},
         )

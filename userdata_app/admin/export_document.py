@@ -13,17 +13,21 @@ from django.utils.safestring import SafeString, mark_safe
 
 NONE = mark_safe('<span class="empty">none</span>')
 MISSING = mark_safe('<span class="empty">—</span>')
-ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?([+-]\d{2}:\d{2}|Z)?$")
+ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d+)?([+-]\d{2}:\d{2}|Z)?)?$")
+# Words a field name holds that people write otherwise ("adk_user_state": "ADK user state").
+WORDS = {"adk": "ADK", "langgraph": "LangGraph", "id": "id", "ns": "namespace", "seq": "number"}
 
 
 def readable_time(value: str) -> SafeString | None:
-    """An ISO 8601 time as people read it (in UTC), or None when ``value`` is not one."""
+    """An ISO 8601 date or time as people read it (times in UTC), or None when ``value`` is not one."""
     if not ISO_TIME.match(value):
         return None
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
         return None
+    if "T" not in value:
+        return format_html('<time datetime="{}">{} {}</time>', value, moment.day, f"{moment:%b %Y}")
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC)
     shown = f"{moment.day} {moment:%b %Y, %H:%M:%S}" + (" UTC" if moment.tzinfo else "")
@@ -31,7 +35,8 @@ def readable_time(value: str) -> SafeString | None:
 
 
 def field_label(key: str) -> str:
-    return key.replace("_", " ").capitalize()
+    words = [WORDS.get(word, word) for word in key.split("_")]
+    return " ".join(words)[:1].upper() + " ".join(words)[1:]
 
 
 def document_html(value: Any) -> SafeString:
@@ -53,7 +58,7 @@ def document_html(value: Any) -> SafeString:
         return format_html(
             '<ol class="items">{}</ol>', format_html_join("", "<li>{}</li>", ((document_html(m),) for m in value))
         )
-    if value is None:
+    if value is None or value == "":
         return MISSING
     if isinstance(value, bool):
         return format_html("{}", "yes" if value else "no")
