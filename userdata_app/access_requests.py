@@ -65,8 +65,9 @@ def access_request_create(
 
 def _transition(request: AccessRequest, *, step: str, actor, **fields) -> AccessRequest:
     """Take ``step`` if the stored status allows it (the row locked and re-read), writing only
-    the status and ``fields``."""
+    the status, who changed it and when, and ``fields``."""
     allowed_from, to_status = STEPS[step]
+    fields = {**fields, "status_changed_at": timezone.now(), "status_changed_by_name": actor_name(actor)}
     with transaction.atomic():
         locked = AccessRequest.objects.select_for_update().get(pk=request.pk)
         if locked.status not in allowed_from:

@@ -244,6 +244,8 @@ class AccessRequest(models.Model):
     )
     fulfilled_by_name = models.CharField("fulfilled by", max_length=150, blank=True, editable=False)
     rejection_reason = models.TextField(blank=True, editable=False)
+    status_changed_at = models.DateTimeField(default=timezone.now, editable=False)
+    status_changed_by_name = models.CharField("status changed by", max_length=150, blank=True, editable=False)
 
     class Meta:
         permissions = [

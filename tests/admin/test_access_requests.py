@@ -89,6 +89,14 @@ def test_the_steps_follow_the_workflow_and_record_who_and_when(tenant, officer):
     with pytest.raises(Conflict):
         access_requests.access_request_reject(request=request, reason="late", actor=officer)
 
+    refused = access_requests.access_request_create(subjects=[(tenant, "ada")])
+    access_requests.access_request_reject(request=refused, reason="identity not established", actor=officer)
+    assert (refused.status, refused.rejection_reason, refused.status_changed_by_name) == (
+        Status.REJECTED,
+        "identity not established",
+        "officer",
+    )
+
 
 def test_an_officer_answers_a_request_from_receipt_to_fulfilment_without_an_erasure_request(client, officer, tenant):
     login(client, officer)

@@ -148,7 +148,7 @@ class AccessRequestAdmin(admin.ModelAdmin):
         request_fields = ("requester", "reference", "received_at", "notes")
         if obj is None:
             return ((None, {"fields": request_fields}),)
-        status = ["status_badge", "due"]
+        status = ["status_badge", "due", "status_changed_at", "status_changed_by_name"]
         if obj.verified_at:
             status += ["identity_check", "verified_at", "verified_by_name"]
         if obj.fulfilled_at:
@@ -173,6 +173,8 @@ class AccessRequestAdmin(admin.ModelAdmin):
             "fulfilled_at",
             "fulfilled_by_name",
             "rejection_reason",
+            "status_changed_at",
+            "status_changed_by_name",
             "held_display",
         )
         if obj is None:

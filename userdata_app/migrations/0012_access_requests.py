@@ -93,6 +93,11 @@ class Migration(migrations.Migration):
                     models.CharField(blank=True, editable=False, max_length=150, verbose_name="fulfilled by"),
                 ),
                 ("rejection_reason", models.TextField(blank=True, editable=False)),
+                ("status_changed_at", models.DateTimeField(default=django.utils.timezone.now, editable=False)),
+                (
+                    "status_changed_by_name",
+                    models.CharField(blank=True, editable=False, max_length=150, verbose_name="status changed by"),
+                ),
                 (
                     "fulfilled_by",
                     models.ForeignKey(
