@@ -30,7 +30,8 @@ def declare() -> None:
 
 def event_exported(event: AdkEvent) -> dict:
     stored = json.loads(event.data)
-    return {
-        "seq": event.seq,
-        "event": {**stored, "timestamp": iso(datetime.fromtimestamp(event.timestamp, tz=UTC))},
-    }
+    try:
+        stored["timestamp"] = iso(datetime.fromtimestamp(event.timestamp, tz=UTC))
+    except (OverflowError, OSError, ValueError):
+        pass  # stored before the API refused times no date can hold: exported as stored
+    return {"seq": event.seq, "event": stored}
