@@ -2,12 +2,11 @@
 framework's state, and open nothing that holds people's data or decides on their requests."""
 
 import pytest
-from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from sessions_app.models import Session
 from tests.admin.staff import login, staff
-from tests.userdata_app.erasure_factories import subject_data_create
+from tests.userdata_app.erasure_factories import subject_data_create, support_group
 from userdata_app.migrations._grants import SUPPORT_GROUP
 
 pytestmark = pytest.mark.django_db
@@ -40,8 +39,8 @@ def support_client(client):
     return login(client, staff("helpdesk", groups=[SUPPORT_GROUP]))
 
 
-def test_the_migration_creates_the_support_group_with_view_permissions_only():
-    codenames = set(Group.objects.get(name=SUPPORT_GROUP).permissions.values_list("codename", flat=True))
+def test_the_support_group_has_view_permissions_only():
+    codenames = set(support_group().permissions.values_list("codename", flat=True))
 
     assert codenames and all(c.startswith("view_") for c in codenames)
     assert "view_session" in codenames and "view_userdatum" not in codenames

@@ -81,6 +81,22 @@ def compliance_group():
     return group
 
 
+def support_group():
+    """The "Support" group as its data migration makes it (recreated: transactional tests flush
+    the database, migration rows included)."""
+    import importlib
+
+    from django.contrib.auth.models import Group, Permission
+
+    from userdata_app.migrations._grants import SUPPORT_GROUP
+
+    group, _ = Group.objects.get_or_create(name=SUPPORT_GROUP)
+    migration = importlib.import_module("userdata_app.migrations.0011_support_group")
+    for app_label, codenames in migration.PERMISSIONS.items():
+        group.permissions.add(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
+    return group
+
+
 def subject_data_restored(*, tenant, user_id: str, before, **sizes) -> None:
     """The subject's data as a backup restore brings it back: rows created (and last written)
     before ``before``, the erasure they predate. Re-applying an erasure erases exactly those."""
