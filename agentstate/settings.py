@@ -328,8 +328,10 @@ for _item in env_list("AGENTSTATE_ERASURE_HMAC_KEYS", ""):
             "each secret at least 16 characters."
         )
     ERASURE_HMAC_KEYS[_key_id.strip()] = _secret.strip()
+# Receipts signed with it say so on the page, and so does the dashboard while it is in use.
+ERASURE_DEVELOPMENT_KEY_ID = "dev"
 if not ERASURE_HMAC_KEYS and DEBUG:
-    ERASURE_HMAC_KEYS = {"dev": "development-only-erasure-key-never-use-in-production"}
+    ERASURE_HMAC_KEYS = {ERASURE_DEVELOPMENT_KEY_ID: "development-only-erasure-key-never-use-in-production"}
 ERASURE_HMAC_KEY_ID = os.environ.get("AGENTSTATE_ERASURE_HMAC_KEY_ID", "").strip() or next(
     reversed(ERASURE_HMAC_KEYS), ""
 )
@@ -339,6 +341,8 @@ if ERASURE_HMAC_KEYS and ERASURE_HMAC_KEY_ID not in ERASURE_HMAC_KEYS:
     )
 # After an erasure, writes that would recreate the subject's data are refused for this long.
 ERASURE_GRACE_HOURS = float(os.environ.get("AGENTSTATE_ERASURE_GRACE_HOURS", "24"))
+# A subject-access request is due this many calendar months after receipt (GDPR Art. 12(3): one).
+ACCESS_REQUEST_DUE_MONTHS = int(os.environ.get("AGENTSTATE_ACCESS_REQUEST_DUE_MONTHS", "1"))
 # Which rule refuses writes that would recreate an erased subject's data (agentstate.subjects):
 # the erasure workflow's registry. Wiring, not configuration: the project level joins the layers.
 SUBJECT_WRITE_GUARD = "userdata_app.erasure.registry.erased_subject_write_guard"

@@ -113,15 +113,22 @@ class ErasureRequest(models.Model):
         return self.status in self.OPEN_STATUSES and self.due_on < timezone.localdate()
 
 
-class ErasureSubject(models.Model):
-    """One ``(tenant, user_id)`` the request covers: a bare user id means nothing across tenants.
+class RequestSubject(models.Model):
+    """One ``(tenant, user_id)`` a person's request covers: a bare user id means nothing across
+    tenants. Erasure and access requests list their subjects the same way."""
 
-    After execution ``user_id`` is blanked and only ``subject_hash`` (keyed HMAC) remains.
-    """
-
-    request = models.ForeignKey(ErasureRequest, on_delete=models.CASCADE, related_name="subjects")
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
     user_id = models.CharField(max_length=128, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class ErasureSubject(RequestSubject):
+    """A subject of an erasure request. After execution ``user_id`` is blanked and only
+    ``subject_hash`` (keyed HMAC) remains."""
+
+    request = models.ForeignKey(ErasureRequest, on_delete=models.CASCADE, related_name="subjects")
     subject_hash = models.CharField(max_length=64, blank=True, editable=False)
     hash_key_id = models.CharField(max_length=64, blank=True, editable=False)
 
@@ -195,3 +202,77 @@ class ErasedSubject(models.Model):
 
     def __str__(self) -> str:
         return f"Erased subject #{self.pk}"
+
+
+class AccessRequest(models.Model):
+    """A data subject's request for a copy of what the service holds about them (GDPR Art. 15),
+    answered with the subject export (JSON and a printable document). Its own workflow, apart from
+    erasure: received -> verified (identity checked: how, by whom, when) -> fulfilled, or rejected;
+    due ``ACCESS_REQUEST_DUE_MONTHS`` (one) calendar month after receipt (Art. 12(3)). Like an
+    erasure request, ``__str__`` and the free-text fields must not identify the subject."""
+
+    class Status(models.TextChoices):
+        RECEIVED = "received", "Received"
+        VERIFIED = "verified", "Identity verified"
+        FULFILLED = "fulfilled", "Fulfilled"
+        REJECTED = "rejected", "Rejected"
+
+    # Not yet answered: counted as open on the dashboard, overdue once past ``due_on``.
+    OPEN_STATUSES = (Status.RECEIVED, Status.VERIFIED)
+
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED, editable=False)
+    requester = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Who asked: the person themselves, or who acts for them (e.g. “their lawyer”). No names or e-mails.",
+    )
+    reference = models.CharField(max_length=200, blank=True, help_text="Your ticket or case number.")
+    notes = models.TextField(blank=True, help_text="Notes on the request. Do not enter personal data.")
+    received_at = models.DateTimeField(default=timezone.now)
+    due_on = models.DateField(editable=False, help_text="One calendar month after receipt (GDPR Art. 12(3)).")
+    identity_check = models.TextField(
+        "identity verified how", blank=True, editable=False, help_text="How the requester's identity was checked."
+    )
+    verified_at = models.DateTimeField(null=True, blank=True, editable=False)
+    verified_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    verified_by_name = models.CharField("verified by", max_length=150, blank=True, editable=False)
+    fulfilled_at = models.DateTimeField(null=True, blank=True, editable=False)
+    fulfilled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    fulfilled_by_name = models.CharField("fulfilled by", max_length=150, blank=True, editable=False)
+    rejection_reason = models.TextField(blank=True, editable=False)
+    status_changed_at = models.DateTimeField(default=timezone.now, editable=False)
+    status_changed_by_name = models.CharField("status changed by", max_length=150, blank=True, editable=False)
+
+    class Meta:
+        permissions = [
+            ("review_access_request", "Can verify, fulfil and reject subject-access requests"),
+        ]
+        indexes = [
+            # Serves: open requests by due date (dashboard, overdue list).
+            models.Index(fields=["status", "due_on"], name="access_status_due"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Access request #{self.pk}"
+
+    @property
+    def is_overdue(self) -> bool:
+        return self.status in self.OPEN_STATUSES and self.due_on < timezone.localdate()
+
+
+class AccessSubject(RequestSubject):
+    """A subject of an access request: whose data its export holds."""
+
+    request = models.ForeignKey(AccessRequest, on_delete=models.CASCADE, related_name="subjects")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["request", "tenant", "user_id"], name="access_subject_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Subject #{self.pk} of access request #{self.request_id}"

@@ -11,7 +11,7 @@ from agentstate import streaming
 from agentstate.exceptions import NotFound
 from agentstate.subject_data import subject_export_parts
 from agentstate.tenancy.models import Tenant
-from userdata_app.models import ErasureRequest, UserDatum
+from userdata_app.models import AccessRequest, ErasureRequest, UserDatum
 
 
 def user_datum_get(*, tenant: Tenant, user_id: str, key: str) -> UserDatum:
@@ -61,10 +61,18 @@ def subject_export_lazy(*, subjects: list[tuple[Tenant, str]]) -> dict:
     }
 
 
-def erasure_request_summary() -> dict[str, int]:
-    """Open and overdue erasure requests, for the admin dashboard (served by (status, due_on))."""
-    open_requests = ErasureRequest.objects.filter(status__in=ErasureRequest.OPEN_STATUSES)
+def open_and_overdue(model: type[ErasureRequest] | type[AccessRequest]) -> dict[str, int]:
+    """Open and overdue requests of one kind, for the admin dashboard (served by (status, due_on))."""
+    open_requests = model.objects.filter(status__in=model.OPEN_STATUSES)
     return {
         "open": open_requests.count(),
         "overdue": open_requests.filter(due_on__lt=timezone.localdate()).count(),
     }
+
+
+def erasure_request_summary() -> dict[str, int]:
+    return open_and_overdue(ErasureRequest)
+
+
+def access_request_summary() -> dict[str, int]:
+    return open_and_overdue(AccessRequest)

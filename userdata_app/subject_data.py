@@ -24,3 +24,7 @@ def declare() -> None:
         "userdata_app.ErasureSubject",
         "the erasure request's own record of whom it is about: executing it replaces the id by a keyed hash",
     )
+    register_not_personal(
+        "userdata_app.AccessSubject",
+        "the access request's own record of whom its export was about, kept as evidence that the request was answered",
+    )

@@ -4,20 +4,21 @@ from the internet, no JavaScript).
 The activity figures scan the sessions and the last 30 days of messages (no index on a message's
 time: the hot write path would pay for it), so they are cached for ``ACTIVITY_CACHE_SECONDS`` in
 the project's cache: one render per interval pays for them, however many staff open the page.
-Erasure request counts are cheap (indexed) and always current.
+Erasure and access request counts are cheap (indexed) and always current.
 """
 
 from datetime import timedelta
 from typing import Any, cast
 
 from django import template
+from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 from django.utils.http import urlencode
 
 from agentstate.db_router import replica_reads
 from sessions_app.selectors import activity_summary, retention_runs_recent
-from userdata_app.selectors import erasure_request_summary
+from userdata_app.selectors import access_request_summary, erasure_request_summary
 
 register = template.Library()
 
@@ -35,8 +36,8 @@ def _activity() -> dict:
     return {**activity_summary(days=CHART_DAYS), "as_of": timezone.now()}
 
 
-@register.inclusion_tag("admin/agentstate_dashboard.html")
-def agentstate_dashboard() -> dict[str, Any]:
+@register.inclusion_tag("admin/agentstate_dashboard.html", takes_context=True)
+def agentstate_dashboard(context: template.Context) -> dict[str, Any]:
     activity = cast(dict[str, Any], cache.get_or_set(ACTIVITY_CACHE_KEY, _activity, ACTIVITY_CACHE_SECONDS))
     per_day = activity["messages_per_day"]
     peak = max((n for _, n in per_day), default=0) or 1
@@ -58,12 +59,15 @@ def agentstate_dashboard() -> dict[str, Any]:
         )
     today = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     return {
+        "perms": context.get("perms"),  # the compliance cards are shown to those who may open them
         # The same parameters as the session list's own "Today" link of its "updated at" filter.
         "active_today_query": urlencode(
             {"ended": "no", "updated_at__gte": str(today), "updated_at__lt": str(today + timedelta(days=1))}
         ),
         "activity": activity,
         "erasures": erasure_request_summary(),
+        "access_requests": access_request_summary(),
+        "development_key": settings.ERASURE_HMAC_KEY_ID == settings.ERASURE_DEVELOPMENT_KEY_ID,
         "bars": bars,
         "peak": peak if any(n for _, n in per_day) else 0,
         "chart_width": len(per_day) * (BAR_WIDTH + BAR_GAP),

@@ -5,9 +5,11 @@ person.)"""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 from agentstate.subject_data import register
 from sessions_app.adk.models import AdkEvent
+from sessions_app.selectors import iso
 from sessions_app.services.retention import AgesWithMessages
 from sessions_app.subject_data import SessionPart, process_state
 
@@ -17,11 +19,19 @@ def declare() -> None:
         process_state(
             AdkEvent,
             "adk_events",
-            # The event as stored: its user: delta is user data, exported with it (adk_user_state).
-            SessionPart(
-                "adk_events", lambda e: {"seq": e.seq, "event": json.loads(e.data)}, order=("seq",), large=("data",)
-            ),
+            # The event as stored, its time as a date a person reads (ADK keeps seconds since 1970):
+            # its user: delta is user data, exported with it (adk_user_state).
+            SessionPart("adk_events", event_exported, order=("seq",), large=("data",)),
             label="ADK events",
             retention=AgesWithMessages(),
         ),
     )
+
+
+def event_exported(event: AdkEvent) -> dict:
+    stored = json.loads(event.data)
+    try:
+        stored["timestamp"] = iso(datetime.fromtimestamp(event.timestamp, tz=UTC))
+    except (OverflowError, OSError, ValueError):
+        pass  # stored before the API refused times no date can hold: exported as stored
+    return {"seq": event.seq, "event": stored}

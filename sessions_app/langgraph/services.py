@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, Field, OuterRef, Subquery
+from django.db.models import Exists, Field, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput
@@ -477,25 +477,32 @@ def _threads_find(*, tenant: Tenant, thread_ids: Any) -> list[int]:
 def checkpoints_keep_latest(session_pks: list[int], keep: int, dry_run: bool) -> int:
     """Retention's ``keep_latest_checkpoints`` over these sessions (locked by the sweep): the
     ``keep`` newest checkpoints of each namespace stay with their writes, orphaned writes go, so
-    every thread's latest state can still be rebuilt. Returns checkpoints deleted (dry: counted)."""
+    every thread's latest state can still be rebuilt. Returns the checkpoints and writes removed
+    (dry: counted, the same rows)."""
     doomed = rows_past_latest(
         LangGraphCheckpoint, session_pks, partition=["session_id", "checkpoint_ns"], order="checkpoint_id", keep=keep
     )
-    if dry_run or not doomed:
-        return len(doomed)
-    deleted = LangGraphCheckpoint.objects.filter(pk__in=doomed).delete()[0]
-    orphan_writes_delete(session_pks)
-    return deleted
+    if not doomed:
+        return 0
+    writes = orphan_writes(session_pks, checkpoints=LangGraphCheckpoint.objects.exclude(pk__in=doomed))
+    if dry_run:
+        return len(doomed) + writes.count()
+    return LangGraphCheckpoint.objects.filter(pk__in=doomed).delete()[0] + writes.delete()[0]
 
 
-def orphan_writes_delete(session_pks) -> int:
-    """Writes whose checkpoint is gone."""
-    has_checkpoint = LangGraphCheckpoint.objects.filter(
+def orphan_writes(session_pks, *, checkpoints: QuerySet | None = None) -> QuerySet:
+    """These sessions' writes with no checkpoint among ``checkpoints`` (default: every stored one)."""
+    has_checkpoint = (LangGraphCheckpoint.objects.all() if checkpoints is None else checkpoints).filter(
         session_id=OuterRef("session_id"),
         checkpoint_ns=OuterRef("checkpoint_ns"),
         checkpoint_id=OuterRef("checkpoint_id"),
     )
-    return LangGraphWrite.objects.filter(session_id__in=session_pks).exclude(Exists(has_checkpoint)).delete()[0]
+    return LangGraphWrite.objects.filter(session_id__in=session_pks).exclude(Exists(has_checkpoint))
+
+
+def orphan_writes_delete(session_pks) -> int:
+    """Writes whose checkpoint is gone."""
+    return orphan_writes(session_pks).delete()[0]
 
 
 @transaction.atomic

@@ -23,7 +23,8 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, Value, When, Window
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Value, When, Window
+from django.db.models.deletion import Collector
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
@@ -89,6 +90,19 @@ def retention_policy_save(*, tenant: Tenant, **values: Any) -> RetentionPolicy:
         tenant=tenant, defaults={**cleaned, "updated_at": timezone.now()}
     )
     return policy
+
+
+def rows_removed(rows: QuerySet, *, dry_run: bool) -> int:
+    """Delete ``rows`` and return how many rows went, cascades included (a session's messages,
+    rounds, checkpoints...); a dry run counts the same rows the way Django's delete would collect
+    them, so both runs report the same number on the same data."""
+    if not dry_run:
+        return rows.delete()[0]
+    collector = Collector(using=rows.db, origin=rows)
+    collector.collect(rows)
+    return sum(len(instances) for instances in collector.data.values()) + sum(
+        fast.count() for fast in collector.fast_deletes
+    )
 
 
 def rows_past_latest(model, session_pks: list[int], *, partition: list[str], order: str, keep: int) -> list[int]:
@@ -162,11 +176,10 @@ class _Sweep:
             self.on_batch(RetentionBatch(self.tenant.slug, category, removed, len(pks), total))
 
     def _delete_ended(self, pks: list[int], matching) -> int:
-        if self.dry_run:
-            return len(pks)
-        working_state_clear_on_commit(pks)
-        deleted = matching.delete()[1]
-        return deleted.get(Session._meta.label, 0)
+        """Rows removed with the sessions: each session and everything that goes with it."""
+        if not self.dry_run:
+            working_state_clear_on_commit(pks)
+        return rows_removed(matching, dry_run=self.dry_run)
 
     def _end_idle(self, pks: list[int], matching) -> int:
         """End idle sessions as retention's own end: the next write reopens the session (a graph or
@@ -181,9 +194,7 @@ class _Sweep:
         keep = self.policy.keep_latest_rounds
         assert keep is not None  # noqa: S101 (run() sweeps rounds only under this rule)
         doomed = rows_past_latest(Round, pks, partition=["session_id"], order="round_id", keep=keep)
-        if self.dry_run or not doomed:
-            return len(doomed)
-        return Round.objects.filter(pk__in=doomed).delete()[0]
+        return rows_removed(Round.objects.filter(pk__in=doomed), dry_run=self.dry_run) if doomed else 0
 
     def _apply_rule(self, rule: RetentionRule, value: int, pks: list[int], matching) -> int:
         """A backend's own rule (``sessions_app.backends``) over a locked batch."""
@@ -214,9 +225,7 @@ class _Sweep:
                     edited |= set(per_session)
                 if not per_session:
                     continue
-                removed += sum(per_session.values()) if self.dry_run else old.delete()[0]
-            else:
-                removed += old.count() if self.dry_run else old.delete()[0]
+            removed += rows_removed(old, dry_run=self.dry_run)
         if self.dry_run or not edited:
             return removed
         Session.objects.filter(pk__in=sorted(edited)).update(
@@ -236,23 +245,24 @@ class _Sweep:
 
     def run(self) -> None:
         policy, now = self.policy, self.now
+        # The rules after the first look only at sessions it leaves: the real run has deleted the
+        # others with everything in them, and a dry run must not count their rows a second time.
+        remaining = Session.objects.all()
         if policy.delete_ended_after_days:
             cutoff = now - timedelta(days=policy.delete_ended_after_days)
             # A session written to since it ended (updated_at) keeps the full window from that write.
-            self._run(
-                ENDED_SESSIONS, Session.objects.filter(ended_at__lt=cutoff, updated_at__lt=cutoff), self._delete_ended
-            )
+            expired = Q(ended_at__lt=cutoff, updated_at__lt=cutoff)
+            self._run(ENDED_SESSIONS, Session.objects.filter(expired), self._delete_ended)
+            remaining = remaining.exclude(expired)
         if policy.end_idle_after_days:
             cutoff = now - timedelta(days=policy.end_idle_after_days)
-            self._run(
-                IDLE_SESSIONS, Session.objects.filter(ended_at__isnull=True, updated_at__lt=cutoff), self._end_idle
-            )
+            self._run(IDLE_SESSIONS, remaining.filter(ended_at__isnull=True, updated_at__lt=cutoff), self._end_idle)
         if policy.keep_latest_rounds:
-            self._run(ROUNDS, Session.objects.filter(last_round_id__gt=0), self._prune_rounds)
+            self._run(ROUNDS, remaining.filter(last_round_id__gt=0), self._prune_rounds)
         for rule in (rule for backend in backends() for rule in backend.retention):
             value = getattr(policy, rule.policy_field)
             if value:
-                self._run(rule.category, rule.sessions(Session.objects.all()), partial(self._apply_rule, rule, value))
+                self._run(rule.category, rule.sessions(remaining), partial(self._apply_rule, rule, value))
         if policy.drop_messages_after_days:
             holds_messages = Q()
             for declaration, ages in aging_with_messages():
@@ -261,7 +271,7 @@ class _Sweep:
                     if ages.counted_by
                     else Q(Exists(declaration.model._default_manager.filter(session=OuterRef("pk"))))
                 )
-            self._run(MESSAGES, Session.objects.filter(holds_messages), self._drop_messages)
+            self._run(MESSAGES, remaining.filter(holds_messages), self._drop_messages)
 
 
 def retention_apply(

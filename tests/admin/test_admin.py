@@ -132,7 +132,8 @@ def test_dashboard_shows_totals_and_a_chart_without_external_files(client, offic
     dashboard = page[page.index("agentstate-dashboard") : page.index("</section>")]
     assert "http://" not in dashboard and "https://" not in dashboard
     numbers = [int(n) for n in __import__("re").findall(r'<span class="n">(\d+)</span>', dashboard)]
-    assert numbers == [2, 10, 2, 2, 1]  # sessions, messages, active today, open, overdue
+    # sessions, messages, active today, open and overdue erasure requests, open and overdue access requests
+    assert numbers == [2, 10, 2, 2, 1, 0, 0]
     changelist = client.get(CHANGELIST, {"open": "overdue"})
     assert [r.pk for r in changelist.context["cl"].result_list] == [overdue.pk]
     assert "overdue" in changelist.content.decode()

@@ -229,6 +229,8 @@ def test_dashboard_cards_link_to_what_they_count(client, officer, tenant, fresh_
         "active sessions today",
         "open erasure requests",
         "overdue erasure requests",
+        "open access requests",
+        "overdue access requests",
     }
 
     active = client.get(html.unescape(cards["active sessions today"]))

@@ -15,7 +15,7 @@ from agentstate.admin.pagination import CappedPaginator
 from sessions_app.models import Message, Session
 from tests.admin.staff import login, staff
 from tests.userdata_app.erasure_factories import subject_data_create
-from userdata_app import erasure
+from userdata_app import access_requests, erasure
 from userdata_app.models import ErasedSubject
 
 SESSIONS = reverse("admin:sessions_app_session_changelist")
@@ -142,12 +142,15 @@ def test_dashboard_activity_comes_from_the_cache_and_erasure_counts_are_live(cli
     login(client, officer)
     subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=4)
     first = client.get(reverse("admin:index")).content.decode()
-    assert re.findall(r'<span class="n">(\d+)</span>', first) == ["1", "4", "1", "0", "0"]
+    # sessions, messages, active today; open and overdue erasure requests; the same of access requests
+    assert re.findall(r'<span class="n">(\d+)</span>', first) == ["1", "4", "1", "0", "0", "0", "0"]
     assert "as of" in first
 
     subject_data_create(tenant=tenant, user_id="bob", sessions=1, messages=2)
     erasure.erasure_request_create(subjects=[(tenant, "bob")])
+    access_requests.access_request_create(subjects=[(tenant, "bob")])
     with CaptureQueriesContext(connection) as captured:
         second = client.get(reverse("admin:index")).content.decode()
-    assert re.findall(r'<span class="n">(\d+)</span>', second) == ["1", "4", "1", "1", "0"]  # activity as cached
+    # Activity as cached; requests live.
+    assert re.findall(r'<span class="n">(\d+)</span>', second) == ["1", "4", "1", "1", "0", "1", "0"]
     assert not [q for q in captured.captured_queries if "sessions_app_message" in q["sql"]]

@@ -71,6 +71,8 @@ def test_erasure_of_everything_removes_adk_sessions_events_and_user_state_of_tha
     assert export["adk_user_state"][0]["state"] == {"plan": "pro", "city": "Paris"}
     assert [d["delta"] for d in export["adk_user_state"][0]["event_deltas"]] == [{"city": "Paris"}]
     assert [e["event"]["id"] for e in export["sessions"][0]["adk_events"]] == ["e1", "e2"]
+    # A time a person reads (issue 29: the export showed ADK's seconds since 1970).
+    assert export["sessions"][0]["adk_events"][0]["event"]["timestamp"] == "1970-01-01T00:16:41+00:00"
 
     counts = _erase(tenant, "ada", ErasureRequest.Scope.EVERYTHING)
     assert (counts["adk_events"], counts["adk_user_state"], counts["sessions"]) == (2, 2, 1)

@@ -63,7 +63,8 @@ def test_ended_sessions_are_deleted_n_days_after_they_ended(tenant, other_tenant
     assert not Session.objects.filter(pk__in=[s.pk for s in expired]).exists()
     assert set(Session.objects.values_list("pk", flat=True)) == {recent.pk, live.pk, elsewhere.pk}
     assert Message.objects.count() == 3
-    assert run.counts == {"acme": {"ended_sessions_deleted": 5}} and not run.dry_run
+    # Each deleted session counts with what went with it: the session and its 3 messages.
+    assert run.counts == {"acme": {"ended_sessions_deleted": 5 * 4}} and not run.dry_run
     # Retention is not erasure: no request, no receipt, no registry entry.
     assert not ErasureRequest.objects.exists() and not ErasedSubject.objects.exists()
 
@@ -162,7 +163,7 @@ def test_only_the_latest_k_checkpoints_per_namespace_stay_with_their_writes(tena
         ("child:1", "c4"),
         ("", "c1"),
     }
-    assert run.counts["acme"]["checkpoints_deleted"] == 4
+    assert run.counts["acme"]["checkpoints_deleted"] == 4 + 4  # the checkpoints and their writes
 
 
 def test_old_messages_are_dropped_and_the_counters_stay_true(tenant):
@@ -252,11 +253,48 @@ def test_a_dry_run_counts_and_changes_nothing(tenant):
 
     assert {m.__name__: list(m.objects.order_by("pk").values()) for m in (Session, Message, Round)} == before
     assert run.dry_run and run.counts["acme"] == {
-        "ended_sessions_deleted": 1,
+        "ended_sessions_deleted": 1 + 2,  # the session and its messages
         "idle_sessions_ended": 1,
         "rounds_deleted": 2,
         "messages_dropped": 3,
     }
+
+
+def test_the_dry_run_reports_what_the_real_run_then_removes_rule_by_rule(tenant):
+    """Issue 29: a session the first rule deletes was counted again by the message rule in the
+    dry run (3,534 rows against 1,829), and the real run counted it as one row, not its contents."""
+    services.retention_policy_save(
+        tenant=tenant,
+        delete_ended_after_days=1,
+        end_idle_after_days=1,
+        keep_latest_rounds=1,
+        keep_latest_checkpoints=1,
+        drop_messages_after_days=1,
+    )
+    ended = session_with(tenant, "ended", messages=4)
+    live = session_with(tenant, "live", messages=3)
+    for session, rounds in ((ended, 3), (live, 2)):
+        for round_id in range(1, rounds + 1):
+            services.round_save(tenant=tenant, user_id="u1", session_id=session.session_id, state={}, round_id=round_id)
+    for n in range(1, 4):
+        put_checkpoint(tenant, "", f"c{n}", f"c{n - 1}" if n > 1 else None)
+    old = timezone.now() - 5 * DAY
+    Message.objects.update(created_at=old)
+    Session.objects.update(updated_at=old)
+    Session.objects.filter(pk=ended.pk).update(ended_at=old)
+
+    dry = services.retention_apply(dry_run=True)
+    real = services.retention_apply()
+
+    assert dry.counts == real.counts
+    assert real.counts["acme"] == {
+        "ended_sessions_deleted": 1 + 4 + 3,  # the session, its messages and rounds
+        "idle_sessions_ended": 2,  # "live" and the LangGraph thread's session
+        "rounds_deleted": 1,
+        "checkpoints_deleted": 2 + 2,  # two checkpoints and their writes
+        "messages_dropped": 3,  # the live session's only: the ended session's went with it
+    }
+    assert dry.total == real.total
 
 
 def test_an_interrupted_sweep_leaves_whole_batches_and_the_next_run_finishes(tenant):
@@ -281,7 +319,7 @@ def test_an_interrupted_sweep_leaves_whole_batches_and_the_next_run_finishes(ten
     run = services.retention_apply(batch_size=2)
 
     assert not Session.objects.exists() and not Message.objects.exists()
-    assert run.counts["acme"]["ended_sessions_deleted"] == 3
+    assert run.counts["acme"]["ended_sessions_deleted"] == 3 * (1 + 2)  # three sessions, two messages each
 
 
 @pytest.mark.parametrize(

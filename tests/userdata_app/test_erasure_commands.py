@@ -35,6 +35,21 @@ def test_erase_user_dry_run_prints_the_preview_and_changes_nothing(alice):
     assert not ErasureRequest.objects.exists()
 
 
+def test_erase_user_dry_run_for_an_unknown_user_says_so_and_exits_3(alice):
+    with pytest.raises(CommandError, match=r"Nothing is held in this scope about acme:alicia") as caught:
+        run("erase_user", "--subject", "acme:alice", "--subject", "acme:alicia", "--dry-run")
+
+    assert caught.value.returncode == 3
+
+
+def test_erase_user_refuses_a_user_id_with_a_stray_space_that_holds_nothing(alice):
+    with pytest.raises(CommandError, match=r"begins or ends with a space and nothing is held under it"):
+        run("erase_user", "--subject", "acme:alice ", "--yes")
+
+    assert not ErasureRequest.objects.exists()
+    assert held(tenant=alice, user_id="alice")["user_data"] == 2
+
+
 def test_erase_user_executes_and_prints_a_receipt_without_the_user_id(alice, other_tenant):
     out = run("erase_user", "--subject", "acme:alice", "--scope", "everything", "--requested-by", "ticket 9", "--yes")
     receipt = json.loads(out)

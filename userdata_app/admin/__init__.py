@@ -1,11 +1,12 @@
-"""User data (browse only), erasure requests (the compliance officer's workflow) and the registry
-of erased subjects. Every step calls ``userdata_app.erasure``; the admin only collects input and
-shows results.
+"""User data (browse only), erasure requests (the compliance officer's workflow), subject-access
+requests and the registry of erased subjects. Every step calls ``userdata_app.erasure`` or
+``userdata_app.access_requests``; the admin only collects input and shows results.
 
 A module per area, each registering its admins when imported: ``user_data``, ``erasure_requests``,
-``erased_subjects``. ADK's user: state is browsed from its backend's admin (``userdata_app.adk``).
+``access_requests``, ``erased_subjects``. ADK's user: state is browsed from its backend's admin
+(``userdata_app.adk``).
 """
 
-from userdata_app.admin import erased_subjects, erasure_requests, user_data
+from userdata_app.admin import access_requests, erased_subjects, erasure_requests, user_data
 
-__all__ = ["erased_subjects", "erasure_requests", "user_data"]
+__all__ = ["access_requests", "erased_subjects", "erasure_requests", "user_data"]

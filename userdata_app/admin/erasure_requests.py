@@ -5,7 +5,8 @@ Executing an erasure is an action with a confirmation page listing what will be 
 Django's delete_selected), acting only on the posted confirmation, and needs the
 ``userdata_app.execute_erasure`` permission (the "Compliance" group has it). A subject's user id is
 taken exactly as typed (never stripped) and shown with its invisible characters spelled out:
-"alice" and "alice\u00a0" are two people.
+"alice" and "alice\u00a0" are two people; one that begins or ends with whitespace is refused when
+nothing is held under it (``erasure.subject_id_check``: "ada " typed for "ada").
 """
 
 from __future__ import annotations
@@ -31,14 +32,14 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from agentstate import streaming
 from agentstate.admin.display import identifier_display, identifier_html
 from agentstate.exceptions import DomainError, InvalidInput
 from agentstate.validation import clean_identifier
 from userdata_app import erasure
-from userdata_app.models import ErasureRequest, ErasureSubject
+from userdata_app.models import AccessRequest, ErasureRequest, ErasureSubject, RequestSubject
 from userdata_app.selectors import subject_export_lazy
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class ErasureSubjectForm(forms.ModelForm):
     )
 
     class Meta:
-        model = ErasureSubject
+        model: type[RequestSubject] = ErasureSubject  # an access request's subjects reuse this form
         fields = ("tenant", "user_id")
 
 
@@ -81,14 +82,19 @@ class ErasureSubjectFormSet(forms.BaseInlineFormSet):
         for form in self.forms:
             if not form.cleaned_data or form.cleaned_data.get("DELETE"):
                 continue
-            pair = (form.cleaned_data.get("tenant"), form.cleaned_data.get("user_id"))
-            if pair in seen:
+            tenant, user_id = form.cleaned_data.get("tenant"), form.cleaned_data.get("user_id")
+            if (tenant, user_id) in seen:
                 raise ValidationError("Each (tenant, user id) pair may be listed once.")
-            seen.add(pair)
+            seen.add((tenant, user_id))
+            if tenant is not None and user_id:
+                try:
+                    erasure.subject_id_check(tenant=tenant, user_id=user_id)
+                except InvalidInput as exc:
+                    form.add_error("user_id", exc.fields["user_id"])
 
 
 class ErasureSubjectInline(admin.TabularInline):
-    model = ErasureSubject
+    model: type[RequestSubject] = ErasureSubject
     form = ErasureSubjectForm
     formset = ErasureSubjectFormSet
     extra = 1
@@ -129,9 +135,10 @@ class OpenFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> tuple[tuple[str, str], ...]:
         return (("yes", "Open"), ("overdue", "Overdue"))
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[ErasureRequest]) -> QuerySet[ErasureRequest]:
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        """Open (not yet answered) and overdue requests, of erasure or of access alike."""
         if self.value() in ("yes", "overdue"):
-            queryset = queryset.filter(status__in=ErasureRequest.OPEN_STATUSES)
+            queryset = queryset.filter(status__in=queryset.model.OPEN_STATUSES)
         if self.value() == "overdue":
             queryset = queryset.filter(due_on__lt=timezone.localdate())
         return queryset
@@ -144,12 +151,44 @@ def count_rows(counts: dict[str, int]) -> SafeString:
     )
 
 
+NOTHING_FOUND = mark_safe(
+    '<p class="errornote nothing-found">Nothing found for these subjects: no data is held under these '
+    "(tenant, user id) pairs. Check each user id exactly as the API stored it (spaces and case count) "
+    "and the tenant before going on.</p>"
+)
+
+
+DEVELOPMENT_KEY_WARNING = mark_safe(
+    '<p class="errornote development-key">Signed with the development key “dev”: this service runs without '
+    "AGENTSTATE_ERASURE_HMAC_KEYS (quickstart, DEBUG). Such a receipt proves nothing to anyone else; set real "
+    "keys before erasing real people's data (docs/COMPLIANCE.md).</p>"
+)
+
+
+def nothing_found_warning(counts: dict[str, int]) -> SafeString:
+    """A warning above a preview of all zeros: a user id with a stray space or the wrong tenant
+    finds nothing, and the request would be verified, executed or answered for no one."""
+    return SafeString() if any(counts.values()) else NOTHING_FOUND
+
+
+def due_display(obj: ErasureRequest | AccessRequest) -> str:
+    """The due date, "(extended)" after an extension, and an overdue badge once it has passed."""
+    extended = " (extended)" if getattr(obj, "is_extended", False) else ""
+    if obj.is_overdue:
+        return format_html(
+            '<span class="overdue-date">{}{}</span> <span class="status-badge status-overdue">overdue</span>',
+            obj.due_on,
+            extended,
+        )
+    return f"{obj.due_on}{extended}"
+
+
 def status_label(status: str) -> str:
     """A status as the badges and the history show it ("On hold", not "on_hold")."""
     return Status(status).label if status else "—"
 
 
-def status_badge(obj: ErasureRequest) -> SafeString:
+def status_badge(obj: ErasureRequest | AccessRequest) -> SafeString:
     return format_html('<span class="status-badge status-{}">{}</span>', obj.status, obj.get_status_display())
 
 
@@ -259,14 +298,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="due", ordering="due_on")
     def due(self, obj: ErasureRequest) -> str:
-        extended = " (extended)" if obj.is_extended else ""
-        if obj.is_overdue:
-            return format_html(
-                '<span class="overdue-date">{}{}</span> <span class="status-badge status-overdue">overdue</span>',
-                obj.due_on,
-                extended,
-            )
-        return f"{obj.due_on}{extended}"
+        return due_display(obj)
 
     @admin.display(description="erased")
     def receipt_display(self, obj: ErasureRequest) -> str:
@@ -279,16 +311,21 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         return format_html(
             '<p class="receipt-tools"><a class="button" href="{}" download>Download receipt (JSON)</a> '
             '<button type="button" class="button" onclick="window.print()">Print receipt</button></p>'
-            "<p>Executed {} by <strong>{}</strong>, scope <strong>{}</strong>.</p>"
+            "{}<p>Executed {} by <strong>{}</strong>, scope <strong>{}</strong>.</p>"
+            "<p>Requested by <strong>{}</strong>; received {}, due {}.</p>"
             '<div class="erasure-receipt"><table class="erasure-counts">'
             "<thead><tr><th>erased</th><th>rows</th></tr></thead><tbody>{}</tbody></table>"
             '<table class="erasure-hashes">'
             '<caption>Subject hashes (HMAC-SHA256 of ["tenant","user id"]; no user id is kept)</caption>'
             "<thead><tr><th>tenant</th><th>key id</th><th>hmac_sha256</th></tr></thead><tbody>{}</tbody></table></div>",
             reverse("admin:userdata_app_erasurerequest_receipt", args=[obj.pk]),
+            DEVELOPMENT_KEY_WARNING if erasure.signed_with_development_key(receipt=receipt) else "",
             receipt.executed_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
             receipt.executed_by_name,
             receipt.get_scope_display(),
+            obj.requested_by or "—",
+            timezone.localdate(obj.received_at),
+            obj.due_on,
             count_rows(receipt.counts),
             hashes,
         )
@@ -317,8 +354,9 @@ class ErasureRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="rows that would be erased now")
     def preview_display(self, obj: ErasureRequest) -> SafeString:
-        return format_html(
-            '<table class="erasure-counts"><tbody>{}</tbody></table>', count_rows(erasure.erasure_preview(request=obj))
+        counts = erasure.erasure_preview(request=obj)
+        return nothing_found_warning(counts) + format_html(
+            '<table class="erasure-counts"><tbody>{}</tbody></table>', count_rows(counts)
         )
 
     def get_fieldsets(self, request: HttpRequest, obj: ErasureRequest | None = None) -> _FieldsetSpec:
@@ -445,10 +483,11 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         obj = self.get_object(request, object_id)
         extra_context = extra_context or {}
         if obj is not None:
-            steps = self.lifecycle_steps(obj) if self.has_change_permission(request, obj) else []
+            # The steps the status allows, offered to those who may review and change the request.
+            steps = self.lifecycle_steps(obj)
             executable = erasure.step_allowed(obj, "execute")
             exportable = obj.status != Status.EXECUTED
-            may_review = self.has_review_erasure_permission(request)
+            may_review = self.has_review_erasure_permission(request) and self.has_change_permission(request, obj)
             may_execute = self.has_execute_erasure_permission(request)
             may_export = self.has_export_subject_data_permission(request)
             extra_context.update(
@@ -508,6 +547,12 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             "form": form,
             "step_label": label,
             "step": step,
+            "warning": (
+                "Nothing is held under these subjects: verifying would let an erasure run for no one. "
+                "Check each user id and tenant first."
+                if step == "verify" and not any(erasure.erasure_preview(request=obj).values())
+                else ""
+            ),
         }
         return TemplateResponse(request, "admin/userdata_app/erasurerequest/lifecycle.html", context)
 

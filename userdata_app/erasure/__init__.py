@@ -10,6 +10,7 @@ from userdata_app.erasure.execution import (
     erasure_execute,
     erasure_preview,
     receipt_document,
+    signed_with_development_key,
     subjects_preview,
 )
 from userdata_app.erasure.lifecycle import (
@@ -24,6 +25,7 @@ from userdata_app.erasure.lifecycle import (
     erasure_request_release,
     erasure_request_verify,
     step_allowed,
+    subject_id_check,
 )
 from userdata_app.erasure.reapply import erased_subjects_export, erased_subjects_import, erasures_reapply
 from userdata_app.erasure.storage import (
@@ -60,6 +62,8 @@ __all__ = [
     "erasure_storage_retry",
     "erasures_reapply",
     "receipt_document",
+    "signed_with_development_key",
     "step_allowed",
+    "subject_id_check",
     "subjects_preview",
 ]

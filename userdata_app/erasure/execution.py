@@ -223,15 +223,24 @@ def _mark_failed(request: ErasureRequest, failure: str, actor) -> None:
     request.refresh_from_db()
 
 
+def signed_with_development_key(*, receipt: ErasureReceipt) -> bool:
+    """Whether the receipt's hashes were keyed with DEBUG's development key (quickstart)."""
+    return any(entry["key_id"] == settings.ERASURE_DEVELOPMENT_KEY_ID for entry in receipt.subjects)
+
+
 def receipt_document(*, receipt: ErasureReceipt) -> dict:
     """The receipt as shown and exported: no plain subject id anywhere."""
+    request = receipt.request
     return {
         "request": receipt.request_id,
+        "requested_by": request.requested_by,
+        "received_at": request.received_at.isoformat(),
+        "due_on": request.due_on.isoformat(),
         "scope": receipt.scope,
         "executed_at": receipt.executed_at.isoformat(),
         "executed_by": receipt.executed_by_name,
         "counts": receipt.counts,
         "subjects": receipt.subjects,
-        "storage_pending": receipt.request.storage_pending,
+        "storage_pending": request.storage_pending,
         "hash": "HMAC-SHA256 over the UTF-8 JSON [tenant slug, user id] without spaces, keyed by key_id",
     }

@@ -16,8 +16,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput
+from agentstate.subject_data import KINDS, subject_counts
 from agentstate.tenancy.models import Tenant
-from agentstate.validation import clean_identifier
+from agentstate.validation import clean_identifier, identifier_visible
 from userdata_app.models import ErasureEvent, ErasureRequest, ErasureSubject
 
 Status = ErasureRequest.Status
@@ -106,7 +107,20 @@ def transition(request: ErasureRequest, *, step: str, actor, note: str = "", **f
     return request
 
 
-def _clean_reason(value, *, field: str) -> str:
+def subject_id_check(*, tenant: Tenant, user_id: str) -> str:
+    """A request's user id, exactly as typed; one that begins or ends with whitespace is taken
+    only when data is held under it ("ada " is another person than "ada", but usually a slip)."""
+    user_id = clean_identifier(user_id, field="user_id")
+    if user_id == user_id.strip() or any(subject_counts(tenant=tenant, user_id=user_id, kinds=KINDS).values()):
+        return user_id
+    raise InvalidInput.for_field(
+        "user_id",
+        f"{identifier_visible(user_id)} begins or ends with a space and nothing is held under it in tenant "
+        f"{tenant.slug}: type it without the space ({identifier_visible(user_id.strip())}).",
+    )
+
+
+def clean_reason(value, *, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput.for_field(field, "give a reason.")
     return value.strip()
@@ -126,7 +140,7 @@ def erasure_request_create(
     means nothing across tenants). Due one calendar month after receipt."""
     if scope not in Scope.values:
         raise InvalidInput.for_field("scope", f"must be one of {', '.join(Scope.values)}.")
-    pairs = {(tenant, clean_identifier(user_id, field="user_id")) for tenant, user_id in subjects}
+    pairs = {(tenant, subject_id_check(tenant=tenant, user_id=user_id)) for tenant, user_id in subjects}
     if not pairs:
         raise InvalidInput.for_field("subjects", "name at least one (tenant, user_id).")
     received_at = received_at or timezone.now()
@@ -157,7 +171,7 @@ def erasure_request_verify(*, request: ErasureRequest, actor=None) -> ErasureReq
 
 def erasure_request_extend(*, request: ErasureRequest, months: int, reason: str, actor=None) -> ErasureRequest:
     """Extend the deadline once, by one or two months, with the reason recorded (Art. 12(3))."""
-    reason = _clean_reason(reason, field="reason")
+    reason = clean_reason(reason, field="reason")
     if isinstance(months, bool) or not isinstance(months, int) or not 1 <= months <= MAX_EXTENSION_MONTHS:
         raise InvalidInput.for_field("months", f"must be 1 to {MAX_EXTENSION_MONTHS}.")
     with transaction.atomic():
@@ -185,7 +199,7 @@ def erasure_request_extend(*, request: ErasureRequest, months: int, reason: str,
 
 def erasure_request_hold(*, request: ErasureRequest, reason: str, actor=None) -> ErasureRequest:
     """A legal hold: the data must be kept for now; nothing can be executed until released."""
-    reason = _clean_reason(reason, field="reason")
+    reason = clean_reason(reason, field="reason")
     return transition(request, step="hold", actor=actor, note=reason, hold_reason=reason)
 
 
@@ -198,7 +212,7 @@ def erasure_request_reject(
     *, request: ErasureRequest, reason: str, subject_informed_on: date, actor=None
 ) -> ErasureRequest:
     """Refuse the request, recording why and when the person was told."""
-    reason = _clean_reason(reason, field="reason")
+    reason = clean_reason(reason, field="reason")
     if not isinstance(subject_informed_on, date):
         raise InvalidInput.for_field("subject_informed_on", "give the date the person was told.")
     return transition(

@@ -5,7 +5,11 @@ If a reader keeps SQLite's write-ahead log from being truncated, the truncation 
 
 Like the admin's confirmation page, it first shows what will be erased and asks on the terminal;
 ``--yes`` (``--no-input``) skips the question for scripts, and without a terminal to ask on it
-refuses rather than erase unasked."""
+refuses rather than erase unasked.
+
+Exit codes: 0 done (or, dry, something to erase for every subject); 1 an error (bad arguments,
+not confirmed, the erasure rolled back); 3 (``--dry-run``) nothing held in scope about a subject,
+usually a mistyped id or tenant."""
 
 import json
 import sys
@@ -21,6 +25,8 @@ from userdata_app import erasure
 from userdata_app.models import ErasureRequest
 
 from ._subjects import add_subject_argument, parse_subjects
+
+NOTHING_HELD = 3  # the exit code of a dry run that finds nothing about a subject (docs/OPERATIONS.md)
 
 
 class Command(JobCommand):
@@ -70,6 +76,17 @@ class Command(JobCommand):
         if dry_run:
             counts = erasure.subjects_preview(subjects=subjects, scope=scope)
             self.stdout.write(json.dumps({"dry_run": True, "scope": scope, "would_erase": counts}, indent=2))
+            unknown = [
+                f"{tenant.slug}:{identifier_visible(user_id)}"
+                for tenant, user_id in subjects
+                if not any(erasure.subjects_preview(subjects=[(tenant, user_id)], scope=scope).values())
+            ]
+            if unknown:
+                raise CommandError(
+                    f"Nothing is held in this scope about {', '.join(unknown)}: check the tenant and the user id "
+                    "(exactly as the API stored it).",
+                    returncode=NOTHING_HELD,
+                )
             return
         actor = None
         if operator:
