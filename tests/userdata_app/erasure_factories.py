@@ -73,7 +73,7 @@ def compliance_group():
         "0007_erasure_review_permission",
         "0008_compliance_views_framework_records",
         "0010_memory_item",
-        "0012_access_requests",
+        "0014_access_requests",
     ):
         migration = importlib.import_module(f"userdata_app.migrations.{name}")
         for app_label, codenames in migration.PERMISSIONS.items():
@@ -91,7 +91,7 @@ def support_group():
     from userdata_app.migrations._grants import SUPPORT_GROUP
 
     group, _ = Group.objects.get_or_create(name=SUPPORT_GROUP)
-    migration = importlib.import_module("userdata_app.migrations.0011_support_group")
+    migration = importlib.import_module("userdata_app.migrations.0013_support_group")
     for app_label, codenames in migration.PERMISSIONS.items():
         group.permissions.add(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
     return group

@@ -35,7 +35,7 @@ def revoke_access_requests(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("tenancy", "0002_api_keys"),
-        ("userdata_app", "0011_support_group"),
+        ("userdata_app", "0013_support_group"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -33,8 +33,8 @@ def remove_support_group(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("userdata_app", "0010_memory_item"),
-        ("sessions_app", "0013_message_search"),
+        ("userdata_app", "0012_user_data_verbose_name"),
+        ("sessions_app", "0015_framework_verbose_names"),
     ]
 
     operations = [migrations.RunPython(create_support_group, remove_support_group)]
