@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "userdata_app",
     "userdata_app.adk",
     "userdata_app.memory",
+    "userdata_app.artifacts",
     "agentstate_site",
 ]
 
