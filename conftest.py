@@ -142,6 +142,7 @@ def victim(tenant):
     """acme's u1/s1 with one of everything, for the cross-tenant tests (tests/api/cross_tenant.py)."""
     from sessions_app import services
     from userdata_app import services as userdata_services
+    from userdata_app.artifacts.services import artifact_save
 
     session = services.session_create(tenant=tenant, user_id="u1", session_id="s1", metadata={"mine": True})
     services.message_append(session=session, messages=[{"content": "secret"}])
@@ -150,6 +151,8 @@ def victim(tenant):
     services.checkpoint_create(session=session, label="cp")
     services.transition_record(session=session, to_agent="b")
     userdata_services.user_datum_set(tenant=tenant, user_id="u1", key="email", value="me@example.com")
+    artifact = {"text": "mine"}
+    artifact_save(tenant=tenant, app_name="app", user_id="u1", session_id="s1", filename="note.txt", artifact=artifact)
     return session
 
 
