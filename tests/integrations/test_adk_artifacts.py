@@ -217,3 +217,13 @@ async def random_operations(artifacts, *, rng: random.Random, user_id: str, load
             known.append((filename, session_id, ours))
         if operation == "delete":
             known = [k for k in known if k[0] != filename or (not filename.startswith("user:") and k[1] != session_id)]
+
+
+async def test_adks_registry_builds_it_from_an_agentstate_uri_with_the_key_from_the_environment(monkeypatch):
+    from google.adk.cli.service_registry import get_service_registry
+
+    monkeypatch.setenv("AGENTSTATE_API_KEY", "key-from-env")
+    service = get_service_registry().create_artifact_service("agentstates://state.example:8443/prefix", agents_dir=".")
+    assert isinstance(service, AgentStateArtifactService)
+    assert service._options["base_url"] == "https://state.example:8443/prefix"
+    assert service._options["headers"]["X-Api-Key"] == "key-from-env"

@@ -23,12 +23,11 @@ from django.core.files.storage import storages
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from agentstate.exceptions import InvalidInput, StorageUnavailable, ValueTooLarge
+from agentstate.exceptions import InvalidInput, NotFound, StorageUnavailable, ValueTooLarge
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
-from sessions_app.adk.services import FRAMEWORK as ADK_FRAMEWORK
-from sessions_app.models import Session
+from sessions_app.adk.selectors import adk_session_get
 from userdata_app.artifacts import selectors
 from userdata_app.artifacts.models import FILENAME_MAX_LENGTH, Artifact, ArtifactFileOwed
 
@@ -99,12 +98,14 @@ def _store(content: bytes) -> str:
         raise StorageUnavailable(type(exc).__name__) from exc
 
 
-def _adk_session(*, tenant: Tenant, app_name: str, user_id: str, session_id: str) -> Session | None:
+def _adk_session_pk(*, tenant: Tenant, app_name: str, user_id: str, session_id: str) -> int | None:
+    """The ADK session a session-scoped artifact is saved in, when this server keeps it."""
     if not session_id:
         return None
-    return Session.objects.filter(
-        tenant=tenant, user_id=user_id, session_id=session_id, app_name=app_name, framework=ADK_FRAMEWORK
-    ).first()
+    try:
+        return adk_session_get(tenant=tenant, app_name=app_name, user_id=user_id, session_id=session_id).pk
+    except NotFound:
+        return None
 
 
 def artifact_save(
@@ -143,7 +144,7 @@ def artifact_save(
                     latest = Artifact.objects.filter(**scope).aggregate(latest=Max("version"))["latest"]
                     return Artifact.objects.create(
                         **scope,
-                        adk_session=_adk_session(
+                        adk_session_id=_adk_session_pk(
                             tenant=tenant, app_name=app_name, user_id=user_id, session_id=scope["session_id"]
                         ),
                         version=0 if latest is None else latest + 1,
