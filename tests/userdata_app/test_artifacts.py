@@ -160,6 +160,22 @@ def test_an_erasure_removes_the_persons_files_from_storage(
     assert not ArtifactFileOwed.objects.exists()
 
 
+def test_an_erasure_with_the_storage_down_is_done_and_its_files_owed_until_the_storage_is_back(
+    api, tenant, artifacts_dir, storage_down, settings, django_capture_on_commit_callbacks
+):
+    assert save(api).status_code == 201
+    working = settings.STORAGES
+    storage_down()
+    request = verified_request(subjects=[(tenant, "ann")], scope=ErasureRequest.Scope.USER_DATA)
+    with django_capture_on_commit_callbacks(execute=True):
+        receipt = erasure.erasure_execute(request=request, actor=None)  # no error after the commit
+    assert receipt.counts["artifacts"] == 1 and not Artifact.objects.exists()
+    assert len(files_in(artifacts_dir)) == 1 and ArtifactFileOwed.objects.count() == 1
+    settings.STORAGES = working
+    call_command("remove_artifact_files", verbosity=0)
+    assert files_in(artifacts_dir) == [] and not ArtifactFileOwed.objects.exists()
+
+
 def test_retention_deletes_an_ended_sessions_artifacts_and_their_files(
     api, tenant, artifacts_dir, django_capture_on_commit_callbacks
 ):
