@@ -158,6 +158,9 @@ def test_an_erasure_removes_the_persons_files_from_storage(
     assert receipt.counts["artifacts"] == 2
     assert files_in(artifacts_dir) == [bobs_file]  # ann's files gone from the disk, bob's kept
     assert not ArtifactFileOwed.objects.exists()
+    # During the grace period a save is refused after its file was written: the file goes again.
+    assert_error(save(api), 409, "subject_erased")
+    assert files_in(artifacts_dir) == [bobs_file]
 
 
 def test_an_erasure_with_the_storage_down_is_done_and_its_files_owed_until_the_storage_is_back(

@@ -98,6 +98,15 @@ def _store(content: bytes) -> str:
         raise StorageUnavailable(type(exc).__name__) from exc
 
 
+def _discard(name: str) -> None:
+    """Delete the file of a row that never committed (no row names it, nothing is owed). Touches
+    only the storage: the database may be what failed."""
+    try:
+        storages[selectors.STORAGE].delete(name)
+    except Exception as exc:  # any backend's failure: the file stays, named by no row
+        logger.warning("artifact file of an uncommitted save not deleted (%s)", type(exc).__name__)
+
+
 def _adk_session_pk(*, tenant: Tenant, app_name: str, user_id: str, session_id: str) -> int | None:
     """The ADK session a session-scoped artifact is saved in, when this server keeps it."""
     if not session_id:
@@ -161,7 +170,7 @@ def artifact_save(
         raise AssertionError("unreachable")
     except BaseException:
         if stored:
-            artifact_files_remove([stored])
+            _discard(stored)
         raise
 
 
