@@ -142,6 +142,7 @@ def victim(tenant):
     """acme's u1/s1 with one of everything, for the cross-tenant tests (tests/api/cross_tenant.py)."""
     from sessions_app import services
     from userdata_app import services as userdata_services
+    from userdata_app.artifacts.services import artifact_save
     from userdata_app.memory.services import memory_batch
 
     session = services.session_create(tenant=tenant, user_id="u1", session_id="s1", metadata={"mine": True})
@@ -153,6 +154,8 @@ def victim(tenant):
     userdata_services.user_datum_set(tenant=tenant, user_id="u1", key="email", value="me@example.com")
     memory = {"op": "put", "namespace": ["users", "u1", "facts"], "key": "food", "value": {"mine": "secret"}}
     memory_batch(tenant=tenant, ops=[memory])
+    artifact = {"text": "mine"}
+    artifact_save(tenant=tenant, app_name="app", user_id="u1", session_id="s1", filename="note.txt", artifact=artifact)
     return session
 
 

@@ -59,3 +59,15 @@ class PreconditionFailed(DomainError):
 
     status_code = 412
     code = "precondition_failed"
+
+
+class ValueTooLarge(DomainError):
+    """A stored value over its size limit (an artifact over ``ARTIFACT_MAX_BYTES``)."""
+
+    status_code = 413
+    code = "too_large"
+
+
+class StorageUnavailable(Exception):
+    """Django's file storage (an artifact's bytes, kept outside the database) failed or could not be
+    reached. Not the caller's fault: the API answers 503 (agentstate.api.errors)."""

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "userdata_app",
     "userdata_app.adk",
     "userdata_app.memory",
+    "userdata_app.artifacts",
     "agentstate_site",
 ]
 
@@ -367,6 +368,34 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or DATA_DIR / "staticfiles")
+STORAGES: dict[str, dict[str, Any]] = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+# --- Artifacts (ADK's artifact service, userdata_app.artifacts): bytes kept through the storage
+# alias "artifacts", in a directory by default, in an S3-compatible bucket when one is named
+# (django-storages; boto3 reads its credentials from the environment, AWS_ACCESS_KEY_ID ...).
+ARTIFACT_MAX_BYTES = int(os.environ.get("AGENTSTATE_ARTIFACT_MAX_BYTES", str(3 * 1024 * 1024)))
+ARTIFACTS_DIR = Path(os.environ.get("AGENTSTATE_ARTIFACTS_DIR") or DATA_DIR / "artifacts")
+ARTIFACTS_S3_BUCKET = os.environ.get("AGENTSTATE_ARTIFACTS_S3_BUCKET", "")
+if ARTIFACTS_S3_BUCKET:
+    STORAGES["artifacts"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": ARTIFACTS_S3_BUCKET,
+            "endpoint_url": os.environ.get("AGENTSTATE_ARTIFACTS_S3_ENDPOINT_URL") or None,
+            "region_name": os.environ.get("AGENTSTATE_ARTIFACTS_S3_REGION") or None,
+            "location": os.environ.get("AGENTSTATE_ARTIFACTS_S3_PREFIX", ""),
+            "file_overwrite": False,
+            "default_acl": None,
+        },
+    }
+else:
+    STORAGES["artifacts"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": ARTIFACTS_DIR, "directory_permissions_mode": 0o700, "file_permissions_mode": 0o600},
+    }
 
 # --- REST API (agentstate.api): API keys, one JSON error shape, cursor pagination ---------------
 # JSON bodies larger than this get a 413 (agentstate.api.parsers); a 500-message append fits.
@@ -457,10 +486,7 @@ LOGGING = {
 
 # --- Production (DJANGO_ENV=production): HTTPS behind a proxy, static files from WhiteNoise ----
 if PRODUCTION:
-    STORAGES = {
-        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
-    }
+    STORAGES["staticfiles"] = {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"}
     # The proxy terminates TLS and must set (never pass through) X-Forwarded-Proto.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)

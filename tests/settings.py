@@ -59,3 +59,16 @@ REDIS_TEST_URL = redis_test_url(REDIS_URL, os.environ) if REDIS_URL else ""
 REDIS_URL = REDIS_TEST_URL
 if REDIS_URL:
     CACHES = {**CACHES, "default": {**CACHES["default"], "LOCATION": REDIS_URL}}
+
+# Artifacts' files in a directory of this run's own, never the checkout's (tests that look at the
+# raw files point the alias at a directory of theirs).
+if STORAGES["artifacts"]["BACKEND"].endswith("FileSystemStorage"):  # noqa: F405
+    import tempfile
+
+    STORAGES = {
+        **STORAGES,  # noqa: F405
+        "artifacts": {
+            **STORAGES["artifacts"],  # noqa: F405
+            "OPTIONS": {"location": tempfile.mkdtemp(prefix="agentstate-test-artifacts-")},
+        },
+    }

@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from agentstate.api.parsers import PayloadTooLarge
-from agentstate.exceptions import DomainError
+from agentstate.exceptions import DomainError, StorageUnavailable
 from agentstate.postgresql.base import ReplicationUnconfirmed
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.models import APIKey
@@ -59,6 +59,15 @@ class RedisUnavailable(exceptions.APIException):
     wait = 2
 
 
+class FileStorageUnavailable(exceptions.APIException):
+    """The file storage (artifacts' bytes: a directory or an S3 bucket, docs/OPERATIONS.md) failed.
+    A write stored nothing; a read found the row but not its bytes; the same request may succeed later."""
+
+    status_code = 503
+    default_detail = "The file storage is unreachable; retry after the seconds in Retry-After."
+    wait = 5
+
+
 # DRF exception class -> our code (the first match wins, so subclasses come first).
 _CODES: list[tuple[type[exceptions.APIException], str]] = [
     (exceptions.ValidationError, "invalid"),
@@ -74,6 +83,7 @@ _CODES: list[tuple[type[exceptions.APIException], str]] = [
     (PayloadTooLarge, "too_large"),
     (DatabaseBusy, "unavailable"),
     (RedisUnavailable, "unavailable"),
+    (FileStorageUnavailable, "unavailable"),
 ]
 
 
@@ -123,6 +133,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = DatabaseBusy()
     elif isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
         exc = RedisUnavailable()
+    elif isinstance(exc, StorageUnavailable):
+        exc = FileStorageUnavailable()
     if isinstance(exc, IntegrityError) and _key_of_a_deleted_tenant(context["request"]):
         exc = exceptions.AuthenticationFailed("Invalid, revoked or expired API key.")
     response = drf_exception_handler(exc, context)  # maps Http404 / PermissionDenied, sets headers

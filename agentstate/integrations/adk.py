@@ -74,33 +74,29 @@ def base_url_from_uri(uri: str) -> str:
     return f"{SCHEMES[parsed.scheme]}://{parsed.netloc}{parsed.path.rstrip('/')}"
 
 
-class AgentStateSessionService(BaseSessionService):
-    """ADK sessions, events and state kept by an agentstate server.
+class AgentStateHttp:
+    """The HTTP side of every ADK service kept by agentstate: ``(base_url, api_key)``, or
+    ``uri="agentstate://…"`` with the key from ``AGENTSTATE_API_KEY`` (how ADK's service registry
+    builds services), one connection pool per event loop, and the retries of a request that never
+    reached the server."""
 
-    ``AgentStateSessionService(base_url, api_key)``, or ``AgentStateSessionService(uri="agentstate://…")``
-    with the key from ``AGENTSTATE_API_KEY`` (how ADK's service registry builds services; other
-    keyword arguments it passes, such as ``agents_dir``, are ignored)."""
-
-    list_page_size = 500  # sessions per request of list_sessions (the server's maximum)
-
-    def __init__(
+    def _connect(
         self,
-        base_url: str | None = None,
-        api_key: str | None = None,
+        base_url: str | None,
+        api_key: str | None,
         *,
-        uri: str | None = None,
-        timeout: float = 30.0,
-        transport: httpx.AsyncBaseTransport | None = None,
-        cache_max_bytes: int = 32 * 2**20,
-        **_registry_kwargs: Any,
-    ):
+        uri: str | None,
+        timeout: float,
+        transport: httpx.AsyncBaseTransport | None,
+    ) -> None:
         if uri is not None:
             base_url = base_url_from_uri(uri)
         api_key = api_key or os.environ.get(API_KEY_ENV)
+        name = type(self).__name__
         if not base_url:
-            raise ValueError("AgentStateSessionService needs the server's base_url (or uri=agentstate://host:port).")
+            raise ValueError(f"{name} needs the server's base_url (or uri=agentstate://host:port).")
         if not api_key:
-            raise ValueError(f"AgentStateSessionService needs an API key (api_key=..., or {API_KEY_ENV}).")
+            raise ValueError(f"{name} needs an API key (api_key=..., or {API_KEY_ENV}).")
         self._options: dict[str, Any] = {
             "base_url": base_url,
             "timeout": timeout,
@@ -108,14 +104,6 @@ class AgentStateSessionService(BaseSessionService):
             "headers": {"X-Api-Key": api_key, "Accept": "application/json", "User-Agent": USER_AGENT},
         }
         self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
-        self._held = _HeldSessions(cache_max_bytes)
-
-    def cache_info(self) -> dict[str, int]:
-        """The read cache: ``hits`` (reads that reused held events), ``misses`` (reads of every
-        event), ``sessions`` and ``bytes`` held (the events' JSON as it came), ``max_bytes``."""
-        return self._held.info()
-
-    # --- HTTP ----------------------------------------------------------------------------------
 
     def _http(self) -> httpx.AsyncClient:
         """One connection pool per event loop: a pool is bound to the loop that opened it."""
@@ -148,6 +136,35 @@ class AgentStateSessionService(BaseSessionService):
         client = self._clients.pop(asyncio.get_running_loop(), None)
         if client is not None:
             await client.aclose()
+
+
+class AgentStateSessionService(BaseSessionService, AgentStateHttp):
+    """ADK sessions, events and state kept by an agentstate server.
+
+    ``AgentStateSessionService(base_url, api_key)``, or ``AgentStateSessionService(uri="agentstate://…")``
+    with the key from ``AGENTSTATE_API_KEY`` (how ADK's service registry builds services; other
+    keyword arguments it passes, such as ``agents_dir``, are ignored)."""
+
+    list_page_size = 500  # sessions per request of list_sessions (the server's maximum)
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        uri: str | None = None,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        cache_max_bytes: int = 32 * 2**20,
+        **_registry_kwargs: Any,
+    ):
+        self._connect(base_url, api_key, uri=uri, timeout=timeout, transport=transport)
+        self._held = _HeldSessions(cache_max_bytes)
+
+    def cache_info(self) -> dict[str, int]:
+        """The read cache: ``hits`` (reads that reused held events), ``misses`` (reads of every
+        event), ``sessions`` and ``bytes`` held (the events' JSON as it came), ``max_bytes``."""
+        return self._held.info()
 
     @staticmethod
     def _url(app_name: str, user_id: str | None = None, session_id: str | None = None, *rest: str) -> str:

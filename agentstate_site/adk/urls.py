@@ -1,6 +1,6 @@
 """Routes of the ADK session service under /api/v1/adk/ (trailing slash optional)."""
 
-from django.urls import re_path
+from django.urls import include, re_path
 
 from agentstate_site.adk import views
 
@@ -16,4 +16,5 @@ urlpatterns = [
     re_path(rf"{USER}/state/?$", views.UserStateView.as_view(), name="adk-user-state"),
     re_path(rf"{SESSION}/?$", views.SessionDetailView.as_view(), name="adk-session-detail"),
     re_path(rf"{SESSION}/events/?$", views.EventListView.as_view(), name="adk-event-list"),
+    re_path("", include("userdata_app.artifacts.urls")),  # ADK's artifact service
 ]

@@ -19,6 +19,7 @@ FRAMEWORK_AND_RETENTION_PAGES = [
     "sessions_app_retentionrun",
     "userdata_app_adkuserstate",
     "userdata_app_memoryitem",
+    "userdata_app_artifact",
 ]
 
 

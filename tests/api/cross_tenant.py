@@ -2,11 +2,14 @@
 tenant's rows to compare before and after (the ``victim`` fixture in the root conftest.py fills them)."""
 
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from userdata_app.artifacts.models import Artifact
 from userdata_app.memory.models import MemoryItem
 from userdata_app.models import UserDatum
 
 S = "/api/v1/users/u1/sessions/s1/"
-NOT_FOUND, EMPTY, OWN = "404", "empty list", "own tenant"
+A = "/api/v1/adk/apps/app/users/u1/artifacts/"
+NOTE = "filename=note.txt&session_id=s1"
+NOT_FOUND, EMPTY, OWN, NOTHING = "404", "empty list", "own tenant", "nothing done"
 
 # (route name, method, path, body, what the other tenant gets)
 CASES = [
@@ -51,6 +54,12 @@ CASES = [
         {"ops": [{"op": "put", "namespace": ["users", "u1", "facts"], "key": "food", "value": {"owned": True}}]},
         OWN,
     ),
+    ("adk-artifact-list", "get", A + "?session_id=s1", None, EMPTY),
+    ("adk-artifact-list", "post", A, {"filename": "note.txt", "session_id": "s1", "artifact": {"text": "evil"}}, OWN),
+    ("adk-artifact-list", "delete", A + "?" + NOTE, None, NOTHING),  # ADK: deleting a missing artifact is no error
+    ("adk-artifact-versions", "get", A + "versions/?" + NOTE, None, EMPTY),
+    ("adk-artifact-load", "get", A + "load/?" + NOTE, None, NOT_FOUND),
+    ("adk-artifact-content", "get", A + "content/?" + NOTE, None, NOT_FOUND),
 ]
 
 
@@ -67,4 +76,5 @@ def snapshot(tenant):
         "working_state": selectors.working_state_get(session=session),
         "user_data": list(UserDatum.objects.filter(tenant=tenant).values_list("key", "value")),
         "memories": list(MemoryItem.objects.filter(tenant=tenant).values_list("namespace", "key", "value")),
+        "artifacts": list(Artifact.objects.filter(tenant=tenant).values_list("filename", "version", "content")),
     }

@@ -299,6 +299,9 @@ NOT_WRITE_PATHS = {
     ("user-datum", "put"): "user data: a different lifecycle, which retention never touches",
     ("store-batch", "post"): "memories: user data that expires by its own TTL, which retention never touches",
     ("user-datum", "delete"): "user data: a different lifecycle, which retention never touches",
+    ("adk-artifact-list", "post"): "artifacts: user data kept apart from the session's rows; a session's go "
+    "with it when retention deletes it, and the run's events that save them are its activity",
+    ("adk-artifact-list", "delete"): "deletes an artifact: nothing is left to keep",
 }
 
 

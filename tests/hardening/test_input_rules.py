@@ -82,6 +82,10 @@ GOOD_REQUESTS = {
     "post /api/v1/langgraph/threads/prune/": ("/api/v1/langgraph/threads/prune/", {"thread_ids": ["t1"]}),
     "post /api/v1/users/{user_id}/sessions/{session_id}/fork/": (S + "fork/", {"new_session_id": "f1"}),
     "post /api/v1/users/{user_id}/sessions/{session_id}/messages/pop/": (S + "messages/pop/", {"idempotency_key": "k"}),
+    "post /api/v1/adk/apps/{app_name}/users/{user_id}/artifacts/": (
+        "/api/v1/adk/apps/app/users/u1/artifacts/",
+        {"filename": "note.txt", "session_id": "a1", "artifact": {"text": "hi"}, "custom_metadata": {"k": 1}},
+    ),
 }
 
 

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from sessions_app import services as session_services
 from userdata_app import services as userdata_services
+from userdata_app.artifacts.services import artifact_save
 from userdata_app.erasure import erasure_request_create, erasure_request_verify
 from userdata_app.memory.selectors import user_label
 from userdata_app.memory.services import memory_batch
@@ -27,13 +28,14 @@ SUBJECT_DATA_COUNTS = {
     "langgraph_writes": 0,
     "adk_user_state": 0,
     "memories": 1,
+    "artifacts": 1,
     "adk_events": 0,  # ADK's categories: tests/integrations/test_adk_subjects.py
 }
 
 
 def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: int = 3) -> None:
     """Sessions with messages, a round, a checkpoint, a transition and live working state, plus
-    two keys of user data and a memory item."""
+    two keys of user data, a memory item and an artifact."""
     for n in range(sessions):
         session = session_services.session_create(
             tenant=tenant, user_id=user_id, session_id=f"s{n}", agent_id="planner"
@@ -51,6 +53,7 @@ def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: in
     namespace = ["users", user_label(user_id), "memories"]
     memory = {"op": "put", "namespace": namespace, "key": "food", "value": {"likes": "tea"}}
     memory_batch(tenant=tenant, ops=[memory])
+    artifact_save(tenant=tenant, app_name="files", user_id=user_id, filename="user:notes.txt", artifact={"text": "hi"})
 
 
 def verified_request(*, subjects, scope: str, actor=None):
@@ -74,6 +77,7 @@ def compliance_group():
         "0008_compliance_views_framework_records",
         "0010_memory_item",
         "0014_access_requests",
+        "0015_artifact",
     ):
         migration = importlib.import_module(f"userdata_app.migrations.{name}")
         for app_label, codenames in migration.PERMISSIONS.items():
@@ -103,6 +107,7 @@ def subject_data_restored(*, tenant, user_id: str, before, **sizes) -> None:
     from datetime import timedelta
 
     from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+    from userdata_app.artifacts.models import Artifact
     from userdata_app.memory.models import MemoryItem
     from userdata_app.models import UserDatum
 
@@ -110,7 +115,7 @@ def subject_data_restored(*, tenant, user_id: str, before, **sizes) -> None:
     at = before - timedelta(days=3)
     for model in (Session, Round, UserDatum, MemoryItem):
         model.objects.filter(tenant=tenant, user_id=user_id).update(created_at=at, updated_at=at)
-    for model in (Message, Checkpoint, AgentTransition):
+    for model in (Message, Checkpoint, AgentTransition, Artifact):
         model.objects.filter(tenant=tenant, user_id=user_id).update(created_at=at)
 
 

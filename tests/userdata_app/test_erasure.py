@@ -48,7 +48,7 @@ def world(tenant, other_tenant):
     return tenant, other_tenant
 
 
-USER_DATA_ONLY = {"user_data": 2, "adk_user_state": 0, "memories": 1}
+USER_DATA_ONLY = {"user_data": 2, "adk_user_state": 0, "memories": 1, "artifacts": 1}
 
 
 def test_user_data_scope_erases_user_data_only_and_keeps_process_state(world, officer):
@@ -59,7 +59,7 @@ def test_user_data_scope_erases_user_data_only_and_keeps_process_state(world, of
     receipt = erasure.erasure_execute(request=request, actor=officer)
 
     assert receipt.counts == USER_DATA_ONLY
-    assert holdings(acme, "alice") == {**FULL, "user_data": 0, "memories": 0}  # process state untouched
+    assert holdings(acme, "alice") == {**FULL, "user_data": 0, "memories": 0, "artifacts": 0}  # process state kept
     assert holdings(acme, "bob") == FULL
     assert holdings(globex, "alice") == FULL
     request.refresh_from_db()

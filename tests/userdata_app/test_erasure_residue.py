@@ -13,11 +13,13 @@ import logging
 import shutil
 import subprocess
 import uuid
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.files.storage import storages
 from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
@@ -70,6 +72,8 @@ def markers_of(person: int) -> dict[str, str]:
         "memory_key",
         "memory",
         "adk_memory",
+        "artifact_name",
+        "artifact",
     )
     return {kind: f"{kind}-{person}-{token}" for kind in kinds}
 
@@ -180,6 +184,18 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
     }
     response = api.post("/api/v1/store/batch/", {"ops": [memory, adk_memory]}, format="json")
     assert response.status_code == 200, response.content
+    # An artifact (ADK's artifact service): its name in the database, its bytes in storage.
+    artifact = {
+        "filename": f"user:{marks['artifact_name']}.pdf",
+        "artifact": {
+            "inline_data": {
+                "mime_type": "application/pdf",
+                "data": base64.b64encode(marks["artifact"].encode()).decode(),
+            }
+        },
+    }
+    response = api.post(f"/api/v1/adk/apps/files/users/{quote(user_id, safe='')}/artifacts/", artifact, format="json")
+    assert response.status_code == 201, response.content
 
 
 def holdings(tenant, user_id) -> dict[str, int]:
@@ -201,7 +217,14 @@ FULL = {
     "adk_events": 1,
     "adk_user_state": 2,
     "memories": 2,
+    "artifacts": 1,
 }
+
+
+def artifact_files() -> bytes:
+    """Every file of the artifacts' storage directory, raw."""
+    root = Path(storages["artifacts"].location)
+    return b"".join(path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file())
 
 
 @pytest.fixture
@@ -293,7 +316,9 @@ def test_an_erasure_through_the_admin_leaves_nothing_of_the_subject_anywhere(raw
     # declared later must be written here too and the raw search below looks for its values.
     assert all(FULL.values())
     subject_needles = {"id": id_forms(SUBJECT), **needles(marks[SUBJECT])}
-    assert found(subject_needles, raw_database()) == list(subject_needles)  # the search can find them
+    in_database = [kind for kind in subject_needles if kind != "artifact"]  # an artifact's bytes are in storage
+    assert found(subject_needles, raw_database()) == in_database  # the search can find them
+    assert found(subject_needles, artifact_files()) == ["artifact"]
 
     officer = get_user_model().objects.create_user("officer", is_staff=True)
     officer.groups.add(compliance_group())
@@ -337,6 +362,10 @@ def test_an_erasure_through_the_admin_leaves_nothing_of_the_subject_anywhere(raw
     stored = raw_database()
     assert found(subject_needles, stored) == []
     for user_id in BYSTANDERS:  # still there, byte for byte
-        assert found(needles(marks[user_id]), stored) == list(marks[user_id])
+        in_database = {kind: forms for kind, forms in needles(marks[user_id]).items() if kind != "artifact"}
+        assert found(in_database, stored) == list(in_database)
     assert found(subject_needles, redis_contents()) == []
+    assert found(subject_needles, artifact_files()) == []  # the files went once the erasure committed
+    for user_id in BYSTANDERS:
+        assert found({"artifact": [marks[user_id]["artifact"].encode()]}, artifact_files()) == ["artifact"]
     assert found(subject_needles, captured_logs.getvalue().encode()) == []

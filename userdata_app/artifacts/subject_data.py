@@ -1,0 +1,27 @@
+"""Artifacts in the map of people's data: user data, erased (files too) and exported with the person."""
+
+from __future__ import annotations
+
+from agentstate.subject_data import Export, SubjectData, register, register_not_personal
+from agentstate.subjects import USER_DATA
+from userdata_app.artifacts.models import Artifact
+from userdata_app.artifacts.selectors import subject_artifacts_export
+
+CATEGORY = "artifacts"
+
+
+def declare() -> None:
+    register(
+        SubjectData(
+            model=Artifact,
+            category=CATEGORY,
+            kind=USER_DATA,
+            label="artifacts",
+            # A version saved since an erasure is the person's new data: re-applying it keeps it.
+            existed="created_at",
+            export=Export(CATEGORY, subject_artifacts_export),
+        ),
+    )
+    register_not_personal(
+        "userdata_app.ArtifactFileOwed", "the random storage names of deleted artifacts' files, nothing of the person"
+    )
