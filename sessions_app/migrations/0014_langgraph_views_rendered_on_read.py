@@ -1,6 +1,6 @@
 """LangGraph values are stored once: staff's JSON view is rendered when read (``staff_view``), and
-on PostgreSQL the values are compressed with LZ4 (a checkpoint carries the whole state; pglz
-compressed a 125 KB state in about 3 ms per put, LZ4 in well under one, for a fifth more disk)."""
+on PostgreSQL the values are compressed with LZ4 (a checkpoint carries the whole state, and LZ4
+compresses it several times faster than pglz for a little more disk: docs/PERFORMANCE.md)."""
 
 from django.db import migrations
 
