@@ -437,12 +437,25 @@ SPECTACULAR_SETTINGS = {
     # One section per resource in the docs (agentstate.api.schema.AutoSchema.get_tags), in this order.
     "TAGS": [
         {"name": "sessions", "description": "Create, read, list, update, end and delete sessions."},
-        {"name": "messages", "description": "A session's ordered message history."},
+        {
+            "name": "messages",
+            "description": "A session's ordered message history; the OpenAI Agents SDK backend "
+            "(AgentStateSession) stores its items here, one message per item.",
+        },
         {"name": "rounds", "description": "Per-round state snapshots."},
         {"name": "checkpoints", "description": "Labelled snapshots that outlive the session's working state."},
         {"name": "working state", "description": "A live session's short-lived scratch keys."},
         {"name": "transitions", "description": "Hand-offs between agents within a session."},
         {"name": "user data", "description": "Facts about a person, kept apart from process state."},
+        {"name": "fork", "description": "Copy a session's history up to a point into a new session."},
+        {"name": "memories", "description": "Full-text search over a person's memory items."},
+        {"name": "store", "description": "LangGraph's long-term store (AgentStateStore) and ADK's memory service."},
+        {
+            "name": "adk",
+            "description": "Google ADK's session, state and artifact services (AgentStateSessionService, "
+            "AgentStateArtifactService).",
+        },
+        {"name": "langgraph", "description": "LangGraph's checkpointer (AgentStateSaver): checkpoints and writes."},
         {"name": "compliance", "description": "Subject access exports (compliance keys)."},
         {"name": "health", "description": "Whether this process can serve."},
     ],

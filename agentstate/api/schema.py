@@ -3,6 +3,8 @@ in the one error shape, besides the ones its view declares (409, 412)."""
 
 from __future__ import annotations
 
+import inspect
+
 from drf_spectacular import openapi
 from drf_spectacular.utils import OpenApiResponse
 
@@ -13,7 +15,7 @@ ERROR_DESCRIPTIONS = {
     401: "No API key, or an invalid, revoked or expired one.",
     403: "The key's scope (or the staff user's permissions) does not cover this endpoint.",
     404: "Not found in the caller's tenant.",
-    409: "Conflict: `code` is session_exists, session_ended or subject_erased.",
+    409: "Conflict: `code` says which.",
     412: "If-Match does not match the current ETag.",
     413: "The body is larger than the server accepts.",
     415: "The body is not JSON.",
@@ -21,9 +23,19 @@ ERROR_DESCRIPTIONS = {
 }
 
 
-def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
-    """For ``extend_schema(responses=...)``: the listed statuses, each in the error shape."""
-    return {code: OpenApiResponse(ErrorSerializer, description=ERROR_DESCRIPTIONS[code]) for code in codes}
+SESSION_CONFLICTS = ("session_exists", "session_ended", "subject_erased")
+
+
+def error_responses(*codes: int, conflicts: tuple[str, ...] = SESSION_CONFLICTS) -> dict[int, OpenApiResponse]:
+    """For ``extend_schema(responses=...)``: the listed statuses, each in the error shape; a 409
+    names the ``conflicts`` (error codes) the endpoint can answer."""
+    return {
+        code: OpenApiResponse(
+            ErrorSerializer,
+            description=f"Conflict: `code` is {', '.join(conflicts)}." if code == 409 else ERROR_DESCRIPTIONS[code],
+        )
+        for code in codes
+    }
 
 
 # Path segments that name an action on a resource rather than a resource, and resource segments
@@ -32,6 +44,14 @@ TAG_NAMES = {"end": "sessions", "restore": "sessions", "data": "user data", "wor
 
 
 class AutoSchema(openapi.AutoSchema):
+    def get_description(self) -> str:
+        """The operation's own words: its method's docstring, else its view class's own. Inherited
+        docstrings are left out: a base view's speaks to the project's developers (how it
+        authenticates, where it is mounted), not to the API's users."""
+        action = getattr(self.view, getattr(self.view, "action", None) or self.method.lower(), None)
+        doc = getattr(action, "__doc__", None) or type(self.view).__dict__.get("__doc__")
+        return inspect.cleandoc(doc) if doc else ""
+
     def get_tags(self) -> list[str]:
         """One tag per resource, so the docs group endpoints the way a reader looks for them:
         /users/{u}/sessions/{s}/messages/ is "messages", /users/{u}/data/ is "user data", and a

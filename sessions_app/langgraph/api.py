@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Expression
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -22,6 +22,8 @@ from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
 from sessions_app.langgraph import selectors, services
+
+LANGGRAPH_CONFLICTS = ("thread_owned_by_another_user", "subject_erased")  # a write to a thread
 
 
 def _text(**kwargs: Any) -> StringField:
@@ -54,11 +56,34 @@ class CheckpointPutInput(ThreadWriteInput):
     channel_versions = serializers.JSONField()
 
 
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "idx": {"type": "integer"},
+                "channel": {"type": "string"},
+                "value": {
+                    "type": "object",
+                    "properties": {"type": {"type": "string"}, "data": {"type": "string", "format": "byte"}},
+                    "required": ["type", "data"],
+                },
+            },
+            "required": ["idx", "channel", "value"],
+        },
+        "example": [{"idx": 0, "channel": "messages", "value": {"type": "msgpack", "data": "kaJoaQ=="}}],
+    }
+)
+class WritesField(serializers.JSONField):
+    """A JSON list checked by ``services.writes_put`` (its messages name the write at fault)."""
+
+
 class WritesPutInput(ThreadWriteInput):
     task_id = _text()
     task_path = _text(required=False, default="")
     replace = serializers.BooleanField(default=False, help_text="Overwrite on retry (LangGraph's special channels).")
-    writes = serializers.JSONField(help_text='[{"idx": int, "channel": str, "value": {type, data, rendered}}]')
+    writes = WritesField(help_text="The task's writes, each its index, channel and serialized value.")
 
 
 class StoredOut(serializers.Serializer):
@@ -200,7 +225,7 @@ class CheckpointListView(TenantAPIView):
     @extend_schema(
         summary="LangGraph: store a checkpoint (aput)",
         request=CheckpointPutInput,
-        responses={201: StoredOut, **error_responses(409)},
+        responses={201: StoredOut, **error_responses(409, conflicts=LANGGRAPH_CONFLICTS)},
     )
     def post(self, request: TenantRequest) -> Response:
         return Response(_checkpoint_put(request.tenant, request.data), status=status.HTTP_201_CREATED)
@@ -224,7 +249,7 @@ class WritesView(TenantAPIView):
     @extend_schema(
         summary="LangGraph: store a task's pending writes (aput_writes)",
         request=WritesPutInput,
-        responses={201: CountOut, **error_responses(409)},
+        responses={201: CountOut, **error_responses(409, conflicts=LANGGRAPH_CONFLICTS)},
     )
     def post(self, request: TenantRequest) -> Response:
         return Response(_writes_put(request.tenant, request.data), status=status.HTTP_201_CREATED)
@@ -302,7 +327,7 @@ class ThreadCopyView(TenantAPIView):
     @extend_schema(
         summary="LangGraph: copy a thread's checkpoints and writes to another (acopy_thread)",
         request=CopyInput,
-        responses={200: CountOut, **error_responses(409)},
+        responses={200: CountOut, **error_responses(409, conflicts=LANGGRAPH_CONFLICTS)},
     )
     def post(self, request: TenantRequest) -> Response:
         return Response({"count": services.thread_copy(tenant=request.tenant, **validated(CopyInput, request.data))})
