@@ -455,8 +455,8 @@ class Endpoints(abc.ABC):
         input_tokens: int = 0,
         output_tokens: int = 0,
         total_tokens: int = 0,
-        input_tokens_details: dict[str, int] | None = None,
-        output_tokens_details: dict[str, int] | None = None,
+        input_tokens_details: dict[str, Any] | None = None,
+        output_tokens_details: dict[str, Any] | None = None,
     ) -> RunUsage:
         """Store one turn's model usage, replacing what the turn had (``turn`` None: the history's
         current turn, i.e. how many user messages it holds; an empty history has none: ValidationError)."""

@@ -113,8 +113,8 @@ class RunUsage(_Model):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
-    input_tokens_details: dict[str, int] | None = None
-    output_tokens_details: dict[str, int] | None = None
+    input_tokens_details: dict[str, Any] | None = None
+    output_tokens_details: dict[str, Any] | None = None
     updated_at: datetime | None = None
 
 

@@ -7,6 +7,7 @@ when stored again; a history edit that removes a turn's messages removes its usa
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db import transaction
@@ -14,8 +15,20 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput
+from agentstate.validation import clean_json
 from sessions_app.models import Message, RunUsage, Session
 from sessions_app.services.live import update_live_session
+
+DETAILS_MAX_BYTES = 4096  # a turn's token details: a few named counts
+
+
+def _clean_details(value: Any, *, field: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    clean_json(value, field=field, require_object=True)
+    if len(json.dumps(value)) > DETAILS_MAX_BYTES:
+        raise InvalidInput.for_field(field, f"At most {DETAILS_MAX_BYTES} bytes of JSON.")
+    return value
 
 
 @transaction.atomic
@@ -32,6 +45,8 @@ def run_usage_record(
 ) -> RunUsage:
     """Store one turn's usage, replacing what that turn had. Without ``turn``: the history's current
     turn (how many user messages it holds), which an empty history does not have (400)."""
+    input_tokens_details = _clean_details(input_tokens_details, field="input_tokens_details")
+    output_tokens_details = _clean_details(output_tokens_details, field="output_tokens_details")
     update_live_session(session)  # the row lock: the turn counted is the turn stored
     if turn is None:
         counts = Message.objects.filter(session=session).aggregate(
