@@ -308,7 +308,7 @@ def run_usage_summary(*, top_users: int = TOP_USERS) -> dict[str, Any]:
     )
     per_user = list(
         RunUsage.objects.order_by()
-        .values("tenant__slug", "user_id")
+        .values("tenant_id", "tenant__slug", "user_id")
         .annotate(turns=Count("id"), **sums)
         .order_by("-total_tokens", "tenant__slug", "user_id")[:top_users]
     )

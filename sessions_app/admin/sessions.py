@@ -36,6 +36,7 @@ from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Ses
 LATEST_MESSAGES = 20
 LATEST_ROUNDS = 10
 LATEST_FORKS = 50
+LATEST_USAGE = 20  # turns of usage a session page lists (the totals count them all)
 
 
 class EndedFilter(admin.SimpleListFilter):
@@ -93,6 +94,19 @@ def history_url(model: type[Model], session: Session) -> str:
 def user_url(url_name: str, *, tenant_pk: int, user_id: str) -> str:
     query: dict[str, int | str] = {"tenant__id__exact": tenant_pk, "user_id": user_id}
     return reverse(url_name) + "?" + urlencode(query)
+
+
+# The metadata key under which the OpenAI Agents SDK backend names a session's SDK session id and
+# branch (agentstate.integrations.openai_agents: its branches are forks of their session).
+OPENAI_AGENTS = "openai_agents"
+
+
+def branch_name(metadata: Any) -> str | None:
+    """The OpenAI Agents SDK branch a session holds ("main" for the SDK session's own), if any."""
+    marker = metadata.get(OPENAI_AGENTS) if isinstance(metadata, dict) else None
+    if not isinstance(marker, dict) or not isinstance(marker.get("branch"), str) or "session_id" not in marker:
+        return None
+    return marker["branch"]
 
 
 def session_label_text(session: Session) -> str:
@@ -208,11 +222,12 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
                 )
             },
         ),
-        ("Forks", {"fields": ("forked_from", "forks")}),
+        ("Forks", {"fields": ("branch", "forked_from", "forks")}),
         ("Latest messages", {"fields": ("latest_messages",)}),
         ("Rounds", {"fields": ("latest_rounds",)}),
         ("Checkpoints", {"fields": ("checkpoints",)}),
         ("Agent transitions", {"fields": ("transitions",)}),
+        ("Model usage", {"fields": ("run_usage",)}),
         ("Working state", {"fields": ("working_state",)}),
     )
     readonly_fields = (
@@ -227,6 +242,8 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         "latest_rounds",
         "checkpoints",
         "transitions",
+        "run_usage",
+        "branch",
         "working_state",
         "app_name",
         "framework",
@@ -297,15 +314,31 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         url = reverse("admin:sessions_app_session_change", args=[obj.parent_id])
         return format_html('<a href="{}">{}</a>, {}', url, obj.forked_from_session_id, point)
 
+    @admin.display(description="branch")
+    def branch(self, obj: Session) -> str:
+        name = branch_name(obj.metadata)
+        if name is None:
+            return "Not a branch of an OpenAI Agents SDK session."
+        return f"Branch {name!r} of OpenAI Agents SDK session {obj.metadata[OPENAI_AGENTS]['session_id']!r}"
+
     @admin.display(description="forks")
     def forks(self, obj: Session) -> str:
-        forks = list(Session.objects.filter(parent=obj).order_by("id").values_list("pk", "session_id")[:LATEST_FORKS])
+        forks = list(
+            Session.objects.filter(parent=obj).order_by("id").values_list("pk", "session_id", "metadata")[:LATEST_FORKS]
+        )
         if not forks:
             return "No forks."
         return format_html_join(
             ", ",
-            '<a href="{}">{}</a>',
-            ((reverse("admin:sessions_app_session_change", args=[pk]), sid) for pk, sid in forks),
+            '<a href="{}">{}</a>{}',
+            (
+                (
+                    reverse("admin:sessions_app_session_change", args=[pk]),
+                    sid,
+                    "" if branch_name(metadata) is None else f" (branch {branch_name(metadata)!r})",
+                )
+                for pk, sid, metadata in forks
+            ),
         )
 
     metadata_json = json_display("metadata")
@@ -359,6 +392,24 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
             {
                 "transitions": selectors.transition_list(session=obj)[:50],
                 "all_url": history_url(AgentTransition, obj),
+            },
+        )
+
+    @admin.display(description="")
+    def run_usage(self, obj: Session) -> str:
+        rows = list(selectors.run_usage_list(session=obj).order_by("-turn")[: LATEST_USAGE + 1])
+        return render_to_string(
+            "admin/sessions_app/session/run_usage.html",
+            {
+                "totals": selectors.run_usage_totals(selectors.run_usage_list(session=obj)),
+                "rows": [
+                    {
+                        "details": json_text({"input": u.input_tokens_details, "output": u.output_tokens_details}),
+                        **vars(u),
+                    }
+                    for u in reversed(rows[:LATEST_USAGE])
+                ],
+                "more": len(rows) > LATEST_USAGE,
             },
         )
 
