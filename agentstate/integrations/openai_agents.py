@@ -1,5 +1,6 @@
 """OpenAI Agents SDK sessions on agentstate: ``AgentStateSession`` implements the SDK's ``Session``
-protocol (and the branches of its ``AdvancedSQLiteSession``) over the REST API.
+protocol (and what its ``AdvancedSQLiteSession`` adds: branches, usage per turn, turns and search
+by content) over the REST API.
 
     session = AgentStateSession("chat-1", base_url=URL, api_key=KEY, user_id="alice")
     await Runner.run(agent, "Hello", session=session)
@@ -288,7 +289,8 @@ class _Borrowed:
 
 
 class AgentStateSession(SessionABC):
-    """The Agents SDK's ``Session`` on agentstate, with ``AdvancedSQLiteSession``'s branches.
+    """The Agents SDK's ``Session`` on agentstate, with ``AdvancedSQLiteSession``'s methods, and
+    ``rewind``, ``fork`` and ``close`` of its own.
 
     ``session_id`` is the SDK's; ``user_id`` owns the conversation (erasure and export find it by
     that). The session is created on the first ``add_items``; reading one that does not exist

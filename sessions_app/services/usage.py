@@ -1,4 +1,4 @@
-"""Model usage per turn of a session (token counts; docs/DESIGN.md, "Usage").
+"""Model usage per turn of a session (token counts; docs/DESIGN.md, "The domain": model usage).
 
 Turn N of a history is the span from its N-th user message (``role`` "user") to the next, turn 0
 what comes before the first: the OpenAI Agents SDK's turns. A turn has one usage row, replaced
