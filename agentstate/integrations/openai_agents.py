@@ -711,8 +711,8 @@ class AgentStateSession(SessionABC):
         for loop, client in clients:
             if loop.is_closed():
                 continue
-            if loop.is_running():
-                loop.create_task(client.aclose())  # called from that loop's own code
+            if loop.is_running():  # from its own code, or from another thread: it closes them itself
+                asyncio.run_coroutine_threadsafe(client.aclose(), loop)
             else:
                 loop.run_until_complete(client.aclose())
 
