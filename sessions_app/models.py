@@ -227,6 +227,35 @@ class AgentTransition(SessionOwned):
         return f"Transition #{self.pk}: {self.from_agent or '-'} -> {self.to_agent}"
 
 
+class RunUsage(SessionOwned):
+    """The model usage of one turn of a session (the OpenAI Agents SDK's ``store_run_usage``): turn
+    N is the span from the history's N-th user message to the next (0: before the first). Token
+    counts, no content; they go with the turn when a history edit removes it (services/usage.py)."""
+
+    turn = models.PositiveIntegerField()
+    requests = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    total_tokens = models.BigIntegerField(default=0)
+    # The SDK's token details (cached_tokens, reasoning_tokens, ...): small objects of counts.
+    input_tokens_details = models.JSONField(null=True, blank=True)
+    output_tokens_details = models.JSONField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # Serves: one turn's usage (the upsert), a session's usage in turn order, the drop after an edit.
+            models.UniqueConstraint(fields=["session", "turn"], name="run_usage_unique_turn"),
+        ]
+        indexes = [
+            # Serves: the dashboard's totals per tenant and per user.
+            models.Index(fields=["tenant", "user_id"], name="run_usage_owner"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Usage of turn {self.turn} of session #{self.session_id}"
+
+
 class WorkingStateEntry(models.Model):
     """Working state of one live session for the database backend (see working_state.py).
 

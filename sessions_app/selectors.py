@@ -28,6 +28,7 @@ from sessions_app.models import (
     RetentionPolicy,
     RetentionRun,
     Round,
+    RunUsage,
     Session,
 )
 
@@ -330,6 +331,48 @@ def message_as_dict(m: Message) -> dict[str, Any]:
         "usage": m.usage,
         "created_at": iso(m.created_at),
     }
+
+
+USAGE_COUNTS = ("requests", "input_tokens", "output_tokens", "total_tokens")
+TOP_USERS = 10  # users the dashboard lists by tokens used
+
+
+def run_usage_list(*, session: Session) -> QuerySet[RunUsage]:
+    """A session's usage, one row per turn, in turn order."""
+    return RunUsage.objects.filter(session=session).order_by("turn")
+
+
+def run_usage_as_dict(u: RunUsage) -> dict[str, Any]:
+    """One turn's usage as JSON-ready data, the fields the API shows (and the export)."""
+    return {
+        "turn": u.turn,
+        **{name: getattr(u, name) for name in USAGE_COUNTS},
+        "input_tokens_details": u.input_tokens_details,
+        "output_tokens_details": u.output_tokens_details,
+        "updated_at": iso(u.updated_at),
+    }
+
+
+def run_usage_totals(rows: QuerySet[RunUsage]) -> dict[str, int]:
+    """The sums of ``rows``' counts and how many turns they are (0 each for none)."""
+    totals = rows.aggregate(turns=Count("id"), **{name: Sum(name) for name in USAGE_COUNTS})
+    return {name: value or 0 for name, value in totals.items()}
+
+
+def run_usage_summary(*, top_users: int = TOP_USERS) -> dict[str, Any]:
+    """The dashboard's usage: totals per tenant, and the ``top_users`` users who used the most tokens
+    (with their tenant). One grouped scan of the usage table each."""
+    sums = {name: Sum(name) for name in USAGE_COUNTS}
+    per_tenant = list(
+        RunUsage.objects.order_by().values("tenant__slug").annotate(turns=Count("id"), **sums).order_by("tenant__slug")
+    )
+    per_user = list(
+        RunUsage.objects.order_by()
+        .values("tenant_id", "tenant__slug", "user_id")
+        .annotate(turns=Count("id"), **sums)
+        .order_by("-total_tokens", "tenant__slug", "user_id")[:top_users]
+    )
+    return {"per_tenant": per_tenant, "per_user": per_user}
 
 
 def activity_summary(*, days: int = 30) -> dict[str, Any]:

@@ -22,8 +22,17 @@ from agentstate.subject_data import Export, ExportedWith, SubjectData, declared,
 from agentstate.subjects import PROCESS_STATE
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
-from sessions_app.models import AgentTransition, Checkpoint, Message, MessagePop, Round, Session, WorkingStateEntry
-from sessions_app.selectors import MESSAGE_INDEX, iso, message_as_dict, working_state_get
+from sessions_app.models import (
+    AgentTransition,
+    Checkpoint,
+    Message,
+    MessagePop,
+    Round,
+    RunUsage,
+    Session,
+    WorkingStateEntry,
+)
+from sessions_app.selectors import MESSAGE_INDEX, iso, message_as_dict, run_usage_as_dict, working_state_get
 from sessions_app.services.live import working_state_clear_on_commit
 from sessions_app.services.retention import AgesWithMessages
 
@@ -147,6 +156,20 @@ def declare() -> None:
                 large=("metadata",),
             ),
             retention="hand-offs between agents: live as long as their session",
+        ),
+        # Token counts of a person's turns: no content, but what one person used (billing, abuse)
+        # is theirs, so it is erased and exported with their sessions.
+        process_state(
+            RunUsage,
+            "run_usage",
+            SessionPart(
+                "run_usage",
+                run_usage_as_dict,
+                order=("turn",),
+                large=("input_tokens_details", "output_tokens_details"),
+            ),
+            label="model usage per turn",
+            retention="token counts of the turns kept: go with their turn or session",
         ),
         process_state(
             WorkingStateEntry,

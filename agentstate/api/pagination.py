@@ -188,6 +188,10 @@ class RoundPagination(CursorPagination):
     ordering = "round_id"
 
 
+class RunUsagePagination(CursorPagination):
+    ordering = "turn"
+
+
 class InsertionPagination(CursorPagination):
     """Checkpoints, in the order they were stored."""
 

@@ -26,6 +26,7 @@ from agentstate.client.models import (
     MessageRecord,
     Page,
     Round,
+    RunUsage,
     SessionRecord,
     SessionRestore,
     Transition,
@@ -445,6 +446,42 @@ class Endpoints(abc.ABC):
 
     def transition_iter(self, user_id: str, session_id: str, *, page_size: int | None = None) -> Iterator[Transition]:
         return self._iterate(_listing(session_url(user_id, session_id, "transitions"), Transition, page_size))
+
+    # --- usage ----------------------------------------------------------------------------------
+    def run_usage_record(
+        self,
+        user_id: str,
+        session_id: str,
+        *,
+        turn: int | None = None,
+        requests: int = 0,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        total_tokens: int = 0,
+        input_tokens_details: dict[str, Any] | None = None,
+        output_tokens_details: dict[str, Any] | None = None,
+    ) -> RunUsage:
+        """Store one turn's model usage, replacing what the turn had (``turn`` None: the history's
+        current turn, i.e. how many user messages it holds; an empty history has none: ValidationError)."""
+        payload = _given(
+            turn=turn,
+            requests=requests,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=total_tokens,
+            input_tokens_details=input_tokens_details,
+            output_tokens_details=output_tokens_details,
+        )
+        return self._call(Call("POST", session_url(user_id, session_id, "usage"), as_model(RunUsage), json=payload))
+
+    def run_usage_list(
+        self, user_id: str, session_id: str, *, page_size: int | None = None, cursor: str | None = None
+    ) -> Page[RunUsage]:
+        return self._call(_listing(session_url(user_id, session_id, "usage"), RunUsage, page_size, cursor))
+
+    def run_usage_iter(self, user_id: str, session_id: str, *, page_size: int | None = None) -> Iterator[RunUsage]:
+        """The session's usage, a row per turn, in turn order."""
+        return self._iterate(_listing(session_url(user_id, session_id, "usage"), RunUsage, page_size))
 
     # --- user data ------------------------------------------------------------------------------
     def user_data_get(self, user_id: str, key: str) -> UserDatum:

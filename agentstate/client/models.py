@@ -118,6 +118,19 @@ class Transition(_Model):
     created_at: datetime | None = None
 
 
+class RunUsage(_Model):
+    """The model usage of one turn of a session (turn N: from its N-th user message on)."""
+
+    turn: int
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    input_tokens_details: dict[str, Any] | None = None
+    output_tokens_details: dict[str, Any] | None = None
+    updated_at: datetime | None = None
+
+
 class UserDatum(_Model):
     """One fact about a user: ``value`` is any JSON."""
 

@@ -1,5 +1,6 @@
 """OpenAI Agents SDK sessions on agentstate: ``AgentStateSession`` implements the SDK's ``Session``
-protocol (and the branches of its ``AdvancedSQLiteSession``) over the REST API.
+protocol (and what its ``AdvancedSQLiteSession`` adds: branches, usage per turn, turns and search
+by content) over the REST API.
 
     session = AgentStateSession("chat-1", base_url=URL, api_key=KEY, user_id="alice")
     await Runner.run(agent, "Hello", session=session)
@@ -21,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
+import re
 import time
 import uuid
 import weakref
@@ -37,7 +40,7 @@ from agentstate.client import calls
 from agentstate.client.calls import Call, query, session_url
 from agentstate.client.clients import AsyncAgentStateClient, AsyncEndpoints
 from agentstate.client.errors import Conflict, NotFound
-from agentstate.client.models import MessageRecord, Page, SessionRecord
+from agentstate.client.models import MessageRecord, Page, RunUsage, SessionRecord
 
 MAIN = "main"
 FRAMEWORK_KEY = "openai_agents"  # the metadata key naming the SDK session and the branch
@@ -47,6 +50,31 @@ MAX_BYTES_PER_APPEND = 4 * 1024 * 1024  # under the server's default 5 MiB body 
 RECENT_MAX = 500
 PAGE_MAX = 2000  # messages per page of a whole read (the server's largest: one request up to there)
 HELD_MAX_ITEMS = 20_000  # items a session object keeps from its last whole read (their JSON text)
+USAGE_COUNTS = ("requests", "input_tokens", "output_tokens", "total_tokens")
+# Tool calls as AdvancedSQLiteSession counts them in get_tool_usage, and those it names by their type.
+TOOL_CALLS = (
+    "tool_call",
+    "function_call",
+    "computer_call",
+    "file_search_call",
+    "web_search_call",
+    "code_interpreter_call",
+    "tool_search_call",
+    "custom_tool_call",
+    "mcp_call",
+    "mcp_approval_request",
+    "shell_call",
+    "apply_patch_call",
+)
+NAMED_BY_TYPE = (
+    "computer_call",
+    "file_search_call",
+    "web_search_call",
+    "code_interpreter_call",
+    "shell_call",
+    "apply_patch_call",
+)
+logger = logging.getLogger(__name__)
 
 
 def _valid_identifier(value: str) -> bool:
@@ -114,6 +142,82 @@ def _deleted(record: SessionRecord) -> bool:
 
 def _item(record: MessageRecord) -> Any:
     return json.loads(cast(str, record.content))  # this adapter stores each item as JSON text
+
+
+def _is_user(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("role") == "user"
+
+
+def _kind(item: Any) -> str:
+    """An item's kind as AdvancedSQLiteSession classifies it: user, assistant, its type, or other."""
+    if isinstance(item, dict):
+        if item.get("role") in ("user", "assistant"):
+            return item["role"]
+        if item.get("type"):
+            return str(item["type"])
+    return "other"
+
+
+def _tool_name(item: Any) -> str | None:
+    """The tool an item calls or answers, named as AdvancedSQLiteSession names it (an MCP tool
+    ``server.tool``, a hosted tool by its type, a namespaced function ``namespace.name``)."""
+    if not isinstance(item, dict):
+        return None
+    kind = item.get("type")
+    if kind in ("mcp_call", "mcp_approval_request") and "server_label" in item:
+        label, name = item.get("server_label"), item.get("name")
+        if name and label:
+            return f"{label}.{name}"
+        return str(label) if label else str(name) if name else None
+    if kind in ("tool_search_call", "tool_search_output"):
+        return "tool_search"
+    if kind in NAMED_BY_TYPE:
+        return kind
+    if "name" not in item or item["name"] is None:
+        return None
+    name, namespace = str(item["name"]), item.get("namespace")
+    namespace = None if namespace is None else str(namespace)
+    return f"{namespace}.{name}" if namespace and name and namespace != name else name
+
+
+def _preview(content: Any, max_length: int | None = None) -> str:
+    """A user message's content as text (parts as JSON), cut at ``max_length`` characters."""
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return text[:max_length] + "..." if max_length is not None and len(text) > max_length else text
+
+
+def _contains(content: Any, search_term: str) -> bool:
+    """AdvancedSQLiteSession's match: the term in the message's text (or in one of its parts'
+    texts), as a substring, ignoring the case of ASCII letters only (SQLite's LIKE)."""
+    pattern = re.compile(re.escape(search_term), re.IGNORECASE | re.ASCII)
+    texts = [content] if isinstance(content, str) else [part.get("text", "") for part in content]
+    return any(pattern.search(text) for text in texts)
+
+
+def _turn(record: MessageRecord, turn: int, max_length: int | None) -> dict[str, Any] | None:
+    """A user turn as AdvancedSQLiteSession describes it; None for one it would skip."""
+    try:
+        content = _item(record).get("content", "")
+    except (AttributeError, ValueError):
+        return None
+    return {
+        "turn": turn,
+        "content": _preview(content, max_length),
+        "full_content": content,
+        "timestamp": record.created_at.isoformat() if record.created_at else None,
+        "can_branch": True,
+    }
+
+
+def _usage_details(details: Any) -> dict[str, Any] | None:
+    """The SDK's token details as AdvancedSQLiteSession stores them: their fields, or nothing when
+    they are not JSON."""
+    if not details:
+        return None
+    try:
+        return json.loads(json.dumps(details.__dict__))
+    except (TypeError, ValueError):
+        return None
 
 
 class _Content(BaseModel):
@@ -185,7 +289,8 @@ class _Borrowed:
 
 
 class AgentStateSession(SessionABC):
-    """The Agents SDK's ``Session`` on agentstate, with ``AdvancedSQLiteSession``'s branches.
+    """The Agents SDK's ``Session`` on agentstate, with ``AdvancedSQLiteSession``'s methods, and
+    ``rewind``, ``fork`` and ``close`` of its own.
 
     ``session_id`` is the SDK's; ``user_id`` owns the conversation (erasure and export find it by
     that). The session is created on the first ``add_items``; reading one that does not exist
@@ -216,32 +321,36 @@ class AgentStateSession(SessionABC):
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAgentStateClient] = (
             weakref.WeakKeyDictionary()
         )
+        self._closed = False
 
     # --- the Session protocol --------------------------------------------------------------------
 
-    async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The latest ``limit`` items (all when None or negative, as SQLiteSession), oldest first."""
+    async def get_items(self, limit: int | None = None, branch_id: str | None = None) -> list[Any]:
+        """The latest ``limit`` items (all when None or negative, as SQLiteSession), oldest first,
+        of the current branch or of ``branch_id`` (none for a branch that does not exist)."""
         limit = resolve_session_limit(limit, self.session_settings)
         if limit == 0:
             return []
-        url = session_url(self.user_id, self._current(), "messages")
+        sid = self._branch_sid(branch_id)
+        url = session_url(self.user_id, sid, "messages")
         async with self._api() as api:
             try:
                 if limit is not None and 0 < limit <= RECENT_MAX:
                     page = await api._call(Call("GET", url, _PAGE, params=query(recent=limit)))
                     return _items(c.content for c in page.results)
-                contents = await self._all_contents(api, url)
+                contents = await self._all_contents(api, sid)
             except NotFound:
-                self._held.pop(self._current(), None)
+                self._held.pop(sid, None)
                 return []
         return _items(contents[-limit:] if limit and limit > 0 else contents)
 
-    async def _all_contents(self, api: AsyncEndpoints, url: str) -> list[str]:
-        """Every stored item's JSON text. What this object read before is asked again only from its
-        last item on: if that item is still there with its client id and the history generation
-        is the same (no pop, rewind, clear or retention since), the answer adds what came after
-        it; otherwise every item is read again."""
-        held = self._held.get(self._current())
+    async def _all_contents(self, api: AsyncEndpoints, sid: str) -> list[str]:
+        """Every stored item's JSON text of the agentstate session ``sid``. What this object read
+        before is asked again only from its last item on: if that item is still there with its
+        client id and the history generation is the same (no pop, rewind, clear or retention
+        since), the answer adds what came after it; otherwise every item is read again."""
+        url = session_url(self.user_id, sid, "messages")
+        held = self._held.get(sid)
         if held is not None:
             last_seq, last_client_id = held.keys[-1]
             page = await api._call(Call("GET", url, _PAGE, params=query(after_seq=last_seq - 1, page_size=PAGE_MAX)))
@@ -254,6 +363,7 @@ class AgentStateSession(SessionABC):
             ):
                 added = page.results[1:]
                 return self._hold(
+                    sid,
                     page.generation,
                     [*held.keys, *((m.seq, m.client_id) for m in added)],
                     [*held.contents, *(m.content for m in added)],
@@ -265,7 +375,7 @@ class AgentStateSession(SessionABC):
         while call is not None:
             page = await api._call(call)
             if generation not in (None, page.generation):  # edited while read: read again, keep nothing
-                self._held.pop(self._current(), None)
+                self._held.pop(sid, None)
                 return [
                     m.content async for m in api._iterate(Call("GET", url, _PAGE, params=query(page_size=PAGE_MAX)))
                 ]
@@ -273,12 +383,13 @@ class AgentStateSession(SessionABC):
             keys.extend((m.seq, m.client_id) for m in page.results)
             contents.extend(m.content for m in page.results)
             call = call.with_cursor(page.next_cursor) if page.next_cursor else None
-        return self._hold(generation, keys, contents)
+        return self._hold(sid, generation, keys, contents)
 
-    def _hold(self, generation: str | None, keys: list[tuple[int, str | None]], contents: list[str]) -> list[str]:
-        """Keep ``contents`` for the next whole read (at most ``HELD_MAX_ITEMS``, the last with a
-        client id to check it by); returns them."""
-        sid = self._current()
+    def _hold(
+        self, sid: str, generation: str | None, keys: list[tuple[int, str | None]], contents: list[str]
+    ) -> list[str]:
+        """Keep ``contents`` of ``sid`` for the next whole read (at most ``HELD_MAX_ITEMS``, the
+        last with a client id to check it by); returns them."""
         if generation is None or not keys or keys[-1][1] is None or len(contents) > HELD_MAX_ITEMS:
             self._held.pop(sid, None)
         else:
@@ -410,11 +521,208 @@ class AgentStateSession(SessionABC):
     def current_branch_id(self) -> str:
         return self._branch
 
+    async def create_branch_from_content(self, search_term: str, branch_name: str | None = None) -> str:
+        """``create_branch_from_turn`` at the first user turn ``find_turns_by_content`` finds."""
+        matches = await self.find_turns_by_content(search_term)
+        if not matches:
+            raise ValueError(f"No user turns found containing '{search_term}'")
+        return await self.create_branch_from_turn(matches[0]["turn"], branch_name)
+
+    # --- turns (AdvancedSQLiteSession) -----------------------------------------------------------
+
+    async def _user_messages(self, branch_id: str | None) -> list[MessageRecord]:
+        """The user messages of a branch (current when None), oldest first: turn N is the N-th."""
+        async with self._api() as api:
+            try:
+                return [
+                    record
+                    async for record in api.message_iter(
+                        self.user_id, self._branch_sid(branch_id), role="user", page_size=RECENT_MAX
+                    )
+                ]
+            except NotFound:
+                return []
+
+    async def get_conversation_turns(self, branch_id: str | None = None) -> list[dict[str, Any]]:
+        """The branch's user turns: ``turn``, ``content`` (the first 100 characters), ``full_content``,
+        ``timestamp`` (ISO 8601) and ``can_branch``."""
+        turns = (_turn(record, n, 100) for n, record in enumerate(await self._user_messages(branch_id), 1))
+        return [turn for turn in turns if turn is not None]
+
+    async def find_turns_by_content(self, search_term: str, branch_id: str | None = None) -> list[dict[str, Any]]:
+        """The branch's user turns whose text holds ``search_term``, as AdvancedSQLiteSession matches
+        it: a substring, ASCII letters in any case (``content`` is the whole text here)."""
+        matches = []
+        for n, record in enumerate(await self._user_messages(branch_id), 1):
+            turn = _turn(record, n, None)
+            try:
+                if turn is not None and _contains(turn["full_content"], search_term):
+                    matches.append(turn)
+            except AttributeError:  # a part that is no object: the SDK skips the turn too
+                continue
+        return matches
+
+    async def _branch_items(self, branch_id: str | None) -> list[Any]:
+        sid = self._branch_sid(branch_id)
+        async with self._api() as api:
+            try:
+                return _items(await self._all_contents(api, sid))
+            except NotFound:
+                return []
+
+    async def get_conversation_by_turns(self, branch_id: str | None = None) -> dict[int, list[dict[str, str | None]]]:
+        """The branch's items by turn (0: before the first user message): each item's ``type``
+        (user, assistant, or the item's type) and ``tool_name``."""
+        turns: dict[int, list[dict[str, str | None]]] = {}
+        turn = 0
+        for item in await self._branch_items(branch_id):
+            turn += _is_user(item)
+            turns.setdefault(turn, []).append({"type": _kind(item), "tool_name": _tool_name(item)})
+        return turns
+
+    async def get_tool_usage(self, branch_id: str | None = None) -> list[tuple[str, int, int]]:
+        """How often each tool was called per turn: ``(tool_name, calls, turn)``, by turn. A tool
+        search's output counts as a call when its turn has no call of it."""
+        counts: dict[tuple[int, str | None], int] = {}
+        searched: set[tuple[int, str | None]] = set()
+        outputs: list[tuple[int, str | None]] = []
+        turn = 0
+        for item in await self._branch_items(branch_id):
+            turn += _is_user(item)
+            kind, name = _kind(item), _tool_name(item)
+            if kind in TOOL_CALLS:
+                key = (turn, name if name is not None or kind not in ("shell_call", "apply_patch_call") else kind)
+                counts[key] = counts.get(key, 0) + 1
+                if kind == "tool_search_call":
+                    searched.add((turn, name))
+            elif kind == "tool_search_output":
+                outputs.append((turn, name))
+        for key in outputs:
+            if key not in searched:
+                counts[key] = counts.get(key, 0) + 1
+        ordered = sorted(counts.items(), key=lambda entry: (entry[0][0], entry[0][1] is not None, entry[0][1] or ""))
+        return [(cast(str, name), n, turn) for (turn, name), n in ordered]
+
+    # --- usage (AdvancedSQLiteSession) -----------------------------------------------------------
+
+    async def store_run_usage(self, result: Any) -> None:
+        """Store the run's usage (``result.context_wrapper.usage``) as the current turn's, replacing
+        what that turn had. As in the SDK, a failure is logged, never raised, and a branch with
+        no items has no turn to store it for."""
+        try:
+            usage = result.context_wrapper.usage
+            if usage is None:
+                return
+            async with self._api() as api:
+                await api.run_usage_record(
+                    self.user_id,
+                    self._current(),
+                    **{name: getattr(usage, name) or 0 for name in USAGE_COUNTS},
+                    input_tokens_details=_usage_details(getattr(usage, "input_tokens_details", None)),
+                    output_tokens_details=_usage_details(getattr(usage, "output_tokens_details", None)),
+                )
+        except Exception:
+            logger.exception("Failed to store session usage (session %s)", self.session_id)
+
+    async def _usage_of(self, sid: str) -> list[RunUsage]:
+        """The usage rows of the agentstate session ``sid``, by turn (none when it does not exist)."""
+        async with self._api() as api:
+            try:
+                return [row async for row in api.run_usage_iter(self.user_id, sid, page_size=RECENT_MAX)]
+            except NotFound:
+                return []
+
+    async def get_session_usage(self, branch_id: str | None = None) -> dict[str, int] | None:
+        """Usage summed over every branch (or ``branch_id``'s): the four counts and ``total_turns``;
+        None when none was stored."""
+        if branch_id:
+            rows = await self._usage_of(self._branch_sid(branch_id))
+        else:
+            async with self._api() as api:
+                family = [r for r in await self._family(api) if not _deleted(r)]
+            rows = [row for record in family for row in await self._usage_of(record.session_id)]
+        if not rows:
+            return None
+        totals = {name: sum(getattr(row, name) for row in rows) for name in USAGE_COUNTS}
+        return {**totals, "total_turns": len(rows)}
+
+    async def get_turn_usage(
+        self, user_turn_number: int | None = None, branch_id: str | None = None
+    ) -> list[dict[str, Any]] | dict[str, Any]:
+        """The branch's usage per turn (``user_turn_number`` first in each), or one turn's without
+        it ({} when that turn has none stored)."""
+
+        def shown(row: RunUsage) -> dict[str, Any]:
+            return {
+                **{name: getattr(row, name) for name in USAGE_COUNTS},
+                "input_tokens_details": row.input_tokens_details,
+                "output_tokens_details": row.output_tokens_details,
+            }
+
+        rows = await self._usage_of(self._branch_sid(branch_id))
+        if user_turn_number is not None:
+            return next((shown(row) for row in rows if row.turn == user_turn_number), {})
+        return [{"user_turn_number": row.turn, **shown(row)} for row in rows]
+
+    # --- agentstate's own: rewind, fork, close ---------------------------------------------------
+
+    async def rewind(self, turn_number: int) -> int:
+        """Drop the current branch's turn ``turn_number`` and every later one (the history as it was
+        before that user message; their usage goes with them); returns how many items went.
+        ValueError when the branch has no such turn."""
+        async with self._api() as api:
+            turn_seq = await self._user_turn_seq(api, turn_number)
+            if turn_seq is None:
+                raise ValueError(f"Turn {turn_number} does not contain a user message in branch '{self._branch}'")
+            edit = await api.message_rewind(self.user_id, self._current(), turn_seq - 1)
+        return edit.removed_messages
+
+    async def fork(self, new_session_id: str) -> AgentStateSession:
+        """A new SDK session ``new_session_id`` of the same user, its ``main`` a copy of this
+        session's current branch (its usage stays here); ValueError when that id is taken."""
+        new = AgentStateSession(
+            new_session_id,
+            base_url=self._base_url,
+            api_key=self._api_key,
+            user_id=self.user_id,
+            session_settings=self.session_settings,
+            **self._client_options,
+        )
+        async with self._api() as api:
+            try:
+                await api.session_fork(
+                    self.user_id,
+                    self._current(),
+                    new._current(),
+                    metadata=new._metadata(MAIN),
+                )
+            except Conflict:
+                raise ValueError(f"Session '{new_session_id}' already exists") from None
+            except NotFound:  # nothing stored yet: the fork starts empty, as this session reads
+                return new
+            await api.session_update(self.user_id, new._current(), workspace_id=main_session_id(new_session_id))
+        return new
+
+    def close(self) -> None:
+        """Close this object's connections (the stored history stays); it takes no more calls
+        (RuntimeError), as the SDK's closed sessions. ``aclose`` from async code is the same."""
+        self._closed = True
+        clients, self._clients = list(self._clients.items()), weakref.WeakKeyDictionary()
+        for loop, client in clients:
+            if loop.is_closed():
+                continue
+            if loop.is_running():  # from its own code, or from another thread: it closes them itself
+                asyncio.run_coroutine_threadsafe(client.aclose(), loop)
+            else:
+                loop.run_until_complete(client.aclose())
+
     # --- plumbing --------------------------------------------------------------------------------
 
     def _api(self) -> _Borrowed:
         """The client of the running event loop: the SDK may call from several loops (``run_sync``,
         ``asyncio.run`` per turn), and an HTTP connection pool belongs to the loop that opened it."""
+        if self._closed:
+            raise RuntimeError("AgentStateSession is closed")
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
@@ -429,6 +737,10 @@ class AgentStateSession(SessionABC):
 
     def _current(self) -> str:
         return branch_session_id(self.session_id, self._branch)
+
+    def _branch_sid(self, branch_id: str | None) -> str:
+        """The agentstate session of ``branch_id`` (the current branch when None)."""
+        return self._current() if branch_id is None else branch_session_id(self.session_id, branch_id)
 
     def _metadata(self, branch: str) -> dict[str, Any]:
         return {FRAMEWORK_KEY: {"session_id": self.session_id, "branch": branch}}

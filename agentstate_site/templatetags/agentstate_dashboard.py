@@ -1,9 +1,10 @@
 """The admin home dashboard: totals and a messages-per-day chart drawn as inline SVG (no file
 from the internet, no JavaScript).
 
-The activity figures scan the sessions and the last 30 days of messages (no index on a message's
-time: the hot write path would pay for it), so they are cached for ``ACTIVITY_CACHE_SECONDS`` in
-the project's cache: one render per interval pays for them, however many staff open the page.
+The activity figures scan the sessions, the last 30 days of messages (no index on a message's
+time: the hot write path would pay for it) and the model usage (totals per tenant and user), so
+they are cached for ``ACTIVITY_CACHE_SECONDS`` in the project's cache: one render per interval
+pays for them, however many staff open the page.
 Erasure and access request counts are cheap (indexed) and always current.
 """
 
@@ -13,11 +14,12 @@ from typing import Any, cast
 from django import template
 from django.conf import settings
 from django.core.cache import cache
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
 from agentstate.db_router import replica_reads
-from sessions_app.selectors import activity_summary, retention_runs_recent
+from sessions_app.selectors import activity_summary, retention_runs_recent, run_usage_summary
 from userdata_app.selectors import access_request_summary, erasure_request_summary
 
 register = template.Library()
@@ -33,7 +35,12 @@ RETENTION_RUNS = 5  # the last apply_retention runs shown (one indexed query, ne
 
 @replica_reads  # figures up to 5 minutes old anyway: a replica's lag changes nothing
 def _activity() -> dict:
-    return {**activity_summary(days=CHART_DAYS), "as_of": timezone.now()}
+    return {**activity_summary(days=CHART_DAYS), "usage": run_usage_summary(), "as_of": timezone.now()}
+
+
+def _user_sessions_url(*, tenant_pk: int, user_id: str) -> str:
+    query: dict[str, int | str] = {"tenant__id__exact": tenant_pk, "user_id": user_id}
+    return reverse("admin:sessions_app_session_changelist") + "?" + urlencode(query)
 
 
 @register.inclusion_tag("admin/agentstate_dashboard.html", takes_context=True)
@@ -65,6 +72,13 @@ def agentstate_dashboard(context: template.Context) -> dict[str, Any]:
             {"ended": "no", "updated_at__gte": str(today), "updated_at__lt": str(today + timedelta(days=1))}
         ),
         "activity": activity,
+        "usage": {
+            "per_tenant": activity["usage"]["per_tenant"],
+            "per_user": [
+                {**row, "sessions_url": _user_sessions_url(tenant_pk=row["tenant_id"], user_id=row["user_id"])}
+                for row in activity["usage"]["per_user"]
+            ],
+        },
         "erasures": erasure_request_summary(),
         "access_requests": access_request_summary(),
         "development_key": settings.ERASURE_HMAC_KEY_ID == settings.ERASURE_DEVELOPMENT_KEY_ID,

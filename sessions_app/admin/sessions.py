@@ -39,6 +39,7 @@ LATEST_MESSAGES = 20
 LATEST_ROUNDS = 10
 LATEST_FORKS = 50
 FORK_FIELDS = ("pk", "tenant_id", "session_id", "framework", "metadata")  # what names a fork
+LATEST_USAGE = 20  # turns of usage a session page lists (the totals count them all)
 
 
 class EndedFilter(admin.SimpleListFilter):
@@ -262,6 +263,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         ("Rounds", {"fields": ("latest_rounds",)}),
         ("Checkpoints", {"fields": ("checkpoints",)}),
         ("Agent transitions", {"fields": ("transitions",)}),
+        ("Model usage", {"fields": ("run_usage",)}),
         ("Working state", {"fields": ("working_state",)}),
     )
     readonly_fields = (
@@ -277,6 +279,7 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         "latest_rounds",
         "checkpoints",
         "transitions",
+        "run_usage",
         "working_state",
         "app_name",
         "framework_section",
@@ -434,6 +437,24 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
             {
                 "transitions": selectors.transition_list(session=obj)[:50],
                 "all_url": history_url(AgentTransition, obj),
+            },
+        )
+
+    @admin.display(description="")
+    def run_usage(self, obj: Session) -> str:
+        rows = list(selectors.run_usage_list(session=obj).order_by("-turn")[: LATEST_USAGE + 1])
+        return render_to_string(
+            "admin/sessions_app/session/run_usage.html",
+            {
+                "totals": selectors.run_usage_totals(selectors.run_usage_list(session=obj)),
+                "rows": [
+                    {
+                        "details": json_text({"input": u.input_tokens_details, "output": u.output_tokens_details}),
+                        **vars(u),
+                    }
+                    for u in reversed(rows[:LATEST_USAGE])
+                ],
+                "more": len(rows) > LATEST_USAGE,
             },
         )
 

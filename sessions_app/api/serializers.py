@@ -323,3 +323,43 @@ class RestoreSerializer(Output):
     session = SessionSerializer()
     checkpoints = CheckpointSerializer(many=True)
     working_state = serializers.DictField()
+
+
+COUNT_MAX = 2**63 - 1
+
+
+def _count(**kwargs) -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=0, max_value=COUNT_MAX, **kwargs)
+
+
+def _token_details() -> serializers.DictField:
+    return serializers.DictField(
+        required=False, allow_null=True, help_text="The SDK's token details as it has them (a small JSON object)."
+    )
+
+
+class RunUsageInput(StrictInput):
+    turn = serializers.IntegerField(
+        min_value=0,
+        max_value=2**31 - 1,
+        required=False,
+        allow_null=True,
+        help_text="The turn (its user message's number, 0 before the first); absent: the history's current turn.",
+    )
+    requests = _count(required=False, default=0)
+    input_tokens = _count(required=False, default=0)
+    output_tokens = _count(required=False, default=0)
+    total_tokens = _count(required=False, default=0)
+    input_tokens_details = _token_details()
+    output_tokens_details = _token_details()
+
+
+class RunUsageSerializer(Output):
+    turn = serializers.IntegerField()
+    requests = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    input_tokens_details = serializers.DictField(allow_null=True)
+    output_tokens_details = serializers.DictField(allow_null=True)
+    updated_at = serializers.DateTimeField()

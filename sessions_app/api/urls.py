@@ -28,4 +28,5 @@ urlpatterns = [
     re_path(rf"{SESSION}/checkpoints/latest/?$", views.CheckpointLatestView.as_view(), name="checkpoint-latest"),
     re_path(rf"{SESSION}/working-state/?$", views.WorkingStateView.as_view(), name="working-state"),
     re_path(rf"{SESSION}/transitions/?$", views.TransitionListView.as_view(), name="transition-list"),
+    re_path(rf"{SESSION}/usage/?$", views.RunUsageListView.as_view(), name="run-usage-list"),
 ]

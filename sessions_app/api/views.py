@@ -25,6 +25,7 @@ from agentstate.api import etags, json_rows
 from agentstate.api.pagination import (
     InsertionPagination,
     RoundPagination,
+    RunUsagePagination,
     SeqPagination,
     SessionPagination,
     TransitionPagination,
@@ -484,3 +485,26 @@ class TransitionListView(SessionScopedView):
         data = validated(s.TransitionInput, request.data)
         transition = services.transition_record(session=self.get_session(), **data)
         return Response(s.TransitionSerializer(transition).data, status=status.HTTP_201_CREATED)
+
+
+# --- Usage ------------------------------------------------------------------------------------
+
+
+class RunUsageListView(SessionScopedView):
+    pagination_class = RunUsagePagination
+
+    @extend_schema(summary="List model usage per turn", responses={200: s.RunUsageSerializer(many=True)})
+    def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
+        return self.paginated(
+            selectors.run_usage_list(session=self.get_session()), serializer_class=s.RunUsageSerializer
+        )
+
+    @extend_schema(
+        summary="Store one turn's model usage (replacing what that turn had)",
+        request=s.RunUsageInput,
+        responses={201: s.RunUsageSerializer, **error_responses(409)},
+    )
+    def post(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
+        data = validated(s.RunUsageInput, request.data)
+        usage = services.run_usage_record(session=self.get_session(), **data)
+        return Response(s.RunUsageSerializer(usage).data, status=status.HTTP_201_CREATED)

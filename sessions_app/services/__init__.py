@@ -10,6 +10,7 @@ from sessions_app.services.retention import retention_apply, retention_policy_cl
 from sessions_app.services.rounds import round_delete, round_save
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
 from sessions_app.services.transitions import transition_record
+from sessions_app.services.usage import run_usage_record
 from sessions_app.services.working_state import (
     working_state_clear,
     working_state_orphans_clear,
@@ -32,6 +33,7 @@ __all__ = [
     "retention_policy_save",
     "round_delete",
     "round_save",
+    "run_usage_record",
     "session_create",
     "session_delete",
     "session_end",

@@ -26,6 +26,7 @@ from sessions_app.models import Message, MessagePop, Round, Session
 from sessions_app.selectors import message_as_dict
 from sessions_app.services.live import lock_session, session_touch
 from sessions_app.services.sessions import new_session_id_clean
+from sessions_app.services.usage import run_usage_drop_removed_turns
 
 SEQ_MAX = 2**63 - 1
 ENDED = "The session has ended; its history cannot be edited."
@@ -65,7 +66,8 @@ def _lock_live(session: Session) -> Session:
 
 
 def _record_edit(session: Session, *, removed_messages: int, removed_rounds: int) -> None:
-    """Keep the counters true after an edit (one UPDATE); an edit that removed nothing changed nothing."""
+    """Keep the counters true after an edit (one UPDATE), and the usage of the turns it removed goes;
+    an edit that removed nothing changed nothing."""
     if not removed_messages and not removed_rounds:
         return
     changes: dict[str, Any] = {
@@ -76,6 +78,8 @@ def _record_edit(session: Session, *, removed_messages: int, removed_rounds: int
         top = Round.objects.filter(session_id=session.pk).order_by("-round_id").values("round_id")[:1]
         changes["last_round_id"] = Coalesce(Subquery(top), 0)
     Session.objects.filter(pk=session.pk).update(**changes)
+    if removed_messages:
+        run_usage_drop_removed_turns(session)
 
 
 @transaction.atomic

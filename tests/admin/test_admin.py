@@ -81,6 +81,7 @@ def test_session_detail_is_read_only_with_history_rounds_checkpoints_transitions
     assert "Round 1" in page and "&quot;step&quot;: 0" in page
     assert "done" in page and "writer" in page
     assert "task of alice" in page  # working state
+    assert "10 tokens (7 in, 3 out) in 1 model requests over 1 turns." in page  # usage
 
     full = client.get(history)
     assert full.status_code == 200 and full.context["cl"].result_count == 25
@@ -104,9 +105,24 @@ def test_a_fork_and_its_parent_link_to_each_other(client, officer, tenant):
     assert f'<a href="{fork_url}">branch-1</a>' in parent_page
     fork_page = client.get(fork_url).content.decode()
     assert f'<a href="{parent_url}">s0</a>, up to message 3, round' in fork_page
+    assert "Not a branch of an OpenAI Agents SDK session." in fork_page
     assert "Not a fork." in parent_page and "No forks." in fork_page
     listed = client.get(reverse("admin:sessions_app_session_changelist"), {"q": "alice"}).context["cl"].result_list
     assert sorted((s.session_id, s.message_count) for s in listed) == [("branch-1", 3), ("s0", 4)]
+
+
+def test_an_openai_agents_branch_shows_its_name_on_both_pages(client, officer, tenant):
+    from sessions_app import services as session_services
+
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=3)
+    parent = session_selectors.session_get(tenant=tenant, user_id="alice", session_id="s0")
+    marker = {"openai_agents": {"session_id": "chat-1", "branch": "rome-instead"}}
+    fork = session_services.session_fork(session=parent, new_session_id="oa-branch-1f", metadata=marker)
+    parent_page = client.get(reverse("admin:sessions_app_session_change", args=[parent.pk])).content.decode()
+    assert "oa-branch-1f</a> (branch &#x27;rome-instead&#x27;)" in parent_page
+    fork_page = client.get(reverse("admin:sessions_app_session_change", args=[fork.pk])).content.decode()
+    assert "Branch &#x27;rome-instead&#x27; of OpenAI Agents SDK session &#x27;chat-1&#x27;" in fork_page
 
 
 def test_user_data_browse_by_tenant_user_and_key(client, officer, tenant, other_tenant):
@@ -134,6 +150,10 @@ def test_dashboard_shows_totals_and_a_chart_without_external_files(client, offic
     numbers = [int(n) for n in __import__("re").findall(r'<span class="n">(\d+)</span>', dashboard)]
     # sessions, messages, active today, open and overdue erasure requests, open and overdue access requests
     assert numbers == [2, 10, 2, 2, 1, 0, 0]
+    usage = page[page.index('aria-label="Model usage"') :]
+    assert "<td>acme</td><td>2</td><td>2</td><td>14</td><td>6</td><td>20</td>" in usage  # per tenant
+    sessions = reverse("admin:sessions_app_session_changelist") + f"?tenant__id__exact={tenant.pk}&amp;user_id=alice"
+    assert f'<a href="{sessions}">alice</a></td><td>2</td>' in usage  # per user, linked to their sessions
     changelist = client.get(CHANGELIST, {"open": "overdue"})
     assert [r.pk for r in changelist.context["cl"].result_list] == [overdue.pk]
     assert "overdue" in changelist.content.decode()

@@ -1,7 +1,7 @@
 """Every API endpoint and method with what another tenant's key gets from it, and a snapshot of a
 tenant's rows to compare before and after (the ``victim`` fixture in the root conftest.py fills them)."""
 
-from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from sessions_app.models import AgentTransition, Checkpoint, Message, Round, RunUsage, Session
 from userdata_app.artifacts.models import Artifact
 from userdata_app.memory.models import MemoryItem
 from userdata_app.models import UserDatum
@@ -41,6 +41,8 @@ CASES = [
     ("working-state", "delete", S + "working-state/", None, NOT_FOUND),
     ("transition-list", "get", S + "transitions/", None, NOT_FOUND),
     ("transition-list", "post", S + "transitions/", {"to_agent": "evil"}, NOT_FOUND),
+    ("run-usage-list", "get", S + "usage/", None, NOT_FOUND),
+    ("run-usage-list", "post", S + "usage/", {"turn": 1, "total_tokens": 9}, NOT_FOUND),
     ("message-search", "get", "/api/v1/users/u1/messages/search/?q=secret", None, EMPTY),
     ("user-data-list", "get", "/api/v1/users/u1/data/", None, EMPTY),
     ("user-datum", "get", "/api/v1/users/u1/data/email/", None, NOT_FOUND),
@@ -73,6 +75,7 @@ def snapshot(tenant):
         "rounds": list(Round.objects.filter(tenant=tenant).values_list("round_id", "state", "version")),
         "checkpoints": Checkpoint.objects.filter(tenant=tenant).count(),
         "transitions": AgentTransition.objects.filter(tenant=tenant).count(),
+        "run_usage": list(RunUsage.objects.filter(tenant=tenant).values_list("turn", "total_tokens")),
         "working_state": selectors.working_state_get(session=session),
         "user_data": list(UserDatum.objects.filter(tenant=tenant).values_list("key", "value")),
         "memories": list(MemoryItem.objects.filter(tenant=tenant).values_list("namespace", "key", "value")),

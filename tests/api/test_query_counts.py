@@ -7,14 +7,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from sessions_app import services
-from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
+from sessions_app.models import AgentTransition, Checkpoint, Message, Round, RunUsage, Session
 from userdata_app.models import UserDatum
 
 pytestmark = pytest.mark.django_db
 # The largest is a session's delete: one DELETE per table that hangs off sessions (messages, kept
-# pops, rounds, checkpoints, transitions, working state, ADK events, the LangGraph checkpointer's
+# pops, rounds, checkpoints, transitions, usage, working state, ADK events, the LangGraph checkpointer's
 # thread, checkpoints and writes) and one UPDATE that unlinks its forks, whatever the rows.
-MAX_QUERIES = 17
+MAX_QUERIES = 18
 
 
 def populate(tenant, name: str, n: int) -> None:
@@ -37,6 +37,9 @@ def populate(tenant, name: str, n: int) -> None:
     )
     Checkpoint.objects.bulk_create(
         Checkpoint(session=session, tenant=tenant, user_id=name, label="cp", state={}) for _ in range(n)
+    )
+    RunUsage.objects.bulk_create(
+        RunUsage(session=session, tenant=tenant, user_id=name, turn=i, total_tokens=i) for i in range(n // 2 + 1)
     )
     AgentTransition.objects.bulk_create(
         AgentTransition(session=session, tenant=tenant, user_id=name, to_agent="a") for _ in range(n)
@@ -74,6 +77,8 @@ REQUESTS = [
     ("delete", "users/{u}/sessions/{u}/working-state/", None),
     ("get", "users/{u}/sessions/{u}/transitions/", None),
     ("post", "users/{u}/sessions/{u}/transitions/", {"to_agent": "b"}),
+    ("get", "users/{u}/sessions/{u}/usage/", None),
+    ("post", "users/{u}/sessions/{u}/usage/", {"total_tokens": 5, "input_tokens_details": {"cached_tokens": 1}}),
     ("get", "users/{u}/data/", None),
     ("get", "users/{u}/data/k3/", None),
     ("put", "users/{u}/data/k3/", {"value": 1}),

@@ -19,7 +19,7 @@ from django.utils import timezone
 from sessions_app import selectors, services
 from sessions_app.adk.models import AdkEvent
 from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphWrite
-from sessions_app.models import AgentTransition, Checkpoint, Message, MessagePop, Round, Session
+from sessions_app.models import AgentTransition, Checkpoint, Message, MessagePop, Round, RunUsage, Session
 from tests.api.routes import api_routes
 from userdata_app.adk.models import AdkUserState
 
@@ -215,6 +215,13 @@ WRITE_PATHS = [
         _rest_session,
         lambda api: api.post(REST + "transitions/", {"to_agent": "billing"}, format="json"),
         lambda s: AgentTransition.objects.filter(session=s, to_agent="billing").exists(),
+    ),
+    WritePath(
+        "run-usage-list",
+        "post",
+        _rest_session,
+        lambda api: api.post(REST + "usage/", {"total_tokens": 7}, format="json"),
+        lambda s: RunUsage.objects.filter(session=s, turn=1, total_tokens=7).exists(),
     ),
     WritePath(  # LangGraph's put
         "langgraph-checkpoint-list",

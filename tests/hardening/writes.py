@@ -21,6 +21,7 @@ WRITES = [
     ("put", S + "working-state/", {"x": 1}),
     ("patch", S + "working-state/", {"x": 1}),
     ("post", S + "transitions/", {"to_agent": "c"}),
+    ("post", S + "usage/", {"turn": 1, "input_tokens": 3, "input_tokens_details": {"cached_tokens": 1}}),
     ("put", U + "email/", {"value": "b@example.com"}),
 ]
 WRITE_IDS = [f"{method} {path}" for method, path, _ in WRITES]

@@ -23,6 +23,7 @@ def _one_row_of_each_kind(tenant):
     services.round_save(tenant=tenant, user_id="u1", session_id="chat", state={"step": 1})
     services.checkpoint_create(session=session, label="done", state={"step": 1})
     services.transition_record(session=session, from_agent="planner", to_agent="writer")
+    services.run_usage_record(session=session, total_tokens=3)
     services.session_fork(session=session, new_session_id="fork")
     key = {"tenant": tenant, "thread_id": "t1", "user_id": None, "default_user_id": "u1", "checkpoint_ns": ""}
     langgraph.checkpoint_put(

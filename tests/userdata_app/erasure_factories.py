@@ -22,6 +22,7 @@ SUBJECT_DATA_COUNTS = {
     "rounds": 2,
     "checkpoints": 2,
     "transitions": 2,
+    "run_usage": 2,
     "working_state": 2,
     "langgraph_threads": 0,
     "langgraph_checkpoints": 0,
@@ -34,8 +35,8 @@ SUBJECT_DATA_COUNTS = {
 
 
 def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: int = 3) -> None:
-    """Sessions with messages, a round, a checkpoint, a transition and live working state, plus
-    two keys of user data, a memory item and an artifact."""
+    """Sessions with messages, a round, a checkpoint, a transition, a turn's usage and live working
+    state, plus two keys of user data, a memory item and an artifact."""
     for n in range(sessions):
         session = session_services.session_create(
             tenant=tenant, user_id=user_id, session_id=f"s{n}", agent_id="planner"
@@ -48,6 +49,7 @@ def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: in
         session_services.working_state_patch(session=session, changes={"current_subtask": f"task of {user_id}"})
         session_services.checkpoint_create(session=session, label="done")
         session_services.transition_record(session=session, from_agent="planner", to_agent="writer", reason="handoff")
+        session_services.run_usage_record(session=session, requests=1, input_tokens=7, output_tokens=3, total_tokens=10)
     userdata_services.user_datum_set(tenant=tenant, user_id=user_id, key="email", value=f"{user_id}@example.com")
     userdata_services.user_datum_set(tenant=tenant, user_id=user_id, key="name", value=user_id.title())
     namespace = ["users", user_label(user_id), "memories"]

@@ -74,6 +74,7 @@ def markers_of(person: int) -> dict[str, str]:
         "adk_memory",
         "artifact_name",
         "artifact",
+        "usage",
     )
     return {kind: f"{kind}-{person}-{token}" for kind in kinds}
 
@@ -85,7 +86,7 @@ def _graph_value(note: str) -> dict:
 
 def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> None:
     """Through the API: two sessions, each with messages, a round, working state, a checkpoint
-    (promoted from the working state) and a transition; a LangGraph thread with a checkpoint and a
+    (promoted from the working state), a transition and a turn's usage; a LangGraph thread with a checkpoint and a
     pending write; a popped message; an ADK session with an event (and its user: state); and two
     keys of user data."""
     user = quote(user_id, safe="")
@@ -160,6 +161,8 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
                 },
             ),
         ]
+        # A turn's model usage: counts, and details that may carry anything the SDK puts there.
+        calls.append(("post", f"{base}/usage/", {"total_tokens": 9, "input_tokens_details": {"note": marks["usage"]}}))
         for method, url, body in calls:
             response = getattr(api, method)(url, body, format="json")
             assert response.status_code in (200, 201), (url, response.content)
@@ -210,6 +213,7 @@ FULL = {
     "rounds": 2,
     "checkpoints": 2,
     "transitions": 2,
+    "run_usage": 2,
     "working_state": 2,
     "langgraph_threads": 1,
     "langgraph_checkpoints": 1,
