@@ -21,6 +21,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput
+from agentstate.holds.services import hold_check, holds_lock
+from agentstate.subject_data import rows_held
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
@@ -197,6 +199,8 @@ def _refresh(items: list[MemoryItem], now) -> None:
 
 def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> None:
     stored = [op for op in puts.values() if op["value"] is not None]
+    for user_id in sorted({namespace_owner(op["namespace"]) for op in puts.values() if op["value"] is None}):
+        hold_check(tenant_pk=tenant.pk, user_id=user_id, what="this user's memories")
     for (namespace, key), op in puts.items():
         if op["value"] is None:
             MemoryItem.objects.filter(tenant=tenant, namespace=namespace, key=key).delete()
@@ -275,12 +279,23 @@ def memory_batch(*, tenant: Tenant, ops: Any) -> list[Any]:
 
 
 def memory_items_expire(*, batch_size: int = 1000) -> int:
-    """Delete expired items in batches, each its own short transaction; how many went."""
+    """Delete expired items in batches, each its own short transaction; how many went. Items a
+    legal hold covers stay (``selectors.memory_items_expired_held`` counts them): a batch takes
+    each tenant's hold lock before it chooses, so a hold placed before it looked is never swept."""
     removed = 0
+    tenants = list(
+        MemoryItem.objects.filter(expires_at__lte=timezone.now())
+        .values_list("tenant_id", flat=True)
+        .distinct()
+        .order_by()
+    )
     while True:
         with transaction.atomic():
+            for tenant_pk in sorted(tenants):
+                holds_lock(tenant_pk=tenant_pk, exclusive=False)
             pks = list(
-                MemoryItem.objects.filter(expires_at__lte=timezone.now())
+                MemoryItem.objects.filter(expires_at__lte=timezone.now(), tenant_id__in=tenants)
+                .exclude(rows_held(MemoryItem))
                 .order_by("expires_at")
                 .values_list("pk", flat=True)[:batch_size]
             )
