@@ -10,6 +10,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.functions import Substr
 from django.utils import timezone
 
+from agentstate.subject_data import rows_held
 from agentstate.tenancy.models import Tenant
 from userdata_app.memory.models import MemoryItem
 
@@ -169,3 +170,8 @@ def subject_memory_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str,
     rows = MemoryItem.objects.filter(tenant=tenant, user_id=user_id).order_by("namespace", "key")
     for item in rows.iterator(chunk_size=500):
         yield {**item_data(item), "expires_at": item.expires_at.isoformat() if item.expires_at else None}
+
+
+def memory_items_expired_held() -> int:
+    """Expired items a legal hold keeps from ``memory_items_expire`` (its report)."""
+    return MemoryItem.objects.filter(rows_held(MemoryItem), expires_at__lte=timezone.now()).count()
