@@ -73,6 +73,7 @@ def compliance_group():
         "0007_erasure_review_permission",
         "0008_compliance_views_framework_records",
         "0010_memory_item",
+        "0011_legal_hold_permissions",
     ):
         migration = importlib.import_module(f"userdata_app.migrations.{name}")
         for app_label, codenames in migration.PERMISSIONS.items():

@@ -7,8 +7,10 @@ from agentstate.subject_data import category_label, counts_text
 from userdata_app.erasure.execution import (
     ERASED_REPR,
     ErasureFailed,
+    ErasureHeld,
     erasure_execute,
     erasure_preview,
+    erasure_withheld,
     receipt_document,
     subjects_preview,
 )
@@ -43,6 +45,7 @@ __all__ = [
     "WORKING_STATE_OWED",
     "WORKING_STATE_UNREACHABLE",
     "ErasureFailed",
+    "ErasureHeld",
     "add_months",
     "category_label",
     "counts_text",
@@ -58,6 +61,7 @@ __all__ = [
     "erasure_request_release",
     "erasure_request_verify",
     "erasure_storage_retry",
+    "erasure_withheld",
     "erasures_reapply",
     "receipt_document",
     "step_allowed",
