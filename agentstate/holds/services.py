@@ -45,12 +45,26 @@ def _actor_name(actor) -> str:
     return actor.get_username() if actor is not None else "manage.py"
 
 
-def _required(value, *, field: str, max_length: int | None = None) -> str:
+def required(value, *, field: str, max_length: int | None = None) -> str:
+    """A text that must be given (stripped): refused, naming the field, when blank or too long."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput.for_field(field, "is required.")
     if max_length is not None and len(value.strip()) > max_length:
         raise InvalidInput.for_field(field, f"at most {max_length} characters.")
     return value.strip()
+
+
+def legal_hold_clean(*, reference: str, reason: str, user_id: str = "", session_pk: int | None = None) -> dict:
+    """A hold's fields checked (the admin's form asks the same): what is wrong, named by field."""
+    cleaned = {
+        "reference": required(reference, field="reference", max_length=200),
+        "reason": required(reason, field="reason"),
+        "user_id": clean_identifier(user_id, field="user_id") if user_id else "",
+        "session_pk": session_pk,
+    }
+    if session_pk is not None and not user_id:
+        raise InvalidInput.for_field("user_id", "a session's hold names the session's user id.")
+    return cleaned
 
 
 @transaction.atomic
@@ -65,19 +79,11 @@ def legal_hold_place(
 ) -> LegalHold:
     """Place a hold on the tenant, on a person (``user_id``) or on one of their sessions (``user_id``
     and ``session_pk``). Deletions that started before it finish first; none after it passes."""
-    reference = _required(reference, field="reference", max_length=200)
-    reason = _required(reason, field="reason")
-    if user_id:
-        user_id = clean_identifier(user_id, field="user_id")
-    if session_pk is not None and not user_id:
-        raise InvalidInput.for_field("user_id", "a session's hold names the session's user id.")
+    cleaned = legal_hold_clean(reference=reference, reason=reason, user_id=user_id, session_pk=session_pk)
     holds_lock(tenant_pk=tenant.pk, exclusive=True)
     return LegalHold.objects.create(
         tenant=tenant,
-        user_id=user_id,
-        session_pk=session_pk,
-        reference=reference,
-        reason=reason,
+        **cleaned,
         placed_at=timezone.now(),
         placed_by=actor,
         placed_by_name=_actor_name(actor),
@@ -87,7 +93,7 @@ def legal_hold_place(
 @transaction.atomic
 def legal_hold_release(*, hold: LegalHold, reason: str, actor=None) -> LegalHold:
     """Release the hold, recording who, when and why; the hold itself stays. Releasing twice is refused."""
-    reason = _required(reason, field="release_reason")
+    reason = required(reason, field="release_reason")
     locked = LegalHold.objects.select_for_update().get(pk=hold.pk)
     if locked.released_at is not None:
         hold.refresh_from_db()

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from agentstate.db_router import replica_reads
+from agentstate.holds.selectors import holds_active_count
 from sessions_app.selectors import activity_summary, retention_runs_recent
 from userdata_app.selectors import erasure_request_summary
 
@@ -64,6 +65,7 @@ def agentstate_dashboard() -> dict[str, Any]:
         ),
         "activity": activity,
         "erasures": erasure_request_summary(),
+        "legal_holds": holds_active_count(),
         "bars": bars,
         "peak": peak if any(n for _, n in per_day) else 0,
         "chart_width": len(per_day) * (BAR_WIDTH + BAR_GAP),

@@ -29,6 +29,8 @@ from agentstate.admin.display import (
 )
 from agentstate.admin.filters import InputFilter, UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
+from agentstate.holds.admin import HeldPage
+from agentstate.holds.selectors import holds_of
 from agentstate.validation import identifier_visible
 from sessions_app import selectors
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
@@ -165,7 +167,7 @@ class SessionLabelTitle(admin.ModelAdmin):
 
 
 @admin.register(Session)
-class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
+class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
     list_display = (
         "session_id",
         "user_id_shown",
@@ -264,6 +266,9 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
         )
 
     user_id_shown = identifier_display("user_id", description="user id")
+
+    def holds_of_object(self, obj: Session) -> QuerySet:
+        return holds_of(tenant=obj.tenant, user_id=obj.user_id, session_pk=obj.pk)
 
     def object_title(self, obj: Session) -> str:
         return ""  # the session itself: its label is the title

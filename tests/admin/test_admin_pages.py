@@ -229,6 +229,7 @@ def test_dashboard_cards_link_to_what_they_count(client, officer, tenant, fresh_
         "active sessions today",
         "open erasure requests",
         "overdue erasure requests",
+        "active legal holds",
     }
 
     active = client.get(html.unescape(cards["active sessions today"]))

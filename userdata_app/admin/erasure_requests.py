@@ -147,7 +147,7 @@ def count_rows(counts: dict[str, int]) -> SafeString:
 def withheld_html(explanations: list[str]) -> SafeString:
     """What legal holds keep from an erasure (agentstate.holds), as a warning: empty without any."""
     if not explanations:
-        return format_html("")
+        return SafeString("")
     return format_html(
         '<div class="erasure-withheld"><p class="erasure-warning">Withheld by legal holds (kept, and writable):</p>'
         "<ul>{}</ul></div>",
