@@ -5,11 +5,13 @@ is withheld stays writable. SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from agentstate.holds import services as holds
 from agentstate.holds.models import LegalHold
@@ -17,7 +19,12 @@ from sessions_app import services as session_services
 from sessions_app.models import Message, Session
 from tests.subjects import held as rows_of
 from tests.userdata_app.erasure_factories import SUBJECT_DATA_COUNTS as FULL
-from tests.userdata_app.erasure_factories import compliance_group, subject_data_create, verified_request
+from tests.userdata_app.erasure_factories import (
+    compliance_group,
+    subject_data_create,
+    subject_data_restored,
+    verified_request,
+)
 from userdata_app import erasure
 from userdata_app import services as userdata_services
 from userdata_app.models import ErasedSubject, ErasureRequest
@@ -139,3 +146,14 @@ def test_the_admin_review_explains_the_hold_and_erases_only_what_is_not_held(cli
     assert request.status == Status.EXECUTED and Session.objects.filter(pk=s0.pk).exists()
     receipt_page = client.get(reverse("admin:userdata_app_erasurerequest_change", args=[request.pk])).content.decode()
     assert "Legal hold CASE-2" in receipt_page
+
+
+def test_reapplying_erasures_after_a_restore_keeps_what_a_hold_now_covers(world):
+    erasure.erasure_execute(request=verified_request(subjects=[(world, "alice")], scope=Scope.EVERYTHING))
+    ErasedSubject.objects.update(grace_until=timezone.now() - timedelta(seconds=1))
+    subject_data_restored(tenant=world, user_id="alice", before=ErasedSubject.objects.get().erased_at)
+    holds.legal_hold_place(tenant=world, user_id="alice", reference="CASE-4", reason="r")
+
+    assert erasure.erasures_reapply(dry_run=True)["would_erase_messages"] == 0
+    assert erasure.erasures_reapply()["erased_messages"] == 0
+    assert rows_of(tenant=world, user_id="alice") == FULL

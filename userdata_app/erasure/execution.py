@@ -86,12 +86,14 @@ def subject_counts(
     user_data_existed_at: datetime | None = None,
     process_state_existed_at: datetime | None = None,
 ) -> dict[str, int]:
-    """Rows per category in ``scope``; the ``*_existed_at`` limit a category to what existed then."""
+    """Rows per category in ``scope`` an erasure would erase (what legal holds keep is not); the
+    ``*_existed_at`` limit a category to what existed then."""
     return subject_data.subject_counts(
         tenant=tenant,
         user_id=user_id,
         kinds=kinds_in_scope(scope),
         existed_at={USER_DATA: user_data_existed_at, PROCESS_STATE: process_state_existed_at},
+        held=False,
     )
 
 
@@ -100,9 +102,7 @@ def subjects_preview(*, subjects: list[tuple[Tenant, str]], scope: str) -> dict[
     what legal holds keep (``subjects_withheld``)."""
     total = Counter(dict.fromkeys(subject_data.categories(*kinds_in_scope(scope)), 0))
     for tenant, user_id in subjects:
-        total.update(
-            subject_data.subject_counts(tenant=tenant, user_id=user_id, kinds=kinds_in_scope(scope), held=False)
-        )
+        total.update(subject_counts(tenant=tenant, user_id=user_id, scope=scope))
     return dict(total)
 
 
