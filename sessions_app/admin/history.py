@@ -15,6 +15,8 @@ from agentstate.admin.display import content_text, json_display, one_line, previ
 from agentstate.admin.filters import InputFilter, NarrowedDateFilter, UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
 from agentstate.exceptions import InvalidInput
+from agentstate.holds.admin import HeldPage
+from agentstate.holds.selectors import holds_of
 from agentstate.search import query_clean, text_match
 from agentstate.tenancy.models import Tenant
 from sessions_app.admin.sessions import SessionChild, SessionLabelTitle, session_label
@@ -104,7 +106,7 @@ class MessageWordsFilter(InputFilter):
         return queryset.filter(pk__in=text_match(MESSAGE_INDEX, query=query))
 
 
-class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
+class SessionChildAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
     """Children of a session, reached from the session page (``?session__id__exact=<pk>``); each
     row names its session as ``tenant / user / session``, joined in the page's one query."""
 
@@ -128,6 +130,9 @@ class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
         if match is not None and (match.url_name or "").endswith("_changelist"):
             queryset = previewed(queryset.defer(*self.list_deferred), *self.list_previewed)
         return queryset
+
+    def holds_of_object(self, obj: SessionChild) -> QuerySet[Any]:
+        return holds_of(tenant=obj.session.tenant, user_id=obj.session.user_id, session_pk=obj.session.pk)
 
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj: SessionChild) -> SafeString:

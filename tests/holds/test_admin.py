@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from agentstate.holds import services as holds
 from agentstate.holds.models import LegalHold
-from sessions_app.models import Session
+from sessions_app.models import Message, Session
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
 from userdata_app.memory.models import MemoryItem
 from userdata_app.models import UserDatum
@@ -71,6 +71,8 @@ def test_pages_of_held_data_and_the_dashboard_show_the_hold(client, officer, ten
     assert "Legal hold CASE-3 covers one person" in page("sessions_app_session", session)
     assert "Legal hold CASE-3" in page("userdata_app_userdatum", UserDatum.objects.filter(user_id="alice").first())
     assert "Legal hold CASE-3" in page("userdata_app_memoryitem", MemoryItem.objects.get(user_id="alice"))
+    message = Message.objects.filter(session=session).first()
+    assert "Legal hold CASE-2 covers one session" in page("sessions_app_message", message)
     bob = Session.objects.get(user_id="bob")
     assert "Legal hold" not in page("sessions_app_session", bob)
     assert (
