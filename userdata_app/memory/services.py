@@ -199,11 +199,16 @@ def _refresh(items: list[MemoryItem], now) -> None:
 
 def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> None:
     stored = [op for op in puts.values() if op["value"] is not None]
-    for user_id in sorted({namespace_owner(op["namespace"]) for op in puts.values() if op["value"] is None}):
+    deleted = [
+        MemoryItem.objects.filter(tenant=tenant, namespace=ns, key=key)
+        for (ns, key), op in puts.items()
+        if op["value"] is None
+    ]
+    owners = {user_id for rows in deleted for user_id in rows.values_list("user_id", flat=True)}
+    for user_id in sorted(owners):  # the people whose items the deletes would remove
         hold_check(tenant_pk=tenant.pk, user_id=user_id, what="this user's memories")
-    for (namespace, key), op in puts.items():
-        if op["value"] is None:
-            MemoryItem.objects.filter(tenant=tenant, namespace=namespace, key=key).delete()
+    for rows in deleted:
+        rows.delete()
     for user_id in sorted({namespace_owner(op["namespace"]) for op in stored}):
         subject_write_check(tenant=tenant, user_id=user_id, category=USER_DATA)
     MemoryItem.objects.bulk_create(
