@@ -54,6 +54,25 @@ class SubjectErased(Conflict):
     code = "subject_erased"
 
 
+class Held(Conflict):
+    """A deletion refused because a legal hold covers the data (agentstate.holds). The answer names
+    the hold's ``references`` (a case number staff chose to show), never its reason."""
+
+    code = "held"
+
+    def __init__(self, message: str, *, references: list[str]):
+        super().__init__(message)
+        self.references = references
+
+    @classmethod
+    def of(cls, reference: str, *, what: str) -> Held:
+        return cls(
+            f"A legal hold ({reference}) keeps {what}: nothing was deleted. Writes still work; "
+            "deletions do once the hold is released.",
+            references=[reference],
+        )
+
+
 class PreconditionFailed(DomainError):
     """The caller's ``If-Match`` version no longer matches the stored one."""
 

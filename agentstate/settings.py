@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "agentstate",
     "agentstate.tenancy",
+    "agentstate.holds",
     "sessions_app",
     # The framework backends: each registers itself with the core from its AppConfig.
     "sessions_app.langgraph",

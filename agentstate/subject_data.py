@@ -27,6 +27,7 @@ from django.apps import apps
 from django.core import checks
 from django.db import models
 
+from agentstate.holds.selectors import held as held_by
 from agentstate.subjects import PROCESS_STATE, USER_DATA
 
 if TYPE_CHECKING:
@@ -143,35 +144,64 @@ def counts_text(counts: dict[str, int]) -> str:
 # --- One subject's rows ------------------------------------------------------------------------
 
 
+def rows_held(model: type[models.Model]) -> models.Exists:
+    """Whether a legal hold (``agentstate.holds``) covers a row of the declared model: a hold on
+    its tenant or person, or on the row it hangs off (a session hold covers the session and what
+    hangs off it). The one rule retention's sweeps and erasure apply to every category."""
+    declaration = _declared[model]
+    if declaration.via:
+        return held_by(
+            tenant=f"{declaration.via}__tenant", user_id=f"{declaration.via}__user_id", session=declaration.via
+        )
+    is_root = any(d.via and d.root is declaration.model for d in _declared.values())
+    return held_by(session="pk" if is_root else None)
+
+
 def subject_rows(
-    declaration: SubjectData, *, tenant: Tenant, user_id: str, existed_at: datetime | None = None
+    declaration: SubjectData,
+    *,
+    tenant: Tenant,
+    user_id: str,
+    existed_at: datetime | None = None,
+    held: bool | None = None,
 ) -> models.QuerySet:
-    """The subject's rows of one declared model; with ``existed_at``, only what existed then."""
+    """The subject's rows of one declared model; with ``existed_at``, only what existed then; with
+    ``held``, only the rows a legal hold covers (True) or does not (False)."""
     if declaration.via:
         root = _declared[declaration.root]
-        roots = subject_rows(root, tenant=tenant, user_id=user_id, existed_at=existed_at)
+        roots = subject_rows(root, tenant=tenant, user_id=user_id, existed_at=existed_at, held=held)
         return declaration.model._default_manager.filter(**{f"{declaration.via}__in": roots.values("pk")})
     rows = declaration.model._default_manager.filter(tenant=tenant, user_id=user_id)
     if existed_at is not None and declaration.existed:
         rows = rows.filter(**{f"{declaration.existed}__lte": existed_at})
+    if held is not None:
+        rows = rows.filter(rows_held(declaration.model)) if held else rows.exclude(rows_held(declaration.model))
     return rows
 
 
 def subject_counts(
-    *, tenant: Tenant, user_id: str, kinds: Iterable[str], existed_at: dict[str, datetime | None] | None = None
+    *,
+    tenant: Tenant,
+    user_id: str,
+    kinds: Iterable[str],
+    existed_at: dict[str, datetime | None] | None = None,
+    held: bool | None = None,
 ) -> dict[str, int]:
     """Rows per category of these kinds held about the subject (with ``existed_at`` per kind: what
-    existed then). One query per declared model, whatever the data size."""
+    existed then; with ``held``: only what legal holds cover, or only what they do not). One query
+    per declared model, whatever the data size."""
     counts: Counter[str] = Counter()
     for kind in kinds:
         when = (existed_at or {}).get(kind)
         for d in declared(kind):
             counts[d.category] += 0
             if d.count_roots is not None:
-                roots = subject_rows(_declared[d.root], tenant=tenant, user_id=user_id, existed_at=when)
+                roots = subject_rows(_declared[d.root], tenant=tenant, user_id=user_id, existed_at=when, held=held)
                 counts[d.category] += d.count_roots(list(roots.values_list("pk", flat=True)))
             else:
-                counts[d.category] += subject_rows(d, tenant=tenant, user_id=user_id, existed_at=when).count()
+                counts[d.category] += subject_rows(
+                    d, tenant=tenant, user_id=user_id, existed_at=when, held=held
+                ).count()
     return dict(counts)
 
 
@@ -182,12 +212,14 @@ def subject_erase(
     kinds: Iterable[str],
     existed_at: dict[str, datetime | None] | None = None,
     before_delete: Callable[[models.QuerySet], None] = lambda rows: None,
+    held: bool | None = None,
 ) -> dict[str, int]:
     """Delete the subject's rows of every model of these kinds; counts per category. Inside the
     caller's transaction: the rows other rows hang off (sessions) are locked first, so a write
     running against them finishes before and one that starts later finds them gone; the rows that
     hang off them go before them. ``before_delete`` sees each queryset first (the admin log is
-    scrubbed of it). Bulk deletes: a fixed number of statements whatever the number of rows."""
+    scrubbed of it). With ``held=False``, what legal holds cover stays. Bulk deletes: a fixed
+    number of statements whatever the number of rows."""
     counts: Counter[str] = Counter()
     for kind in kinds:
         when = (existed_at or {}).get(kind)
@@ -195,7 +227,7 @@ def subject_erase(
         roots = {d.root for d in kind_declared if d.via}
         locked = {
             root: list(
-                subject_rows(_declared[root], tenant=tenant, user_id=user_id, existed_at=when)
+                subject_rows(_declared[root], tenant=tenant, user_id=user_id, existed_at=when, held=held)
                 .select_for_update()
                 .values_list("pk", flat=True)
             )
@@ -206,7 +238,7 @@ def subject_erase(
             if d.erase_roots is not None:
                 counts[d.category] += d.erase_roots(locked[d.root])
                 continue
-            rows = subject_rows(d, tenant=tenant, user_id=user_id, existed_at=when)
+            rows = subject_rows(d, tenant=tenant, user_id=user_id, existed_at=when, held=held)
             before_delete(rows)
             deleted = rows.delete()[1]  # only this model's rows: cascades are counted by their own
             counts[d.category] += deleted.get(d.model._meta.label, 0)

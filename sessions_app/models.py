@@ -331,6 +331,8 @@ class RetentionRun(models.Model):
     dry_run = models.BooleanField(default=False)
     tenant_slug = models.CharField(max_length=64, blank=True, default="")  # "" means every tenant
     counts = models.JSONField(default=dict, blank=True)  # {tenant slug: {category: rows}}
+    # {tenant slug: {category: sessions the rule skipped because a legal hold covers them}}
+    held = models.JSONField(default=dict, blank=True)
 
     class Meta:
         indexes = [

@@ -172,6 +172,11 @@ class ErasureReceipt(models.Model):
     scope = models.CharField(max_length=16, choices=ErasureRequest.Scope.choices)
     counts = models.JSONField(default=dict)
     subjects = models.JSONField(default=list, help_text='[{"tenant": slug, "hmac_sha256": hex, "key_id": id}]')
+    withheld = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Kept by legal holds: [{"tenant", "hmac_sha256", "key_id", "holds": [reference], "whole", "counts"}]',
+    )
     executed_at = models.DateTimeField(default=timezone.now)
     executed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

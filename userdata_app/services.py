@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentstate.exceptions import NotFound
+from agentstate.holds.services import hold_check
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
@@ -39,7 +40,8 @@ def user_datum_set(*, tenant: Tenant, user_id: str, key: str, value: Any) -> Use
 
 
 def user_datum_delete(*, tenant: Tenant, user_id: str, key: str) -> None:
-    """Delete one key of a user; a missing key is not found."""
+    """Delete one key of a user; a missing key is not found. Refused while a legal hold covers the user."""
+    hold_check(tenant_pk=tenant.pk, user_id=user_id, what="this user's data")
     deleted, _ = UserDatum.objects.filter(tenant=tenant, user_id=user_id, key=key).delete()
     if not deleted:
         raise NotFound(f"No value stored under {key!r}.")

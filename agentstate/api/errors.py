@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from agentstate.api.parsers import PayloadTooLarge
-from agentstate.exceptions import DomainError, StorageUnavailable
+from agentstate.exceptions import DomainError, Held, StorageUnavailable
 from agentstate.postgresql.base import ReplicationUnconfirmed
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.models import APIKey
@@ -124,7 +124,10 @@ def _validation_body(exc: exceptions.ValidationError) -> dict[str, Any]:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's EXCEPTION_HANDLER: domain errors and every DRF error in the one shape."""
     if isinstance(exc, DomainError):
-        return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
+        body = error_body(exc.code, exc.message, exc.fields)
+        if isinstance(exc, Held):  # which hold, for the people who placed it: its reference only
+            body["error"]["holds"] = exc.references
+        return Response(body, status=exc.status_code)
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
     if isinstance(exc, ReplicationUnconfirmed):  # committed on the primary only: never a success
@@ -220,6 +223,11 @@ class ErrorDetailSerializer(serializers.Serializer):
     fields = serializers.DictField(  # type: ignore[assignment]  # the error shape's field, not Serializer.fields
         child=serializers.ListField(child=serializers.CharField()),
         help_text="Offending fields (for 400) and what is wrong with each.",
+    )
+    holds = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="With the code held (409): the references of the legal holds that refused a deletion.",
     )
 
 

@@ -52,7 +52,18 @@ class NotFound(AgentStateError):
 
 
 class Conflict(AgentStateError):
-    """409: ``code`` says which rule: ``session_exists``, ``session_ended`` or ``subject_erased``."""
+    """409: ``code`` says which rule: ``session_exists``, ``session_ended``, ``subject_erased`` or ``held``."""
+
+
+class Held(Conflict, ValueError):
+    """409 ``held``: a legal hold keeps the data a delete, clear, rewind or pop would destroy;
+    ``holds`` names the holds' references. Also a ``ValueError``: the type ADK's, the OpenAI
+    Agents SDK's and LangGraph's own stores raise when they refuse an operation, so the adapters
+    raise it as it is (docs/CLIENT.md)."""
+
+    def __init__(self, message: str, *, holds: list[str] | None = None, **kwargs: Any):
+        super().__init__(message, **kwargs)
+        self.holds = holds or []
 
 
 class PreconditionFailed(AgentStateError):
@@ -101,6 +112,8 @@ def error_from_response(response: httpx.Response) -> AgentStateError:
     kwargs: dict[str, Any] = {"status_code": status, "code": code, "fields": fields}
     if status == 429:
         return RateLimited(message, retry_after=_retry_after(response.headers.get("Retry-After")), **kwargs)
+    if status == 409 and code == "held":
+        return Held(message, holds=_holds(response), **kwargs)
     cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else AgentStateError)
     return cls(message, **kwargs)
 
@@ -122,6 +135,11 @@ def _error_parts(response: httpx.Response) -> tuple[str | None, str, dict[str, l
         return None, str(body["detail"]), {}
     text = response.text.strip()[:200]
     return None, f"HTTP {response.status_code} {response.reason_phrase}" + (f": {text}" if text else ""), {}
+
+
+def _holds(response: httpx.Response) -> list[str]:
+    error = response.json().get("error", {})
+    return [str(reference) for reference in error.get("holds") or []]
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from agentstate.db_router import replica_reads
+from agentstate.holds.selectors import holds_active_count
 from sessions_app.selectors import activity_summary, retention_runs_recent, run_usage_summary
 from userdata_app.selectors import access_request_summary, erasure_request_summary
 
@@ -82,6 +83,7 @@ def agentstate_dashboard(context: template.Context) -> dict[str, Any]:
         "erasures": erasure_request_summary(),
         "access_requests": access_request_summary(),
         "development_key": settings.ERASURE_HMAC_KEY_ID == settings.ERASURE_DEVELOPMENT_KEY_ID,
+        "legal_holds": holds_active_count(),
         "bars": bars,
         "peak": peak if any(n for _, n in per_day) else 0,
         "chart_width": len(per_day) * (BAR_WIDTH + BAR_GAP),

@@ -14,6 +14,8 @@ from django.utils.safestring import SafeString
 from agentstate.admin.display import content_text, json_display, one_line, pretty_json, previewed, shown
 from agentstate.admin.filters import InputFilter, NarrowedDateFilter, UserIdFilter, WordsFilter
 from agentstate.admin.options import ReadOnlyAdmin
+from agentstate.holds.admin import HeldPage
+from agentstate.holds.selectors import holds_of
 from agentstate.tenancy.models import Tenant
 from sessions_app.admin.sessions import SessionChild, SessionLabelTitle, framework_section, session_label
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
@@ -86,7 +88,7 @@ class MessageWordsFilter(WordsFilter):
     index = MESSAGE_INDEX
 
 
-class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
+class SessionChildAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
     """Children of a session, reached from the session page (``?session__id__exact=<pk>``); each
     row names its session as ``tenant / user / session``, joined in the page's one query."""
 
@@ -110,6 +112,9 @@ class SessionChildAdmin(SessionLabelTitle, ReadOnlyAdmin):
         if match is not None and (match.url_name or "").endswith("_changelist"):
             queryset = previewed(queryset.defer(*self.list_deferred), *self.list_previewed)
         return queryset
+
+    def holds_of_object(self, obj: SessionChild) -> QuerySet[Any]:
+        return holds_of(tenant=obj.session.tenant, user_id=obj.session.user_id, session_pk=obj.session.pk)
 
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj: SessionChild) -> SafeString:

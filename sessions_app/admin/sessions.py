@@ -31,6 +31,8 @@ from agentstate.admin.display import (
 )
 from agentstate.admin.filters import InputFilter, UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
+from agentstate.holds.admin import HeldPage
+from agentstate.holds.selectors import holds_of
 from agentstate.validation import identifier_visible
 from sessions_app import selectors
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
@@ -204,7 +206,7 @@ class SessionLabelTitle(admin.ModelAdmin):
 
 
 @admin.register(Session)
-class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
+class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
     list_display = (
         "session_shown",
         "user_id_shown",
@@ -329,6 +331,9 @@ class SessionAdmin(SessionLabelTitle, ReadOnlyAdmin):
     created = datetime_display("created_at", description="created")
     updated = datetime_display("updated_at", description="updated")
     ended = datetime_display("ended_at", description="ended")
+
+    def holds_of_object(self, obj: Session) -> QuerySet:
+        return holds_of(tenant=obj.tenant, user_id=obj.user_id, session_pk=obj.pk)
 
     def object_title(self, obj: Session) -> str:
         """The session itself: its label is the title, after its framework's name for it if any."""

@@ -21,7 +21,7 @@ from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
 from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from sessions_app.models import Session, SessionOwned
-from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED
+from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED, sessions_hold_check
 from sessions_app.services.retention import rows_past_latest
 from sessions_app.services.sessions import session_delete
 
@@ -516,6 +516,7 @@ def threads_prune(*, tenant: Tenant, thread_ids: Any, strategy: Any) -> int:
     if not session_pks:
         return 0
     list(Session.objects.select_for_update().filter(pk__in=session_pks).order_by("pk").values_list("pk", flat=True))
+    sessions_hold_check(tenant=tenant, session_pks=session_pks, what="this thread's checkpoints")
     doomed = LangGraphCheckpoint.objects.filter(session_id__in=session_pks)
     if strategy == "keep_latest":
         latest = (
@@ -544,6 +545,7 @@ def runs_delete(*, tenant: Tenant, run_ids: Any) -> int:
     if not session_pks:
         return 0
     list(Session.objects.select_for_update().filter(pk__in=session_pks).order_by("pk").values_list("pk", flat=True))
+    sessions_hold_check(tenant=tenant, session_pks=session_pks, what="these runs' checkpoints")
     deleted = doomed.delete()[0]
     orphan_writes_delete(session_pks)
     return deleted

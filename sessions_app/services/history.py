@@ -24,7 +24,7 @@ from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.validation import clean_identifier, clean_json, clean_round_id
 from sessions_app.models import Message, MessagePop, Round, Session
 from sessions_app.selectors import message_as_dict
-from sessions_app.services.live import lock_session, session_touch
+from sessions_app.services.live import lock_session, session_hold_check, session_touch
 from sessions_app.services.sessions import new_session_id_clean
 from sessions_app.services.usage import run_usage_drop_removed_turns
 
@@ -101,6 +101,7 @@ def message_pop(
             return answered.message
     if locked.ended_at is not None:
         raise SessionEnded(ENDED)
+    session_hold_check(session, what="this session's messages")
     newest = Message.objects.filter(session=session).order_by("-seq").first()
     _check_last_seen(0 if newest is None else newest.seq, expected_last_seq)
     popped = None
@@ -131,6 +132,7 @@ def message_rewind(
     if expected_last_seq is not None:
         expected_last_seq = _clean_seq(expected_last_seq, field="expected_last_seq")
     _lock_live(session)
+    session_hold_check(session, what="this session's messages and rounds")
     if expected_last_seq is not None:
         _check_last_seen(_newest_seq(session), expected_last_seq)
     removed_messages = Message.objects.filter(session=session, seq__gt=after_seq).delete()[0]

@@ -18,6 +18,8 @@ from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from agentstate.exceptions import NotFound, PreconditionFailed, SessionEnded
+from agentstate.holds.selectors import held
+from agentstate.holds.services import hold_check, holds_lock
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
@@ -114,6 +116,20 @@ def raise_not_live(session: Session) -> None:
     if Session.objects.filter(pk=session.pk).exists():
         raise SessionEnded("The session has ended; it accepts no new messages, rounds or working state.")
     raise NotFound("Session not found.")
+
+
+def session_hold_check(session: Session, *, what: str = "this session") -> None:
+    """Inside the transaction that deletes rows of the session, before it does: refuse (``Held``)
+    while a legal hold covers the session, its person or its tenant."""
+    hold_check(tenant_pk=session.tenant_id, user_id=session.user_id, session_pk=session.pk, what=what)
+
+
+def sessions_hold_check(*, tenant: Tenant, session_pks: list[int], what: str) -> None:
+    """``session_hold_check`` for many sessions of a tenant: one query while none is held."""
+    holds_lock(tenant_pk=tenant.pk, exclusive=False)
+    first_held = Session.objects.filter(pk__in=session_pks).filter(held(session="pk")).order_by("pk").first()
+    if first_held is not None:
+        session_hold_check(first_held, what=what)
 
 
 def working_state_clear_on_commit(session_pks: list[int]) -> None:

@@ -10,7 +10,9 @@ written to within their window. A write that waited for a batch finds the sessio
 retention (the write reopens it) or gone (a 404, or a new session where the first write creates
 one). A run interrupted between batches leaves every committed batch whole and the next run
 finishes the rest. Retention is housekeeping, not erasure: it writes no receipt and no
-erased-subject entry.
+erased-subject entry. A session a legal hold covers (``agentstate.holds``) is skipped by every rule
+and counted, per rule, in the run's ``held``; a batch takes the tenant's hold lock before it
+chooses its sessions, so a hold placed before the batch looked is never swept.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput
-from agentstate.subject_data import SubjectData, declared
+from agentstate.holds.services import holds_lock
+from agentstate.subject_data import SubjectData, declared, rows_held
 from agentstate.subjects import PROCESS_STATE
 from agentstate.tenancy.models import Tenant
 from sessions_app.backends import RetentionRule, backends
@@ -152,6 +155,7 @@ class _Sweep:
     on_batch: Callable[[RetentionBatch], None]
     with_totals: bool
     counts: dict[str, int] = field(default_factory=dict)
+    held: dict[str, int] = field(default_factory=dict)  # sessions each rule skipped because held
 
     def _locked_batch(self, sessions, after: int) -> list[int]:
         """The next batch of matching sessions by id, locked; sessions locked by a writer are skipped.
@@ -164,11 +168,15 @@ class _Sweep:
     def _run(self, category: str, sessions, act: Callable[[list[int], Any], int]) -> None:
         after = 0
         self.counts.setdefault(category, 0)
-        total = sessions.filter(tenant=self.tenant).count() if self.with_totals else None
+        covered = rows_held(Session)  # on the tenant, the person or the session
+        total = sessions.filter(tenant=self.tenant).exclude(covered).count() if self.with_totals else None
         while True:
             with transaction.atomic():
-                pks = self._locked_batch(sessions, after)
-                if not pks:
+                if not self.dry_run:
+                    holds_lock(tenant_pk=self.tenant.pk, exclusive=False)
+                pks = self._locked_batch(sessions.exclude(covered), after)
+                if not pks:  # what the rule left because held, counted once every batch has seen the holds
+                    self.held[category] = sessions.filter(covered, tenant=self.tenant).count()
                     return
                 removed = act(pks, sessions.filter(pk__in=pks))  # the condition again, under the lock
             self.counts[category] += removed
@@ -292,6 +300,7 @@ def retention_apply(
     if tenant is not None:
         policies = policies.filter(tenant=tenant)
     counts: dict[str, dict[str, int]] = {}
+    held_counts: dict[str, dict[str, int]] = {}
     for policy in policies:
         sweep = _Sweep(
             tenant=policy.tenant,
@@ -304,10 +313,13 @@ def retention_apply(
         )
         sweep.run()
         counts[policy.tenant.slug] = sweep.counts
+        if any(sweep.held.values()):
+            held_counts[policy.tenant.slug] = {category: n for category, n in sweep.held.items() if n}
     return RetentionRun.objects.create(
         started_at=started,
         duration_seconds=time.monotonic() - clock,
         dry_run=dry_run,
         tenant_slug=tenant.slug if tenant is not None else "",
         counts=counts,
+        held=held_counts,
     )

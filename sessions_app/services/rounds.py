@@ -17,6 +17,7 @@ from sessions_app.services.live import (
     REOPEN_IF_RETENTION_ENDED,
     WRITABLE,
     session_get_or_create,
+    session_hold_check,
     session_touch,
     update_live_session,
 )
@@ -140,6 +141,7 @@ def _round_save_locked(
 def round_delete(*, session: Session, round_id: int) -> None:
     """Delete one round; the next automatic id stays ``max(remaining) + 1``."""
     locked = session_touch(session)
+    session_hold_check(session, what="this session's rounds")
     deleted, _ = Round.objects.filter(session=session, round_id=round_id).delete()
     if not deleted:
         raise NotFound(f"Round {round_id} not found.")

@@ -19,6 +19,7 @@ from sessions_app.services.live import (
     activity_changes,
     check_version,
     lock_session,
+    session_hold_check,
     working_state_clear_on_commit,
 )
 
@@ -123,6 +124,7 @@ def session_delete(*, session: Session, expected_version: int | None = None) -> 
     with ``expected_version`` only if nobody changed it meanwhile. User data (userdata_app) is a
     different lifecycle and is never touched."""
     check_version(lock_session(session), expected_version)
+    session_hold_check(session)
     working_state_clear_on_commit([session.pk])
     _, per_model = Session.objects.filter(pk=session.pk).delete()
     return {label.split(".")[-1].lower(): count for label, count in per_model.items()}

@@ -231,6 +231,7 @@ def test_dashboard_cards_link_to_what_they_count(client, officer, tenant, fresh_
         "overdue erasure requests",
         "open access requests",
         "overdue access requests",
+        "active legal holds",
     }
 
     active = client.get(html.unescape(cards["active sessions today"]))

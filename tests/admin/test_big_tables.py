@@ -142,8 +142,9 @@ def test_dashboard_activity_comes_from_the_cache_and_erasure_counts_are_live(cli
     login(client, officer)
     subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=4)
     first = client.get(reverse("admin:index")).content.decode()
-    # sessions, messages, active today; open and overdue erasure requests; the same of access requests
-    assert re.findall(r'<span class="n">(\d+)</span>', first) == ["1", "4", "1", "0", "0", "0", "0"]
+    # sessions, messages, active today; open and overdue erasure requests; the same of access requests;
+    # active legal holds
+    assert re.findall(r'<span class="n">(\d+)</span>', first) == ["1", "4", "1", "0", "0", "0", "0", "0"]
     assert "as of" in first
 
     subject_data_create(tenant=tenant, user_id="bob", sessions=1, messages=2)
@@ -151,6 +152,6 @@ def test_dashboard_activity_comes_from_the_cache_and_erasure_counts_are_live(cli
     access_requests.access_request_create(subjects=[(tenant, "bob")])
     with CaptureQueriesContext(connection) as captured:
         second = client.get(reverse("admin:index")).content.decode()
-    # Activity as cached; requests live.
-    assert re.findall(r'<span class="n">(\d+)</span>', second) == ["1", "4", "1", "1", "0", "1", "0"]
+    # Activity as cached; requests and holds live.
+    assert re.findall(r'<span class="n">(\d+)</span>', second) == ["1", "4", "1", "1", "0", "1", "0", "0"]
     assert not [q for q in captured.captured_queries if "sessions_app_message" in q["sql"]]

@@ -80,6 +80,7 @@ def compliance_group():
         "0010_memory_item",
         "0014_access_requests",
         "0015_artifact",
+        "0016_legal_hold_permissions",
     ):
         migration = importlib.import_module(f"userdata_app.migrations.{name}")
         for app_label, codenames in migration.PERMISSIONS.items():

@@ -10,11 +10,13 @@ from django.utils.safestring import SafeString
 from agentstate.admin.display import pretty_json
 from agentstate.admin.filters import UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
+from agentstate.holds.admin import HeldPage
+from agentstate.holds.selectors import holds_of
 from userdata_app.adk.models import AdkUserState
 
 
 @admin.register(AdkUserState)
-class AdkUserStateAdmin(ReadOnlyAdmin):
+class AdkUserStateAdmin(HeldPage, ReadOnlyAdmin):
     """Google ADK's user: state, one row per tenant, user and app (user data: erased with it)."""
 
     list_display = ("app_name", "user_id", "tenant", "updated_at")
@@ -24,6 +26,9 @@ class AdkUserStateAdmin(ReadOnlyAdmin):
     ordering = ("-id",)
     fields = ("tenant", "app_name", "user_id", "updated_at", "state_json")
     readonly_fields = ("state_json",)
+
+    def holds_of_object(self, obj: AdkUserState):
+        return holds_of(tenant=obj.tenant, user_id=obj.user_id)
 
     @admin.display(description="state")
     def state_json(self, obj: AdkUserState) -> SafeString:

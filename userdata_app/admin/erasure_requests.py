@@ -183,6 +183,17 @@ def due_display(obj: ErasureRequest | AccessRequest) -> str:
     return f"{obj.due_on}{extended}"
 
 
+def withheld_html(explanations: list[str]) -> SafeString:
+    """What legal holds keep from an erasure (agentstate.holds), as a warning: empty without any."""
+    if not explanations:
+        return SafeString("")
+    return format_html(
+        '<div class="erasure-withheld"><p class="erasure-warning">Withheld by legal holds (kept, and writable):</p>'
+        "<ul>{}</ul></div>",
+        format_html_join("", "<li>{}</li>", ((text,) for text in explanations)),
+    )
+
+
 def status_label(status: str) -> str:
     """A status as the badges and the history show it ("On hold", not "on_hold")."""
     return Status(status).label if status else "—"
@@ -328,6 +339,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             obj.due_on,
             count_rows(receipt.counts),
             hashes,
+        ) + withheld_html(
+            [f"Legal hold {', '.join(w['holds'])}: {erasure.counts_text(w['counts'])}" for w in receipt.withheld]
         )
 
     @admin.display(description="history")
@@ -355,8 +368,10 @@ class ErasureRequestAdmin(admin.ModelAdmin):
     @admin.display(description="rows that would be erased now")
     def preview_display(self, obj: ErasureRequest) -> SafeString:
         counts = erasure.erasure_preview(request=obj)
-        return nothing_found_warning(counts) + format_html(
-            '<table class="erasure-counts"><tbody>{}</tbody></table>', count_rows(counts)
+        return (
+            nothing_found_warning(counts)
+            + format_html('<table class="erasure-counts"><tbody>{}</tbody></table>', count_rows(counts))
+            + withheld_html([w.explanation for w in erasure.erasure_withheld(request=obj)])
         )
 
     def get_fieldsets(self, request: HttpRequest, obj: ErasureRequest | None = None) -> _FieldsetSpec:
@@ -572,7 +587,11 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             receipts = []
             for obj in executable:
                 try:
-                    receipts.append(erasure.erasure_execute(request=obj, actor=request.user))
+                    receipts.append(
+                        erasure.erasure_execute(
+                            request=obj, actor=request.user, withhold_held=request.POST.get("withhold_held") == "yes"
+                        )
+                    )
                 except DomainError as exc:
                     self.message_user(request, f"{obj}: {exc.message}", messages.ERROR)
                 else:
@@ -598,6 +617,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
                 "counts": (counts := erasure.erasure_preview(request=obj)),
                 "count_rows": count_rows(counts),
                 "kept": obj.scope == ErasureRequest.Scope.USER_DATA,
+                "withheld": [w.explanation for w in erasure.erasure_withheld(request=obj)],
             }
             for obj in executable
         ]
@@ -607,6 +627,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             "subtitle": None,
             "opts": self.opts,
             "previews": previews,
+            "withholding": any(p["withheld"] for p in previews),
             "single": executable[0] if len(executable) == 1 else None,  # the breadcrumb leads back to it
             "skipped": skipped,
             "queryset": executable,

@@ -12,11 +12,13 @@ from django.contrib import admin
 from agentstate.admin.display import identifier_display, json_display
 from agentstate.admin.filters import UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
+from agentstate.holds.admin import HeldPage
+from agentstate.holds.selectors import holds_of
 from userdata_app.models import UserDatum
 
 
 @admin.register(UserDatum)
-class UserDatumAdmin(ReadOnlyAdmin):
+class UserDatumAdmin(HeldPage, ReadOnlyAdmin):
     list_display = ("key", "user_id_shown", "tenant", "updated_at")
     list_select_related = ("tenant",)
     list_filter = ("tenant", UserIdFilter)
@@ -30,5 +32,8 @@ class UserDatumAdmin(ReadOnlyAdmin):
     readonly_fields = ("user_id_shown", "value_json")
 
     user_id_shown = identifier_display("user_id", description="user id")
+
+    def holds_of_object(self, obj: UserDatum):
+        return holds_of(tenant=obj.tenant, user_id=obj.user_id)
 
     value_json = json_display("value")

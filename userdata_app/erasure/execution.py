@@ -8,12 +8,18 @@ never the plain user id. Only once that transaction has committed are the copies
 database's live rows cleared (working state, statistics, SQLite's log: ``storage``), so a rollback
 changes nothing anywhere; the transaction itself records that clean-up as owed on the request, so
 that a crash before it has run leaves the request and its receipt saying so.
+
+Legal holds (``agentstate.holds``): what a hold covers is never erased. A request that covers held
+data stops (``ErasureHeld``) until whoever executes it chooses to withhold what is held; then the
+rest is erased, the receipt lists what was withheld and by which hold, and a person wholly
+withheld is not registered as erased, so their data stays writable.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
@@ -27,7 +33,9 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from agentstate import subject_data
-from agentstate.exceptions import Conflict
+from agentstate.exceptions import Conflict, Held
+from agentstate.holds.selectors import holds_on_subject
+from agentstate.holds.services import holds_lock, legal_holds_forget_subject
 from agentstate.subject_data import counts_text
 from agentstate.subjects import PROCESS_STATE, USER_DATA, subjects_lock
 from agentstate.tenancy.models import Tenant
@@ -49,6 +57,27 @@ class ErasureFailed(Conflict):
     code = "erasure_failed"
 
 
+class ErasureHeld(Held):
+    """Legal holds cover data of the request, and nobody chose to withhold it: nothing was erased."""
+
+
+@dataclass(frozen=True)
+class Withheld:
+    """What legal holds keep of one subject in the request's scope: all of it (``whole``: a hold on
+    the tenant or the person) or some sessions, rows per category, and the holds' references."""
+
+    tenant: Tenant
+    user_id: str
+    references: list[str]
+    whole: bool
+    counts: dict[str, int]
+
+    @property
+    def explanation(self) -> str:
+        what = "everything in scope" if self.whole else "the held sessions"
+        return f"Legal hold {', '.join(self.references)} keeps {what}: {counts_text(self.counts)}."
+
+
 def subject_counts(
     *,
     tenant: Tenant,
@@ -57,29 +86,63 @@ def subject_counts(
     user_data_existed_at: datetime | None = None,
     process_state_existed_at: datetime | None = None,
 ) -> dict[str, int]:
-    """Rows per category in ``scope``; the ``*_existed_at`` limit a category to what existed then."""
+    """Rows per category in ``scope`` an erasure would erase (what legal holds keep is not); the
+    ``*_existed_at`` limit a category to what existed then."""
     return subject_data.subject_counts(
         tenant=tenant,
         user_id=user_id,
         kinds=kinds_in_scope(scope),
         existed_at={USER_DATA: user_data_existed_at, PROCESS_STATE: process_state_existed_at},
+        held=False,
     )
 
 
 def subjects_preview(*, subjects: list[tuple[Tenant, str]], scope: str) -> dict[str, int]:
-    """Rows per category in ``scope`` held about these ``(tenant, user_id)`` pairs right now."""
+    """Rows per category in ``scope`` held about these ``(tenant, user_id)`` pairs right now, less
+    what legal holds keep (``subjects_withheld``)."""
     total = Counter(dict.fromkeys(subject_data.categories(*kinds_in_scope(scope)), 0))
     for tenant, user_id in subjects:
         total.update(subject_counts(tenant=tenant, user_id=user_id, scope=scope))
     return dict(total)
 
 
+def subjects_withheld(*, subjects: list[tuple[Tenant, str]], scope: str) -> list[Withheld]:
+    """What active legal holds keep of these subjects in ``scope``: one query per subject, and the
+    held rows counted only for a subject a hold covers."""
+    withheld = []
+    for tenant, user_id in subjects:
+        holds = list(holds_on_subject(tenant=tenant, user_id=user_id, sessions=PROCESS_STATE in kinds_in_scope(scope)))
+        if holds:
+            counts = subject_data.subject_counts(tenant=tenant, user_id=user_id, kinds=kinds_in_scope(scope), held=True)
+            withheld.append(
+                Withheld(
+                    tenant=tenant,
+                    user_id=user_id,
+                    references=list(dict.fromkeys(h.reference for h in holds)),
+                    whole=any(h.session_pk is None for h in holds),
+                    counts=counts,
+                )
+            )
+    return withheld
+
+
 def _pairs(subjects: Iterable[ErasureSubject]) -> list[tuple[Tenant, str]]:
     return [(subject.tenant, subject.user_id) for subject in subjects]
 
 
+def erasure_withheld(*, request: ErasureRequest) -> list[Withheld]:
+    """What legal holds would keep from executing the request now (nothing once executed: its
+    receipt says what was withheld)."""
+    if request.status == Status.EXECUTED:
+        return []
+    return subjects_withheld(
+        subjects=_pairs(request.subjects.select_related("tenant").exclude(user_id="")), scope=request.scope
+    )
+
+
 def erasure_preview(*, request: ErasureRequest) -> dict[str, int]:
-    """What executing the request would erase now: rows per category in its scope."""
+    """What executing the request would erase now: rows per category in its scope, less what legal
+    holds keep."""
     if request.status == Status.EXECUTED:
         return dict(request.receipt.counts)
     return subjects_preview(
@@ -114,6 +177,7 @@ def erase_subject(
         kinds=kinds_in_scope(scope),
         existed_at={USER_DATA: user_data_existed_at, PROCESS_STATE: process_state_existed_at},
         before_delete=_scrub_admin_log,
+        held=False,
     )
 
 
@@ -123,11 +187,13 @@ class _Residue(Exception):
         self.residue = residue
 
 
-def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
+def erasure_execute(*, request: ErasureRequest, actor=None, withhold_held: bool = False) -> ErasureReceipt:
     """Erase everything in the request's scope for all its subjects, in one transaction, and
     return the receipt. Only verified (or failed, for a retry) requests run; an executed one
     returns its receipt unchanged. If anything in scope remains afterwards, or the database
-    fails, all is rolled back and the request is marked failed with the reason."""
+    fails, all is rolled back and the request is marked failed with the reason. While legal holds
+    cover some of it, nothing is erased (``ErasureHeld``, the request unchanged) unless
+    ``withhold_held``: then all but the held data is erased and the receipt says what was withheld."""
     if settings.ERASURE_HMAC_KEY_ID not in settings.ERASURE_HMAC_KEYS:
         raise Conflict(
             "Erasure is not configured: set AGENTSTATE_ERASURE_HMAC_KEYS and AGENTSTATE_ERASURE_HMAC_KEY_ID."
@@ -145,13 +211,24 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
             if not subjects:
                 raise Conflict("The request names no subject.")
             subjects_lock(subjects=_pairs(subjects), exclusive=True)  # in-flight writes land first
+            for tenant_pk in sorted({subject.tenant_id for subject in subjects}):
+                holds_lock(tenant_pk=tenant_pk, exclusive=False)  # a hold placed from now on waits for us
+            withheld = subjects_withheld(subjects=_pairs(subjects), scope=locked.scope)
+            if withheld and not withhold_held:
+                raise ErasureHeld(
+                    "Legal holds cover data of this request, so nothing was erased. "
+                    + " ".join(w.explanation for w in withheld)
+                    + " Execute it again withholding what is held (it is kept, stays writable, and the receipt "
+                    "says so), or once the holds are released.",
+                    references=list(dict.fromkeys(r for w in withheld for r in w.references)),
+                )
             counts = Counter(dict.fromkeys(subject_data.categories(*kinds_in_scope(locked.scope)), 0))
             for subject in subjects:
                 counts.update(erase_subject(tenant=subject.tenant, user_id=subject.user_id, scope=locked.scope))
             residue = subjects_preview(subjects=_pairs(subjects), scope=locked.scope)
             if any(residue.values()):
                 raise _Residue(residue)
-            receipt = _record_execution(locked, subjects=subjects, counts=dict(counts), actor=actor)
+            receipt = _record_execution(locked, subjects=subjects, counts=dict(counts), actor=actor, withheld=withheld)
             transaction.on_commit(partial(erasure_storage_after_commit, request_pk=locked.pk, scope=locked.scope))
     except _Residue as exc:
         _mark_failed(request, f"Residue check found data left in scope ({exc}); nothing was erased.", actor)
@@ -170,20 +247,35 @@ def erasure_execute(*, request: ErasureRequest, actor=None) -> ErasureReceipt:
 
 
 def _record_execution(
-    request: ErasureRequest, *, subjects: list[ErasureSubject], counts: dict[str, int], actor
+    request: ErasureRequest,
+    *,
+    subjects: list[ErasureSubject],
+    counts: dict[str, int],
+    actor,
+    withheld: list[Withheld],
 ) -> ErasureReceipt:
-    """Replace the subjects' ids by keyed hashes, register them, write the receipt, and record
+    """Replace the subjects' ids by keyed hashes, register the erased ones (not a subject a hold
+    keeps whole: their data stays writable), write the receipt with what was withheld, and record
     the storage clean-up still owed after the commit (``storage``) on the request."""
     now = timezone.now()
-    entries = []
+    entries, withheld_entries = [], []
+    kept = {(w.tenant.pk, w.user_id): w for w in withheld}
+    registered = []
     for subject in subjects:
         subject.hash_key_id, subject.subject_hash = subject_hash(
             tenant_slug=subject.tenant.slug, user_id=subject.user_id
         )
+        entry = {"tenant": subject.tenant.slug, "key_id": subject.hash_key_id, "hmac_sha256": subject.subject_hash}
+        entries.append(entry)
+        held = kept.get((subject.tenant_id, subject.user_id))
+        if held is not None:
+            withheld_entries.append({**entry, "holds": held.references, "whole": held.whole, "counts": held.counts})
+        if held is None or not held.whole:
+            registered.append(subject)
+            legal_holds_forget_subject(
+                tenant=subject.tenant, user_id=subject.user_id, subject_hash=subject.subject_hash
+            )
         subject.user_id = ""
-        entries.append(
-            {"tenant": subject.tenant.slug, "key_id": subject.hash_key_id, "hmac_sha256": subject.subject_hash}
-        )
     ErasureSubject.objects.bulk_update(subjects, ["user_id", "subject_hash", "hash_key_id"])
     ErasedSubject.objects.bulk_create(
         ErasedSubject(
@@ -194,13 +286,14 @@ def _record_execution(
             erased_at=now,
             grace_until=grace_until(erased_at=now),
         )
-        for subject in subjects
+        for subject in registered
     )
     receipt = ErasureReceipt.objects.create(
         request=request,
         scope=request.scope,
         counts=counts,
         subjects=entries,
+        withheld=withheld_entries,
         executed_at=now,
         executed_by=actor,
         executed_by_name=actor_name(actor),
@@ -209,7 +302,8 @@ def _record_execution(
         request,
         step="execute",
         actor=actor,
-        note=counts_text(counts),
+        note=counts_text(counts)
+        + "".join(f"; withheld by legal hold {', '.join(w.references)}: {counts_text(w.counts)}" for w in withheld),
         failure="",
         storage_pending=storage_cleanup_owed(scope=request.scope),
     )
@@ -241,6 +335,7 @@ def receipt_document(*, receipt: ErasureReceipt) -> dict:
         "executed_by": receipt.executed_by_name,
         "counts": receipt.counts,
         "subjects": receipt.subjects,
+        "withheld": receipt.withheld,
         "storage_pending": request.storage_pending,
         "hash": "HMAC-SHA256 over the UTF-8 JSON [tenant slug, user id] without spaces, keyed by key_id",
     }

@@ -8,6 +8,8 @@ from django.utils.safestring import SafeString
 from agentstate.admin.display import pretty_json
 from agentstate.admin.filters import UserIdFilter, WordsFilter
 from agentstate.admin.options import ReadOnlyAdmin
+from agentstate.holds.admin import HeldPage
+from agentstate.holds.selectors import holds_of
 from userdata_app.memory.models import MemoryItem
 from userdata_app.memory.selectors import MEMORY_INDEX
 
@@ -17,7 +19,7 @@ class MemoryWordsFilter(WordsFilter):
 
 
 @admin.register(MemoryItem)
-class MemoryItemAdmin(ReadOnlyAdmin):
+class MemoryItemAdmin(HeldPage, ReadOnlyAdmin):
     """An agent's long-term memory about a person (LangGraph's store, ADK's memory service)."""
 
     list_display = ("namespace", "key", "user_id", "tenant", "updated_at", "expires_at")
@@ -27,6 +29,9 @@ class MemoryItemAdmin(ReadOnlyAdmin):
     ordering = ("-id",)
     fields = ("tenant", "user_id", "namespace", "key", "created_at", "updated_at", "expires_at", "value_json")
     readonly_fields = ("value_json",)
+
+    def holds_of_object(self, obj: MemoryItem):
+        return holds_of(tenant=obj.tenant, user_id=obj.user_id)
 
     @admin.display(description="value")
     def value_json(self, obj: MemoryItem) -> SafeString:

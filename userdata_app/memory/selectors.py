@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from agentstate import search
 from agentstate.search import MemoryHit, TextIndex
+from agentstate.subject_data import rows_held
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 from userdata_app.memory.models import MemoryItem
@@ -235,3 +236,8 @@ def subject_memory_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str,
     rows = MemoryItem.objects.filter(tenant=tenant, user_id=user_id).order_by("namespace", "key")
     for item in rows.iterator(chunk_size=500):
         yield {**item_data(item), "expires_at": item.expires_at.isoformat() if item.expires_at else None}
+
+
+def memory_items_expired_held() -> int:
+    """Expired items a legal hold keeps from ``memory_items_expire`` (its report)."""
+    return MemoryItem.objects.filter(rows_held(MemoryItem), expires_at__lte=timezone.now()).count()

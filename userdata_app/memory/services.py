@@ -25,6 +25,8 @@ from django.utils import timezone
 
 from agentstate import search
 from agentstate.exceptions import InvalidInput
+from agentstate.holds.services import hold_check, holds_lock
+from agentstate.subject_data import rows_held
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
@@ -218,14 +220,22 @@ def _expires_at(op: dict[str, Any], now):
 
 def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> None:
     stored = [op for op in puts.values() if op["value"] is not None and op["only_if"] != PRESENT]
+    deleted = [
+        MemoryItem.objects.filter(tenant=tenant, namespace=ns, key=key)
+        for (ns, key), op in puts.items()
+        if op["value"] is None
+    ]
+    owners = {user_id for rows in deleted for user_id in rows.values_list("user_id", flat=True)}
+    for user_id in sorted(owners):  # the people whose items the deletes would remove
+        hold_check(tenant_pk=tenant.pk, user_id=user_id, what="this user's memories")
+    for rows in deleted:
+        rows.delete()
     for (namespace, key), op in puts.items():
-        if op["value"] is None:
-            MemoryItem.objects.filter(tenant=tenant, namespace=namespace, key=key).delete()
-        elif op["only_if"] == PRESENT:
+        if op["value"] is not None and op["only_if"] == PRESENT:
             selectors.live_items(tenant=tenant).filter(namespace=namespace, key=key).update(
                 value=op["value"], updated_at=now, ttl_minutes=op["ttl"], expires_at=_expires_at(op, now)
             )
-        elif op["only_if"] == ABSENT:  # an expired item not yet swept is absent
+        elif op["value"] is not None and op["only_if"] == ABSENT:  # an expired item not yet swept is absent
             MemoryItem.objects.filter(tenant=tenant, namespace=namespace, key=key, expires_at__lte=now).delete()
     for user_id in sorted({namespace_owner(op["namespace"]) for op in stored}):
         subject_write_check(tenant=tenant, user_id=user_id, category=USER_DATA)
@@ -322,12 +332,23 @@ def memory_batch(*, tenant: Tenant, ops: Any) -> list[Any]:
 
 
 def memory_items_expire(*, batch_size: int = 1000) -> int:
-    """Delete expired items in batches, each its own short transaction; how many went."""
+    """Delete expired items in batches, each its own short transaction; how many went. Items a
+    legal hold covers stay (``selectors.memory_items_expired_held`` counts them): a batch takes
+    each tenant's hold lock before it chooses, so a hold placed before it looked is never swept."""
     removed = 0
+    tenants = list(
+        MemoryItem.objects.filter(expires_at__lte=timezone.now())
+        .values_list("tenant_id", flat=True)
+        .distinct()
+        .order_by()
+    )
     while True:
         with transaction.atomic():
+            for tenant_pk in sorted(tenants):
+                holds_lock(tenant_pk=tenant_pk, exclusive=False)
             pks = list(
-                MemoryItem.objects.filter(expires_at__lte=timezone.now())
+                MemoryItem.objects.filter(expires_at__lte=timezone.now(), tenant_id__in=tenants)
+                .exclude(rows_held(MemoryItem))
                 .order_by("expires_at")
                 .values_list("pk", flat=True)[:batch_size]
             )

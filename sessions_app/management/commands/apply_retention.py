@@ -53,6 +53,9 @@ class Command(JobCommand):
             for category in categories():
                 if category in counts:
                     self.stdout.write(f"{slug}: {category} {verb} {counts[category]}")
+        for slug, held in run.held.items():
+            for category, sessions in held.items():
+                self.stdout.write(f"{slug}: {category} skipped {sessions} sessions because held (legal hold)")
         self.stdout.write(
             f"Retention run #{run.pk}{' (dry run)' if dry else ''}: {run.total} rows in {run.duration_seconds:.2f} s."
         )

@@ -41,6 +41,11 @@ class Command(JobCommand):
             help="user_data (default: user-attributed data only) or everything (also sessions and their history).",
         )
         parser.add_argument("--dry-run", action="store_true", help="Print what would be erased; change nothing.")
+        parser.add_argument(
+            "--withhold-held",
+            action="store_true",
+            help="Erase what no legal hold covers and withhold the rest (without it, a hold stops the erasure).",
+        )
         parser.add_argument("--operator", help="Username of the staff member carrying this out (recorded).")
         parser.add_argument("--requested-by", default="", help="Reference of the request, e.g. a ticket number.")
         parser.add_argument("--reason", default="", help="Notes (no personal data).")
@@ -100,7 +105,7 @@ class Command(JobCommand):
                 subjects=subjects, scope=scope, requested_by=requested_by, reason=reason, actor=actor
             )
             erasure.erasure_request_verify(request=request, actor=actor)
-            receipt = erasure.erasure_execute(request=request, actor=actor)
+            receipt = erasure.erasure_execute(request=request, actor=actor, withhold_held=options["withhold_held"])
         except DomainError as exc:
             raise CommandError(exc.message) from None
         if receipt.request.storage_pending:

@@ -3,6 +3,7 @@ periodically beside apply_retention. Expired items are never read even before it
 
 from django.core.management.base import BaseCommand
 
+from userdata_app.memory.selectors import memory_items_expired_held
 from userdata_app.memory.services import memory_items_expire
 
 
@@ -16,3 +17,6 @@ class Command(BaseCommand):
         removed = memory_items_expire(batch_size=max(1, options["batch_size"]))
         if options["verbosity"] >= 1:
             self.stdout.write(f"Deleted {removed} expired memory items.")
+            held = memory_items_expired_held()
+            if held:
+                self.stdout.write(f"Skipped {held} expired memory items because held (legal hold).")

@@ -1,0 +1,56 @@
+"""What the active legal holds cover. Every deletion asks here: a single call (``hold_covering``)
+for one person or session, an ``Exists`` expression (``held``) for a sweep over many rows."""
+
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from agentstate.holds.models import LegalHold
+from agentstate.tenancy.models import Tenant
+
+
+def holds_active() -> QuerySet[LegalHold]:
+    return LegalHold.objects.filter(released_at__isnull=True)
+
+
+def _covering(*, tenant, user_id, session_pk=None) -> QuerySet[LegalHold]:
+    covers = Q(user_id="") | Q(user_id=user_id, session_pk__isnull=True)
+    if session_pk is not None:
+        covers |= Q(session_pk=session_pk)
+    return holds_active().filter(covers, tenant=tenant)
+
+
+def hold_covering(*, tenant: Tenant | int, user_id: str = "", session_pk: int | None = None) -> LegalHold | None:
+    """The oldest active hold on the tenant, on the person (with ``user_id``) or on the session
+    (with ``session_pk``), or None: one indexed query."""
+    return _covering(tenant=tenant, user_id=user_id, session_pk=session_pk).order_by("placed_at", "pk").first()
+
+
+def held(*, tenant: str = "tenant", user_id: str = "user_id", session: str | None = None) -> Exists:
+    """For a queryset whose rows reach a person through these lookups (``session``: the session's
+    primary key, for rows a session hold covers): whether an active hold covers the row."""
+    return Exists(
+        _covering(tenant=OuterRef(tenant), user_id=OuterRef(user_id), session_pk=OuterRef(session) if session else None)
+    )
+
+
+def holds_on_subject(*, tenant: Tenant, user_id: str, sessions: bool) -> QuerySet[LegalHold]:
+    """The active holds on the tenant or the person, and with ``sessions`` on their sessions."""
+    person = Q(user_id=user_id) if sessions else Q(user_id=user_id, session_pk__isnull=True)
+    return holds_active().filter(Q(user_id="") | person, tenant=tenant).order_by("placed_at", "pk")
+
+
+def holds_of(*, tenant: Tenant, user_id: str | None = None, session_pk: int | None = None) -> QuerySet[LegalHold]:
+    """Every hold, active or released, on what a page shows: a tenant, a person (with their
+    sessions' holds) or a session (with its person's and tenant's), newest first."""
+    holds = LegalHold.objects.filter(tenant=tenant)
+    if session_pk is not None:
+        holds = holds.filter(Q(user_id="") | Q(user_id=user_id, session_pk__isnull=True) | Q(session_pk=session_pk))
+    elif user_id is not None:
+        holds = holds.filter(Q(user_id="") | Q(user_id=user_id))
+    return holds.order_by("-placed_at", "-pk")
+
+
+def holds_active_count() -> int:
+    """The dashboard's count."""
+    return holds_active().count()
