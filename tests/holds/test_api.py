@@ -11,7 +11,7 @@ from django.urls import get_resolver
 from agentstate.holds import services as holds
 from tests.api.assertions import assert_error
 from tests.api.routes import api_routes
-from tests.holds.world import ADK, S, build, checkpoint, rows
+from tests.holds.world import ADK, ARTIFACTS, S, build, checkpoint, rows
 
 pytestmark = pytest.mark.django_db
 
@@ -27,6 +27,7 @@ DESTRUCTIVE = {
     ("langgraph-prune", "post"): ("/api/v1/langgraph/threads/prune/", {"thread_ids": ["t1"], "strategy": "delete"}),
     ("langgraph-runs-delete", "post"): ("/api/v1/langgraph/runs/delete/", {"run_ids": ["r1"]}),
     ("user-datum", "delete"): ("/api/v1/users/u1/data/email/", None),
+    ("adk-artifact-list", "delete"): (ARTIFACTS + "?filename=note.txt&session_id=a1", None),
     ("store-batch", "post"): (
         "/api/v1/store/batch/",
         {"ops": [{"op": "put", "namespace": ["users", "u1", "prefs"], "key": "k", "value": None}]},
@@ -54,6 +55,8 @@ NOT_DESTRUCTIVE = {
     ("langgraph-batch", "post"): "puts checkpoints and writes",
     ("langgraph-thread-copy", "post"): "copies into a thread; rows the target has are kept",
     ("user-datum", "put"): "a write",
+    ("adk-artifact-list", "post"): "saves a new version of an artifact",
+    ("run-usage-list", "post"): "records a turn's model usage (a write; pops and clears that drop it are held)",
 }
 
 

@@ -7,11 +7,13 @@ from typing import Any
 from sessions_app.adk.models import AdkEvent
 from sessions_app.langgraph.models import LangGraphCheckpoint
 from sessions_app.models import Message, Round, Session
+from userdata_app.artifacts.models import Artifact
 from userdata_app.memory.models import MemoryItem
 from userdata_app.models import UserDatum
 
 S = "/api/v1/users/u1/sessions/s1/"
 ADK = "/api/v1/adk/apps/app/users/u1/sessions/"
+ARTIFACTS = "/api/v1/adk/apps/app/users/u1/artifacts/"
 THREAD = {"thread_id": "t1", "default_user_id": "u1", "checkpoint_ns": ""}
 TYPED_VALUE = {"type": "json", "data": "e30=", "rendered": {}}
 
@@ -28,7 +30,7 @@ def checkpoint(checkpoint_id: str, run_id: str = "r1") -> dict[str, Any]:
 
 def build(api) -> None:
     """u1 of acme: a session s1 with messages and rounds, an ADK session a1, a LangGraph thread t1
-    of run r1, a user datum and a memory item; every call through the API, as an agent makes them."""
+    of run r1, a user datum, a memory item and an artifact of a1; every call through the API, as an agent makes them."""
     for response in (
         api.post("/api/v1/sessions/", {"user_id": "u1", "session_id": "s1"}, format="json"),
         api.post(S + "messages/", {"messages": [{"content": c} for c in "abc"]}, format="json"),
@@ -38,6 +40,7 @@ def build(api) -> None:
         api.post("/api/v1/langgraph/checkpoints/", checkpoint("c1"), format="json"),
         api.post("/api/v1/langgraph/checkpoints/", checkpoint("c2"), format="json"),
         api.put("/api/v1/users/u1/data/email/", {"value": "me@example.com"}, format="json"),
+        api.post(ARTIFACTS, {"filename": "note.txt", "session_id": "a1", "artifact": {"text": "hi"}}, format="json"),
         api.post(
             "/api/v1/store/batch/",
             {"ops": [{"op": "put", "namespace": ["users", "u1", "prefs"], "key": "k", "value": {"a": 1}}]},
@@ -51,5 +54,5 @@ def rows() -> dict[str, int]:
     """Every table a destructive call can shrink, counted."""
     return {
         model.__name__: model.objects.count()
-        for model in (Session, Message, Round, AdkEvent, LangGraphCheckpoint, UserDatum, MemoryItem)
+        for model in (Session, Message, Round, AdkEvent, LangGraphCheckpoint, UserDatum, MemoryItem, Artifact)
     }

@@ -24,6 +24,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from agentstate.exceptions import InvalidInput, NotFound, StorageUnavailable, ValueTooLarge
+from agentstate.holds.services import hold_check
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
@@ -175,13 +176,17 @@ def artifact_save(
 
 
 @transaction.atomic
+@transaction.atomic
 def artifact_delete(*, tenant: Tenant, app_name: str, user_id: str, filename: Any, session_id: Any = None) -> int:
     """Delete every version of an artifact (its files once this commits); how many went. A new
-    save afterwards starts again at version 0, as in ADK's own services."""
+    save afterwards starts again at version 0, as in ADK's own services. A legal hold on the
+    tenant, the person or the artifact's ADK session refuses it (``Held``)."""
     filename, session_id = artifact_scope_clean(filename=filename, session_id=session_id)
     versions = selectors.artifact_versions(
         tenant=tenant, app_name=app_name, user_id=user_id, session_id=session_id, filename=filename
     )
+    for session_pk in {*versions.values_list("adk_session_id", flat=True)} or {None}:
+        hold_check(tenant_pk=tenant.pk, user_id=user_id, session_pk=session_pk, what="this artifact")
     return versions.delete()[0]
 
 
