@@ -20,6 +20,8 @@ def declare() -> None:
             # A version saved since an erasure is the person's new data: re-applying it keeps it.
             existed="created_at",
             export=Export(CATEGORY, subject_artifacts_export),
+            retention="a session's artifacts go with their ADK session (deleted by delete_ended_after_days); "
+            "user: artifacts are the person's user data, kept until erased",
         ),
     )
     register_not_personal(
