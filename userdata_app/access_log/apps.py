@@ -13,7 +13,6 @@ class AccessLogConfig(AppConfig):
         from django.db.models.signals import post_save
 
         from agentstate import access
-        from agentstate.subject_data import register_not_personal
         from userdata_app.access_log import recorder
         from userdata_app.models import ErasureEvent, ErasureSubject
 
@@ -21,4 +20,3 @@ class AccessLogConfig(AppConfig):
         # Every erasure step writes one event row, wherever it is taken (admin, API, command).
         post_save.connect(recorder.erasure_event_logged, sender=ErasureEvent, dispatch_uid="access_log_erasure")
         post_save.connect(recorder.erasure_subject_logged, sender=ErasureSubject, dispatch_uid="access_log_subject")
-        register_not_personal("access_log.AccessEntry", "keeps keyed hashes of subjects, never their ids")
