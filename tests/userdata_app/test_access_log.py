@@ -37,11 +37,9 @@ def viewer(client):
 
 
 def chain_of(tenant, n: int) -> list[AccessEntry]:
+    view = AccessEntry.Action.VIEW
     return entries_append(
-        tenant=tenant.slug,
-        pending=[
-            Pending("officer", AccessEntry.Action.VIEW, "sessions_app.Session", (i,), "ab" * 32) for i in range(n)
-        ],
+        pending={tenant.slug: [Pending("officer", view, "sessions_app.Session", (i,), "ab" * 32) for i in range(n)]}
     )
 
 
@@ -185,9 +183,7 @@ def test_two_servers_writing_at_once_take_turns_on_the_chain_head(postgres_only,
 
     def write(i: int) -> None:
         for n in range(25):
-            entries_append(
-                tenant="acme", pending=[Pending(f"server-{i}", "view", "sessions_app.Session", (n,), "cd" * 32)]
-            )
+            entries_append(pending={"acme": [Pending(f"server-{i}", "view", "sessions_app.Session", (n,), "cd" * 32)]})
 
     _, errors = in_threads(2, write)
 

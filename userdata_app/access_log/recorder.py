@@ -53,8 +53,7 @@ def subjects_entries_append(
     by_tenant: dict[str, list[Pending]] = defaultdict(list)
     for (slug, digest), pks in subjects.items():
         by_tenant[slug].append(Pending(actor, action, model, tuple(pks), digest, purpose, tuple(detail)))
-    for slug, pending in sorted(by_tenant.items()):  # always in the same order: no deadlock between two pages
-        entries_append(tenant=slug, pending=pending)
+    entries_append(pending=by_tenant)
 
 
 def _actor(request: HttpRequest) -> str:
@@ -170,8 +169,7 @@ class AccessRecorder:
         )
         digest = hash_of(tenant_slug=slug, user_id=user_id) if user_id else ""
         entries_append(
-            tenant=slug,
-            pending=[Pending(f"API key {key.prefix}", Action.API, "", (), digest, "", detail)],
+            pending={slug: [Pending(f"API key {key.prefix}", Action.API, "", (), digest, "", detail)]},
         )
 
 
