@@ -302,3 +302,15 @@ def test_the_retention_command_anchors_what_it_removes(tenant):
 
     assert list(AccessEntry.objects.values_list("action", flat=True)) == ["retention"]
     assert chain_verify(tenant="acme").ok
+
+
+def test_without_a_receipt_key_nothing_is_logged_and_the_deploy_check_says_so(client, tenant, settings):
+    from django.core.checks import run_checks
+
+    settings.ERASURE_HMAC_KEYS, settings.ERASURE_HMAC_KEY_ID = {}, ""
+    session = services.session_create(tenant=tenant, user_id=SUBJECT, session_id="s1")
+    viewer(client)
+
+    assert client.get(reverse("admin:sessions_app_session_change", args=[session.pk])).status_code == 200
+    assert not AccessEntry.objects.exists()
+    assert "access_log.W001" in [message.id for message in run_checks(include_deployment_checks=True)]

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
@@ -31,6 +32,24 @@ _MAC_FIELDS = (
     "tenant", "seq", "at", "actor", "action", "purpose", "model", "object_pks", "subject_hash", "key_id", "detail",
     "prev_mac",
 )  # fmt: skip
+
+
+def log_kept() -> bool:
+    """The log is kept only with a current receipt key (as erasure runs only with one); without,
+    the system check ``access_log.W001`` says so."""
+    return settings.ERASURE_HMAC_KEY_ID in settings.ERASURE_HMAC_KEYS
+
+
+def check_log_kept(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    if log_kept():
+        return []
+    return [
+        checks.Warning(
+            "No receipt key: the access log records nothing.",
+            hint="Set AGENTSTATE_ERASURE_HMAC_KEYS (docs/COMPLIANCE.md, 'Keys and rotation').",
+            id="access_log.W001",
+        )
+    ]
 
 
 def _key(key_id: str) -> bytes:

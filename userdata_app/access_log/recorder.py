@@ -18,7 +18,7 @@ from rest_framework.exceptions import APIException
 
 from agentstate import subject_data
 from agentstate.tenancy.models import APIKey, Tenant
-from userdata_app.access_log.chain import Pending, entries_append
+from userdata_app.access_log.chain import Pending, entries_append, log_kept
 from userdata_app.access_log.models import AccessEntry, AccessPolicy
 from userdata_app.erasure.registry import subject_hash
 from userdata_app.models import ErasureEvent, ErasureSubject
@@ -36,7 +36,7 @@ def rows_subjects(model: type[Model], pks: Sequence[Any]) -> dict[tuple[str, str
     """``{(tenant slug, subject hash): [pk, ...]}`` of a declared model's rows (one query); {} for
     a model that holds no one's data."""
     declaration = subject_data.declaration_of(model)
-    if declaration is None:
+    if declaration is None or not log_kept():
         return {}
     prefix = f"{declaration.via}__" if declaration.via else ""
     rows = model._default_manager.filter(pk__in=pks).values_list("pk", f"{prefix}tenant__slug", f"{prefix}user_id")
@@ -77,13 +77,15 @@ def reason_keep(request: HttpRequest, *, digest: str, reason: str) -> None:
 
 def subjects_exported(*, actor: str, subjects: Iterable[tuple[Tenant, str]], model: str, pks: Sequence[Any]) -> None:
     """A subject export (admin or command): one entry per person in it."""
+    if not log_kept():
+        return
     found = {(t.slug, hash_of(tenant_slug=t.slug, user_id=user_id)): list(pks) for t, user_id in subjects}
     subjects_entries_append(subjects=found, actor=actor, action=Action.EXPORT, model=model)
 
 
 def erasure_event_logged(sender, instance: ErasureEvent, created: bool, **kwargs) -> None:
     """Each erasure step (its event row), once per person the request names."""
-    if not created:
+    if not created or not log_kept():
         return
     found: dict[tuple[str, str], list[Any]] = {}
     for subject in ErasureSubject.objects.filter(request_id=instance.request_id).select_related("tenant"):
@@ -99,7 +101,7 @@ def erasure_event_logged(sender, instance: ErasureEvent, created: bool, **kwargs
 
 def erasure_subject_logged(sender, instance: ErasureSubject, created: bool, **kwargs) -> None:
     """A person added to an erasure request (the request's first event comes before its subjects)."""
-    if not created:
+    if not created or not log_kept():
         return
     slug = instance.tenant.slug
     digest = instance.subject_hash or hash_of(tenant_slug=slug, user_id=instance.user_id)
@@ -156,7 +158,7 @@ class AccessRecorder:
         """A compliance key's call: its route's name, method and status, and the person it names
         (``user_id`` in the path, query or body), hashed; never the path or query themselves."""
         key = getattr(request, "auth", None)
-        if not isinstance(key, APIKey) or key.scope != APIKey.Scope.COMPLIANCE:
+        if not isinstance(key, APIKey) or key.scope != APIKey.Scope.COMPLIANCE or not log_kept():
             return
         slug = key.tenant.slug
         user_id = _named_user_id(request, view)
