@@ -314,3 +314,29 @@ def test_without_a_receipt_key_nothing_is_logged_and_the_deploy_check_says_so(cl
     assert client.get(reverse("admin:sessions_app_session_change", args=[session.pk])).status_code == 200
     assert not AccessEntry.objects.exists()
     assert "access_log.W001" in [message.id for message in run_checks(include_deployment_checks=True)]
+
+
+def test_every_admin_page_of_declared_data_is_logged_without_naming_it(admin_client, tenant):
+    """The map of people's data drives the log: each registered admin of a declared model logs its
+    list and its record pages, whoever wrote the admin."""
+    from django.contrib import admin
+
+    from agentstate import subject_data
+    from tests.userdata_app.erasure_factories import subject_data_create
+
+    subject_data_create(tenant=tenant, user_id=SUBJECT, sessions=1, messages=2)
+    opened = []
+    for model in admin.site._registry:
+        row = model._default_manager.first() if subject_data.declaration_of(model) else None
+        if row is None:
+            continue
+        info = (model._meta.app_label, model._meta.model_name)
+        assert admin_client.get(reverse("admin:{}_{}_changelist".format(*info))).status_code == 200
+        assert admin_client.get(reverse("admin:{}_{}_change".format(*info), args=[row.pk])).status_code == 200
+        logged = AccessEntry.objects.filter(model=model._meta.label, subject_hash=digest(tenant))
+        assert set(logged.values_list("action", flat=True)) == {"list", "view"}, model
+        assert [str(row.pk)] in list(logged.filter(action="view").values_list("object_pks", flat=True))
+        opened.append(model._meta.label)
+    expected = {"sessions_app.Session", "sessions_app.Message", "userdata_app.UserDatum", "userdata_app.MemoryItem"}
+    assert expected <= set(opened), opened
+    assert chain_verify(tenant="acme").ok
