@@ -42,7 +42,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         add: bool = False,
         change: bool = False,
         form_url: str = "",
-        obj: Model | None = None,
+        obj: Any = None,  # each admin narrows it to its model
     ) -> HttpResponse:
         """A record's page, told to the access log, or first the page the log asks for (a reason)."""
         if obj is not None:
