@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "userdata_app.adk",
     "userdata_app.memory",
     "userdata_app.artifacts",
+    "userdata_app.access_log",
     "agentstate_site",
 ]
 
@@ -237,7 +238,7 @@ MIDDLEWARE.insert(
 )
 # Apps whose rows are never read from a replica, even inside replica_reads: user data and the
 # erasure workflow (its preview, receipts, exports), and the cache table (read-your-writes markers).
-DATABASE_PRIMARY_ONLY_APPS = ["userdata_app", "django_cache"]
+DATABASE_PRIMARY_ONLY_APPS = ["userdata_app", "django_cache", "access_log"]
 # A replica further behind than this (seconds of replay lag) is skipped; each process checks a
 # replica at most once per REPLICA_CHECK_SECONDS; a caller that wrote reads from the primary for
 # READ_YOUR_WRITES_SECONDS, which must exceed the other two together (agentstate.db_router).
@@ -348,6 +349,9 @@ ACCESS_REQUEST_DUE_MONTHS = int(os.environ.get("AGENTSTATE_ACCESS_REQUEST_DUE_MO
 # Which rule refuses writes that would recreate an erased subject's data (agentstate.subjects):
 # the erasure workflow's registry. Wiring, not configuration: the project level joins the layers.
 SUBJECT_WRITE_GUARD = "userdata_app.erasure.registry.erased_subject_write_guard"
+# The access log keeps entries this long; manage.py prune_access_log removes older ones (a prefix
+# of each tenant's chain) and writes the anchor verification accounts for them with.
+ACCESS_LOG_RETENTION_DAYS = float(os.environ.get("AGENTSTATE_ACCESS_LOG_RETENTION_DAYS", "730"))
 
 
 # --- Auth, i18n, static ---------------------------------------------------------------------

@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 
+from agentstate import access
 from agentstate.admin.display import identifier_is_valid
 from agentstate.admin.pagination import CappedPaginator
 from agentstate.db_router import replica_reads
@@ -26,7 +27,30 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     @replica_reads  # a changelist tolerates lag (docs/SCALING.md): rendered here so its rows are read there
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         response = super().changelist_view(request, extra_context)
-        return response.render() if hasattr(response, "render") else response
+        response = response.render() if hasattr(response, "render") else response
+        changelist = (getattr(response, "context_data", None) or {}).get("cl")
+        if changelist is not None:  # the rows shown, told to the access log
+            searched = bool(changelist.query or changelist.has_active_filters)
+            pks = [row.pk for row in changelist.result_list]
+            access.admin_rows_read(request=request, model=self.model, pks=pks, action="search" if searched else "list")
+        return response
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,  # each admin narrows it to its model
+    ) -> HttpResponse:
+        """A record's page, told to the access log, or first the page the log asks for (a reason)."""
+        if obj is not None:
+            gate = access.admin_page_gate(request=request, obj=obj)
+            if gate is not None:
+                return gate
+            access.admin_rows_read(request=request, model=self.model, pks=[obj.pk], action="view")
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str

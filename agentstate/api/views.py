@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentstate import access
 from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput
 from agentstate.tenancy import selectors as tenancy_selectors
@@ -57,6 +58,11 @@ class TenantAPIView(APIView):
         if self.body_required and request.method in ("POST", "PUT", "PATCH") and not _has_body(request):
             raise exceptions.ParseError("The request has no body: send a JSON document.")
         cast(TenantRequest, request).tenant = self._tenant_of(request)  # what makes it a TenantRequest
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        access.api_call(request=request, view=self, response=response)  # a compliance key's calls are logged
+        return response
 
     @staticmethod
     def _tenant_of(request: Request) -> Tenant:

@@ -14,6 +14,8 @@ from tests.admin.staff import login, staff
 from tests.api.assertions import streamed
 from tests.userdata_app.erasure_factories import subject_data_create
 from userdata_app import access_requests, erasure
+from userdata_app.access_log.models import AccessEntry
+from userdata_app.erasure.registry import subject_hash
 from userdata_app.models import AccessRequest, ErasureRequest
 
 pytestmark = pytest.mark.django_db
@@ -130,6 +132,11 @@ def test_an_officer_answers_a_request_from_receipt_to_fulfilment_without_an_eras
     assert "hello from ada #1" in html and "ada@example.com" in html
     created = subject["sessions"][0]["created_at"]
     assert f'<time datetime="{created}">' in html  # a date people read, the exact value kept
+    # Both exports are in the access log, under the person's keyed hash.
+    exports = AccessEntry.objects.filter(action=AccessEntry.Action.EXPORT, model="userdata_app.AccessRequest")
+    assert [(e.subject_hash, e.object_pks) for e in exports] == [
+        (subject_hash(tenant_slug=tenant.slug, user_id="ada")[1], [str(request.pk)])
+    ] * 2
 
     assert client.post(step_url(request, "fulfil")).status_code == 302
     request.refresh_from_db()

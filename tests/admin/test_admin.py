@@ -105,7 +105,6 @@ def test_a_fork_and_its_parent_link_to_each_other(client, officer, tenant):
     assert f'<a href="{fork_url}">branch-1</a>' in parent_page
     fork_page = client.get(fork_url).content.decode()
     assert f'<a href="{parent_url}">s0</a>, up to message 3, round' in fork_page
-    assert "Not a branch of an OpenAI Agents SDK session." in fork_page
     assert "Not a fork." in parent_page and "No forks." in fork_page
     listed = client.get(reverse("admin:sessions_app_session_changelist"), {"q": "alice"}).context["cl"].result_list
     assert sorted((s.session_id, s.message_count) for s in listed) == [("branch-1", 3), ("s0", 4)]
@@ -120,9 +119,10 @@ def test_an_openai_agents_branch_shows_its_name_on_both_pages(client, officer, t
     marker = {"openai_agents": {"session_id": "chat-1", "branch": "rome-instead"}}
     fork = session_services.session_fork(session=parent, new_session_id="oa-branch-1f", metadata=marker)
     parent_page = client.get(reverse("admin:sessions_app_session_change", args=[parent.pk])).content.decode()
-    assert "oa-branch-1f</a> (branch &#x27;rome-instead&#x27;)" in parent_page
-    fork_page = client.get(reverse("admin:sessions_app_session_change", args=[fork.pk])).content.decode()
-    assert "Branch &#x27;rome-instead&#x27; of OpenAI Agents SDK session &#x27;chat-1&#x27;" in fork_page
+    fork_url = reverse("admin:sessions_app_session_change", args=[fork.pk])
+    assert f'<a href="{fork_url}">chat-1, branch rome-instead</a>' in parent_page
+    fork_page = client.get(fork_url).content.decode()
+    assert "chat-1, branch rome-instead" in fork_page
 
 
 def test_user_data_browse_by_tenant_user_and_key(client, officer, tenant, other_tenant):
@@ -148,8 +148,9 @@ def test_dashboard_shows_totals_and_a_chart_without_external_files(client, offic
     dashboard = page[page.index("agentstate-dashboard") : page.index("</section>")]
     assert "http://" not in dashboard and "https://" not in dashboard
     numbers = [int(n) for n in __import__("re").findall(r'<span class="n">(\d+)</span>', dashboard)]
-    # sessions, messages, active today, open and overdue erasure requests, open and overdue access requests
-    assert numbers == [2, 10, 2, 2, 1, 0, 0]
+    # sessions, messages, active today, open and overdue erasure requests, open and overdue access
+    # requests, active legal holds
+    assert numbers == [2, 10, 2, 2, 1, 0, 0, 0]
     usage = page[page.index('aria-label="Model usage"') :]
     assert "<td>acme</td><td>2</td><td>2</td><td>14</td><td>6</td><td>20</td>" in usage  # per tenant
     sessions = reverse("admin:sessions_app_session_changelist") + f"?tenant__id__exact={tenant.pk}&amp;user_id=alice"

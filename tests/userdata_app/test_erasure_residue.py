@@ -2,8 +2,9 @@
 viewed and exported through the admin, erased with scope "everything" through the admin by a
 compliance officer. Afterwards the raw database (SQLite: the file and its WAL; PostgreSQL:
 ``pg_dump`` and ``pg_stats``), Redis (every key and value of its database) and the captured logs
-hold neither the subject's id nor any value stored about it, while bystanders whose ids differ
-only by whitespace or case keep every row."""
+hold neither the subject's id nor any value stored about it (the access log, which keeps who saw
+the person's data, included), while bystanders whose ids differ only by whitespace or case keep
+every row."""
 
 import base64
 import glob
@@ -33,6 +34,8 @@ from tests.api.assertions import streamed
 from tests.subjects import held
 from tests.userdata_app.erasure_factories import compliance_group, erasure_request_added
 from tests.userdata_app.residue import pg_stats_text
+from userdata_app.access_log.chain import chain_verify
+from userdata_app.access_log.selectors import subject_accesses
 from userdata_app.memory.selectors import user_label
 from userdata_app.models import ErasureRequest
 
@@ -373,3 +376,8 @@ def test_an_erasure_through_the_admin_leaves_nothing_of_the_subject_anywhere(raw
     for user_id in BYSTANDERS:
         assert found({"artifact": [marks[user_id]["artifact"].encode()]}, artifact_files()) == ["artifact"]
     assert found(subject_needles, captured_logs.getvalue().encode()) == []
+    # The access log, searched with the rest of the database above, still says who saw, exported
+    # and erased the person's data: by keyed hash, and its chain intact.
+    logged = subject_accesses(tenant_slug="acme", user_id=SUBJECT).values_list("action", flat=True)
+    assert {"view", "list", "export", "erasure"} <= set(logged)
+    assert chain_verify(tenant="acme").ok

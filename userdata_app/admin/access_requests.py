@@ -22,6 +22,7 @@ from django.utils.safestring import SafeString
 from agentstate import streaming
 from agentstate.exceptions import DomainError
 from userdata_app import access_requests, erasure
+from userdata_app.access_log.recorder import subjects_exported
 from userdata_app.admin.erasure_requests import (
     PERMISSION_LABELS,
     ErasureSubjectForm,
@@ -286,10 +287,20 @@ class AccessRequestAdmin(admin.ModelAdmin):
             raise PermissionDenied("Verify the requester's identity before exporting their data.")
         return obj
 
+    def _exported(self, request: HttpRequest, obj: AccessRequest, form: str) -> None:
+        """An export is recorded in the request's history and, per person, in the access log."""
+        self.log_change(request, obj, f"Exported the subjects' data ({form})")
+        subjects_exported(
+            actor=request.user.get_username(),
+            subjects=[(s.tenant, s.user_id) for s in obj.subjects.select_related("tenant")],
+            model="userdata_app.AccessRequest",
+            pks=[obj.pk],
+        )
+
     def export_json_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
         """The export as JSON, streamed: a large history never sits whole in the worker's memory."""
         obj = self._exportable(request, object_id)
-        self.log_change(request, obj, "Exported the subjects' data (JSON)")
+        self._exported(request, obj, "JSON")
         return streaming.json_response(
             access_requests.access_request_document(request=obj),
             **{"Content-Disposition": f'attachment; filename="access-request-{obj.pk}.json"'},
@@ -298,7 +309,7 @@ class AccessRequestAdmin(admin.ModelAdmin):
     def export_html_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The same export as a document to print or save as PDF, dates as people read them."""
         obj = self._exportable(request, object_id)
-        self.log_change(request, obj, "Exported the subjects' data (printable)")
+        self._exported(request, obj, "printable")
         document = streaming.materialized(access_requests.access_request_document(request=obj))
         return TemplateResponse(
             request,

@@ -39,6 +39,7 @@ from agentstate.admin.display import identifier_display, identifier_html
 from agentstate.exceptions import DomainError, InvalidInput
 from agentstate.validation import clean_identifier
 from userdata_app import erasure
+from userdata_app.access_log.recorder import subjects_exported
 from userdata_app.models import AccessRequest, ErasureRequest, ErasureSubject, RequestSubject
 from userdata_app.selectors import subject_export_lazy
 
@@ -673,7 +674,11 @@ class ErasureRequestAdmin(admin.ModelAdmin):
                 request, "No subject ids left to export (executed requests keep only hashes).", messages.WARNING
             )
             return None
-        ids = "-".join(str(pk) for pk in sorted(queryset.values_list("pk", flat=True)))
+        request_pks = sorted(queryset.values_list("pk", flat=True))
+        subjects_exported(
+            actor=request.user.get_username(), subjects=pairs, model="userdata_app.ErasureRequest", pks=request_pks
+        )
+        ids = "-".join(str(pk) for pk in request_pks)
         # Streamed: an export of large histories never sits whole in the worker's memory.
         return streaming.json_response(
             subject_export_lazy(subjects=pairs),

@@ -5,6 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from agentstate.streaming import json_pieces
+from userdata_app.access_log.recorder import subjects_exported
 from userdata_app.selectors import subject_export_lazy
 
 from ._subjects import add_subject_argument, parse_subjects
@@ -19,7 +20,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, subject: list[str], output: str, **options: Any) -> None:
         # Written as it is read: an export of large histories never sits whole in memory.
-        pieces = json_pieces(subject_export_lazy(subjects=parse_subjects(subject)))
+        subjects = parse_subjects(subject)
+        subjects_exported(actor="manage.py", subjects=subjects, model="", pks=[])
+        pieces = json_pieces(subject_export_lazy(subjects=subjects))
         if output == "-":
             for piece in pieces:
                 self.stdout.write(piece, ending="")

@@ -1,0 +1,188 @@
+"""What the log records, decided once for every page and call (``agentstate.access``): a declared
+model's rows (``agentstate.subject_data``) reach their person through the declaration, so every
+admin page built on ``ReadOnlyAdmin`` is logged without naming it here."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import Model
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from rest_framework.exceptions import APIException
+
+from agentstate import subject_data
+from agentstate.tenancy.models import APIKey, Tenant
+from userdata_app.access_log.chain import Pending, entries_append, log_kept
+from userdata_app.access_log.models import AccessEntry, AccessPolicy
+from userdata_app.erasure.registry import subject_hash
+from userdata_app.models import ErasureEvent, ErasureSubject
+
+REASON_SECONDS = 30 * 60  # a reason given covers that person's pages for this long
+REASONS_SESSION_KEY = "access_log_reasons"
+Action = AccessEntry.Action
+
+
+def hash_of(*, tenant_slug: str, user_id: str) -> str:
+    return subject_hash(tenant_slug=tenant_slug, user_id=user_id)[1]
+
+
+def rows_subjects(model: type[Model], pks: Sequence[Any]) -> dict[tuple[str, str], list[Any]]:
+    """``{(tenant slug, subject hash): [pk, ...]}`` of a declared model's rows (one query); {} for
+    a model that holds no one's data."""
+    declaration = subject_data.declaration_of(model)
+    if declaration is None or not log_kept():
+        return {}
+    prefix = f"{declaration.via}__" if declaration.via else ""
+    rows = model._default_manager.filter(pk__in=pks).values_list("pk", f"{prefix}tenant__slug", f"{prefix}user_id")
+    found: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for pk, slug, user_id in rows:
+        found[(slug, hash_of(tenant_slug=slug, user_id=user_id))].append(pk)
+    return found
+
+
+def subjects_entries_append(
+    *, subjects: dict[tuple[str, str], list[Any]], actor: str, action: str, model: str, purpose: str = "", detail=()
+) -> None:
+    """One entry per subject, each in its tenant's chain."""
+    by_tenant: dict[str, list[Pending]] = defaultdict(list)
+    for (slug, digest), pks in subjects.items():
+        by_tenant[slug].append(Pending(actor, action, model, tuple(pks), digest, purpose, tuple(detail)))
+    entries_append(pending=by_tenant)
+
+
+def _actor(request: HttpRequest) -> str:
+    user = getattr(request, "user", None) or AnonymousUser()
+    return user.get_username() or "anonymous"
+
+
+def _reason(request: HttpRequest, digest: str) -> str:
+    """The reason staff gave for this person's pages, while it lasts."""
+    given = request.session.get(REASONS_SESSION_KEY, {}).get(digest) if hasattr(request, "session") else None
+    if given and given["until"] > time.time():
+        return given["reason"]
+    return ""
+
+
+def reason_keep(request: HttpRequest, *, digest: str, reason: str) -> None:
+    reasons = {k: v for k, v in request.session.get(REASONS_SESSION_KEY, {}).items() if v["until"] > time.time()}
+    reasons[digest] = {"reason": reason, "until": time.time() + REASON_SECONDS}
+    request.session[REASONS_SESSION_KEY] = reasons
+
+
+def subjects_exported(*, actor: str, subjects: Iterable[tuple[Tenant, str]], model: str, pks: Sequence[Any]) -> None:
+    """A subject export (admin or command): one entry per person in it."""
+    if not log_kept():
+        return
+    found = {(t.slug, hash_of(tenant_slug=t.slug, user_id=user_id)): list(pks) for t, user_id in subjects}
+    subjects_entries_append(subjects=found, actor=actor, action=Action.EXPORT, model=model)
+
+
+def erasure_event_logged(sender, instance: ErasureEvent, created: bool, **kwargs) -> None:
+    """Each erasure step (its event row), once per person the request names."""
+    if not created or not log_kept():
+        return
+    found: dict[tuple[str, str], list[Any]] = {}
+    for subject in ErasureSubject.objects.filter(request_id=instance.request_id).select_related("tenant"):
+        slug = subject.tenant.slug
+        digest = subject.subject_hash or hash_of(tenant_slug=slug, user_id=subject.user_id)
+        found[(slug, digest)] = [instance.request_id]
+    detail = (("from_status", instance.from_status), ("to_status", instance.to_status))
+    subjects_entries_append(
+        subjects=found, actor=instance.actor_name, action=Action.ERASURE, model="userdata_app.ErasureRequest",
+        detail=detail,
+    )  # fmt: skip
+
+
+def erasure_subject_logged(sender, instance: ErasureSubject, created: bool, **kwargs) -> None:
+    """A person added to an erasure request (the request's first event comes before its subjects)."""
+    if not created or not log_kept():
+        return
+    slug = instance.tenant.slug
+    digest = instance.subject_hash or hash_of(tenant_slug=slug, user_id=instance.user_id)
+    subjects_entries_append(
+        subjects={(slug, digest): [instance.request_id]}, actor=_request_actor(instance.request_id),
+        action=Action.ERASURE, model="userdata_app.ErasureRequest", detail=(("step", "subject added"),),
+    )  # fmt: skip
+
+
+def _request_actor(request_pk: Any) -> str:
+    """Who recorded the request (its latest event's actor)."""
+    name = ErasureEvent.objects.filter(request_id=request_pk).order_by("-at").values_list("actor_name", flat=True)
+    return name.first() or "manage.py"
+
+
+class AccessRecorder:
+    """The recorder ``agentstate.access`` calls."""
+
+    def admin_rows_read(self, *, request: HttpRequest, model: type[Model], pks: Sequence[Any], action: str) -> None:
+        subjects = rows_subjects(model, pks)
+        if not subjects:
+            return
+        actor = _actor(request)
+        by_reason: dict[str, dict[tuple[str, str], list[Any]]] = defaultdict(dict)
+        for subject, rows in subjects.items():
+            by_reason[_reason(request, subject[1])][subject] = rows
+        for purpose, group in by_reason.items():
+            subjects_entries_append(
+                subjects=group, actor=actor, action=action, model=model._meta.label, purpose=purpose
+            )
+
+    def admin_page_gate(self, *, request: HttpRequest, obj: Model) -> HttpResponse | None:
+        """The reason form, when the person's tenant asks for one and none was given lately."""
+        subjects = rows_subjects(type(obj), [obj.pk])
+        if not subjects:
+            return None
+        ((slug, digest),) = subjects
+        required = AccessPolicy.objects.filter(tenant__slug=slug, reason_required=True).exists()
+        if not required or _reason(request, digest):
+            return None
+        return TemplateResponse(
+            request,
+            "admin/access_log/reason.html",
+            {
+                "title": "Why are you opening this person's data?",
+                "action": reverse("admin:access_log_accessentry_reason"),
+                "subject": digest,
+                "next": request.get_full_path(),
+                "site_header": "agentstate",
+            },
+        )
+
+    def api_call(self, *, request: Any, view: Any, response: Any) -> None:
+        """A compliance key's call: its route's name, method and status, and the person it names
+        (``user_id`` in the path, query or body), hashed; never the path or query themselves."""
+        key = getattr(request, "auth", None)
+        if not isinstance(key, APIKey) or key.scope != APIKey.Scope.COMPLIANCE or not log_kept():
+            return
+        slug = key.tenant.slug
+        user_id = _named_user_id(request, view)
+        match = getattr(request, "resolver_match", None)
+        detail = (
+            ("route", getattr(match, "url_name", "") or ""),
+            ("method", request.method),
+            ("status", getattr(response, "status_code", 0)),
+            ("view", type(view).__name__),
+        )
+        digest = hash_of(tenant_slug=slug, user_id=user_id) if user_id else ""
+        entries_append(
+            pending={slug: [Pending(f"API key {key.prefix}", Action.API, "", (), digest, "", detail)]},
+        )
+
+
+def _named_user_id(request: Any, view: Any) -> str:
+    try:
+        body = request.data
+    except APIException:  # a body that did not parse names no one
+        body = None
+    for source in (getattr(view, "kwargs", {}), request.query_params, body):
+        get = getattr(source, "get", None)
+        value = get("user_id") if callable(get) else None
+        if isinstance(value, str) and value:
+            return value
+    return ""
