@@ -453,6 +453,10 @@ SPECTACULAR_SETTINGS = {
         {"name": "transitions", "description": "Hand-offs between agents within a session."},
         {"name": "user data", "description": "Facts about a person, kept apart from process state."},
         {"name": "fork", "description": "Copy a session's history up to a point into a new session."},
+        {
+            "name": "usage",
+            "description": "Model usage per turn of a session (the OpenAI Agents SDK's store_run_usage).",
+        },
         {"name": "memories", "description": "Full-text search over a person's memory items."},
         {"name": "store", "description": "LangGraph's long-term store (AgentStateStore) and ADK's memory service."},
         {

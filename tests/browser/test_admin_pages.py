@@ -92,8 +92,8 @@ def test_staff_roles_read_the_admin(live_server, browser_page, demo, role):
 
     # 5. The dashboard: every card is a link; the chart's last label stays inside it.
     cards = page.locator("a.agentstate-card")
-    # The viewer may open erasure requests but not access requests: two cards fewer.
-    assert cards.count() == (5 if role == "viewer" else 7) and page.locator("div.agentstate-card").count() == 0
+    # The viewer may open erasure requests but not access requests or legal holds: three cards fewer.
+    assert cards.count() == (5 if role == "viewer" else 8) and page.locator("div.agentstate-card").count() == 0
     svg, last = page.locator(".agentstate-chart svg"), page.locator(".agentstate-chart text.tick").last
     assert (
         last.bounding_box()["x"] + last.bounding_box()["width"]
