@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput, NotFound, SessionAlreadyExists
@@ -74,6 +75,24 @@ def adk_session_create(
     if parts["app"]:
         _app_state_update(tenant_id=tenant.pk, app_name=app_name, delta=parts["app"])
     return AdkSessionCreated(session=session, user_delta=parts["user"])
+
+
+@transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
+def adk_session_state_import(*, session: Session, state: dict[str, Any], last_update_time: float) -> dict[str, Any]:
+    """Make an imported session's state the one its old store held (``import_sessions``): the
+    session's keys replace the stored ones, the ``app:`` keys update the app's state, and the
+    session takes the old store's ``last_update_time``; a new version, so cached readers reload.
+    Returns the ``user:`` keys, for the caller to store."""
+    parts = state_split(state)
+    Session.objects.filter(pk=session.pk).update(
+        durable_state=json_text(parts["session"]),
+        last_update_time=clean_timestamp(last_update_time, field="last_update_time"),
+        updated_at=timezone.now(),
+        version=F("version") + 1,
+    )
+    if parts["app"]:
+        _app_state_update(tenant_id=session.tenant_id, app_name=session.app_name, delta=parts["app"])
+    return parts["user"]
 
 
 @dataclass(frozen=True)
