@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.db import transaction
 
@@ -27,12 +27,12 @@ class PeerSession(Protocol):
     user_id: str  # the person it belongs to, as agentstate stores the id
     label: str  # how the summary names it
 
-    def load(self) -> None:
+    def load(self) -> Any:
         """Read it from the peer's store: outside any transaction of ours, which must not wait on
         another store (the idle-in-transaction timeout)."""
         ...
 
-    def import_into(self, *, tenant: Tenant, dry_run: bool) -> Imported:
+    def import_into(self, *, tenant: Tenant, loaded: Any, dry_run: bool) -> Imported:
         """Write what agentstate lacks of what ``load`` read (nothing with ``dry_run``), in the
         caller's transaction."""
         ...
@@ -73,23 +73,21 @@ def sessions_import(
             summary.stopped_at_limit = True
             break
         summary.sessions_seen += 1
-        if peer.user_id in refused or subject_ever_erased(tenant=tenant, user_id=peer.user_id):
+        try:
+            loaded = peer.load()  # before the check: a LangGraph thread's owner is in its checkpoints
+            if peer.user_id in refused or subject_ever_erased(tenant=tenant, user_id=peer.user_id):
+                raise SubjectErased("in the erased-subject registry")
+            with transaction.atomic():
+                imported = peer.import_into(tenant=tenant, loaded=loaded, dry_run=dry_run)
+        except SubjectErased:  # the registry, or the services' own guard (erased while this run went on)
             if peer.user_id not in refused:
                 refused.add(peer.user_id)
                 summary.refused_users.append(peer.user_id)
+        except Exception as exc:  # one session's failure (read or write) leaves it for the next run
+            summary.failures.append(f"{peer.label}: {type(exc).__name__}: {exc}")
         else:
-            try:
-                peer.load()
-                with transaction.atomic():
-                    imported = peer.import_into(tenant=tenant, dry_run=dry_run)
-            except SubjectErased:  # erased while this run went on: the services' own guard
-                refused.add(peer.user_id)
-                summary.refused_users.append(peer.user_id)
-            except Exception as exc:  # any failure of one session leaves it for the next run
-                summary.failures.append(f"{peer.label}: {type(exc).__name__}: {exc}")
-            else:
-                summary.sessions_created += imported.created
-                summary.sessions_extended += not imported.created and bool(imported.items)
-                summary.items_new += imported.items
+            summary.sessions_created += imported.created
+            summary.sessions_extended += not imported.created and bool(imported.items)
+            summary.items_new += imported.items
         on_session(summary)
     return summary

@@ -73,16 +73,15 @@ class AdkPeerSession:
         self.ids = {"app_name": encode(app_name), "user_id": encode(user_id), "session_id": encode(session_id)}
         self.user_id = self.ids["user_id"]
         self.label = f"ADK session {session_id!r} (app {app_name!r}, user {user_id!r})"
-        self.peer: Any = None
 
-    def load(self) -> None:
+    def load(self) -> Any:
         app_name, user_id, session_id = self.peer_ids
-        self.peer = self.source.run(
+        return self.source.run(
             self.source.service.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
         )
 
-    def import_into(self, *, tenant: Tenant, dry_run: bool) -> Imported:
-        peer, self.peer = self.peer, None  # a long import keeps one session's events in memory at a time
+    def import_into(self, *, tenant: Tenant, loaded: Any, dry_run: bool) -> Imported:
+        peer = loaded
         if peer is None:  # deleted from the old store since it was listed
             return Imported(created=False, items=0)
         stored = (

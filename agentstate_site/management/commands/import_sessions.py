@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from typing import Any
 
+import psycopg
 from django.core.management.base import CommandError
 
 from agentstate.db_waits import JobCommand
@@ -15,15 +17,21 @@ from agentstate_site.imports import ImportSummary, sessions_import
 SOURCES = {
     "adk-database": "Google ADK DatabaseSessionService: its SQLAlchemy URL (sqlite+aiosqlite:///..., postgresql+asyncpg://...)",
     "adk-sqlite": "Google ADK SqliteSessionService: its database file",
+    "langgraph-sqlite": "LangGraph SqliteSaver: its database file",
+    "langgraph-postgres": "LangGraph PostgresSaver: its connection string (postgresql://...)",
 }
 
 
-def _source(kind: str, location: str) -> Any:
+def _source(kind: str, location: str, options: dict[str, Any]) -> Any:
     if kind.startswith("adk-"):
         from agentstate_site.imports.adk import AdkSource
 
         return AdkSource(kind, location)
-    raise CommandError(f"Unknown source {kind!r}.")  # argparse's choices stop it first
+    if not options["default_user"]:
+        raise CommandError(f"--from {kind} needs --default-user: the owner of threads whose metadata names no user_id.")
+    from agentstate_site.imports.langgraph import LangGraphSource
+
+    return LangGraphSource(kind, location, default_user_id=options["default_user"])
 
 
 class Command(JobCommand):
@@ -39,6 +47,11 @@ class Command(JobCommand):
             required=True,
             help="The old store. KIND is one of: " + "; ".join(f"{k} ({v})" for k, v in SOURCES.items()) + ".",
         )
+        parser.add_argument(
+            "--default-user",
+            metavar="USER_ID",
+            help="LangGraph: the owner of threads whose checkpoints name no user_id (the saver's default_user_id).",
+        )
         parser.add_argument("--dry-run", action="store_true", help="Report what would be imported; write nothing.")
         parser.add_argument("--limit", type=int, metavar="N", help="Stop after N sessions (a run in parts).")
         parser.add_argument("--quiet", action="store_true", help="No progress bar.")
@@ -50,12 +63,15 @@ class Command(JobCommand):
         tenant = Tenant.objects.filter(slug=options["tenant"]).first()
         if tenant is None:
             raise CommandError(f"No tenant with slug {options['tenant']!r}.")
+        source = None
         try:
-            source = _source(kind, location)
-        except (ImportError, ValueError, RuntimeError, OSError) as exc:
-            raise CommandError(f"Cannot open the {kind} store: {exc}") from None
-        try:
+            source = _source(kind, location, options)
             peers = list(source.sessions())
+        except (ImportError, ValueError, RuntimeError, OSError, sqlite3.Error, psycopg.Error) as exc:
+            if source is not None:
+                source.close()
+            raise CommandError(f"Cannot read the {kind} store: {exc}") from None
+        try:
             bar = _Progress(len(peers), enabled=not options["quiet"] and sys.stderr.isatty())
             summary = sessions_import(
                 tenant=tenant, sessions=peers, dry_run=options["dry_run"], limit=options["limit"], on_session=bar.step
