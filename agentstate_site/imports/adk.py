@@ -96,27 +96,23 @@ class AdkPeerSession:
             return result
         if stored is None:
             stored = services.adk_session_create(tenant=tenant, state={}, **self.ids).session
-        for event in new_events:
-            self._append(tenant, event)
-        user_part = services.adk_session_state_import(
-            session=stored, state=peer.state, last_update_time=peer.last_update_time
+        imported = services.adk_session_import(
+            session=stored,
+            events=[json.loads(event.model_dump_json(exclude_none=True)) for event in new_events],
+            state=peer.state,
+            last_update_time=peer.last_update_time,
         )
-        if user_part:
-            user_services.adk_user_state_update(
-                tenant=tenant, app_name=self.ids["app_name"], user_id=self.user_id, delta=user_part
-            )
-        return result
-
-    def _append(self, tenant: Tenant, event: Any) -> None:
-        appended = services.adk_event_append(
-            tenant=tenant, event=json.loads(event.model_dump_json(exclude_none=True)), **self.ids
-        )
-        if appended.user_delta:
+        for seq, delta in imported.user_deltas:
             user_services.adk_user_state_update(
                 tenant=tenant,
                 app_name=self.ids["app_name"],
                 user_id=self.user_id,
-                delta=appended.user_delta,
-                session_pk=appended.session_pk,
-                event_seq=appended.seq,
+                delta=delta,
+                session_pk=stored.pk,
+                event_seq=seq,
             )
+        if imported.user_state:
+            user_services.adk_user_state_update(
+                tenant=tenant, app_name=self.ids["app_name"], user_id=self.user_id, delta=imported.user_state
+            )
+        return result
