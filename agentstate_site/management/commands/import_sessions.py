@@ -19,6 +19,7 @@ SOURCES = {
     "adk-sqlite": "Google ADK SqliteSessionService: its database file",
     "langgraph-sqlite": "LangGraph SqliteSaver: its database file",
     "langgraph-postgres": "LangGraph PostgresSaver: its connection string (postgresql://...)",
+    "openai-sqlite": "OpenAI Agents SDK SQLiteSession: its database file (branch main)",
 }
 
 
@@ -28,7 +29,11 @@ def _source(kind: str, location: str, options: dict[str, Any]) -> Any:
 
         return AdkSource(kind, location)
     if not options["default_user"]:
-        raise CommandError(f"--from {kind} needs --default-user: the owner of threads whose metadata names no user_id.")
+        raise CommandError(f"--from {kind} needs --default-user: the owner of sessions that name no user.")
+    if kind.startswith("openai-"):
+        from agentstate_site.imports.openai_agents import OpenAIAgentsSource
+
+        return OpenAIAgentsSource(kind, location, default_user_id=options["default_user"])
     from agentstate_site.imports.langgraph import LangGraphSource
 
     return LangGraphSource(kind, location, default_user_id=options["default_user"])
@@ -50,7 +55,8 @@ class Command(JobCommand):
         parser.add_argument(
             "--default-user",
             metavar="USER_ID",
-            help="LangGraph: the owner of threads whose checkpoints name no user_id (the saver's default_user_id).",
+            help="LangGraph and the Agents SDK: the owner of sessions that name no user (LangGraph: no user_id in "
+            "the checkpoints' metadata).",
         )
         parser.add_argument("--dry-run", action="store_true", help="Report what would be imported; write nothing.")
         parser.add_argument("--limit", type=int, metavar="N", help="Stop after N sessions (a run in parts).")
