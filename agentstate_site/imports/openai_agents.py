@@ -26,6 +26,10 @@ class OpenAIAgentsSource:
     def __init__(self, kind: str, location: str, *, default_user_id: str) -> None:
         self.default_user_id = default_user_id
         self.connection = sqlite3.connect(f"file:{location}?mode=ro", uri=True)
+        tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "message_structure" in tables:  # its agent_messages hold every branch's items
+            self.connection.close()
+            raise ValueError("an AdvancedSQLiteSession file: its branches and usage are not imported yet.")
 
     def close(self) -> None:
         self.connection.close()

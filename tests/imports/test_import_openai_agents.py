@@ -8,8 +8,9 @@ import sqlite3
 from io import StringIO
 
 import pytest
+from agents.extensions.memory.advanced_sqlite_session import AdvancedSQLiteSession
 from agents.memory.sqlite_session import SQLiteSession
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from agentstate.integrations.openai_agents import AgentStateSession
@@ -109,3 +110,18 @@ def test_limit_dry_run_and_an_erased_owner(tenant, store):
     out = _import(tenant, store)
     assert "Refused user 'ana': erased on request" in out and "imported 0 new sessions" in out
     assert Session.objects.count() == 1 and Message.objects.count() == 11
+
+
+def test_an_advanced_sqlite_session_file_is_refused_not_flattened(tenant, tmp_path):
+    """Its agent_messages hold every branch's items: read as one SQLiteSession they would mix."""
+    path = str(tmp_path / "advanced.db")
+
+    async def fill():
+        session = AdvancedSQLiteSession(session_id="chat", db_path=path, create_tables=True)
+        await session.add_items(_items(0, "chat"))
+        session.close()
+
+    asyncio.run(fill())
+    with pytest.raises(CommandError, match="AdvancedSQLiteSession file: its branches and usage are not imported"):
+        _import(tenant, path)
+    assert not Session.objects.exists()
