@@ -1,11 +1,13 @@
-"""The OpenAI Agents SDK's ``SQLiteSession`` files as an import source. Each SDK session becomes
+"""The OpenAI Agents SDK's ``SQLiteSession`` files and ``SQLAlchemySession`` databases as an
+import source (their default table names, which both share). Each SDK session becomes
 branch ``main`` as ``AgentStateSession`` names it, its items stored as that adapter stores them.
 The SDK gives an item no id of its own but its row in ``agent_messages``: the import reads the
-rows (in the order, and skipping the undecodable ones, as ``SQLiteSession.get_items`` does) and
+rows (in the order, and skipping the undecodable ones, as the session's ``get_items`` does) and
 keeps each row id as the message's client id, so a re-run stores no item twice."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -20,23 +22,46 @@ CLIENT_ID_PREFIX = "oa-import-"
 
 
 class OpenAIAgentsSource:
-    """One ``SQLiteSession`` file (the SDK's default table names); its sessions belong to
-    ``default_user_id`` (the SDK's sessions name no user, ``AgentStateSession`` needs one)."""
+    """One SDK store, ``openai-sqlite`` (a ``SQLiteSession`` file) or ``openai-sqlalchemy`` (a
+    ``SQLAlchemySession`` database URL); its sessions belong to ``default_user_id`` (the SDK's
+    sessions name no user, ``AgentStateSession`` needs one)."""
 
     def __init__(self, kind: str, location: str, *, default_user_id: str) -> None:
-        self.default_user_id = default_user_id
-        self.connection = sqlite3.connect(f"file:{location}?mode=ro", uri=True)
-        tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "message_structure" in tables:  # its agent_messages hold every branch's items
-            self.connection.close()
-            raise ValueError("an AdvancedSQLiteSession file: its branches and usage are not imported yet.")
+        self.kind, self.default_user_id = kind, default_user_id
+        if kind == "openai-sqlite":
+            self.connection: Any = sqlite3.connect(f"file:{location}?mode=ro", uri=True)
+            self.order = "id"  # SQLiteSession's order
+            tables = {row[0] for row in self.rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "message_structure" in tables:  # its agent_messages hold every branch's items
+                self.close()
+                raise ValueError("an AdvancedSQLiteSession file: its branches and usage are not imported yet.")
+        else:
+            from sqlalchemy.ext.asyncio import create_async_engine
+
+            self.loop = asyncio.new_event_loop()
+            self.engine = create_async_engine(location)
+            self.order = "created_at, id"  # SQLAlchemySession's order
+
+    def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
+        if self.kind == "openai-sqlite":
+            return self.connection.execute(sql, params or {}).fetchall()
+        from sqlalchemy import text
+
+        async def fetch() -> list[tuple]:
+            async with self.engine.connect() as connection:
+                return [tuple(row) for row in await connection.execute(text(sql), params or {})]
+
+        return self.loop.run_until_complete(fetch())
 
     def close(self) -> None:
-        self.connection.close()
+        if self.kind == "openai-sqlite":
+            self.connection.close()
+        else:
+            self.loop.run_until_complete(self.engine.dispose())
+            self.loop.close()
 
     def sessions(self) -> Iterator[SdkPeerSession]:
-        rows = self.connection.execute("SELECT session_id FROM agent_sessions ORDER BY session_id").fetchall()
-        for (session_id,) in rows:
+        for (session_id,) in self.rows("SELECT session_id FROM agent_sessions ORDER BY session_id"):
             yield SdkPeerSession(self, session_id)
 
 
@@ -47,9 +72,10 @@ class SdkPeerSession:
         self.label = f"Agents SDK session {session_id!r}"
 
     def load(self) -> list[tuple[int, Any]]:
-        rows = self.source.connection.execute(
-            "SELECT id, message_data FROM agent_messages WHERE session_id = ? ORDER BY id", (self.peer_session_id,)
-        ).fetchall()
+        rows = self.source.rows(
+            f"SELECT id, message_data FROM agent_messages WHERE session_id = :session_id ORDER BY {self.source.order}",  # noqa: S608 (a constant order)
+            {"session_id": self.peer_session_id},
+        )
         items = []
         for row_id, data in rows:
             try:

@@ -9,13 +9,16 @@ from io import StringIO
 
 import pytest
 from agents.extensions.memory.advanced_sqlite_session import AdvancedSQLiteSession
+from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
 from agents.memory.sqlite_session import SQLiteSession
 from django.core.management import CommandError, call_command
 from django.utils import timezone
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from agentstate.integrations.openai_agents import AgentStateSession
 from sessions_app.models import Message, Session
 from tests.client.keys import api_key_new
+from tests.imports.test_import_adk import peer_postgres_url  # noqa: F401 (a fixture)
 from userdata_app.erasure.registry import subject_hash
 from userdata_app.models import ErasedSubject
 
@@ -60,10 +63,10 @@ async def _seen(make) -> dict:
     return seen
 
 
-def _import(tenant, path, *args) -> str:
+def _import(tenant, path, *args, kind="openai-sqlite") -> str:
     out = StringIO()
     call_command(
-        "import_sessions", "--tenant", tenant.slug, "--from", "openai-sqlite", path, "--default-user", "ana", *args,
+        "import_sessions", "--tenant", tenant.slug, "--from", kind, path, "--default-user", "ana", *args,
         stdout=out, stderr=out,
     )  # fmt: skip
     return out.getvalue()
@@ -74,6 +77,31 @@ def test_get_items_through_agentstate_is_what_the_sdk_read_from_its_file(live_se
 
     assert "imported 3 new sessions, 0 extended, 35 items" in _import(tenant, store, "--quiet")
 
+    key = api_key_new(tenant)
+    after = asyncio.run(_seen(lambda sid: AgentStateSession(sid, base_url=live_server.url, api_key=key, user_id="ana")))
+    assert after == before
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_sqlalchemy_session_items_come_back_the_same(live_server, tenant, tmp_path, database, request):
+    url = f"sqlite+aiosqlite:///{tmp_path / 'sdk.db'}"
+    if database == "postgresql":
+        url = request.getfixturevalue("peer_postgres_url")
+
+    async def fill_and_read():
+        engine = create_async_engine(url)
+        for session_id in SESSION_IDS:
+            session = SQLAlchemySession(session_id, engine=engine, create_tables=True)
+            for n in range(2):
+                await session.add_items(_items(n, session_id))
+        await SQLAlchemySession(SESSION_IDS[1], engine=engine).pop_item()
+        seen = await _seen(lambda sid: SQLAlchemySession(sid, engine=engine))
+        await engine.dispose()
+        return seen
+
+    before = asyncio.run(fill_and_read())
+    assert "imported 3 new sessions, 0 extended, 23 items" in _import(tenant, url, kind="openai-sqlalchemy")
+    assert "imported 0 new sessions, 0 extended, 0 items" in _import(tenant, url, kind="openai-sqlalchemy")
     key = api_key_new(tenant)
     after = asyncio.run(_seen(lambda sid: AgentStateSession(sid, base_url=live_server.url, api_key=key, user_id="ana")))
     assert after == before

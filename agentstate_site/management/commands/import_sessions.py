@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 from typing import Any
 
-import psycopg
 from django.core.management.base import CommandError
 
 from agentstate.db_waits import JobCommand
@@ -19,7 +17,8 @@ SOURCES = {
     "adk-sqlite": "Google ADK SqliteSessionService: its database file",
     "langgraph-sqlite": "LangGraph SqliteSaver: its database file",
     "langgraph-postgres": "LangGraph PostgresSaver: its connection string (postgresql://...)",
-    "openai-sqlite": "OpenAI Agents SDK SQLiteSession: its database file (branch main)",
+    "openai-sqlite": "OpenAI Agents SDK SQLiteSession: its database file",
+    "openai-sqlalchemy": "OpenAI Agents SDK SQLAlchemySession: its async SQLAlchemy URL",
 }
 
 
@@ -73,7 +72,7 @@ class Command(JobCommand):
         try:
             source = _source(kind, location, options)
             peers = list(source.sessions())
-        except (ImportError, ValueError, RuntimeError, OSError, sqlite3.Error, psycopg.Error) as exc:
+        except Exception as exc:  # the store's own error (missing, not that framework's, ...): the operator's to fix
             if source is not None:
                 source.close()
             raise CommandError(f"Cannot read the {kind} store: {exc}") from None
