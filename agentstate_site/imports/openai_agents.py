@@ -1,6 +1,8 @@
 """The OpenAI Agents SDK's ``SQLiteSession`` files and ``SQLAlchemySession`` databases as an
-import source (their default table names, which both share). Each SDK session becomes
-branch ``main`` as ``AgentStateSession`` names it, its items stored as that adapter stores them.
+import source (their default table names, which both share), and ``AdvancedSQLiteSession`` files
+with their branches. Each branch of an SDK session (a plain session has ``main`` only) becomes the
+agentstate session ``AgentStateSession`` names it, its items stored as that adapter stores them
+(another branch a session of its own, not a fork: the file does not say where it branched off).
 The SDK gives an item no id of its own but its row in ``agent_messages``: the import reads the
 rows (in the order, and skipping the undecodable ones, as the session's ``get_items`` does) and
 keeps each row id as the message's client id, so a re-run stores no item twice."""
@@ -13,6 +15,7 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
+from agentstate.integrations.openai_agents import FRAMEWORK_KEY, MAIN, _message, branch_session_id, main_session_id
 from agentstate.tenancy.models import Tenant
 from agentstate_site.imports import Imported
 from sessions_app import services
@@ -32,15 +35,14 @@ class OpenAIAgentsSource:
             self.connection: Any = sqlite3.connect(f"file:{location}?mode=ro", uri=True)
             self.order = "id"  # SQLiteSession's order
             tables = {row[0] for row in self.rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if "message_structure" in tables:  # its agent_messages hold every branch's items
-                self.close()
-                raise ValueError("an AdvancedSQLiteSession file: its branches and usage are not imported yet.")
+            self.advanced = "message_structure" in tables  # an AdvancedSQLiteSession file: branches
         else:
             from sqlalchemy.ext.asyncio import create_async_engine
 
             self.loop = asyncio.new_event_loop()
             self.engine = create_async_engine(location)
             self.order = "created_at, id"  # SQLAlchemySession's order
+            self.advanced = False
 
     def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
         if self.kind == "openai-sqlite":
@@ -62,20 +64,37 @@ class OpenAIAgentsSource:
 
     def sessions(self) -> Iterator[SdkPeerSession]:
         for (session_id,) in self.rows("SELECT session_id FROM agent_sessions ORDER BY session_id"):
-            yield SdkPeerSession(self, session_id)
+            branches = [MAIN]
+            if self.advanced:
+                sql = "SELECT DISTINCT branch_id FROM message_structure WHERE session_id = :session_id"
+                found = {row[0] for row in self.rows(sql, {"session_id": session_id})}
+                branches = [MAIN, *sorted(found - {MAIN})]
+            for branch in branches:
+                yield SdkPeerSession(self, session_id, branch)
+
+    def items_sql(self, branch: str) -> tuple[str, dict[str, Any]]:
+        """The query of a branch's rows as its session's ``get_items`` orders them."""
+        if not self.advanced:
+            return (
+                f"SELECT id, message_data FROM agent_messages WHERE session_id = :session_id ORDER BY {self.order}",  # noqa: S608 (a constant order)
+                {},
+            )
+        return (
+            "SELECT m.id, m.message_data FROM agent_messages m JOIN message_structure s ON m.id = s.message_id "
+            "WHERE m.session_id = :session_id AND s.branch_id = :branch ORDER BY s.sequence_number",
+            {"branch": branch},
+        )
 
 
 class SdkPeerSession:
-    def __init__(self, source: OpenAIAgentsSource, session_id: str) -> None:
-        self.source, self.peer_session_id = source, session_id
+    def __init__(self, source: OpenAIAgentsSource, session_id: str, branch: str) -> None:
+        self.source, self.peer_session_id, self.branch = source, session_id, branch
         self.user_id = source.default_user_id
-        self.label = f"Agents SDK session {session_id!r}"
+        self.label = f"Agents SDK session {session_id!r}" + ("" if branch == MAIN else f" branch {branch!r}")
 
     def load(self) -> list[tuple[int, Any]]:
-        rows = self.source.rows(
-            f"SELECT id, message_data FROM agent_messages WHERE session_id = :session_id ORDER BY {self.source.order}",  # noqa: S608 (a constant order)
-            {"session_id": self.peer_session_id},
-        )
+        sql, params = self.source.items_sql(self.branch)
+        rows = self.source.rows(sql, {**params, "session_id": self.peer_session_id})
         items = []
         for row_id, data in rows:
             try:
@@ -85,9 +104,7 @@ class SdkPeerSession:
         return items
 
     def import_into(self, *, tenant: Tenant, loaded: list[tuple[int, Any]], dry_run: bool) -> Imported:
-        from agentstate.integrations.openai_agents import FRAMEWORK_KEY, MAIN, _message, main_session_id
-
-        agentstate_id = main_session_id(self.peer_session_id)
+        agentstate_id = branch_session_id(self.peer_session_id, self.branch)
         stored = Session.objects.filter(tenant=tenant, user_id=self.user_id, session_id=agentstate_id).first()
         held: set[str | None] = set()
         if stored is not None:
@@ -105,8 +122,8 @@ class SdkPeerSession:
                 tenant=tenant,
                 user_id=self.user_id,
                 session_id=agentstate_id,
-                workspace_id=agentstate_id,
-                metadata={FRAMEWORK_KEY: {"session_id": self.peer_session_id, "branch": MAIN}},
+                workspace_id=main_session_id(self.peer_session_id),  # a branch's family, as the adapter finds it
+                metadata={FRAMEWORK_KEY: {"session_id": self.peer_session_id, "branch": self.branch}},
             )
         for start in range(0, len(messages), services.MAX_MESSAGES_PER_APPEND):
             services.message_append(session=stored, messages=messages[start : start + services.MAX_MESSAGES_PER_APPEND])

@@ -11,7 +11,7 @@ import pytest
 from agents.extensions.memory.advanced_sqlite_session import AdvancedSQLiteSession
 from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
 from agents.memory.sqlite_session import SQLiteSession
-from django.core.management import CommandError, call_command
+from django.core.management import call_command
 from django.utils import timezone
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -140,16 +140,34 @@ def test_limit_dry_run_and_an_erased_owner(tenant, store):
     assert Session.objects.count() == 1 and Message.objects.count() == 11
 
 
-def test_an_advanced_sqlite_session_file_is_refused_not_flattened(tenant, tmp_path):
-    """Its agent_messages hold every branch's items: read as one SQLiteSession they would mix."""
+def test_an_advanced_sqlite_session_comes_back_with_its_branches(live_server, tenant, tmp_path):
     path = str(tmp_path / "advanced.db")
 
-    async def fill():
+    async def fill_and_read():
         session = AdvancedSQLiteSession(session_id="chat", db_path=path, create_tables=True)
-        await session.add_items(_items(0, "chat"))
+        for n in range(3):
+            await session.add_items(_items(n, "chat"))
+        await session.create_branch_from_turn(2, "retry")
+        await session.add_items(_items(7, "chat"))
+        seen = {"retry": await session.get_items()}
+        await session.switch_to_branch("main")
+        seen["main"] = await session.get_items()
         session.close()
+        return seen
 
-    asyncio.run(fill())
-    with pytest.raises(CommandError, match="AdvancedSQLiteSession file: its branches and usage are not imported"):
-        _import(tenant, path)
-    assert not Session.objects.exists()
+    before = asyncio.run(fill_and_read())
+    assert len(before["retry"]) == 8 and len(before["main"]) == 12
+    assert "imported 2 new sessions, 0 extended, 20 items" in _import(tenant, path)
+    assert "imported 0 new sessions, 0 extended, 0 items" in _import(tenant, path)
+
+    key = api_key_new(tenant)
+
+    async def read_agentstate():
+        session = AgentStateSession("chat", base_url=live_server.url, api_key=key, user_id="ana")
+        seen = {"main": await session.get_items()}
+        await session.switch_to_branch("retry")
+        seen["retry"] = await session.get_items()
+        return seen, sorted(b["branch_id"] for b in await session.list_branches())
+
+    seen, branches = asyncio.run(read_agentstate())
+    assert seen == before and branches == ["main", "retry"]
