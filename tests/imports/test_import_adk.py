@@ -185,3 +185,22 @@ def test_a_dry_run_reports_and_writes_nothing(tenant, tmp_path):
 
     assert "would import 4 new sessions, 0 extended, 24 items" in _import(tenant, kind, location, "--dry-run")
     assert not Session.objects.exists()
+
+
+class _Terminal(StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_progress_bar_on_a_terminal_only_and_never_with_quiet(tenant, tmp_path, monkeypatch):
+    kind, location, service = _sqlite_store(tmp_path)
+    asyncio.run(_fill(service))
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    _import(tenant, kind, location, "--dry-run")
+    assert "\r[" + "#" * 30 + "] 4/4 sessions, 24 items" in terminal.getvalue()
+
+    terminal.seek(0)
+    terminal.truncate()
+    _import(tenant, kind, location, "--dry-run", "--quiet")
+    assert terminal.getvalue() == ""
