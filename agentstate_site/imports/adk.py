@@ -84,9 +84,8 @@ class AdkPeerSession:
         peer = loaded
         if peer is None:  # deleted from the old store since it was listed
             return Imported(created=False, items=0)
-        stored = (
-            Session.objects.select_for_update().filter(tenant=tenant, framework=services.FRAMEWORK, **self.ids).first()
-        )
+        rows = Session.objects.filter(tenant=tenant, framework=services.FRAMEWORK, **self.ids)
+        stored = (rows if dry_run else rows.select_for_update()).first()
         held = (
             set() if stored is None else set(AdkEvent.objects.filter(session=stored).values_list("event_id", flat=True))
         )
