@@ -1,11 +1,11 @@
 """Bring an agent's history in from the store it used before (``manage.py import_sessions``).
 
-A source reads the peer's storage through the framework's own classes and yields one
-``PeerSession`` per conversation (an ADK session, an SDK session, a LangGraph thread); ``run``
-writes each through agentstate's own services in a transaction of its own, so an interrupted run
-keeps what it committed and the next one continues. A session agentstate holds already is
-extended with what it lacks, by the framework's own ids: a re-run imports nothing twice. A person
-the erased-subject registry holds is never written (``subject_ever_erased``).
+A source reads the peer's storage through the framework's own classes and yields one ``PeerSession``
+per conversation (an ADK session, an SDK branch, a LangGraph thread); ``sessions_import`` writes
+each through agentstate's own services in a transaction of its own, so an interrupted run keeps what
+it committed and the next one continues. A session agentstate holds already is extended with what it
+lacks, by the framework's own ids: a re-run imports nothing twice. A person the erased-subject
+registry holds is never written (``subject_ever_erased``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
+from agentstate.integrations.langgraph import escape_json, escape_text
 from agentstate.tenancy.models import Tenant
 from agentstate_site.imports import Imported
 from sessions_app.langgraph import selectors, services
@@ -67,9 +68,7 @@ def _typed(type_: str | None, data: bytes) -> dict[str, str]:
 
 class LangGraphPeerThread:
     def __init__(self, source: LangGraphSource, thread_id: str) -> None:
-        from agentstate.integrations.langgraph import escape_text
-
-        self.source, self.escape = source, escape_text
+        self.source = source
         self.thread_id = escape_text(str(thread_id))
         self.peer_thread_id = thread_id
         self.user_id = source.default_user_id
@@ -86,9 +85,7 @@ class LangGraphPeerThread:
         return checkpoints, writes
 
     def import_into(self, *, tenant: Tenant, loaded: tuple[list[Any], list[tuple]], dry_run: bool) -> Imported:
-        from agentstate.integrations.langgraph import escape_json
-
-        escape = self.escape
+        escape = escape_text
         held_checkpoints, held_writes = selectors.thread_held_keys(tenant=tenant, thread_id=self.thread_id)
         checkpoints = [
             t
