@@ -32,32 +32,32 @@ def build_store(path: Path, *, sessions: int, events: int) -> None:
             await service.create_session(app_name="bench", user_id=f"user-{n % 50}", session_id=f"s-{n}")
 
     asyncio.run(create())
-    rows = []
     start = time.time() - sessions * events
-    for n in range(sessions):
-        for k in range(events):
-            author = "user" if k % 2 == 0 else "agent"
-            event = Event(
-                id=f"e-{n}-{k}",
-                invocation_id=f"inv-{n}-{k // 2}",
-                author=author,
-                content=types.Content(
-                    role="user" if author == "user" else "model",
-                    parts=[types.Part(text=f"turn {k} of session {n}: " + "lorem ipsum " * 8)],
-                ),
-                actions=EventActions(state_delta={"turns": k} if k % 10 == 9 else {}),
-                timestamp=start + n * events + k,
-            )
-            rows.append(
-                (event.id, "bench", f"user-{n % 50}", f"s-{n}", event.invocation_id, event.timestamp,
-                 event.model_dump_json(exclude_none=True))
-            )  # fmt: skip
     with sqlite3.connect(path) as db:
-        db.executemany(
-            "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, event_data) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+        for n in range(sessions):  # a session's rows at a time: a million events never sit in memory
+            rows = []
+            for k in range(events):
+                author = "user" if k % 2 == 0 else "agent"
+                event = Event(
+                    id=f"e-{n}-{k}",
+                    invocation_id=f"inv-{n}-{k // 2}",
+                    author=author,
+                    content=types.Content(
+                        role="user" if author == "user" else "model",
+                        parts=[types.Part(text=f"turn {k} of session {n}: " + "lorem ipsum " * 8)],
+                    ),
+                    actions=EventActions(state_delta={"turns": k} if k % 10 == 9 else {}),
+                    timestamp=start + n * events + k,
+                )
+                rows.append(
+                    (event.id, "bench", f"user-{n % 50}", f"s-{n}", event.invocation_id, event.timestamp,
+                     event.model_dump_json(exclude_none=True))
+                )  # fmt: skip
+            db.executemany(
+                "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, event_data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
     db.close()
 
 
