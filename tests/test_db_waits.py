@@ -129,7 +129,8 @@ def test_a_long_jobs_transactions_run_under_the_jobs_timeouts_and_nothing_outliv
 
 
 @pytest.mark.parametrize(
-    "command", ["migrate", "apply_retention", "erase_user", "reapply_erasures", "erasure_storage_cleanup"]
+    "command",
+    ["migrate", "apply_retention", "erase_user", "reapply_erasures", "erasure_storage_cleanup", "import_sessions"],
 )
 def test_the_long_jobs_are_job_commands(command):
     assert isinstance(load_command_class(get_commands()[command], command), JobCommand)

@@ -43,7 +43,7 @@ from agentstate.client.calls import API, Call, as_json, as_nothing
 from agentstate.client.models import Page
 from agentstate.integrations.transport import ClientTransport
 
-__all__ = ["AgentStateSaver", "escape_text", "unescape_text"]
+__all__ = ["AgentStateSaver", "escape_json", "escape_text", "unescape_text"]
 
 BASE = f"{API}/langgraph"
 PAGE_SIZE = 100
@@ -75,7 +75,8 @@ def _map_json(value: Any, text) -> Any:
     return value
 
 
-def _escape_json(value: Any) -> Any:
+def escape_json(value: Any) -> Any:
+    """A JSON value with ``escape_text`` applied to every string and key."""
     return _map_json(value, escape_text)
 
 
@@ -301,8 +302,8 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
             "checkpoint_id": escape_text(checkpoint["id"]),
             "parent_checkpoint_id": None if parent_id is None else escape_text(parent_id),
             "checkpoint": self._typed(checkpoint),
-            "metadata": _escape_json(get_serializable_checkpoint_metadata(config, metadata)),
-            "channel_versions": _escape_json(checkpoint["channel_versions"]),
+            "metadata": escape_json(get_serializable_checkpoint_metadata(config, metadata)),
+            "channel_versions": escape_json(checkpoint["channel_versions"]),
         }
         stored: RunnableConfig = {
             "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}
@@ -361,7 +362,7 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
         if before_id:
             params["before"] = escape_text(before_id)
         if filter:
-            params["filter"] = json.dumps(_escape_json(filter), allow_nan=False)
+            params["filter"] = json.dumps(escape_json(filter), allow_nan=False)
         return Call("GET", f"{BASE}/checkpoints/", as_json, params=params)
 
     def _tuple(self, item: dict[str, Any]) -> CheckpointTuple:

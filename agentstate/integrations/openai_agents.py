@@ -123,7 +123,7 @@ def _encoded(item: Any) -> str:
     return text
 
 
-def _message(item: Any) -> dict[str, Any]:
+def item_message(item: Any) -> dict[str, Any]:
     fields = item if isinstance(item, dict) else {}
     return {
         "client_id": f"oa-{uuid.uuid4()}",
@@ -400,7 +400,7 @@ class AgentStateSession(SessionABC):
         """Store the items in order; each batch is atomic and safe to retry (client ids)."""
         if not items:
             return
-        messages = [_message(item) for item in items]
+        messages = [item_message(item) for item in items]
         async with self._api() as api:
             for batch in _batches(messages):
                 try:

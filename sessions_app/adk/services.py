@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput, NotFound, SessionAlreadyExists
@@ -74,6 +75,59 @@ def adk_session_create(
     if parts["app"]:
         _app_state_update(tenant_id=tenant.pk, app_name=app_name, delta=parts["app"])
     return AdkSessionCreated(session=session, user_delta=parts["user"])
+
+
+@dataclass(frozen=True)
+class AdkSessionImported:
+    user_deltas: list[tuple[int, dict[str, Any]]]  # (event seq, its user: keys), for the caller to store
+    user_state: dict[str, Any]  # the user: keys of the old store's state, for the caller to store
+
+
+@transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
+def adk_session_import(
+    *, session: Session, events: list[dict[str, Any]], state: dict[str, Any], last_update_time: float
+) -> AdkSessionImported:
+    """Add a session's events from its old store (``import_sessions``) in bulk, after the ones it
+    holds, and make its state the one the old store held: its deltas are not replayed, the old
+    store's state is the result of them. The session's keys replace the stored ones, the ``app:``
+    keys update the app's state, the session takes the old store's ``last_update_time`` and a new
+    version, so cached readers reload. Each event is stored as an append stores it (its ``user:``
+    delta apart, returned with the ``user:`` state for the caller to store)."""
+    rows, user_deltas, seq = [], [], session.last_seq
+    for event in events:
+        timestamp, delta = _event_fields(event)
+        seq += 1
+        user_part = state_split(delta)["user"]
+        if user_part:
+            event["actions"]["state_delta"] = {k: v for k, v in delta.items() if not k.startswith(USER_PREFIX)}
+            user_deltas.append((seq, user_part))
+        rows.append(
+            AdkEvent(
+                session=session,
+                tenant_id=session.tenant_id,
+                user_id=session.user_id,
+                seq=seq,
+                event_id=_text(event["id"]),
+                invocation_id=_text(event.get("invocation_id")),
+                author=_text(event.get("author")),
+                timestamp=timestamp,
+                text=_preview(event),
+                data=json_text(event),
+            )
+        )
+    AdkEvent.objects.bulk_create(rows, batch_size=500)
+    parts = state_split(state)
+    Session.objects.filter(pk=session.pk).update(
+        durable_state=json_text(parts["session"]),
+        last_update_time=clean_timestamp(last_update_time, field="last_update_time"),
+        last_seq=seq,
+        updated_at=timezone.now(),
+        version=F("version") + 1,
+        **({"ended_at": None, "ended_by_retention": False} if session.ended_by_retention else {}),
+    )
+    if parts["app"]:
+        _app_state_update(tenant_id=session.tenant_id, app_name=session.app_name, delta=parts["app"])
+    return AdkSessionImported(user_deltas=user_deltas, user_state=parts["user"])
 
 
 @dataclass(frozen=True)

@@ -207,3 +207,18 @@ def thread_timeline(*, session_pk: int, limit: int) -> list[LangGraphCheckpoint]
         if checkpoint.state_read:  # type: ignore[attr-defined]
             checkpoint.value = values[checkpoint.pk]
     return newest
+
+
+def thread_stored_keys(
+    *, tenant: Tenant, thread_id: str
+) -> tuple[set[tuple[str, str]], set[tuple[str, str, str, int]]]:
+    """The keys a thread holds: its checkpoints' ``(namespace, id)`` and its writes' ``(namespace,
+    checkpoint id, task id, idx)``; empty sets for a thread agentstate does not hold."""
+    thread = LangGraphThread.objects.filter(tenant=tenant, thread_key=thread_key(thread_id)).first()
+    if thread is None:
+        return set(), set()
+    checkpoints = LangGraphCheckpoint.objects.filter(session_id=thread.pk).values_list("checkpoint_ns", "checkpoint_id")
+    writes = LangGraphWrite.objects.filter(session_id=thread.pk).values_list(
+        "checkpoint_ns", "checkpoint_id", "task_id", "idx"
+    )
+    return set(checkpoints), set(writes)

@@ -71,3 +71,11 @@ def erased_subject_write_guard(*, tenant: Tenant, user_id: str, category: str) -
             f"This user's data was erased on request; writes that would recreate it are refused until "
             f"{found:%Y-%m-%d %H:%M} UTC."
         )
+
+
+def subject_ever_erased(*, tenant: Tenant, user_id: str) -> bool:
+    """Whether the registry holds the subject at all, grace period over or not: history brought in
+    from another store (``import_sessions``) is the erased data itself, never the person's new data."""
+    return ErasedSubject.objects.filter(
+        subject_hash__in=subject_hashes_all_keys(tenant_slug=tenant.slug, user_id=user_id)
+    ).exists()
