@@ -124,6 +124,7 @@ def _encoded(item: Any) -> str:
 
 
 def item_message(item: Any) -> dict[str, Any]:
+    """An SDK item as the message agentstate stores (the session's add and the import share it)."""
     fields = item if isinstance(item, dict) else {}
     return {
         "client_id": f"oa-{uuid.uuid4()}",
