@@ -10,9 +10,9 @@ configuration and FTS5's ``unicode61`` tokenizer: "run" does not find "running")
 Two ways to search. ``text_search`` (messages): a small web-search language (words that must all
 appear, "quoted phrases", ``or``, ``-word``); PostgreSQL reads it with ``websearch_to_tsquery``,
 SQLite gets it rewritten with every phrase quoted, so nothing a caller types reaches FTS5's own
-syntax; ranked by ``ts_rank`` / ``bm25``. ``text_search_any`` (memories, ``search_memories``):
-any of the query's words, as ADK's memory services match, ranked by how many of them a row holds,
-then how rare they are, the same on both databases.
+syntax; the newest ``RANKED_MATCHES`` matches ranked by ``ts_rank`` / ``bm25``. ``text_search_any``
+(memories, ``search_memories``): any of the query's words, as ADK's memory services match,
+ranked by how many of them a row holds, then how rare they are, the same on both databases.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ MAX_LIMIT = 100
 MAX_WORDS = 64  # an any-word search counts a query's first 64 distinct words (a long prompt's)
 MAX_WORDS_QUERY_LENGTH = 10_000  # an any-word query may be a whole prompt
 MAX_OFFSET = 10_000  # how deep paging goes: ranking reads every match up to there
+RANKED_MATCHES = 1_000  # text_search ranks a query's newest 1,000 matches: its results end there
 MARK = "**"  # around each matched word in a snippet (plain text, never HTML)
 _PHRASE_OR_WORD = re.compile(r'"([^"]*)"?|(\S+)')
 _SEARCHABLE = re.compile(r"[^\W_]")  # a letter or digit: what both tokenizers keep
@@ -138,33 +139,50 @@ def text_search(
     scope: str,
     scope_params: list[Any],
     columns: str,
+    newest: str,
     joins: str = "",
     limit: int,
     offset: int = 0,
 ) -> list[Hit]:
     """The rows of ``index`` within ``scope`` (SQL over ``t``) matching ``query`` (already
-    cleaned), best first, ties newest first; each with ``columns`` (SQL over ``t`` and ``joins``),
-    its rank and a snippet of its text with the matched words between ``MARK``s."""
+    cleaned): the newest ``RANKED_MATCHES`` of them (highest ``newest``, SQL over ``t``, then
+    highest id), best first, ties highest id first; each with ``columns`` (SQL over ``t`` and
+    ``joins``), its rank and a snippet of its text with the matched words between ``MARK``s.
+
+    Only the newest matches are ranked so that a common word costs the same at any size: an index
+    on (the columns ``scope`` holds equal, ``newest``, id) hands them newest first and the scan
+    stops at the bound instead of ranking every match (docs/PERFORMANCE.md, "Search"). Ordered by
+    ``newest`` rather than the id alone, which the primary key also serves: PostgreSQL would walk
+    the whole table's key backwards, every tenant's rows, to reach an old user's."""
     if connection.vendor == "postgresql":
         sql = f"""
             SELECT {columns}, hit.rank, ts_headline('simple', {index.pg_text}, q, %s)
             FROM (
-                SELECT t.id, ts_rank({index.pg_vector}, q) AS rank
-                FROM {index.table} t, websearch_to_tsquery('simple', %s) q
-                WHERE {scope} AND {index.pg_vector} @@ q
-                ORDER BY rank DESC, t.id DESC LIMIT %s OFFSET %s
+                SELECT newest.id, ts_rank(newest.vector, q) AS rank
+                FROM (
+                    SELECT t.id, {index.pg_vector} AS vector
+                    FROM {index.table} t, websearch_to_tsquery('simple', %s) q
+                    WHERE {scope} AND {index.pg_vector} @@ q
+                    ORDER BY {newest} DESC, t.id DESC LIMIT %s
+                ) newest, websearch_to_tsquery('simple', %s) q
+                ORDER BY rank DESC, newest.id DESC LIMIT %s OFFSET %s
             ) hit
             JOIN {index.table} t ON t.id = hit.id {joins}, websearch_to_tsquery('simple', %s) q
             ORDER BY hit.rank DESC, t.id DESC"""  # noqa: S608 (constant SQL of the index and caller; values are parameters)
-        params = [_HEADLINE_OPTIONS, query, *scope_params, limit, offset, query]
+        params = [_HEADLINE_OPTIONS, query, *scope_params, RANKED_MATCHES, query, limit, offset, query]
     else:
         f = index.fts_table  # FTS5's functions and MATCH take the table's name, not an alias
+        match = fts5_query(query)
         sql = f"""
             SELECT {columns}, -bm25({f}), snippet({f}, 0, '{MARK}', '{MARK}', ' … ', 16)
             FROM {f} JOIN {index.table} t ON t.id = {f}.rowid {joins}
-            WHERE {f} MATCH %s AND {scope}
+            WHERE {f} MATCH %s AND t.id IN (
+                SELECT t.id FROM {index.table} t
+                WHERE {scope} AND t.id IN (SELECT rowid FROM {f} WHERE {f} MATCH %s)
+                ORDER BY {newest} DESC, t.id DESC LIMIT %s
+            )
             ORDER BY bm25({f}), t.id DESC LIMIT %s OFFSET %s"""  # noqa: S608 (as above)
-        params = [fts5_query(query), *scope_params, limit, offset]
+        params = [match, *scope_params, match, RANKED_MATCHES, limit, offset]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [Hit(row=tuple(row[:-2]), rank=float(row[-2]), snippet=row[-1] or "") for row in cursor.fetchall()]

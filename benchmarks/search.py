@@ -3,7 +3,8 @@
 ``selectors.message_search`` (the API's selector, in process), for two rare words found together in
 0.1 % of messages and for one word in 10 %. Target: p99 under 50 ms on PostgreSQL, flat with size.
 
-Also what the index costs an append: single-message appends to a session of the largest history,
+Also what the index costs an append: single-message appends to a session of the largest history up
+to ``APPEND_SIZE``,
 in blocks alternating with and without the index (PostgreSQL: the generated column and its GIN
 index dropped and rebuilt between blocks; SQLite: the FTS5 table and its triggers), so drift on a
 shared machine hits both alike.
@@ -15,16 +16,17 @@ import random
 import time
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from agentstate_site import bulk_data
 from benchmarks import report
 
 TARGET_P99_MS = 50.0
-SIZES = (10_000, 100_000)
+SIZES = (10_000, 100_000, 1_000_000)
 SESSIONS = 10
 SEARCHES = 200
 APPEND_BLOCKS, APPEND_BLOCK = 6, 100
+APPEND_SIZE = 100_000  # the append cost is measured beside the largest history up to this size
 QUERIES = {
     "two rare words (0.1 %)": lambda rng: "topic{0} code{0}".format(rng.randrange(1000)),
     "one word in 10 %": lambda rng: "lisbon",
@@ -45,24 +47,28 @@ def _fill(tenant, user_id: str, size: int) -> None:
 
     bulk_data.sessions_create(tenant=tenant, user_id=user_id, count=SESSIONS)
     for session in Session.objects.filter(tenant=tenant, user_id=user_id):
-        bulk_data.insert_series(
-            model=Message,
-            count=size // SESSIONS,
-            values={
-                "session_id": "%s",
-                "tenant_id": "%s",
-                "user_id": "%s",
-                "seq": "i",
-                "role": "'user'",
-                "type": "'message'",
-                "status": "''",
-                "name": "''",
-                "content": _content(),
-                "metadata": bulk_data.json_sql("'{}'"),
-                "created_at": "CURRENT_TIMESTAMP",
-            },
-            params=[session.pk, tenant.pk, user_id],
-        )
+        with transaction.atomic():
+            if connection.vendor == "postgresql":  # 100,000 rows and their GIN entries outlast the app's bound
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL statement_timeout = 0")
+            bulk_data.insert_series(
+                model=Message,
+                count=size // SESSIONS,
+                values={
+                    "session_id": "%s",
+                    "tenant_id": "%s",
+                    "user_id": "%s",
+                    "seq": "i",
+                    "role": "'user'",
+                    "type": "'message'",
+                    "status": "''",
+                    "name": "''",
+                    "content": _content(),
+                    "metadata": bulk_data.json_sql("'{}'"),
+                    "created_at": "CURRENT_TIMESTAMP",
+                },
+                params=[session.pk, tenant.pk, user_id],
+            )
 
 
 def _searches(tenant, user_id: str) -> dict[str, Any]:
@@ -120,7 +126,9 @@ def _index_set(*, on: bool) -> None:
 def run(*, sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
     from agentstate.tenancy.services import tenant_get_or_create
 
-    results = []
+    results: list[dict[str, Any]] = []
+    append: dict[str, Any] = {}
+    append_messages = 0
     for size in sizes:
         tenant = tenant_get_or_create(slug=f"search{size}")
         print(f"search: filling a tenant of {size:,} messages")
@@ -128,13 +136,14 @@ def run(*, sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
         bulk_data.analyze()
         for name, measured in _searches(tenant, "reader").items():
             results.append({"query": name, "messages": size, **measured})
-    tenant = tenant_get_or_create(slug=f"search{sizes[-1]}")
-    append = _append_cost(tenant, "reader")
+        if size <= APPEND_SIZE:  # rebuilding the index between blocks is quick up to there
+            append, append_messages = _append_cost(tenant, "reader"), size
     return {
         "database": connection.vendor,
         "target_p99_ms": TARGET_P99_MS,
         "searches": results,
         "append": append,
+        "append_messages": append_messages,
     }
 
 

@@ -152,6 +152,8 @@ class Message(SessionOwned):
         indexes = [
             # Serves: history filtered by role, in order.
             models.Index(fields=["session", "role", "seq"], name="message_role_seq"),
+            # Serves: a user's messages newest first, across sessions (search ranks the newest matches).
+            models.Index(fields=["tenant", "user_id", "created_at", "id"], name="message_user_newest"),
         ]
 
     def __str__(self) -> str:

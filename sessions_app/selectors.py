@@ -434,18 +434,19 @@ class MessageHit:
 
 
 def message_search(*, tenant: Tenant, user_id: str, query: str, limit: int, offset: int = 0) -> list[MessageHit]:
-    """The messages of a user's sessions whose content matches ``query`` (``agentstate.search``),
-    best first. Reads where ``router`` sends them: a replica inside ``replica_reads``."""
+    """The messages of a user's sessions whose content matches ``query`` (``agentstate.search``):
+    the newest ``RANKED_MATCHES``, best first. Reads where ``router`` sends them: a replica inside ``replica_reads``."""
     user_id = clean_identifier(user_id, field="user_id")
     query = search.query_clean(query)
     hits = search.text_search(
         MESSAGE_INDEX,
         connection=connections[router.db_for_read(Message)],
         query=query,
-        # Through the user's sessions (the session table's indexes find them): messages have no user index.
-        scope="t.tenant_id = %s AND t.session_id IN "
-        "(SELECT id FROM sessions_app_session WHERE tenant_id = %s AND user_id = %s)",
-        scope_params=[tenant.pk, tenant.pk, user_id],
+        # A message's owner is its session's, copied when written: message_user_newest hands the
+        # user's matches newest first, as text_search ranks them.
+        scope="t.tenant_id = %s AND t.user_id = %s",
+        scope_params=[tenant.pk, user_id],
+        newest="t.created_at",
         columns="s.session_id, t.seq, t.role",
         joins="JOIN sessions_app_session s ON s.id = t.session_id",
         limit=limit,

@@ -229,8 +229,9 @@ class MessageSearchView(TenantAPIView):
         summary="Search a user's messages",
         parameters=[s.MessageSearchQuery],
         responses={200: s.MessageSearchPage},
-        description="Full-text search over the content of every message in the user's sessions, best match "
-        'first (docs/API.md, "Search"). Each result names its session and seq; follow `next` for more.',
+        description="Full-text search over the content of every message in the user's sessions: the newest 1,000 "
+        'matches, best match first (docs/API.md, "Search"). Each result names its session and seq; follow `next` '
+        "for more.",
     )
     @replica_reads  # a listing tolerates lag (docs/SCALING.md)
     def get(self, request: TenantRequest, user_id: str) -> Response:

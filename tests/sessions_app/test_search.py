@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from agentstate import search
 from agentstate.exceptions import InvalidInput
 from agentstate.search import fts5_query, query_clean
 from sessions_app import selectors, services
@@ -83,6 +84,18 @@ def test_the_best_match_comes_first_and_pages_do_not_overlap(tenant, session):
     assert len(first) == 2 and len(rest) == 1
     assert {h.seq for h in first} | {h.seq for h in rest} == {1, 2, 3}
     assert "**ocelot**" in first[0].snippet
+
+
+def test_only_the_newest_matches_are_ranked_so_a_common_word_costs_the_same_at_any_size(tenant, session, monkeypatch):
+    monkeypatch.setattr(search, "RANKED_MATCHES", 2)
+    services.message_append(session=session, messages=[{"content": "ocelot ocelot ocelot ocelot"}])
+    other = services.session_create(tenant=tenant, user_id="u1", session_id="s2")
+    services.message_append(session=other, messages=[{"content": "ocelot and a long tail of other words"}])
+    services.message_append(session=session, messages=[{"content": "ocelot"}])
+    assert found(tenant, "ocelot") == [("s1", 2), ("s2", 1)]  # the best match, the oldest, is past the bound
+    assert found(tenant, "ocelot", offset=2) == []
+    services.message_append(session=other, messages=[{"content": "someone else's ocelot"}])
+    assert sorted(found(tenant, "ocelot")) == [("s1", 2), ("s2", 2)]
 
 
 def test_history_edits_and_forks_keep_the_index_in_step(tenant, session):
