@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
     atomic = False  # PostgreSQL builds the index CONCURRENTLY, which no transaction may hold
 
     dependencies = [
-        ("sessions_app", "0015_framework_verbose_names"),
+        ("sessions_app", "0017_retention_run_held"),
     ]
 
     operations = [
