@@ -15,6 +15,9 @@ from django.utils.safestring import SafeString
 
 from agentstate.admin.display import json_display, pretty_json
 from agentstate.admin.options import ReadOnlyAdmin
+from agentstate.holds.admin import HeldPage
+from agentstate.holds.models import LegalHold
+from agentstate.holds.selectors import holds_of
 from sessions_app.admin.history import SessionChildAdmin
 from sessions_app.admin.sessions import FrameworkSection, SessionAdmin, SessionLabelTitle, session_label
 from sessions_app.langgraph import presenters
@@ -62,7 +65,7 @@ SessionAdmin.framework_sections[FRAMEWORK] = FrameworkSection("LangGraph checkpo
 
 
 @admin.register(LangGraphThread)
-class LangGraphThreadAdmin(SessionLabelTitle, ReadOnlyAdmin):
+class LangGraphThreadAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
     list_display = ("thread_id", "session_link", "created_at")
     list_display_links = ("thread_id",)
     list_select_related = ("session__tenant",)
@@ -73,6 +76,9 @@ class LangGraphThreadAdmin(SessionLabelTitle, ReadOnlyAdmin):
 
     def object_title(self, obj: LangGraphThread) -> str:
         return f"Thread {obj.thread_id}"
+
+    def holds_of_object(self, obj: LangGraphThread) -> QuerySet[LegalHold]:
+        return holds_of(tenant=obj.session.tenant, user_id=obj.session.user_id, session_pk=obj.session_id)
 
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj: LangGraphThread) -> SafeString:

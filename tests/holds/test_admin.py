@@ -9,8 +9,11 @@ from django.urls import reverse
 
 from agentstate.holds import services as holds
 from agentstate.holds.models import LegalHold
+from sessions_app.langgraph import services as langgraph
+from sessions_app.langgraph.models import LangGraphThread
 from sessions_app.models import Message, Session
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
+from userdata_app.artifacts.models import Artifact
 from userdata_app.memory.models import MemoryItem
 from userdata_app.models import UserDatum
 
@@ -73,6 +76,20 @@ def test_pages_of_held_data_and_the_dashboard_show_the_hold(client, officer, ten
     assert "Legal hold CASE-3" in page("userdata_app_memoryitem", MemoryItem.objects.get(user_id="alice"))
     message = Message.objects.filter(session=session).first()
     assert "Legal hold CASE-2 covers one session" in page("sessions_app_message", message)
+    assert "Legal hold CASE-3" in page("userdata_app_artifact", Artifact.objects.filter(user_id="alice").first())
+    langgraph.checkpoint_put(
+        tenant=tenant,
+        thread_id="t-alice",
+        user_id="alice",
+        default_user_id="alice",
+        checkpoint_ns="",
+        checkpoint_id="c1",
+        parent_checkpoint_id=None,
+        checkpoint={"type": "json", "data": "e30="},
+        metadata={},
+        channel_versions={},
+    )
+    assert "Legal hold CASE-3" in page("sessions_app_langgraphthread", LangGraphThread.objects.get())
     bob = Session.objects.get(user_id="bob")
     assert "Legal hold" not in page("sessions_app_session", bob)
     assert (

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import QuerySet
 
 from agentstate.admin.filters import UserIdFilter
 from agentstate.admin.options import ReadOnlyAdmin
+from agentstate.holds.admin import HeldPage
+from agentstate.holds.models import LegalHold
+from agentstate.holds.selectors import holds_of
 from userdata_app.artifacts.models import Artifact
 
 
 @admin.register(Artifact)
-class ArtifactAdmin(ReadOnlyAdmin):
+class ArtifactAdmin(HeldPage, ReadOnlyAdmin):
     """A file an agent saved for a person (Google ADK's artifacts); erased with the user's data."""
 
     list_display = (
@@ -42,3 +46,6 @@ class ArtifactAdmin(ReadOnlyAdmin):
         "custom_metadata",
         "created_at",
     )
+
+    def holds_of_object(self, obj: Artifact) -> QuerySet[LegalHold]:
+        return holds_of(tenant=obj.tenant, user_id=obj.user_id, session_pk=obj.adk_session_id)
