@@ -44,7 +44,7 @@ TAG_NAMES = {"end": "sessions", "restore": "sessions", "data": "user data", "wor
 
 
 class AutoSchema(openapi.AutoSchema):
-    def get_description(self) -> str:
+    def get_description(self) -> str:  # type: ignore[override]  # drf-spectacular's signature
         """The operation's own words: its method's docstring, else its view class's own. Inherited
         docstrings are left out: a base view's speaks to the project's developers (how it
         authenticates, where it is mounted), not to the API's users."""

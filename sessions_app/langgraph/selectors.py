@@ -189,7 +189,7 @@ def thread_timeline(*, session_pk: int, limit: int) -> list[LangGraphCheckpoint]
     stored value's size (``value_bytes``). Their values (from which staff's view of the state is
     rendered) are read newest first up to ``TIMELINE_VALUES_BYTES`` in all, so a long thread's page
     stays small; ``state_read`` says whether a checkpoint's was."""
-    newest = list(
+    newest: list[LangGraphCheckpoint] = list(
         LangGraphCheckpoint.objects.filter(session_id=session_pk)
         .order_by("-checkpoint_id")  # the (session, checkpoint_id) index, read backwards
         .defer("value", "channel_versions")
@@ -197,9 +197,10 @@ def thread_timeline(*, session_pk: int, limit: int) -> list[LangGraphCheckpoint]
     )
     budget, wanted = TIMELINE_VALUES_BYTES, []
     for checkpoint in newest:
-        if checkpoint.value_bytes > budget:  # type: ignore[attr-defined]  # annotated above
+        size: int = checkpoint.value_bytes  # type: ignore[attr-defined]  # annotated above
+        if size > budget:
             break
-        budget -= checkpoint.value_bytes  # type: ignore[attr-defined]
+        budget -= size
         wanted.append(checkpoint.pk)
     values = dict(LangGraphCheckpoint.objects.filter(pk__in=wanted).values_list("pk", "value"))
     for checkpoint in newest:

@@ -185,7 +185,8 @@ def artifact_delete(*, tenant: Tenant, app_name: str, user_id: str, filename: An
     versions = selectors.artifact_versions(
         tenant=tenant, app_name=app_name, user_id=user_id, session_id=session_id, filename=filename
     )
-    for session_pk in {*versions.values_list("adk_session_id", flat=True)} or {None}:
+    session_pks: set[int | None] = set(versions.values_list("adk_session_id", flat=True)) or {None}
+    for session_pk in session_pks:
         hold_check(tenant_pk=tenant.pk, user_id=user_id, session_pk=session_pk, what="this artifact")
     return versions.delete()[0]
 
