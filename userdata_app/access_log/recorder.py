@@ -157,7 +157,9 @@ class AccessRecorder:
     def api_call(self, *, request: Any, view: Any, response: Any) -> None:
         """A compliance key's call: its route's name, method and status, and the person it names
         (``user_id`` in the path, query or body), hashed; never the path or query themselves."""
-        key = getattr(request, "auth", None)
+        # The key authentication already found: never authenticate again here (a request refused
+        # before it, e.g. with the database busy, would query the database once more and 500).
+        key = getattr(request, "_auth", None)
         if not isinstance(key, APIKey) or key.scope != APIKey.Scope.COMPLIANCE or not log_kept():
             return
         slug = key.tenant.slug
