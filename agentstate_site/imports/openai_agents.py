@@ -29,6 +29,8 @@ class OpenAIAgentsSource:
     ``SQLAlchemySession`` database URL); its sessions belong to ``default_user_id`` (the SDK's
     sessions name no user, ``AgentStateSession`` needs one)."""
 
+    unit = "sessions"  # what the summary counts
+
     def __init__(self, kind: str, location: str, *, default_user_id: str) -> None:
         self.kind, self.default_user_id = kind, default_user_id
         if kind == "openai-sqlite":
