@@ -185,6 +185,15 @@ async def _usage(session) -> dict:
     }
 
 
+async def _agentstate_usage(session: AgentStateSession) -> dict:
+    """``_usage`` through agentstate, its connections closed after (a kept-alive one would hold a
+    live-server thread and its database connection)."""
+    try:
+        return await _usage(session)
+    finally:
+        await session.aclose()
+
+
 def test_an_advanced_sqlite_sessions_usage_per_turn_comes_back(live_server, tenant, tmp_path):
     """Turns run by the SDK's Runner, each with its usage stored as the SDK's docs show, on two branches."""
     path = str(tmp_path / "usage.db")
@@ -213,8 +222,8 @@ def test_an_advanced_sqlite_sessions_usage_per_turn_comes_back(live_server, tena
     assert "imported 2 new sessions, 0 extended, 18 items" in _import(tenant, path)  # 14 items, 4 turns' usage
     assert "imported 0 new sessions, 0 extended, 0 items" in _import(tenant, path)
     agentstate = AgentStateSession("chat", base_url=live_server.url, api_key=api_key_new(tenant), user_id="ana")
-    assert asyncio.run(_usage(agentstate)) == before
+    assert asyncio.run(_agentstate_usage(agentstate)) == before
 
     after_another_turn = asyncio.run(run_turns("Hi, I am Ada.", branch="main"))
     assert "imported 0 new sessions, 1 extended, 3 items" in _import(tenant, path)  # its two items and its usage
-    assert asyncio.run(_usage(agentstate)) == after_another_turn
+    assert asyncio.run(_agentstate_usage(agentstate)) == after_another_turn
