@@ -5,6 +5,7 @@ namespace that names no person is left out, as the store refuses it."""
 from __future__ import annotations
 
 import sqlite3
+import sys
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 
@@ -126,14 +127,21 @@ def test_a_rerun_imports_nothing_and_new_items_are_added(live_server, tenant, sq
     assert _seen(AgentStateStore(live_server.url, api_key_new(tenant))) == _seen(store)
 
 
-def test_dry_run_an_expired_item_and_an_erased_owner(tenant, sqlite_store):
+class _Terminal(StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_dry_run_an_expired_item_and_an_erased_owner(tenant, sqlite_store, monkeypatch):
     kind, location, store = sqlite_store
     store.put(BO, "gone", {"old": True}, ttl=1)
     with sqlite3.connect(location) as db:  # expired a minute ago, not yet swept by the old store
         db.execute("UPDATE store SET expires_at = datetime('now', '-1 minute') WHERE key = 'gone'")
     db.close()
+    monkeypatch.setattr(sys, "stderr", terminal := _Terminal())
     assert "would import 3 new namespaces, 0 extended, 4 items" in _import(tenant, kind, location, "--dry-run")
     assert not MemoryItem.objects.exists()
+    assert terminal.getvalue().endswith("] 4/4 namespaces, 4 items\n")  # the progress bar, on a terminal
 
     key_id, digest = subject_hash(tenant_slug=tenant.slug, user_id="bo")
     now = timezone.now()
