@@ -98,7 +98,8 @@ def test_the_store_reads_through_agentstate_what_it_read_from_its_own(live_serve
     assert "4 of 4 namespaces looked at" in out
     assert "imported 3 new namespaces, 0 extended, 4 items; 0 users refused, 1 namespaces left out" in out
     assert "Left out: LangGraph store namespace ('docs', 'shared'): names no person" in out
-    assert _seen(AgentStateStore(live_server.url, api_key_new(tenant))) == before
+    with AgentStateStore(live_server.url, api_key_new(tenant)) as agentstate:
+        assert _seen(agentstate) == before
     trip = MemoryItem.objects.get(key="trip")  # the TTL and the moment it ends, as the old store had them
     peer_ttl, peer_expiry = _peer_ttl(store, "trip")
     assert trip.ttl_minutes == peer_ttl == 90
@@ -124,7 +125,8 @@ def test_a_rerun_imports_nothing_and_new_items_are_added(live_server, tenant, sq
     store.put(BO, "city", {"name": "Porto"})
     store.put(user_namespace("cy"), "first", {"seen": True})
     assert "imported 1 new namespaces, 1 extended, 2 items" in _import(tenant, kind, location)
-    assert _seen(AgentStateStore(live_server.url, api_key_new(tenant))) == _seen(store)
+    with AgentStateStore(live_server.url, api_key_new(tenant)) as agentstate:
+        assert _seen(agentstate) == _seen(store)
 
 
 class _Terminal(StringIO):
