@@ -5,7 +5,8 @@ per conversation (an ADK session, an SDK branch, a LangGraph thread); ``sessions
 each through agentstate's own services in a transaction of its own, so an interrupted run keeps what
 it committed and the next one continues. A session agentstate holds already is extended with what it
 lacks, by the framework's own ids: a re-run imports nothing twice. A person the erased-subject
-registry holds is never written (``subject_ever_erased``).
+registry holds is never written (``subject_ever_erased``), and what agentstate's rules keep out (a
+store item that names no person) is left out and said so (``NotImportable``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from django.db import transaction
 from agentstate.exceptions import SubjectErased
 from agentstate.tenancy.models import Tenant
 from userdata_app.erasure.registry import subject_ever_erased
+
+
+class NotImportable(Exception):
+    """What agentstate's rules refuse whatever the run (a store namespace that names no person): left
+    out and reported, not a failure a re-run could fix."""
 
 
 class PeerSession(Protocol):
@@ -51,6 +57,7 @@ class ImportSummary:
     sessions_extended: int = 0  # held already, and items added
     items_new: int = 0
     refused_users: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # "<label>: <why>", for what agentstate's rules refuse
     failures: list[str] = field(default_factory=list)  # "<label>: <why>", for sessions left for a re-run
     stopped_at_limit: bool = False
 
@@ -79,6 +86,8 @@ def sessions_import(
                 raise SubjectErased("in the erased-subject registry")
             with transaction.atomic():
                 imported = peer.import_into(tenant=tenant, loaded=loaded, dry_run=dry_run)
+        except NotImportable as exc:
+            summary.left_out.append(f"{peer.label}: {exc}")
         except SubjectErased:  # the registry, or the services' own guard (erased while this run went on)
             if peer.user_id not in refused:
                 refused.add(peer.user_id)

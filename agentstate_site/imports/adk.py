@@ -22,6 +22,8 @@ from userdata_app.adk import services as user_services
 class AdkSource:
     """One ADK store; ``kind`` is ``adk-database`` (a URL) or ``adk-sqlite`` (a file)."""
 
+    unit = "sessions"  # what the summary counts
+
     def __init__(self, kind: str, location: str) -> None:
         self.kind, self.location = kind, location
         self._loop = asyncio.new_event_loop()

@@ -17,33 +17,20 @@ from agentstate_site.imports import Imported
 from sessions_app.langgraph import selectors, services
 
 
-class LangGraphSource:
-    """One LangGraph checkpointer store; ``kind`` is ``langgraph-sqlite`` (a file) or
-    ``langgraph-postgres`` (a connection string); threads naming no ``user_id`` in their metadata
-    belong to ``default_user_id``, as with ``AgentStateSaver``."""
+class LangGraphDatabase:
+    """A LangGraph store's database, read only: a SQLite file (``sqlite``) or a PostgreSQL
+    connection string, with the placeholder its queries take (``param``)."""
 
-    def __init__(self, kind: str, location: str, *, default_user_id: str) -> None:
-        self.kind, self.default_user_id = kind, default_user_id
-        if kind == "langgraph-sqlite":
-            from langgraph.checkpoint.sqlite import SqliteSaver
-
+    def __init__(self, location: str, *, sqlite: bool) -> None:
+        if sqlite:
             self.connection: Any = sqlite3.connect(f"file:{location}?mode=ro", uri=True, check_same_thread=False)
-            self.saver: Any = SqliteSaver(self.connection)
-            self.writes_sql = (
-                "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value "
-                "FROM writes WHERE thread_id = ?"
-            )
+            self.param = "?"
         else:
             import psycopg
-            from langgraph.checkpoint.postgres import PostgresSaver
             from psycopg.rows import dict_row
 
             self.connection = psycopg.connect(location, autocommit=True, prepare_threshold=0, row_factory=dict_row)
-            self.saver = PostgresSaver(self.connection)
-            self.writes_sql = (
-                "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob "
-                "FROM checkpoint_writes WHERE thread_id = %s"
-            )
+            self.param = "%s"
 
     def close(self) -> None:
         self.connection.close()
@@ -56,6 +43,34 @@ class LangGraphSource:
         finally:
             cursor.close()
         return [tuple(row.values()) if isinstance(row, dict) else tuple(row) for row in rows]
+
+
+class LangGraphSource(LangGraphDatabase):
+    """One LangGraph checkpointer store; ``kind`` is ``langgraph-sqlite`` (a file) or
+    ``langgraph-postgres`` (a connection string); threads naming no ``user_id`` in their metadata
+    belong to ``default_user_id``, as with ``AgentStateSaver``."""
+
+    unit = "sessions"  # what the summary counts
+
+    def __init__(self, kind: str, location: str, *, default_user_id: str) -> None:
+        super().__init__(location, sqlite=kind == "langgraph-sqlite")
+        self.kind, self.default_user_id = kind, default_user_id
+        if kind == "langgraph-sqlite":
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
+            self.saver: Any = SqliteSaver(self.connection)
+            self.writes_sql = (
+                "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value "
+                "FROM writes WHERE thread_id = ?"
+            )
+        else:
+            from langgraph.checkpoint.postgres import PostgresSaver
+
+            self.saver = PostgresSaver(self.connection)
+            self.writes_sql = (
+                "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob "
+                "FROM checkpoint_writes WHERE thread_id = %s"
+            )
 
     def sessions(self) -> Iterator[LangGraphPeerThread]:
         for (thread_id,) in self.rows("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id"):

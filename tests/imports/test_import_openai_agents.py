@@ -19,6 +19,7 @@ from agentstate.integrations.openai_agents import AgentStateSession
 from sessions_app.models import Message, Session
 from tests.client.keys import api_key_new
 from tests.imports.test_import_adk import peer_postgres_url  # noqa: F401 (a fixture)
+from tests.integrations.test_openai_agents_advanced import turn as usage_turn
 from userdata_app.erasure.registry import subject_hash
 from userdata_app.models import ErasedSubject
 
@@ -171,3 +172,58 @@ def test_an_advanced_sqlite_session_comes_back_with_its_branches(live_server, te
 
     seen, branches = asyncio.run(read_agentstate())
     assert seen == before and branches == ["main", "retry"]
+
+
+async def _usage(session) -> dict:
+    """What the SDK's usage reads give: per turn of each branch, one turn, the sums."""
+    return {
+        "main": await session.get_turn_usage(branch_id="main"),
+        "turn 2": await session.get_turn_usage(2, branch_id="main"),
+        "retry": await session.get_turn_usage(branch_id="retry"),
+        "all branches": await session.get_session_usage(),
+        "retry's": await session.get_session_usage("retry"),
+    }
+
+
+async def _agentstate_usage(session: AgentStateSession) -> dict:
+    """``_usage`` through agentstate, its connections closed after (a kept-alive one would hold a
+    live-server thread and its database connection)."""
+    try:
+        return await _usage(session)
+    finally:
+        await session.aclose()
+
+
+def test_an_advanced_sqlite_sessions_usage_per_turn_comes_back(live_server, tenant, tmp_path):
+    """Turns run by the SDK's Runner, each with its usage stored as the SDK's docs show, on two branches."""
+    path = str(tmp_path / "usage.db")
+
+    async def run_turns(*questions: str, branch: str | None = None) -> dict:
+        session = AdvancedSQLiteSession(session_id="chat", db_path=path, create_tables=True)
+        if branch:
+            await session.switch_to_branch(branch)
+        for question in questions:
+            await usage_turn(session, question)
+        seen = await _usage(session)
+        session.close()
+        return seen
+
+    async def branch_off() -> None:
+        session = AdvancedSQLiteSession(session_id="chat", db_path=path, create_tables=True)
+        await session.create_branch_from_turn(2, "retry")
+        await usage_turn(session, "And in Oslo?")
+        session.close()
+
+    asyncio.run(run_turns("Hi, I am Ada.", "What is the weather in PARIS?", "Thanks, 100% helpful_"))
+    asyncio.run(branch_off())
+    before = asyncio.run(run_turns())
+    assert before["all branches"]["total_turns"] == 4 and before["turn 2"]["input_tokens_details"]["cached_tokens"] == 4
+
+    assert "imported 2 new sessions, 0 extended, 18 items" in _import(tenant, path)  # 14 items, 4 turns' usage
+    assert "imported 0 new sessions, 0 extended, 0 items" in _import(tenant, path)
+    agentstate = AgentStateSession("chat", base_url=live_server.url, api_key=api_key_new(tenant), user_id="ana")
+    assert asyncio.run(_agentstate_usage(agentstate)) == before
+
+    after_another_turn = asyncio.run(run_turns("Hi, I am Ada.", branch="main"))
+    assert "imported 0 new sessions, 1 extended, 3 items" in _import(tenant, path)  # its two items and its usage
+    assert asyncio.run(_agentstate_usage(agentstate)) == after_another_turn

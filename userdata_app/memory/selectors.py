@@ -64,6 +64,12 @@ def under_prefix(rows: QuerySet[MemoryItem], prefix: tuple[str, ...] | list[str]
     )
 
 
+def memory_keys_stored(*, tenant: Tenant, namespace: list[str]) -> set[str]:
+    """The keys a namespace holds, expired items not yet swept included (an import adds the others)."""
+    rows = MemoryItem.objects.filter(tenant=tenant, namespace=namespace_text(namespace))
+    return set(rows.values_list("key", flat=True))
+
+
 def item_data(item: MemoryItem) -> dict[str, Any]:
     return {
         "namespace": namespace_labels(item.namespace),

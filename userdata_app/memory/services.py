@@ -331,6 +331,35 @@ def memory_batch(*, tenant: Tenant, ops: Any) -> list[Any]:
     return results
 
 
+@transaction.atomic
+def memory_items_import(*, tenant: Tenant, namespace: list[str], items: list[dict[str, Any]]) -> None:
+    """Store items brought from another store (``import_sessions``) with their own times, TTL and
+    expiry, under the rules a put meets (the namespace names its person, the write guard); an item
+    whose key the namespace holds already keeps what agentstate has. Each item: ``key``, ``value``,
+    ``created_at``, ``updated_at``, ``ttl_minutes``, ``expires_at``."""
+    namespace = _namespace(namespace, field="namespace")
+    user_id = namespace_owner(namespace)
+    rows = []
+    for i, item in enumerate(items):
+        field = f"items[{i}]"
+        clean_json(item["value"], field=f"{field}.value", require_object=True)
+        rows.append(
+            MemoryItem(
+                tenant=tenant,
+                user_id=user_id,
+                namespace=selectors.namespace_text(namespace),
+                key=_text(item["key"], field=f"{field}.key", max_length=KEY_MAX_LENGTH),
+                value=item["value"],
+                created_at=item["created_at"],
+                updated_at=item["updated_at"],
+                ttl_minutes=_ttl(item["ttl_minutes"], field=f"{field}.ttl_minutes"),
+                expires_at=item["expires_at"],
+            )
+        )
+    subject_write_check(tenant=tenant, user_id=user_id, category=USER_DATA)
+    MemoryItem.objects.bulk_create(rows, ignore_conflicts=True)
+
+
 def memory_items_expire(*, batch_size: int = 1000) -> int:
     """Delete expired items in batches, each its own short transaction; how many went. Items a
     legal hold covers stay (``selectors.memory_items_expired_held`` counts them): a batch takes

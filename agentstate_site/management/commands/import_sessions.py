@@ -19,6 +19,8 @@ SOURCES = {
     "langgraph-postgres": "LangGraph PostgresSaver: its connection string (postgresql://...)",
     "openai-sqlite": "OpenAI Agents SDK SQLiteSession: its database file",
     "openai-sqlalchemy": "OpenAI Agents SDK SQLAlchemySession: its async SQLAlchemy URL",
+    "langgraph-store-sqlite": "LangGraph SqliteStore: its database file",
+    "langgraph-store-postgres": "LangGraph PostgresStore: its connection string (postgresql://...)",
 }
 
 
@@ -27,6 +29,10 @@ def _source(kind: str, location: str, options: dict[str, Any]) -> Any:
         from agentstate_site.imports.adk import AdkSource
 
         return AdkSource(kind, location)
+    if kind.startswith("langgraph-store-"):
+        from agentstate_site.imports.langgraph_store import LangGraphStoreSource
+
+        return LangGraphStoreSource(kind, location)
     if not options["default_user"]:
         raise CommandError(f"--from {kind} needs --default-user: the owner of sessions that name no user.")
     if kind.startswith("openai-"):
@@ -54,11 +60,13 @@ class Command(JobCommand):
         parser.add_argument(
             "--default-user",
             metavar="USER_ID",
-            help="LangGraph and the Agents SDK: the owner of sessions that name no user (LangGraph: no user_id in "
-            "the checkpoints' metadata).",
+            help="LangGraph's checkpointers and the Agents SDK: the owner of sessions that name no user (LangGraph: "
+            "no user_id in the checkpoints' metadata). A store's items belong to the person their namespace names.",
         )
         parser.add_argument("--dry-run", action="store_true", help="Report what would be imported; write nothing.")
-        parser.add_argument("--limit", type=int, metavar="N", help="Stop after N sessions (a run in parts).")
+        parser.add_argument(
+            "--limit", type=int, metavar="N", help="Stop after N sessions, or store namespaces (a run in parts)."
+        )
         parser.add_argument("--quiet", action="store_true", help="No progress bar.")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -77,49 +85,53 @@ class Command(JobCommand):
                 source.close()
             raise CommandError(f"Cannot read the {kind} store: {exc}") from None
         try:
-            bar = _Progress(len(peers), enabled=not options["quiet"] and sys.stderr.isatty())
+            bar = _Progress(len(peers), unit=source.unit, enabled=not options["quiet"] and sys.stderr.isatty())
             summary = sessions_import(
                 tenant=tenant, sessions=peers, dry_run=options["dry_run"], limit=options["limit"], on_session=bar.step
             )
             bar.done()
         finally:
             source.close()
-        self._report(summary, tenant=tenant, dry_run=options["dry_run"], total=len(peers))
+        self._report(summary, tenant=tenant, dry_run=options["dry_run"], total=len(peers), unit=source.unit)
         if summary.failures:
-            raise CommandError(f"{len(summary.failures)} session(s) failed; run the command again once fixed.")
+            raise CommandError(f"{len(summary.failures)} {source.unit}(s) failed; run the command again once fixed.")
 
-    def _report(self, summary: ImportSummary, *, tenant: Tenant, dry_run: bool, total: int) -> None:
+    def _report(self, summary: ImportSummary, *, tenant: Tenant, dry_run: bool, total: int, unit: str) -> None:
         for user_id in summary.refused_users:
             self.stderr.write(
                 f"Refused user {user_id!r}: erased on request (erased-subject registry); nothing imported."
             )
+        for left_out in summary.left_out:
+            self.stderr.write(f"Left out: {left_out}")
         for failure in summary.failures:
             self.stderr.write(f"Failed: {failure}")
         verb = "would import" if dry_run else "imported"
         self.stdout.write(
-            f"{tenant.slug}: {summary.sessions_seen} of {total} sessions looked at; {verb} "
-            f"{summary.sessions_created} new sessions, {summary.sessions_extended} extended, "
+            f"{tenant.slug}: {summary.sessions_seen} of {total} {unit} looked at; {verb} "
+            f"{summary.sessions_created} new {unit}, {summary.sessions_extended} extended, "
             f"{summary.items_new} items; {len(summary.refused_users)} users refused, "
-            f"{len(summary.failures)} sessions failed."
+            + (f"{len(summary.left_out)} {unit} left out, " if summary.left_out else "")
+            + f"{len(summary.failures)} {unit} failed."
         )
         if summary.stopped_at_limit:
             self.stdout.write("Stopped at --limit: run the command again to continue.")
 
 
 class _Progress:
-    """A bar on stderr redrawn in place (sessions looked at of the total), on a terminal only."""
+    """A bar on stderr redrawn in place (sessions, or the source's unit, looked at of the total), on
+    a terminal only."""
 
     WIDTH = 30
 
-    def __init__(self, total: int, *, enabled: bool) -> None:
-        self.total, self.enabled = total, enabled
+    def __init__(self, total: int, *, unit: str, enabled: bool) -> None:
+        self.total, self.unit, self.enabled = total, unit, enabled
 
     def step(self, summary: ImportSummary) -> None:
         if not self.enabled:
             return
         filled = round(self.WIDTH * summary.sessions_seen / self.total) if self.total else self.WIDTH
         sys.stderr.write(
-            f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {summary.sessions_seen}/{self.total} sessions, "
+            f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {summary.sessions_seen}/{self.total} {self.unit}, "
             f"{summary.items_new} items"
         )
         sys.stderr.flush()
