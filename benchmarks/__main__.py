@@ -18,7 +18,8 @@ keeps a line about the run with it). search times the message search at 10,000, 
 1,000,000 messages per tenant (--quick: 10,000), and what its index costs an append beside 100,000
 (SQLite by default, PostgreSQL when DATABASE_URL is set). memory times LangGraph's store calls
 (put, search by filter and by query) through AgentStateStore (gunicorn, one worker) against
-InMemoryStore and PostgresStore on the same data, on DATABASE_URL's PostgreSQL.
+InMemoryStore and PostgresStore, and ADK's search_memory through AgentStateMemoryService against
+InMemoryMemoryService and SqliteMemoryService, on the same data, on DATABASE_URL's PostgreSQL.
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there (--markdown as
 docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generated tables). Suites

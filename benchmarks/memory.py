@@ -1,5 +1,6 @@
-"""LangGraph's long-term memory store (issue 27): ``AgentStateStore`` against LangGraph's own
-``InMemoryStore`` and ``PostgresStore`` on the same data, on PostgreSQL.
+"""Long-term memory (issue 27): LangGraph's ``AgentStateStore`` against LangGraph's own
+``InMemoryStore`` and ``PostgresStore``, and ADK's ``AgentStateMemoryService.search_memory`` against
+ADK's own ``InMemoryMemoryService`` and ``SqliteMemoryService``, each on the same data, on PostgreSQL.
 
 Each store holds the same items of one user (``("users", "bench", "memories")``, a value of eight
 words and a ``kind`` among ten), filled in batches. The calls are made as a graph's nodes make
@@ -7,6 +8,11 @@ them: ``put`` of a new item, ``search`` with a ``filter`` (one kind in ten, top 
 with a ``query`` of two words (top 10). agentstate ranks the items holding either word by the
 search engine; LangGraph's stores without an embedding index ignore ``query``, so theirs is the
 plain listing: the same call, not the same work (the results column says what each found).
+
+Each ADK memory service holds the same texts as ADK events of that user (100 sessions of 20,
+added with ``add_session_to_memory``) and answers ``search_memory`` for the same two words, top 10
+(``SqliteMemoryService`` with ``max_results=10``, on a file, FTS5 ranking; ``InMemoryMemoryService``
+scans every event). ADK's Vertex AI services (Memory Bank, RAG) need Google Cloud: not measured.
 
 agentstate serves over HTTP (gunicorn, one worker of one thread, on the run's PostgreSQL);
 ``PostgresStore`` talks to the same server through psycopg; ``InMemoryStore`` is a dict in the
@@ -18,6 +24,7 @@ what any HTTP call costs on the machine as loaded then.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import random
@@ -38,6 +45,12 @@ WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "po", "ri", "su", "te", "va
 QUERY = f"{WORDS[7]} {WORDS[123]}"  # two words of the vocabulary, each in about 1.6 % of the items
 FULL = {"items": 2_000, "reps": 60}
 QUICK = {"items": 200, "reps": 5}
+APP = "bench"
+SESSION_EVENTS = 20  # ADK events per session added to memory
+NOT_MEASURED = {
+    "VertexAiMemoryBankService": "needs Google Cloud (a Vertex AI Agent Engine)",
+    "VertexAiRagMemoryService": "needs Google Cloud (a Vertex AI RAG corpus)",
+}
 
 
 def _value(rng: random.Random, i: int) -> dict[str, Any]:
@@ -74,6 +87,38 @@ def _columns(store: Any, name: str) -> list[dict[str, Any]]:
     return [{"store": name, "operation": op, "call": call, "samples": [], "results": 0} for op, call in calls.items()]
 
 
+def _sessions(items: int) -> list[Any]:
+    """ADK sessions holding the store's texts as user events, ``SESSION_EVENTS`` per session."""
+    from google.adk.events.event import Event
+    from google.adk.sessions.session import Session
+    from google.genai import types
+
+    rng = random.Random(27)  # the store's texts
+    texts = [_value(rng, i)["text"] for i in range(items)]
+    start = time.time() - items
+    sessions = []
+    for first in range(0, items, SESSION_EVENTS):
+        events = [
+            Event(
+                id=f"e{i}",
+                author="user",
+                timestamp=start + i,
+                content=types.Content(role="user", parts=[types.Part(text=texts[i])]),
+            )
+            for i in range(first, min(items, first + SESSION_EVENTS))
+        ]
+        sessions.append(Session(id=f"s{first // SESSION_EVENTS}", app_name=APP, user_id=USER, events=events))
+    return sessions
+
+
+def _memory_column(loop: asyncio.AbstractEventLoop, service: Any, name: str) -> dict[str, Any]:
+    def search() -> int:
+        return len(loop.run_until_complete(service.search_memory(app_name=APP, user_id=USER, query=QUERY)).memories)
+
+    operation = f'search_memory ("{QUERY}", top 10)'
+    return {"store": name, "operation": operation, "call": search, "samples": [], "results": 0}
+
+
 def _api_key() -> str:
     from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 
@@ -83,9 +128,11 @@ def _api_key() -> str:
 
 def run(*, quick: bool = False) -> dict[str, Any]:
     from django.db import connection
+    from google.adk.memory import InMemoryMemoryService, SqliteMemoryService
     from langgraph.store.memory import InMemoryStore
     from langgraph.store.postgres import PostgresStore
 
+    from agentstate.integrations.adk_memory import AgentStateMemoryService
     from agentstate.integrations.langgraph_store import AgentStateStore
 
     if connection.vendor != "postgresql":
@@ -93,11 +140,13 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     scale = QUICK if quick else FULL
     key = _api_key()
     pg_url = os.environ["DATABASE_URL"].replace("postgres://", "postgresql://", 1)
+    loop = asyncio.new_event_loop()
     with (
         tempfile.TemporaryDirectory(prefix="memory-bench-") as tmp,
         agentstate_server(Path(tmp)) as (url, _),
         contextlib.ExitStack() as stack,
     ):
+        stack.callback(loop.close)
         agentstate = stack.enter_context(AgentStateStore(url, key))
         postgres = stack.enter_context(PostgresStore.from_conn_string(pg_url))
         postgres.setup()
@@ -112,10 +161,28 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             _fill(store, scale["items"])
             fill_s[name] = round(time.perf_counter() - started, 1)
         print(f"memory: {scale['items']:,} items in each store ({fill_s} s)", flush=True)
+        services = {
+            "AgentStateMemoryService (HTTP)": AgentStateMemoryService(url, key, max_results=10),
+            "SqliteMemoryService (FTS5)": SqliteMemoryService(Path(tmp) / "adk-memory.db", max_results=10),
+            "InMemoryMemoryService": InMemoryMemoryService(),
+        }
+        for name, service in services.items():
+            if hasattr(service, "close"):
+                stack.callback(loop.run_until_complete, service.close())
+            started = time.perf_counter()
+            for session in _sessions(scale["items"]):
+                loop.run_until_complete(service.add_session_to_memory(session))
+            fill_s[name] = round(time.perf_counter() - started, 1)
+        filled = {name: fill_s[name] for name in services}
+        print(f"memory: {scale['items']:,} ADK events in each memory service ({filled} s)", flush=True)
         http = stack.enter_context(httpx.Client())
         floor = {"store": "floor", "operation": "GET /livez (kept-alive)", "samples": [], "results": 0}
         floor["call"] = lambda: 0 if http.get(url + "/livez").status_code == 200 else 1
-        columns = [floor, *(column for name, store in stores.items() for column in _columns(store, name))]
+        columns = [
+            floor,
+            *(column for name, store in stores.items() for column in _columns(store, name)),
+            *(_memory_column(loop, service, name) for name, service in services.items()),
+        ]
         for rep in range(scale["reps"] + 1):  # the first round warms connections and caches
             for column in columns:
                 started = time.perf_counter_ns()
@@ -128,6 +195,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "reps": scale["reps"],
         "server": "gunicorn, 1 gthread worker, 1 thread",
         "fill_s": fill_s,
+        "not_measured": NOT_MEASURED,
         "columns": [
             {
                 "store": c["store"],

@@ -298,21 +298,26 @@ def _search(vendor: str, runs: list[dict]) -> list[Table]:
 
 @summary("memory")
 def _memory(vendor: str, runs: list[dict]) -> list[Table]:
+    def across(column: dict, field: str) -> list[float]:
+        """The column's figure in each run that measured it (runs before ADK's memory lack those)."""
+        key = (column["store"], column["operation"])
+        return [c[field] for run in runs for c in run["columns"] if (c["store"], c["operation"]) == key]
+
+    latest = runs[-1]
     rows = [
         [
             column["operation"],
             column["store"],
             str(column["results"]),
-            _spread([run["columns"][i]["median_ms"] for run in runs], "{:.2f}"),
-            _spread([run["columns"][i]["p99_ms"] for run in runs], "{:.2f}"),
+            _spread(across(column, "median_ms"), "{:.2f}"),
+            _spread(across(column, "p99_ms"), "{:.2f}"),
         ]
-        for i, column in enumerate(runs[0]["columns"])
+        for column in latest["columns"]
     ]
-    first = runs[0]
     return [
         Table(
-            f"LangGraph store calls on {vendor}, {_when(runs)}: {first['items']:,} items of one user, "
-            f"{first['reps']} reps per column interleaved, ms median [min–max].",
+            f"LangGraph store and ADK memory calls on {vendor}, {_when(runs)}: {latest['items']:,} items "
+            f"(ADK: events) of one user, {latest['reps']} reps per column interleaved, ms median [min–max].",
             ["operation", "store", "results", "median ms", "p99 ms"],
             rows,
         )

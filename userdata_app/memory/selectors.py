@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.db import connections, router
-from django.db.models import Q, QuerySet
+from django.db.models import BooleanField, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Substr
 from django.utils import timezone
 
@@ -16,6 +17,7 @@ from agentstate.search import MemoryHit, TextIndex
 from agentstate.subject_data import rows_held
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
+from userdata_app.memory import filters
 from userdata_app.memory.models import MemoryItem
 
 SEPARATOR = "."  # between a namespace's labels; LangGraph refuses it inside a label
@@ -80,49 +82,19 @@ def item_data(item: MemoryItem) -> dict[str, Any]:
     }
 
 
-# --- LangGraph's filter: the semantics of its InMemoryStore, on JSON values ----------------------
-
-ORDER_OPERATORS = {
-    "$gt": lambda a, b: a > b,
-    "$gte": lambda a, b: a >= b,
-    "$lt": lambda a, b: a < b,
-    "$lte": lambda a, b: a <= b,
-}
-OPERATORS = frozenset({"$eq", "$ne", *ORDER_OPERATORS})
-
-
-def value_matches(value: dict[str, Any], filter: dict[str, Any]) -> bool:
-    """Every key of ``filter`` matches the item's value: equal JSON, an object matched key by key,
-    or an operator object (``{"$gt": 3}``). ``$gt``, ``$gte``, ``$lt``, ``$lte`` compare numbers
-    as numbers and strings as strings (as LangGraph's PostgresStore); a value of another type does
-    not match (where LangGraph's in-memory store raises)."""
-    return all(_matches(value.get(key), wanted) for key, wanted in filter.items())
-
-
-def _matches(value: Any, wanted: Any) -> bool:
-    if isinstance(wanted, dict):
-        if any(k.startswith("$") for k in wanted):
-            return all(_operator_holds(value, op, operand) for op, operand in wanted.items())
-        return isinstance(value, dict) and all(_matches(value.get(k), v) for k, v in wanted.items())
-    if isinstance(wanted, list):
-        return (
-            isinstance(value, list)
-            and len(value) == len(wanted)
-            and all(_matches(v, w) for v, w in zip(value, wanted, strict=True))
-        )
-    return value == wanted
-
-
-def _operator_holds(value: Any, operator: str, operand: Any) -> bool:
-    if operator == "$eq":
-        return value == operand
-    if operator == "$ne":
-        return value != operand
-    if isinstance(operand, str):
-        return isinstance(value, str) and ORDER_OPERATORS[operator](value, operand)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or isinstance(operand, str):
-        return False
-    return ORDER_OPERATORS[operator](value, operand)  # int and float compare exactly, at any size
+def filtered(
+    rows: QuerySet[MemoryItem], filter: dict[str, Any] | None, *, alias: str
+) -> tuple[QuerySet[MemoryItem], dict[str, Any]]:
+    """``rows`` narrowed by LangGraph's ``filter`` in SQL, and the part of it SQL does not say
+    (``filters.filter_sql``), which ``filters.value_matches`` checks on them."""
+    if not filter:
+        return rows, {}
+    connection = connections[alias]
+    table, column = (connection.ops.quote_name(name) for name in (MemoryItem._meta.db_table, "value"))
+    compiled = filters.filter_sql(filter, vendor=connection.vendor, column=f"{table}.{column}")
+    if compiled.sql is not None:
+        rows = rows.filter(RawSQL(compiled.sql, compiled.params, output_field=BooleanField()))  # noqa: S611 (values are parameters)
+    return rows, compiled.rest
 
 
 def memory_search(
@@ -133,14 +105,17 @@ def memory_search(
     limit: int,
     offset: int,
 ) -> list[MemoryItem]:
-    """Items under the prefix, most recently updated first; a filter is evaluated here over the
-    prefix's items in that order, stopping once ``offset + limit`` matched."""
-    rows = under_prefix(live_items(tenant=tenant), namespace_prefix).order_by("-updated_at", "namespace", "key")
-    if not filter or not limit:
+    """Items under the prefix that match the filter, most recently updated first, paged by the
+    database. A part of the filter SQL does not say is checked here over the items in that order,
+    stopping once ``offset + limit`` matched."""
+    rows = under_prefix(live_items(tenant=tenant), namespace_prefix)
+    rows, rest = filtered(rows, filter, alias=router.db_for_read(MemoryItem))
+    rows = rows.order_by("-updated_at", "namespace", "key")
+    if not rest or not limit:
         return list(rows[offset : offset + limit])
     found: list[MemoryItem] = []
     for item in rows.iterator(chunk_size=500):
-        if value_matches(item.value, filter):
+        if filters.value_matches(item.value, rest):
             found.append(item)
             if len(found) == offset + limit:
                 break
@@ -170,9 +145,10 @@ def memory_text_search(
     limit: int,
     offset: int,
 ) -> list[MemoryHit]:
-    """``agentstate.search.search_memories``: the live items holding any of the query's words,
-    ranked by the index; a filter is applied here over the ranked items, stopping once ``offset +
-    limit`` matched. Reads where ``router`` sends them: the primary, as all user data."""
+    """``agentstate.search.search_memories``: the live items holding any of the query's words that
+    match the filter, ranked by the index. A part of the filter SQL does not say is checked here
+    over the ranked items, stopping once ``offset + limit`` matched. Reads where ``router`` sends
+    them: the primary, as all user data."""
     words = search.words_clean(query)
     if user_id is not None:
         user_id = clean_identifier(user_id, field="user_id")
@@ -180,7 +156,8 @@ def memory_text_search(
     rows = live_items(tenant=tenant)
     if user_id is not None:
         rows = rows.filter(user_id=user_id)
-    scope, scope_params = under_prefix(rows, namespace_prefix).values("pk").query.get_compiler(alias).as_sql()
+    rows, rest = filtered(under_prefix(rows, namespace_prefix), filter, alias=alias)
+    scope, scope_params = rows.values("pk").query.get_compiler(alias).as_sql()
     ranked = search.text_search_any(
         MEMORY_INDEX,
         connection=connections[alias],
@@ -188,20 +165,20 @@ def memory_text_search(
         scope=f"t.id IN ({scope})",
         scope_params=list(scope_params),
         newest="t.updated_at",
-        **({} if filter else {"limit": limit, "offset": offset}),
+        **({} if rest else {"limit": limit, "offset": offset}),
     )
     found: list[MemoryHit] = []
-    wanted = limit if not filter else offset + limit
+    wanted = limit if not rest else offset + limit
     for start in range(0, len(ranked), _LOAD_CHUNK):
         chunk = ranked[start : start + _LOAD_CHUNK]
         items = MemoryItem.objects.using(alias).in_bulk([pk for pk, _ in chunk])
         for pk, score in chunk:
             item = items.get(pk)  # gone since the ranking read it: skipped
-            if item is not None and (not filter or value_matches(item.value, filter)):
+            if item is not None and (not rest or filters.value_matches(item.value, rest)):
                 found.append(MemoryHit(item=item, score=score))
         if len(found) >= wanted:
             break
-    return found[offset:wanted] if filter else found[:limit]
+    return found[offset:wanted] if rest else found[:limit]
 
 
 def _namespace_matches(labels: tuple[str, ...], path: list[str], *, suffix: bool) -> bool:

@@ -30,7 +30,7 @@ from agentstate.subject_data import rows_held
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
-from userdata_app.memory import selectors
+from userdata_app.memory import filters, selectors
 from userdata_app.memory.models import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, MemoryItem
 
 MAX_OPS = 1000
@@ -104,11 +104,11 @@ def _filter(value: Any, *, field: str) -> dict[str, Any] | None:
     def check(wanted: Any) -> None:
         if isinstance(wanted, dict) and any(name.startswith("$") for name in wanted):
             for name, operand in wanted.items():  # an operator object: operators only
-                if name not in selectors.OPERATORS:
+                if name not in filters.OPERATORS:
                     raise InvalidInput.for_field(
-                        field, f"unknown operator {name!r}: use one of {', '.join(sorted(selectors.OPERATORS))}."
+                        field, f"unknown operator {name!r}: use one of {', '.join(sorted(filters.OPERATORS))}."
                     )
-                ordered = name in selectors.ORDER_OPERATORS
+                ordered = name in filters.ORDER_OPERATORS
                 if ordered and (isinstance(operand, bool) or not isinstance(operand, (int, float, str))):
                     raise InvalidInput.for_field(field, f"{name} compares with a number or a string.")
         elif isinstance(wanted, dict):
