@@ -274,7 +274,8 @@ def records_import(
 ) -> ImportSummary:
     """Write the records into ``tenant``: a session's block in one transaction, other rows in
     chunks; a person ``refused`` names (erased) is skipped and reported once. A bad record stops
-    the import with its line; what committed before it stays, and a re-run skips it."""
+    the import with its line, its block or chunk rolled back; what committed before it stays, and
+    a re-run once the file is mended skips that."""
     summary = ImportSummary()
     known, roots = _by_record(), _roots()
     members = {m.model: name for root in roots for m, name in _members(root)}

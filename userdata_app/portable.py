@@ -19,6 +19,7 @@ from django.db import transaction
 from agentstate import portable
 from agentstate.portable import ImportSummary, PortableError
 from agentstate.tenancy.models import Tenant
+from agentstate.tenancy.services import tenant_get_or_create
 from userdata_app.erasure.reapply import erased_subjects_export, erased_subjects_import
 from userdata_app.erasure.registry import subject_ever_erased, subject_hash
 
@@ -79,11 +80,10 @@ def tenant_import(
         number, record = stream.take()
         entries.append({"line": number, **record})
     with transaction.atomic():
-        tenant = Tenant.objects.filter(slug=tenant_slug).first()
-        if tenant is None:
-            tenant = Tenant(slug=tenant_slug, name=head.get("tenant_name") or tenant_slug)
-            if not dry_run:
-                tenant.save()
+        if dry_run:
+            tenant = Tenant.objects.filter(slug=tenant_slug).first() or Tenant(slug=tenant_slug)
+        else:
+            tenant = tenant_get_or_create(slug=tenant_slug)
         registered = 0 if dry_run else _registry_import(entries)
     source_slug = head["tenant"]
 

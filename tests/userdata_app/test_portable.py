@@ -164,6 +164,13 @@ def test_bad_input_names_its_line(filled, tmp_path, damage, message):
         imported(path)
 
 
+def test_a_bad_tenant_slug_is_refused(filled, tmp_path):
+    path = tmp_path / "acme.jsonl"
+    path.write_bytes(exported())
+    with pytest.raises(CommandError, match="--tenant 'Not a slug'"):
+        imported(path, slug="Not a slug")
+
+
 def test_a_session_block_cut_by_a_bad_record_is_not_half_written(filled, tmp_path):
     lines = exported().decode().splitlines(keepends=True)
     message = next(i for i, line in enumerate(lines) if '"record":"message"' in line)

@@ -6,6 +6,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from agentstate.db_waits import JobCommand
+from agentstate.exceptions import InvalidInput
 from agentstate.portable import ImportSummary, PortableError
 from userdata_app.portable import KeyRingMismatch, tenant_import
 
@@ -39,6 +40,8 @@ class Command(JobCommand):
             ) from None
         except KeyRingMismatch as exc:
             raise CommandError(str(exc)) from None
+        except InvalidInput:
+            raise CommandError(f"--tenant {tenant!r}: use lower-case letters, digits, '-' and '_' only.") from None
         except UnicodeDecodeError as exc:
             raise CommandError(f"{file}: not UTF-8 text ({exc.reason}).") from None
         finally:
