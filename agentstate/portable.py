@@ -236,6 +236,16 @@ def _decode(
     A dry run does not look up the sessions a row names: it wrote none."""
     spec = _spec(d)
     values = spec.decode(dict(record)) if spec.decode else dict(record)
+    try:
+        return _checked(d, values, number, tenant=tenant, dry_run=dry_run)
+    except BaseException:
+        if spec.discard is not None:
+            spec.discard(values)
+        raise
+
+
+def _checked(d: SubjectData, values: dict[str, Any], number: int, *, tenant: Tenant, dry_run: bool) -> dict[str, Any]:
+    spec = _spec(d)
     columns = {f.name: f for f in _columns(d)}
     given = set(values) - {"category", "record"}
     if given != set(columns):
@@ -298,9 +308,15 @@ def records_import(
                 if ahead_d.model in roots or ahead_d.model in members or ahead_d.via:
                     break
                 chunk.append((*stream.take(), ahead_d))
-            with transaction.atomic():
-                for number, record, d in chunk:
-                    _row_import(tenant, d, number, record, refused, summary, dry_run)
+            stored: list[Callable[[], None]] = []  # what to undo outside the database if it rolls back
+            try:
+                with transaction.atomic():
+                    for number, record, d in chunk:
+                        _row_import(tenant, d, number, record, refused, summary, dry_run, stored)
+            except BaseException:
+                for discard in stored:
+                    discard()
+                raise
         on_unit(summary)
     return summary
 
@@ -412,6 +428,7 @@ def _row_import(
     refused: Callable[[str], bool],
     summary: ImportSummary,
     dry_run: bool,
+    stored: list[Callable[[], None]],
 ) -> None:
     summary.records += 1
     if not isinstance(record.get("user_id"), str):
@@ -428,10 +445,14 @@ def _row_import(
         summary.rows_created += 1
         return
     fields = _decode(d, record, number, tenant=tenant)
+    discard = _spec(d).discard
+    undo = (lambda: discard(fields)) if discard is not None else (lambda: None)
     try:
         subject_write_check(tenant=tenant, user_id=fields["user_id"], category=d.kind)
     except SubjectErased:
+        undo()
         summary.refused_users.append(fields["user_id"])
         return
+    stored.append(undo)  # the chunk may still roll back
     d.model._default_manager.create(tenant=tenant, **fields)
     summary.rows_created += 1

@@ -63,8 +63,9 @@ class Portable:
     for a session's rows); ``key`` the columns that find a row that carries its person again in a
     tenant (an import skips what is held). ``refs`` names integer columns that hold a declared
     root's primary key (written as the root's ``key``). ``encode`` and ``decode`` adjust a row's
-    fields (an artifact's bytes in place of its storage name); ``read`` and ``write`` replace the
-    table for data kept outside it (working state), given the row it hangs off."""
+    fields (an artifact's bytes in place of its storage name), and ``discard`` undoes what a
+    ``decode`` stored outside the database when its row is not written; ``read`` and ``write``
+    replace the table for data kept outside it (working state), given the row it hangs off."""
 
     record: str
     order: tuple[str, ...] = ("id",)
@@ -72,6 +73,7 @@ class Portable:
     refs: dict[str, str] = dataclass_field(default_factory=dict)
     encode: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
     decode: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    discard: Callable[[dict[str, Any]], None] | None = None
     read: Callable[[Any], Iterable[dict[str, Any]]] | None = None
     write: Callable[[Any, dict[str, Any]], None] | None = None
 

@@ -203,3 +203,26 @@ def test_a_subject_export_reads_back_as_that_person(filled, tmp_path):
 
 def test_the_format_module_names_its_version():
     assert (portable.FORMAT, portable.VERSION) == ("agentstate-portable", 1)
+
+
+def test_an_artifact_whose_chunk_rolls_back_leaves_no_file(filled, tmp_path):
+    from django.core.files.storage import storages
+
+    from userdata_app.artifacts.models import Artifact
+
+    lines = exported().decode().splitlines(keepends=True)
+    artifact = next(i for i, line in enumerate(lines) if '"record":"artifact"' in line)
+    # A bad record after the artifact, in its chunk: the chunk rolls back, the stored file with it.
+    lines.insert(
+        artifact + 1,
+        lines[artifact].replace('"version":', '"revision":').replace('"user_id":"alice"', '"user_id":"zed"'),
+    )
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    empty_database()
+    storage = storages["artifacts"]
+    before = set(storage.listdir("")[1])
+    with pytest.raises(CommandError, match=f"line {artifact + 2}: artifact: field 'version' missing"):
+        imported(path)
+    assert not Artifact.objects.exists()
+    assert set(storage.listdir("")[1]) == before

@@ -245,3 +245,9 @@ def artifact_portable_decode(record: dict[str, Any]) -> dict[str, Any]:
     data = record.pop("data", None)
     record["content"] = _store(base64.b64decode(data, validate=True)) if data is not None else ""
     return record
+
+
+def artifact_portable_discard(record: dict[str, Any]) -> None:
+    """The file of an imported artifact whose row was not written (a bad record, a rollback)."""
+    if record.get("content"):
+        _discard(record["content"])

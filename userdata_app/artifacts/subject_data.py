@@ -6,7 +6,11 @@ from agentstate.subject_data import Export, Portable, SubjectData, register, reg
 from agentstate.subjects import USER_DATA
 from userdata_app.artifacts.models import Artifact
 from userdata_app.artifacts.selectors import subject_artifacts_export
-from userdata_app.artifacts.services import artifact_portable_decode, artifact_portable_encode
+from userdata_app.artifacts.services import (
+    artifact_portable_decode,
+    artifact_portable_discard,
+    artifact_portable_encode,
+)
 
 CATEGORY = "artifacts"
 SCOPE = ("user_id", "app_name", "session_id", "filename", "version")
@@ -29,6 +33,7 @@ def declare() -> None:
                 key=SCOPE,
                 encode=artifact_portable_encode,
                 decode=artifact_portable_decode,
+                discard=artifact_portable_discard,
             ),
             retention="a session's artifacts go with their ADK session (deleted by delete_ended_after_days); "
             "user: artifacts are the person's user data, kept until erased",
