@@ -18,13 +18,16 @@ from django.db import transaction
 
 from agentstate import portable
 from agentstate.portable import ImportSummary, PortableError
+from agentstate.subject_data import declared
 from agentstate.tenancy.models import Tenant
 from agentstate.tenancy.services import tenant_get_or_create
+from userdata_app.access_log.recorder import subjects_exported
 from userdata_app.erasure.reapply import erased_subjects_export, erased_subjects_import
 from userdata_app.erasure.registry import subject_ever_erased, subject_hash
 
 REGISTRY = "erased_subjects"  # the registry's records: a category of the file, not of the map
 _KEY_RING_LABEL = b"agentstate portable format: receipt key ring"
+LOGGED_PER_TRANSACTION = 1000  # access-log entries appended under one lock of the tenant's chain
 
 
 class KeyRingMismatch(Exception):
@@ -48,6 +51,27 @@ def tenant_export_lines(*, tenant: Tenant) -> Iterator[str]:
         yield portable.line_of({"category": REGISTRY, "record": "erased_subject", **entry})
     for record in portable.records(tenant=tenant):
         yield portable.line_of(record)
+
+
+def tenant_export_logged(*, tenant: Tenant, actor: str) -> int:
+    """A tenant export reads every person's data: the access log gets one entry per person in it,
+    as a subject export's (written before the export, as ``export_user``'s). How many people."""
+    people = sorted(
+        {
+            user_id
+            for d in declared()
+            if not d.via
+            for user_id in d.model._default_manager.filter(tenant=tenant)
+            .values_list("user_id", flat=True)
+            .distinct()
+            .order_by()
+            .iterator()
+        }
+    )
+    for start in range(0, len(people), LOGGED_PER_TRANSACTION):
+        batch = people[start : start + LOGGED_PER_TRANSACTION]
+        subjects_exported(actor=actor, subjects=[(tenant, user_id) for user_id in batch], model="", pks=[])
+    return len(people)
 
 
 def subject_export_lines(*, tenant: Tenant, user_id: str) -> Iterator[str]:

@@ -104,6 +104,15 @@ def test_a_tenant_round_trips_to_the_same_bytes(filled, tmp_path):
     assert exported() == first
 
 
+def test_a_tenant_export_is_in_the_access_log_once_per_person(filled):
+    from userdata_app.access_log.selectors import subject_accesses
+
+    exported()
+    for user_id in PEOPLE:
+        [entry] = subject_accesses(tenant_slug="acme", user_id=user_id).filter(action="export")
+        assert entry.actor == "manage.py"
+
+
 def test_a_dry_run_writes_nothing(filled, tmp_path):
     path = tmp_path / "acme.jsonl"
     path.write_bytes(exported())

@@ -7,7 +7,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from agentstate.db_waits import JobCommand
 from agentstate.tenancy.models import Tenant
-from userdata_app.portable import tenant_export_lines
+from userdata_app.portable import tenant_export_lines, tenant_export_logged
 
 
 class Command(JobCommand):
@@ -21,6 +21,7 @@ class Command(JobCommand):
         found = Tenant.objects.filter(slug=tenant).first()
         if found is None:
             raise CommandError(f"No tenant with slug {tenant!r}.")
+        tenant_export_logged(tenant=found, actor="manage.py")
         lines = tenant_export_lines(tenant=found)  # written as read: a tenant never sits whole in memory
         if output == "-":
             for line in lines:
