@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,29 @@ class ExportedWith:
 
 
 @dataclass(frozen=True)
+class Portable:
+    """How the rows travel in the portable format (``agentstate.portable``, docs/PORTABLE_FORMAT.md).
+
+    ``record`` names the row's type in the file; ``order`` is its stable order (within its session
+    for a session's rows); ``key`` the columns that find a row that carries its person again in a
+    tenant (an import skips what is held). ``refs`` names integer columns that hold a declared
+    root's primary key (written as the root's ``key``). ``encode`` and ``decode`` adjust a row's
+    fields (an artifact's bytes in place of its storage name), and ``discard`` undoes what a
+    ``decode`` stored outside the database when its row is not written; ``read`` and ``write``
+    replace the table for data kept outside it (working state), given the row it hangs off."""
+
+    record: str
+    order: tuple[str, ...] = ("id",)
+    key: tuple[str, ...] = ()
+    refs: dict[str, str] = dataclass_field(default_factory=dict)
+    encode: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
+    decode: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    discard: Callable[[dict[str, Any]], None] | None = None
+    read: Callable[[Any], Iterable[dict[str, Any]]] | None = None
+    write: Callable[[Any, dict[str, Any]], None] | None = None
+
+
+@dataclass(frozen=True)
 class SubjectData:
     """One model that holds a person's data.
 
@@ -69,7 +93,8 @@ class SubjectData:
     deletion (``sessions_app``'s ``AgesWithMessages``, or the rule's name), or why none does.
     ``text_index`` is the full-text index the database keeps of the rows (``agentstate.search``):
     its entries go with the rows, in their transaction; the storage clean-up after an erasure
-    compacts it, so that no erased word stays in its pages.
+    compacts it, so that no erased word stays in its pages. ``portable`` says how the rows travel
+    in the portable format.
     """
 
     model: type[models.Model]
@@ -84,6 +109,7 @@ class SubjectData:
     count_roots: Callable[[list[Any]], int] | None = None
     erase_roots: Callable[[list[Any]], int] | None = None
     text_index: TextIndex | None = None
+    portable: Portable | None = None
 
     @property
     def root(self) -> type[models.Model]:
@@ -307,6 +333,10 @@ def incomplete() -> list[str]:
         name = d.model._meta.label
         if d.export is None:
             problems.append(f"{name} declares no export.")
+        if d.portable is None:
+            problems.append(f"{name} declares no portable record (docs/PORTABLE_FORMAT.md).")
+        elif d.portable.key and d.via:
+            problems.append(f"{name} hangs off a session: its portable record is found by its session, not a key.")
         elif isinstance(d.export, ExportedWith) and d.export.key not in exported:
             problems.append(f"{name} is exported with {d.export.key!r}, which no declaration exports.")
         if d.via and d.root not in _declared:

@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 
 from agentstate import streaming
-from agentstate.subject_data import Export, ExportedWith, SubjectData, declared, register
+from agentstate.subject_data import Export, ExportedWith, Portable, SubjectData, declared, register
 from agentstate.subjects import PROCESS_STATE
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
@@ -82,6 +82,15 @@ def _working_state_erase(session_pks: list[int]) -> int:
     return count
 
 
+def _working_state_read(session: Session) -> list[dict[str, Any]]:
+    state = working_state_get(session=session)
+    return [{"state": state}] if state else []
+
+
+def _working_state_write(session: Session, record: dict[str, Any]) -> None:
+    working_state.get_store().replace(session.pk, record["state"])
+
+
 def declare() -> None:
     """Register the core's process state (called from ``SessionsAppConfig.ready``)."""
     register(
@@ -92,6 +101,12 @@ def declare() -> None:
             existed="created_at",
             retention="delete_ended_after_days",  # and end_idle_after_days ends it
             export=Export(SESSIONS, lambda *, tenant, user_id: subject_sessions_export(tenant=tenant, user_id=user_id)),
+            # Created first, then forked: a fork's parent comes before it.
+            portable=Portable(
+                "session",
+                order=("created_at", "user_id", "app_name", "session_id"),
+                key=("user_id", "app_name", "session_id"),
+            ),
         ),
         process_state(
             Message,
@@ -99,6 +114,7 @@ def declare() -> None:
             SessionPart("messages", message_as_dict, order=("seq",), large=("content", "metadata", "usage")),
             retention=AgesWithMessages(counted_by="message_count"),
             text_index=MESSAGE_INDEX,
+            portable=Portable("message", order=("seq",)),
         ),
         # A pop keeps a copy of what it removed for its retries (services/history.py): that is theirs too.
         process_state(
@@ -114,6 +130,7 @@ def declare() -> None:
             # A copy goes with the messages of its age; one kept before that column, or of a pop
             # that found nothing, ages from the pop's own time. Not history: nobody reads it there.
             retention=AgesWithMessages(age=Coalesce("message_created_at", "created_at"), in_history=False),
+            portable=Portable("message_pop", order=("key",)),
         ),
         process_state(
             Round,
@@ -130,6 +147,7 @@ def declare() -> None:
                 large=("state",),
             ),
             retention="keep_latest_rounds",
+            portable=Portable("round", order=("round_id",)),
         ),
         process_state(
             Checkpoint,
@@ -140,6 +158,7 @@ def declare() -> None:
                 large=("state",),
             ),
             retention="labelled state an agent chose to keep: lives as long as its session",
+            portable=Portable("checkpoint"),
         ),
         process_state(
             AgentTransition,
@@ -156,6 +175,7 @@ def declare() -> None:
                 large=("metadata",),
             ),
             retention="hand-offs between agents: live as long as their session",
+            portable=Portable("transition"),
         ),
         # Token counts of a person's turns: no content, but what one person used (billing, abuse)
         # is theirs, so it is erased and exported with their sessions.
@@ -170,6 +190,7 @@ def declare() -> None:
             ),
             label="model usage per turn",
             retention="token counts of the turns kept: go with their turn or session",
+            portable=Portable("run_usage", order=("turn",)),
         ),
         process_state(
             WorkingStateEntry,
@@ -178,6 +199,9 @@ def declare() -> None:
             count_roots=lambda session_pks: working_state.get_store().count_many(session_pks),
             erase_roots=_working_state_erase,
             retention="discarded when its session ends, the idle rule's end included",
+            # Kept by the store (the database or Redis), not read from the table: a live session's
+            # state, without its expiry (a new TTL starts when it is written back).
+            portable=Portable("working_state", read=_working_state_read, write=_working_state_write),
         ),
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentstate.subject_data import Export, SubjectData, register, register_not_personal
+from agentstate.subject_data import Export, Portable, SubjectData, register, register_not_personal
 from agentstate.subjects import USER_DATA
 from userdata_app.models import UserDatum
 from userdata_app.selectors import subject_user_data_export
@@ -18,6 +18,7 @@ def declare() -> None:
             # A key set again since an erasure holds only the new value: re-applying it keeps it.
             existed="updated_at",
             export=Export("user_data", subject_user_data_export),
+            portable=Portable("user_datum", order=("user_id", "key"), key=("user_id", "key")),
         ),
     )
     register_not_personal(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from agentstate.subject_data import register
+from agentstate.subject_data import Portable, register
 from sessions_app.adk.models import AdkEvent
 from sessions_app.selectors import iso
 from sessions_app.services.retention import AgesWithMessages
@@ -24,6 +24,7 @@ def declare() -> None:
             SessionPart("adk_events", event_exported, order=("seq",), large=("data",)),
             label="ADK events",
             retention=AgesWithMessages(),
+            portable=Portable("adk_event", order=("seq",)),
         ),
     )
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.db.models.functions import Length
 
-from agentstate.subject_data import register
+from agentstate.subject_data import Portable, register
 from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from sessions_app.langgraph.services import FRAMEWORK
 from sessions_app.selectors import iso
@@ -58,6 +58,7 @@ def declare() -> None:
             SessionPart("thread_id", lambda t: t.thread_id, order=(), large=("thread_id",), group=FRAMEWORK, one=True),
             label="LangGraph threads",
             retention="the thread's id: lives as long as its session",
+            portable=Portable("langgraph_thread", order=("pk",)),
         ),
         process_state(
             LangGraphCheckpoint,
@@ -72,6 +73,7 @@ def declare() -> None:
             ),
             label="LangGraph checkpoints",
             retention="keep_latest_checkpoints",
+            portable=Portable("langgraph_checkpoint", order=("checkpoint_ns", "checkpoint_id")),
         ),
         process_state(
             LangGraphWrite,
@@ -86,5 +88,6 @@ def declare() -> None:
             ),
             label="LangGraph writes",
             retention="keep_latest_checkpoints",  # a checkpoint's pending writes go with it
+            portable=Portable("langgraph_write", order=("checkpoint_ns", "checkpoint_id", "task_id", "idx")),
         ),
     )

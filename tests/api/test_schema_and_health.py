@@ -37,6 +37,8 @@ def test_every_api_route_and_method_is_in_the_schema(schema):
 
 # A download answers the bytes as they were saved, in their own content type (an artifact's).
 DOWNLOAD = {"*/*": {"schema": {"type": "string", "format": "binary"}}}
+# The portable format's export: JSON Lines (docs/PORTABLE_FORMAT.md), one JSON object per line.
+JSON_LINES = {"application/jsonl": {"schema": {"type": "string"}}}
 
 
 def test_every_operation_has_shapes_and_the_error_shape(schema):
@@ -47,7 +49,7 @@ def test_every_operation_has_shapes_and_the_error_shape(schema):
             success = [code for code in responses if code.startswith("2")]
             assert success, (method, path)
             for code in success:
-                if code != "204" and responses[code]["content"] != DOWNLOAD:
+                if code != "204" and responses[code]["content"] not in (DOWNLOAD, JSON_LINES):
                     assert "application/json" in responses[code]["content"], (method, path, code)
             if method in ("post", "put", "patch") and not path.endswith("/end/"):
                 assert "requestBody" in operation, (method, path)

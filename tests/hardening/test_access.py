@@ -60,7 +60,10 @@ COMPLIANCE_ROUTES = [
     for method in pattern.callback.view_class.http_method_names
     if method not in ("head", "options") and hasattr(pattern.callback.view_class, method)
 ]
-COMPLIANCE_PATHS = {"compliance-subject-export": "/api/v1/compliance/users/u1/export/"}
+COMPLIANCE_PATHS = {
+    "compliance-subject-export": "/api/v1/compliance/users/u1/export/",
+    "compliance-subject-export-portable": "/api/v1/compliance/users/u1/export/portable/",
+}
 
 
 def test_every_compliance_route_is_in_this_table():

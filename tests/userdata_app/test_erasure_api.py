@@ -86,3 +86,15 @@ def test_the_export_is_streamed_and_reads_large_rows_a_few_at_a_time(tenant, set
         batched = json.loads(streamed(response))
     assert batched["subjects"] == whole["subjects"]
     assert sum('"sessions_app_message"."id" IN (' in q["sql"] for q in queries.captured_queries) == 12  # one a message
+
+
+def test_the_export_comes_in_the_portable_format_too(data, tenant, other_tenant):
+    response = client_for(tenant, "compliance").get(EXPORT + "portable/")
+    assert response.status_code == 200 and response["Content-Type"].startswith("application/jsonl")
+    header, *records = (json.loads(line) for line in streamed(response).decode().splitlines())
+    assert header["format"] == "agentstate-portable" and (header["tenant"], header["user_id"]) == ("acme", "alice")
+    sessions = [r for r in records if r["record"] == "session"]
+    assert [r["user_id"] for r in sessions] == ["alice"]
+    assert sum(r["record"] == "message" for r in records) == 3
+    assert sum(r["record"] == "user_datum" for r in records) == 2
+    assert client_for(tenant, "agent").get(EXPORT + "portable/").status_code == 403

@@ -77,6 +77,16 @@ def test_export_user_writes_one_json_document(alice, tmp_path):
     assert len(document["subjects"][0]["sessions"][0]["messages"]) == 2
 
 
+def test_export_user_writes_the_portable_format_for_one_person(alice, tmp_path):
+    target = tmp_path / "alice.jsonl"
+    call_command("export_user", "--subject", "acme:alice", "--portable", "--output", str(target), stderr=None)
+    header, *records = (json.loads(line) for line in target.read_text().splitlines())
+    assert (header["scope"], header["tenant"], header["user_id"]) == ("subject", "acme", "alice")
+    assert sum(r["record"] == "message" for r in records) == 2
+    with pytest.raises(CommandError, match="one --subject"):
+        run("export_user", "--subject", "acme:alice", "--subject", "globex:alice", "--portable")
+
+
 def test_reapply_after_restoring_an_older_backup_with_a_saved_registry(alice, tmp_path):
     run("erase_user", "--subject", "acme:alice", "--scope", "everything", "--yes")
     saved = tmp_path / "registry.json"

@@ -12,6 +12,7 @@ from drf_spectacular.utils import extend_schema
 from agentstate import streaming
 from agentstate.api.permissions import HasComplianceScope
 from agentstate.api.views import TenantAPIView, TenantRequest
+from userdata_app.portable import subject_export_lines
 from userdata_app.selectors import subject_export_lazy
 
 
@@ -32,6 +33,29 @@ class SubjectExportView(TenantAPIView):
         return streaming.json_response(subject_export_lazy(subjects=[(request.tenant, user_id)]))
 
 
+class SubjectPortableExportView(SubjectExportView):
+    @extend_schema(
+        summary="Everything held about a user of this tenant, in the portable format (JSON Lines)",
+        description=(
+            "The same data as the JSON export, as the portable format's records (docs/PORTABLE_FORMAT.md): a "
+            "header line, then one record per line with its category, each row whole (LangGraph's checkpoints "
+            "as the serializer's bytes, artifacts' bytes in base64), in a stable order. The machine-readable "
+            "half of a subject access request; `manage.py import_tenant` reads it back. Streamed."
+        ),
+        responses={(200, "application/jsonl"): OpenApiTypes.STR},
+    )
+    def get(self, request: TenantRequest, user_id: str) -> StreamingHttpResponse:
+        return StreamingHttpResponse(
+            streaming.joined(subject_export_lines(tenant=request.tenant, user_id=user_id)),
+            content_type="application/jsonl; charset=utf-8",
+        )
+
+
 urlpatterns = [
     re_path(r"^users/(?P<user_id>[^/]+)/export/?$", SubjectExportView.as_view(), name="compliance-subject-export"),
+    re_path(
+        r"^users/(?P<user_id>[^/]+)/export/portable/?$",
+        SubjectPortableExportView.as_view(),
+        name="compliance-subject-export-portable",
+    ),
 ]

@@ -229,3 +229,25 @@ def artifact_files_owed_remove(*, batch_size: int = 1000) -> tuple[int, int]:
             return removed, ArtifactFileOwed.objects.count()
         after = batch[-1][0]
         removed += artifact_files_remove([content for _, content in batch])
+
+
+def artifact_portable_encode(artifact: Artifact, record: dict[str, Any]) -> dict[str, Any]:
+    """An artifact's portable record carries its bytes (base64; none for a ``file_data`` link),
+    not the storage's random name of them."""
+    del record["content"]
+    stored = artifact.content and selectors.artifact_content(artifact)
+    record["data"] = base64.b64encode(stored).decode() if stored else None
+    return record
+
+
+def artifact_portable_decode(record: dict[str, Any]) -> dict[str, Any]:
+    """The bytes of an imported artifact stored under a fresh name, as a save stores them."""
+    data = record.pop("data", None)
+    record["content"] = _store(base64.b64decode(data, validate=True)) if data is not None else ""
+    return record
+
+
+def artifact_portable_discard(record: dict[str, Any]) -> None:
+    """The file of an imported artifact whose row was not written (a bad record, a rollback)."""
+    if record.get("content"):
+        _discard(record["content"])

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from agentstate.subject_data import Export, SubjectData, register, register_not_personal
+from agentstate.subject_data import Export, Portable, SubjectData, register, register_not_personal
 from agentstate.subjects import USER_DATA
 from userdata_app.artifacts.models import Artifact
 from userdata_app.artifacts.selectors import subject_artifacts_export
+from userdata_app.artifacts.services import (
+    artifact_portable_decode,
+    artifact_portable_discard,
+    artifact_portable_encode,
+)
 
 CATEGORY = "artifacts"
+SCOPE = ("user_id", "app_name", "session_id", "filename", "version")
 
 
 def declare() -> None:
@@ -20,6 +26,15 @@ def declare() -> None:
             # A version saved since an erasure is the person's new data: re-applying it keeps it.
             existed="created_at",
             export=Export(CATEGORY, subject_artifacts_export),
+            # The bytes travel (base64), not the storage's random name.
+            portable=Portable(
+                "artifact",
+                order=SCOPE,
+                key=SCOPE,
+                encode=artifact_portable_encode,
+                decode=artifact_portable_decode,
+                discard=artifact_portable_discard,
+            ),
             retention="a session's artifacts go with their ADK session (deleted by delete_ended_after_days); "
             "user: artifacts are the person's user data, kept until erased",
         ),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentstate.subject_data import Export, SubjectData, register
+from agentstate.subject_data import Export, Portable, SubjectData, register
 from agentstate.subjects import USER_DATA
 from userdata_app.memory.models import MemoryItem
 from userdata_app.memory.selectors import MEMORY_INDEX, subject_memory_export
@@ -21,5 +21,6 @@ def declare() -> None:
             existed="updated_at",
             export=Export(CATEGORY, subject_memory_export),
             text_index=MEMORY_INDEX,
+            portable=Portable("memory", order=("namespace", "key"), key=("namespace", "key")),
         ),
     )

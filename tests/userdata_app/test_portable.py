@@ -1,0 +1,237 @@
+"""The portable format (issue 31, docs/PORTABLE_FORMAT.md): a tenant written by ``export_tenant``
+and read back by ``import_tenant`` into an empty database gives the same bytes; the registry
+travels and keeps erased people out; another receipt key ring is refused; a re-run imports nothing
+twice; bad lines are named."""
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from agentstate import portable, subject_data
+from agentstate.tenancy.models import Tenant
+from sessions_app.models import Session
+from tests.subjects import held
+from tests.userdata_app.test_erasure_residue import markers_of, store_everything
+from userdata_app.erasure.registry import grace_until, subject_hash
+from userdata_app.models import ErasedSubject
+from userdata_app.portable import receipt_key_ring_fingerprint
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PEOPLE = ("alice", "bob\u2003")
+
+
+def exported(slug: str = "acme") -> bytes:
+    out = io.StringIO()
+    call_command("export_tenant", tenant=slug, stdout=out)
+    return out.getvalue().encode()
+
+
+def imported(path, slug: str = "acme", **options) -> str:
+    out = io.StringIO()
+    call_command("import_tenant", str(path), tenant=slug, stdout=out, stderr=out, **options)
+    return out.getvalue()
+
+
+def register_erased(slug: str, user_id: str) -> None:
+    key_id, digest = subject_hash(tenant_slug=slug, user_id=user_id)
+    from django.utils import timezone
+
+    now = timezone.now()
+    ErasedSubject.objects.create(
+        subject_hash=digest, key_id=key_id, scope="everything", erased_at=now, grace_until=grace_until(erased_at=now)
+    )
+
+
+def empty_database() -> None:
+    """What a new deployment holds: no tenant, no registry."""
+    Tenant.objects.all().delete()
+    ErasedSubject.objects.all().delete()
+
+
+@pytest.fixture
+def filled(api, tenant):
+    """Two people with data in every declared category, a fork, and a registry entry of someone else."""
+    for person, user_id in enumerate(PEOPLE):
+        store_everything(api, user_id, markers_of(person))
+    response = api.post("/api/v1/users/alice/sessions/s1/fork/", {"new_session_id": "s1-fork"}, format="json")
+    assert response.status_code == 201, response.content
+    register_erased("acme", "carol")
+    return tenant
+
+
+def test_every_declared_category_has_a_portable_record(monkeypatch):
+    assert {d.category for d in subject_data.declared() if d.portable} == set(subject_data.categories())
+    declaration = subject_data.declaration_of(Session)
+    monkeypatch.setitem(
+        subject_data._declared, Session, subject_data.SubjectData(**{**declaration.__dict__, "portable": None})
+    )
+    assert subject_data.incomplete() == ["sessions_app.Session declares no portable record (docs/PORTABLE_FORMAT.md)."]
+
+
+def test_a_tenant_round_trips_to_the_same_bytes(filled, tmp_path):
+    before = {user_id: held(tenant=filled, user_id=user_id) for user_id in PEOPLE}
+    assert all(before["alice"].values()), before  # every category has data to carry
+    first = exported()
+    lines = first.decode().splitlines()
+    assert json.loads(lines[0]) == {
+        "format": "agentstate-portable",
+        "version": 1,
+        "scope": "tenant",
+        "tenant": "acme",
+        "receipt_keys": receipt_key_ring_fingerprint(),
+    }
+    records = [json.loads(line) for line in lines[1:]]
+    assert {r["category"] for r in records} == {*subject_data.categories(), "erased_subjects"}
+    assert exported() == first  # deterministic
+    path = tmp_path / "acme.jsonl"
+    path.write_bytes(first)
+
+    empty_database()
+    summary = imported(path)
+    assert "imported 9 sessions (0 held already" in summary, summary
+    tenant = Tenant.objects.get(slug="acme")
+    assert {user_id: held(tenant=tenant, user_id=user_id) for user_id in PEOPLE} == before
+    assert exported() == first
+    fork = Session.objects.get(tenant=tenant, session_id="s1-fork")
+    assert fork.parent.session_id == "s1"
+
+    again = imported(path)  # idempotent: a re-run finds everything held
+    assert "imported 0 sessions (9 held already" in again and ", 0 rows (" in again, again
+    assert exported() == first
+
+
+def test_a_tenant_export_is_in_the_access_log_once_per_person(filled):
+    from userdata_app.access_log.selectors import subject_accesses
+
+    exported()
+    for user_id in PEOPLE:
+        [entry] = subject_accesses(tenant_slug="acme", user_id=user_id).filter(action="export")
+        assert entry.actor == "manage.py"
+
+
+def test_a_dry_run_writes_nothing(filled, tmp_path):
+    path = tmp_path / "acme.jsonl"
+    path.write_bytes(exported())
+    empty_database()
+    assert "would import 9 sessions" in imported(path, dry_run=True)
+    assert not Tenant.objects.exists() and not ErasedSubject.objects.exists()
+
+
+def test_an_erased_person_is_never_recreated(filled, tmp_path):
+    path = tmp_path / "acme.jsonl"
+    path.write_bytes(exported())
+    empty_database()
+    register_erased("acme", "alice")  # erased in the target
+    out = imported(path)
+    assert "Refused user 'alice'" in out
+    tenant = Tenant.objects.get(slug="acme")
+    assert not any(held(tenant=tenant, user_id="alice").values())
+    assert all(held(tenant=tenant, user_id="bob\u2003").values())
+
+
+def test_the_registry_in_the_file_refuses_the_person_it_holds(filled, tmp_path):
+    register_erased("acme", "bob\u2003")  # erased after the data was written: the file carries both
+    path = tmp_path / "acme.jsonl"
+    path.write_bytes(exported())
+    empty_database()
+    out = imported(path, slug="acme-copy")  # under another slug: the file's tenant is matched too
+    assert "Refused user 'bob\\u2003'" in out or "Refused user 'bob\u2003'" in out, out
+    tenant = Tenant.objects.get(slug="acme-copy")
+    assert not any(held(tenant=tenant, user_id="bob\u2003").values())
+    assert all(held(tenant=tenant, user_id="alice").values())
+
+
+def test_another_receipt_key_ring_is_refused_before_anything_is_written(filled, tmp_path, settings):
+    path = tmp_path / "acme.jsonl"
+    path.write_bytes(exported())
+    empty_database()
+    settings.ERASURE_HMAC_KEYS = dict.fromkeys(settings.ERASURE_HMAC_KEYS, "another secret")
+    with pytest.raises(CommandError, match="another receipt key ring"):
+        imported(path)
+    assert not Tenant.objects.exists() and not ErasedSubject.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda lines: [lines[0].replace('"version":1', '"version":2'), *lines[1:]], "line 1: format version 2"),
+        (lambda lines: [*lines[:-1], lines[-1][:-10]], "the line does not end"),
+        (lambda lines: [*lines[:5], '{"category":"diaries","record":"diary"}\n', *lines[5:]], "line 6: unknown record"),
+        (lambda lines: [*lines[:5], lines[5][:20] + "\n", *lines[6:]], "line 6: not JSON"),
+    ],
+)
+def test_bad_input_names_its_line(filled, tmp_path, damage, message):
+    lines = exported().decode().splitlines(keepends=True)
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(damage(lines)), encoding="utf-8")
+    empty_database()
+    with pytest.raises(CommandError, match=message):
+        imported(path)
+
+
+def test_a_bad_tenant_slug_is_refused(filled, tmp_path):
+    path = tmp_path / "acme.jsonl"
+    path.write_bytes(exported())
+    with pytest.raises(CommandError, match="--tenant 'Not a slug'"):
+        imported(path, slug="Not a slug")
+
+
+def test_a_session_block_cut_by_a_bad_record_is_not_half_written(filled, tmp_path):
+    lines = exported().decode().splitlines(keepends=True)
+    message = next(i for i, line in enumerate(lines) if '"record":"message"' in line)
+    block = max(i for i in range(message) if '"record":"session"' in lines[i])
+    lines[message] = lines[message].replace('"seq":', '"seq_number":')
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    empty_database()
+    with pytest.raises(CommandError, match=f"line {message + 1}: message: fields missing"):
+        imported(path)
+    cut = json.loads(lines[block])
+    sessions = Session.objects.values_list("session_id", flat=True)
+    assert cut["session_id"] not in sessions  # its block rolled back whole
+    assert len(sessions) == sum('"record":"session"' in line for line in lines[:block])  # those before it stay
+
+
+def test_a_subject_export_reads_back_as_that_person(filled, tmp_path):
+    from userdata_app.portable import subject_export_lines
+
+    text = "".join(subject_export_lines(tenant=filled, user_id="alice"))
+    assert json.loads(text.splitlines()[0])["scope"] == "subject"
+    assert '"user_id":"bob' not in text
+    path = tmp_path / "alice.jsonl"
+    path.write_text(text, encoding="utf-8")
+    before = held(tenant=filled, user_id="alice")
+    empty_database()
+    imported(path)
+    assert held(tenant=Tenant.objects.get(slug="acme"), user_id="alice") == before
+
+
+def test_the_format_module_names_its_version():
+    assert (portable.FORMAT, portable.VERSION) == ("agentstate-portable", 1)
+
+
+def test_an_artifact_whose_chunk_rolls_back_leaves_no_file(filled, tmp_path):
+    from django.core.files.storage import storages
+
+    from userdata_app.artifacts.models import Artifact
+
+    lines = exported().decode().splitlines(keepends=True)
+    artifact = next(i for i, line in enumerate(lines) if '"record":"artifact"' in line)
+    # A bad record after the artifact, in its chunk: the chunk rolls back, the stored file with it.
+    lines.insert(
+        artifact + 1,
+        lines[artifact].replace('"version":', '"revision":').replace('"user_id":"alice"', '"user_id":"zed"'),
+    )
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    empty_database()
+    storage = storages["artifacts"]
+    before = set(storage.listdir("")[1])
+    with pytest.raises(CommandError, match=f"line {artifact + 2}: artifact: field 'version' missing"):
+        imported(path)
+    assert not Artifact.objects.exists()
+    assert set(storage.listdir("")[1]) == before
