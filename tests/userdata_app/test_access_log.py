@@ -297,6 +297,24 @@ def test_each_erasure_step_is_logged_for_its_subjects(client, tenant):
     assert added.detail == {"step": "subject added"} and verified.detail["to_status"] == "verified"
 
 
+def test_an_erasure_from_the_shell_logs_each_step_with_the_person_added(tenant):
+    """``erase_user`` adds its subjects in bulk: the person added is logged as the admin's form logs it."""
+    from tests.userdata_app.erasure_factories import subject_data_create
+
+    subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=1)
+
+    call_command("erase_user", "--subject", "acme:alice", "--yes", stdout=io.StringIO())
+
+    steps = AccessEntry.objects.filter(action="erasure").order_by("seq")
+    assert [entry.detail.get("step") or entry.detail["to_status"] for entry in steps] == [
+        "subject added",
+        "verified",
+        "executed",
+    ]
+    assert {(entry.actor, entry.subject_hash) for entry in steps} == {("manage.py", digest(tenant, "alice"))}
+    assert chain_verify(tenant="acme").ok
+
+
 def test_the_retention_command_anchors_what_it_removes(tenant):
     chain_of(tenant, 2)
 

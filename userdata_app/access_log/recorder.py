@@ -18,10 +18,9 @@ from rest_framework.exceptions import APIException
 
 from agentstate import subject_data
 from agentstate.tenancy.models import APIKey, Tenant
-from userdata_app.access_log.chain import Pending, entries_append, log_kept
+from userdata_app.access_log.chain import Pending, entries_append, log_kept, subjects_entries_append
 from userdata_app.access_log.models import AccessEntry, AccessPolicy
 from userdata_app.erasure.registry import subject_hash
-from userdata_app.models import ErasureEvent, ErasureSubject
 
 REASON_SECONDS = 30 * 60  # a reason given covers that person's pages for this long
 REASONS_SESSION_KEY = "access_log_reasons"
@@ -44,16 +43,6 @@ def rows_subjects(model: type[Model], pks: Sequence[Any]) -> dict[tuple[str, str
     for pk, slug, user_id in rows:
         found[(slug, hash_of(tenant_slug=slug, user_id=user_id))].append(pk)
     return found
-
-
-def subjects_entries_append(
-    *, subjects: dict[tuple[str, str], list[Any]], actor: str, action: str, model: str, purpose: str = "", detail=()
-) -> None:
-    """One entry per subject, each in its tenant's chain."""
-    by_tenant: dict[str, list[Pending]] = defaultdict(list)
-    for (slug, digest), pks in subjects.items():
-        by_tenant[slug].append(Pending(actor, action, model, tuple(pks), digest, purpose, tuple(detail)))
-    entries_append(pending=by_tenant)
 
 
 def _actor(request: HttpRequest) -> str:
@@ -81,40 +70,6 @@ def subjects_exported(*, actor: str, subjects: Iterable[tuple[Tenant, str]], mod
         return
     found = {(t.slug, hash_of(tenant_slug=t.slug, user_id=user_id)): list(pks) for t, user_id in subjects}
     subjects_entries_append(subjects=found, actor=actor, action=Action.EXPORT, model=model)
-
-
-def erasure_event_logged(sender, instance: ErasureEvent, created: bool, **kwargs) -> None:
-    """Each erasure step (its event row), once per person the request names."""
-    if not created or not log_kept():
-        return
-    found: dict[tuple[str, str], list[Any]] = {}
-    for subject in ErasureSubject.objects.filter(request_id=instance.request_id).select_related("tenant"):
-        slug = subject.tenant.slug
-        digest = subject.subject_hash or hash_of(tenant_slug=slug, user_id=subject.user_id)
-        found[(slug, digest)] = [instance.request_id]
-    detail = (("from_status", instance.from_status), ("to_status", instance.to_status))
-    subjects_entries_append(
-        subjects=found, actor=instance.actor_name, action=Action.ERASURE, model="userdata_app.ErasureRequest",
-        detail=detail,
-    )  # fmt: skip
-
-
-def erasure_subject_logged(sender, instance: ErasureSubject, created: bool, **kwargs) -> None:
-    """A person added to an erasure request (the request's first event comes before its subjects)."""
-    if not created or not log_kept():
-        return
-    slug = instance.tenant.slug
-    digest = instance.subject_hash or hash_of(tenant_slug=slug, user_id=instance.user_id)
-    subjects_entries_append(
-        subjects={(slug, digest): [instance.request_id]}, actor=_request_actor(instance.request_id),
-        action=Action.ERASURE, model="userdata_app.ErasureRequest", detail=(("step", "subject added"),),
-    )  # fmt: skip
-
-
-def _request_actor(request_pk: Any) -> str:
-    """Who recorded the request (its latest event's actor)."""
-    name = ErasureEvent.objects.filter(request_id=request_pk).order_by("-at").values_list("actor_name", flat=True)
-    return name.first() or "manage.py"
 
 
 class AccessRecorder:
