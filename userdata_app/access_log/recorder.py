@@ -72,42 +72,49 @@ def subjects_exported(*, actor: str, subjects: Iterable[tuple[Tenant, str]], mod
     subjects_entries_append(subjects=found, actor=actor, action=Action.EXPORT, model=model)
 
 
+def _subjects_read(
+    *, request: HttpRequest, model: type[Model], subjects: dict[tuple[str, str], list[Any]], action: str
+) -> None:
+    """Staff saw these people's rows: one entry each, with the reason given for that person."""
+    if not subjects:
+        return
+    actor = _actor(request)
+    by_reason: dict[str, dict[tuple[str, str], list[Any]]] = defaultdict(dict)
+    for subject, rows in subjects.items():
+        by_reason[_reason(request, subject[1])][subject] = rows
+    for purpose, group in by_reason.items():
+        subjects_entries_append(subjects=group, actor=actor, action=action, model=model._meta.label, purpose=purpose)
+
+
 class AccessRecorder:
     """The recorder ``agentstate.access`` calls."""
 
     def admin_rows_read(self, *, request: HttpRequest, model: type[Model], pks: Sequence[Any], action: str) -> None:
-        subjects = rows_subjects(model, pks)
-        if not subjects:
-            return
-        actor = _actor(request)
-        by_reason: dict[str, dict[tuple[str, str], list[Any]]] = defaultdict(dict)
-        for subject, rows in subjects.items():
-            by_reason[_reason(request, subject[1])][subject] = rows
-        for purpose, group in by_reason.items():
-            subjects_entries_append(
-                subjects=group, actor=actor, action=action, model=model._meta.label, purpose=purpose
-            )
+        _subjects_read(request=request, model=model, subjects=rows_subjects(model, pks), action=action)
 
-    def admin_page_gate(self, *, request: HttpRequest, obj: Model) -> HttpResponse | None:
-        """The reason form, when the person's tenant asks for one and none was given lately."""
-        subjects = rows_subjects(type(obj), [obj.pk])
+    def admin_record_read(self, *, request: HttpRequest, obj: Model) -> HttpResponse | None:
+        """The reason form, when the person's tenant asks for one and none was given lately;
+        else the page is logged. Its person is looked up once for both."""
+        model = type(obj)
+        subjects = rows_subjects(model, [obj.pk])
         if not subjects:
             return None
         ((slug, digest),) = subjects
         required = AccessPolicy.objects.filter(tenant__slug=slug, reason_required=True).exists()
-        if not required or _reason(request, digest):
-            return None
-        return TemplateResponse(
-            request,
-            "admin/access_log/reason.html",
-            {
-                "title": "Why are you opening this person's data?",
-                "action": reverse("admin:access_log_accessentry_reason"),
-                "subject": digest,
-                "next": request.get_full_path(),
-                "site_header": "agentstate",
-            },
-        )
+        if required and not _reason(request, digest):
+            return TemplateResponse(
+                request,
+                "admin/access_log/reason.html",
+                {
+                    "title": "Why are you opening this person's data?",
+                    "action": reverse("admin:access_log_accessentry_reason"),
+                    "subject": digest,
+                    "next": request.get_full_path(),
+                    "site_header": "agentstate",
+                },
+            )
+        _subjects_read(request=request, model=model, subjects=subjects, action=Action.VIEW)
+        return None
 
     def api_call(self, *, request: Any, view: Any, response: Any) -> None:
         """A compliance key's call: its route's name, method and status, and the person it names
