@@ -19,8 +19,9 @@ class Recorder(Protocol):
     def admin_rows_read(self, *, request: HttpRequest, model: type[Model], pks: Sequence[Any], action: str) -> None:
         """Staff saw these rows of ``model`` (a change page: ``view``; a list: ``list`` or ``search``)."""
 
-    def admin_page_gate(self, *, request: HttpRequest, obj: Model) -> HttpResponse | None:
-        """A page to show before ``obj``'s (the reason form), or None to show it."""
+    def admin_record_read(self, *, request: HttpRequest, obj: Model) -> HttpResponse | None:
+        """Staff open ``obj``'s page: a page to show before it (the reason form; nothing recorded),
+        or None once the page is recorded as a ``view``."""
 
     def api_call(self, *, request: Any, view: Any, response: Any) -> None:
         """An API call was answered (the recorder decides whether its key is one it logs)."""
@@ -39,8 +40,8 @@ def admin_rows_read(*, request: HttpRequest, model: type[Model], pks: Sequence[A
         _recorder.admin_rows_read(request=request, model=model, pks=pks, action=action)
 
 
-def admin_page_gate(*, request: HttpRequest, obj: Model) -> HttpResponse | None:
-    return _recorder.admin_page_gate(request=request, obj=obj) if _recorder is not None else None
+def admin_record_read(*, request: HttpRequest, obj: Model) -> HttpResponse | None:
+    return _recorder.admin_record_read(request=request, obj=obj) if _recorder is not None else None
 
 
 def api_call(*, request: Any, view: Any, response: Any) -> None:

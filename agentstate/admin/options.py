@@ -46,10 +46,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     ) -> HttpResponse:
         """A record's page, told to the access log, or first the page the log asks for (a reason)."""
         if obj is not None:
-            gate = access.admin_page_gate(request=request, obj=obj)
+            gate = access.admin_record_read(request=request, obj=obj)
             if gate is not None:
                 return gate
-            access.admin_rows_read(request=request, model=self.model, pks=[obj.pk], action="view")
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     def get_search_results(

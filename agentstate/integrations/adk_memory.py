@@ -40,7 +40,6 @@ __all__ = ["AgentStateMemoryService", "memory_namespace"]
 
 LABEL = "adk-memory"  # the namespace label after the user's: ("users", <user_id>, "adk-memory", <app>)
 TTL_KEY = "ttl_minutes"  # custom_metadata's key for a memory's time to live
-FORGOTTEN = {"forgotten": True}  # a deleted memory's value: its id kept, so the event is not added again
 MAX_OPS = 1000  # operations per request (the store's batch limit)
 _WORD = re.compile(r"\w+")
 
@@ -191,7 +190,7 @@ class AgentStateMemoryService(BaseMemoryService):
             "op": "search",
             "namespace_prefix": memory_namespace(app_name, user_id),
             "query": words,
-            "filter": {"forgotten": {"$ne": True}},
+            "filter": {"forgotten": {"$ne": True}},  # a forgotten memory's value is {"forgotten": true}
             "limit": self.max_results,
         }
         [items] = await self._run([search])
@@ -199,16 +198,15 @@ class AgentStateMemoryService(BaseMemoryService):
 
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
         """Forgets the memory: its content is gone at once, its id kept (with the service's TTL,
-        erased with the person) so that adding its session again does not bring it back."""
+        erased with the person) so that adding its session again does not bring it back. The
+        store's forget is a deletion: under a legal hold it raises ``Held`` and the memory stays."""
         if not memory_id:
             return
         forget = {
-            "op": "put",
+            "op": "forget",
             "namespace": memory_namespace(app_name, user_id),
             "key": memory_id,
-            "value": FORGOTTEN,
             "ttl": self.ttl_minutes,
-            "only_if": "present",
         }
         await self._run([forget])
 

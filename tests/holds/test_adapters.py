@@ -8,11 +8,14 @@ import asyncio
 
 import pytest
 from google.adk.events import Event
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.sessions.session import Session as AdkSession
 from google.genai import types
 
 from agentstate.client import Held
 from agentstate.holds import services as holds
 from agentstate.integrations.adk import AgentStateSessionService
+from agentstate.integrations.adk_memory import AgentStateMemoryService
 from agentstate.integrations.langgraph import AgentStateSaver
 from agentstate.integrations.langgraph_store import AgentStateStore
 from agentstate.integrations.openai_agents import AgentStateSession
@@ -105,3 +108,33 @@ def test_langgraph_delete_thread_and_the_stores_delete(live_server, key, hold):
         store.put(("users", "u1", "notes"), "k", {"v": 2})  # writes go on
     assert Session.objects.filter(framework="langgraph").exists()
     assert MemoryItem.objects.get().value == {"v": 2}
+
+
+def test_adk_delete_memory(live_server, key, hold):
+    """ADK's delete_memory forgets by emptying the memory: a deletion a hold refuses, not a write."""
+    said = Event(author="user", content=types.Content(role="user", parts=[types.Part(text="my PIN is 1234")]))
+
+    async def with_memory(act):
+        memory = AgentStateMemoryService(live_server.url, key)
+        try:
+            await act(memory)
+        finally:
+            await memory.close()
+
+    async def remember(memory):
+        await memory.add_session_to_memory(AdkSession(id="a1", app_name="app", user_id="u1", events=[said]))
+
+    async def forget_then_write(memory):
+        with pytest.raises(ValueError, match="legal hold") as raised:
+            await memory.delete_memory(app_name="app", user_id="u1", memory_id=said.id)
+        assert isinstance(raised.value, Held) and raised.value.holds == ["CASE-5"]
+        found = await memory.search_memory(app_name="app", user_id="u1", query="PIN")
+        assert [entry.id for entry in found.memories] == [said.id]  # the memory stays
+        content = types.Content(role="user", parts=[types.Part(text="still here")])
+        await memory.add_memory(app_name="app", user_id="u1", memories=[MemoryEntry(id="m2", content=content)])
+
+    asyncio.run(with_memory(remember))
+    hold()
+    asyncio.run(with_memory(forget_then_write))
+    assert MemoryItem.objects.get(key=said.id).value["text"] == "my PIN is 1234"
+    assert MemoryItem.objects.count() == 2

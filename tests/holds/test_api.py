@@ -12,6 +12,7 @@ from agentstate.holds import services as holds
 from tests.api.assertions import assert_error
 from tests.api.routes import api_routes
 from tests.holds.world import ADK, ARTIFACTS, S, build, checkpoint, rows
+from userdata_app.memory.models import MemoryItem
 
 pytestmark = pytest.mark.django_db
 
@@ -100,6 +101,19 @@ def test_a_hold_refuses_each_destructive_call_and_its_release_lets_it_through(ap
     answer = _send(api, method, path, body)
     assert answer.status_code in (200, 204), answer.content[:300]
     assert rows() != before
+
+
+def test_a_store_forget_empties_a_memory_and_a_hold_refuses_it(api, tenant):
+    """A forget (ADK's delete_memory) keeps the row but destroys its content: refused as a delete is."""
+    build(api)
+    forget = {"ops": [{"op": "forget", "namespace": ["users", "u1", "prefs"], "key": "k"}]}
+    hold = _place(tenant, "person")
+    error = assert_error(api.post("/api/v1/store/batch/", forget, format="json"), 409, "held")
+    assert error["holds"] == ["CASE-7"]
+    assert MemoryItem.objects.get().value == {"a": 1}
+    holds.legal_hold_release(hold=hold, reason="settled")
+    assert api.post("/api/v1/store/batch/", forget, format="json").json() == {"results": [None]}
+    assert MemoryItem.objects.get().value == {"forgotten": True}
 
 
 def test_a_session_hold_covers_that_session_only(api, tenant):

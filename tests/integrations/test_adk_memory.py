@@ -268,6 +268,28 @@ def test_a_bad_condition_is_a_400_naming_the_field(live_server, memory_key, op, 
     assert field in response.json()["error"]["fields"]
 
 
+@pytest.mark.parametrize(
+    "ops, field",
+    [
+        ([{"op": "forget", "namespace": ["users", "ada"], "key": "k", "value": {}}], "ops[0].value"),
+        ([{"op": "forget", "namespace": ["users", "ada"], "key": "k", "ttl": -1}], "ops[0].ttl"),
+        ([{"op": "forget", "namespace": "users", "key": "k"}], "ops[0].namespace"),
+        (  # a forget is a conditional write: alone with its item in a batch
+            [
+                {"op": "put", "namespace": ["users", "ada"], "key": "k", "value": {"n": 1}},
+                {"op": "forget", "namespace": ["users", "ada"], "key": "k"},
+            ],
+            "ops",
+        ),
+    ],
+)
+def test_a_bad_forget_is_a_400_naming_the_field(live_server, memory_key, ops, field):
+    url, key = f"{live_server.url}/api/v1/store/batch/", {"X-Api-Key": memory_key}
+    response = httpx.post(url, json={"ops": ops}, headers=key)
+    assert response.status_code == 400 and field in response.json()["error"]["fields"], response.text
+    assert MemoryItem.objects.count() == 0
+
+
 def test_a_conditional_put_cannot_share_its_batch_with_another_write_of_its_item(live_server, memory_key):
     put = {"op": "put", "namespace": ["users", "ada"], "key": "k", "value": {"n": 1}}
     ops = [put, {**put, "only_if": "absent"}]

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -70,6 +71,27 @@ def test_staff_opening_a_session_page_writes_one_entry_with_model_pk_and_hash(cl
     )
     assert SUBJECT not in json.dumps([entry.detail, entry.purpose, entry.object_pks])
     assert chain_verify(tenant="acme").ok
+
+
+@pytest.mark.parametrize("reason_required", [False, True])
+def test_a_record_page_looks_its_person_up_once(client, tenant, reason_required):
+    """The reason gate and the entry share one look-up of the row's person (the query reading its
+    tenant's slug and user id), with or without a reason asked for."""
+    session = services.session_create(tenant=tenant, user_id=SUBJECT, session_id="s1")
+    AccessPolicy.objects.create(tenant=tenant, reason_required=reason_required)
+    page = reverse("admin:sessions_app_session_change", args=[session.pk])
+    viewer(client)
+    if reason_required:
+        reason = {"reason": "ticket 4411", "subject": digest(tenant), "next": page}
+        client.post(reverse("admin:access_log_accessentry_reason"), reason)
+
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(page).status_code == 200
+
+    lookups = [query["sql"] for query in queries.captured_queries if 'tenant__slug"' in query["sql"]]
+    assert len(lookups) == 1, lookups
+    (entry,) = AccessEntry.objects.all()
+    assert entry.action == "view" and entry.purpose == ("ticket 4411" if reason_required else "")
 
 
 def test_a_list_of_messages_writes_one_entry_per_person_shown(client, tenant):
@@ -295,6 +317,24 @@ def test_each_erasure_step_is_logged_for_its_subjects(client, tenant):
         )
         assert entry.subject_hash == digest(tenant)
     assert added.detail == {"step": "subject added"} and verified.detail["to_status"] == "verified"
+
+
+def test_an_erasure_from_the_shell_logs_each_step_with_the_person_added(tenant):
+    """``erase_user`` adds its subjects in bulk: the person added is logged as the admin's form logs it."""
+    from tests.userdata_app.erasure_factories import subject_data_create
+
+    subject_data_create(tenant=tenant, user_id="alice", sessions=1, messages=1)
+
+    call_command("erase_user", "--subject", "acme:alice", "--yes", stdout=io.StringIO())
+
+    steps = AccessEntry.objects.filter(action="erasure").order_by("seq")
+    assert [entry.detail.get("step") or entry.detail["to_status"] for entry in steps] == [
+        "subject added",
+        "verified",
+        "executed",
+    ]
+    assert {(entry.actor, entry.subject_hash) for entry in steps} == {("manage.py", digest(tenant, "alice"))}
+    assert chain_verify(tenant="acme").ok
 
 
 def test_the_retention_command_anchors_what_it_removes(tenant):

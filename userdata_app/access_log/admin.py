@@ -16,7 +16,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from agentstate.admin.options import ReadOnlyAdmin
 from agentstate.tenancy.models import Tenant
-from userdata_app.access_log import recorder, selectors
+from userdata_app.access_log import chain, recorder, selectors
 from userdata_app.access_log.models import AccessEntry, AccessPolicy
 
 
@@ -67,7 +67,7 @@ class AccessEntryAdmin(ReadOnlyAdmin):
         if request.method == "POST" and form.is_valid():
             tenant, user_id = form.cleaned_data["tenant"], form.cleaned_data["user_id"]
             entries = list(selectors.subject_accesses(tenant_slug=tenant.slug, user_id=user_id)[:500])
-            recorder.subjects_entries_append(
+            chain.subjects_entries_append(
                 subjects={(tenant.slug, recorder.hash_of(tenant_slug=tenant.slug, user_id=user_id)): []},
                 actor=request.user.get_username(),
                 action=AccessEntry.Action.LOOKUP,

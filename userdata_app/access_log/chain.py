@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -100,6 +101,16 @@ def entries_append(*, pending: dict[str, list[Pending]]) -> list[AccessEntry]:
         AccessEntry.objects.bulk_create(entries)
         AccessChainHead.objects.bulk_update(list(heads.values()), ["seq", "mac"])
     return entries
+
+
+def subjects_entries_append(
+    *, subjects: dict[tuple[str, str], list[Any]], actor: str, action: str, model: str, purpose: str = "", detail=()
+) -> None:
+    """One entry per subject (``{(tenant slug, subject hash): [pk, ...]}``), each in its tenant's chain."""
+    by_tenant: dict[str, list[Pending]] = defaultdict(list)
+    for (slug, digest), pks in subjects.items():
+        by_tenant[slug].append(Pending(actor, action, model, tuple(pks), digest, purpose, tuple(detail)))
+    entries_append(pending=by_tenant)
 
 
 def _chained(head: AccessChainHead, pending: Iterable[Pending]) -> list[AccessEntry]:

@@ -18,10 +18,9 @@ from rest_framework.exceptions import APIException
 
 from agentstate import subject_data
 from agentstate.tenancy.models import APIKey, Tenant
-from userdata_app.access_log.chain import Pending, entries_append, log_kept
+from userdata_app.access_log.chain import Pending, entries_append, log_kept, subjects_entries_append
 from userdata_app.access_log.models import AccessEntry, AccessPolicy
 from userdata_app.erasure.registry import subject_hash
-from userdata_app.models import ErasureEvent, ErasureSubject
 
 REASON_SECONDS = 30 * 60  # a reason given covers that person's pages for this long
 REASONS_SESSION_KEY = "access_log_reasons"
@@ -44,16 +43,6 @@ def rows_subjects(model: type[Model], pks: Sequence[Any]) -> dict[tuple[str, str
     for pk, slug, user_id in rows:
         found[(slug, hash_of(tenant_slug=slug, user_id=user_id))].append(pk)
     return found
-
-
-def subjects_entries_append(
-    *, subjects: dict[tuple[str, str], list[Any]], actor: str, action: str, model: str, purpose: str = "", detail=()
-) -> None:
-    """One entry per subject, each in its tenant's chain."""
-    by_tenant: dict[str, list[Pending]] = defaultdict(list)
-    for (slug, digest), pks in subjects.items():
-        by_tenant[slug].append(Pending(actor, action, model, tuple(pks), digest, purpose, tuple(detail)))
-    entries_append(pending=by_tenant)
 
 
 def _actor(request: HttpRequest) -> str:
@@ -83,76 +72,49 @@ def subjects_exported(*, actor: str, subjects: Iterable[tuple[Tenant, str]], mod
     subjects_entries_append(subjects=found, actor=actor, action=Action.EXPORT, model=model)
 
 
-def erasure_event_logged(sender, instance: ErasureEvent, created: bool, **kwargs) -> None:
-    """Each erasure step (its event row), once per person the request names."""
-    if not created or not log_kept():
+def _subjects_read(
+    *, request: HttpRequest, model: type[Model], subjects: dict[tuple[str, str], list[Any]], action: str
+) -> None:
+    """Staff saw these people's rows: one entry each, with the reason given for that person."""
+    if not subjects:
         return
-    found: dict[tuple[str, str], list[Any]] = {}
-    for subject in ErasureSubject.objects.filter(request_id=instance.request_id).select_related("tenant"):
-        slug = subject.tenant.slug
-        digest = subject.subject_hash or hash_of(tenant_slug=slug, user_id=subject.user_id)
-        found[(slug, digest)] = [instance.request_id]
-    detail = (("from_status", instance.from_status), ("to_status", instance.to_status))
-    subjects_entries_append(
-        subjects=found, actor=instance.actor_name, action=Action.ERASURE, model="userdata_app.ErasureRequest",
-        detail=detail,
-    )  # fmt: skip
-
-
-def erasure_subject_logged(sender, instance: ErasureSubject, created: bool, **kwargs) -> None:
-    """A person added to an erasure request (the request's first event comes before its subjects)."""
-    if not created or not log_kept():
-        return
-    slug = instance.tenant.slug
-    digest = instance.subject_hash or hash_of(tenant_slug=slug, user_id=instance.user_id)
-    subjects_entries_append(
-        subjects={(slug, digest): [instance.request_id]}, actor=_request_actor(instance.request_id),
-        action=Action.ERASURE, model="userdata_app.ErasureRequest", detail=(("step", "subject added"),),
-    )  # fmt: skip
-
-
-def _request_actor(request_pk: Any) -> str:
-    """Who recorded the request (its latest event's actor)."""
-    name = ErasureEvent.objects.filter(request_id=request_pk).order_by("-at").values_list("actor_name", flat=True)
-    return name.first() or "manage.py"
+    actor = _actor(request)
+    by_reason: dict[str, dict[tuple[str, str], list[Any]]] = defaultdict(dict)
+    for subject, rows in subjects.items():
+        by_reason[_reason(request, subject[1])][subject] = rows
+    for purpose, group in by_reason.items():
+        subjects_entries_append(subjects=group, actor=actor, action=action, model=model._meta.label, purpose=purpose)
 
 
 class AccessRecorder:
     """The recorder ``agentstate.access`` calls."""
 
     def admin_rows_read(self, *, request: HttpRequest, model: type[Model], pks: Sequence[Any], action: str) -> None:
-        subjects = rows_subjects(model, pks)
-        if not subjects:
-            return
-        actor = _actor(request)
-        by_reason: dict[str, dict[tuple[str, str], list[Any]]] = defaultdict(dict)
-        for subject, rows in subjects.items():
-            by_reason[_reason(request, subject[1])][subject] = rows
-        for purpose, group in by_reason.items():
-            subjects_entries_append(
-                subjects=group, actor=actor, action=action, model=model._meta.label, purpose=purpose
-            )
+        _subjects_read(request=request, model=model, subjects=rows_subjects(model, pks), action=action)
 
-    def admin_page_gate(self, *, request: HttpRequest, obj: Model) -> HttpResponse | None:
-        """The reason form, when the person's tenant asks for one and none was given lately."""
-        subjects = rows_subjects(type(obj), [obj.pk])
+    def admin_record_read(self, *, request: HttpRequest, obj: Model) -> HttpResponse | None:
+        """The reason form, when the person's tenant asks for one and none was given lately;
+        else the page is logged. Its person is looked up once for both."""
+        model = type(obj)
+        subjects = rows_subjects(model, [obj.pk])
         if not subjects:
             return None
         ((slug, digest),) = subjects
         required = AccessPolicy.objects.filter(tenant__slug=slug, reason_required=True).exists()
-        if not required or _reason(request, digest):
-            return None
-        return TemplateResponse(
-            request,
-            "admin/access_log/reason.html",
-            {
-                "title": "Why are you opening this person's data?",
-                "action": reverse("admin:access_log_accessentry_reason"),
-                "subject": digest,
-                "next": request.get_full_path(),
-                "site_header": "agentstate",
-            },
-        )
+        if required and not _reason(request, digest):
+            return TemplateResponse(
+                request,
+                "admin/access_log/reason.html",
+                {
+                    "title": "Why are you opening this person's data?",
+                    "action": reverse("admin:access_log_accessentry_reason"),
+                    "subject": digest,
+                    "next": request.get_full_path(),
+                    "site_header": "agentstate",
+                },
+            )
+        _subjects_read(request=request, model=model, subjects=subjects, action=Action.VIEW)
+        return None
 
     def api_call(self, *, request: Any, view: Any, response: Any) -> None:
         """A compliance key's call: its route's name, method and status, and the person it names

@@ -463,6 +463,10 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         else:
             erasure.erasure_request_received(request=obj, actor=request.user)
 
+    def save_formset(self, request: HttpRequest, form: forms.ModelForm, formset: Any, change: bool) -> None:
+        super().save_formset(request, form, formset, change)
+        erasure.erasure_subjects_added(subjects=formset.new_objects, actor=request.user)
+
     # --- Lifecycle steps (one small form each) --------------------------------------------
 
     def get_urls(self) -> list[URLPattern]:

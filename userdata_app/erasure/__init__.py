@@ -26,6 +26,7 @@ from userdata_app.erasure.lifecycle import (
     erasure_request_reject,
     erasure_request_release,
     erasure_request_verify,
+    erasure_subjects_added,
     step_allowed,
     subject_id_check,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "erasure_request_release",
     "erasure_request_verify",
     "erasure_storage_retry",
+    "erasure_subjects_added",
     "erasure_withheld",
     "erasures_reapply",
     "receipt_document",

@@ -1,6 +1,6 @@
 """An erasure request's lifecycle (GDPR Art. 17 and 12(3)): received -> verified -> executed;
 on hold (legal hold) and rejected from any open state; a failed execution can be retried. Each
-step records who and when (ErasureEvent).
+step records who and when (ErasureEvent) and writes its access-log entries (``access_entries``).
 
 ``STEPS`` is the one table of which status may move where: the services below apply it, and the
 admin shows a button for each step ``step_allowed`` admits.
@@ -19,6 +19,7 @@ from agentstate.exceptions import Conflict, InvalidInput
 from agentstate.subject_data import KINDS, subject_counts
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, identifier_visible
+from userdata_app.erasure.access_entries import step_logged, subjects_added_logged
 from userdata_app.models import ErasureEvent, ErasureRequest, ErasureSubject
 
 Status = ErasureRequest.Status
@@ -72,7 +73,7 @@ def _record(request: ErasureRequest, locked: ErasureRequest, changes: dict, **ev
     for name, value in changes.items():
         setattr(locked, name, value)
     locked.save(update_fields=list(changes))
-    ErasureEvent.objects.create(request=locked, **event)
+    step_logged(event=ErasureEvent.objects.create(request=locked, **event))
     if request is not locked:
         request.refresh_from_db()
 
@@ -146,10 +147,16 @@ def erasure_request_create(
     received_at = received_at or timezone.now()
     request = ErasureRequest(scope=scope, requested_by=requested_by, reason=reason, received_at=received_at)
     erasure_request_received(request=request, actor=actor)
-    ErasureSubject.objects.bulk_create(
+    added = ErasureSubject.objects.bulk_create(
         ErasureSubject(request=request, tenant=t, user_id=u) for t, u in sorted(pairs, key=lambda p: (p[0].pk, p[1]))
     )
+    erasure_subjects_added(subjects=added, actor=actor)
     return request
+
+
+def erasure_subjects_added(*, subjects: list[ErasureSubject], actor=None) -> None:
+    """People were added to a request (here, or by the admin's form): a step of the request."""
+    subjects_added_logged(subjects=subjects, actor_name=actor_name(actor))
 
 
 def erasure_request_received(*, request: ErasureRequest, actor=None) -> ErasureRequest:
@@ -158,7 +165,11 @@ def erasure_request_received(*, request: ErasureRequest, actor=None) -> ErasureR
     request.status = Status.RECEIVED
     request.status_changed_by = actor
     request.save()
-    ErasureEvent.objects.create(request=request, to_status=Status.RECEIVED, actor=actor, actor_name=actor_name(actor))
+    step_logged(
+        event=ErasureEvent.objects.create(
+            request=request, to_status=Status.RECEIVED, actor=actor, actor_name=actor_name(actor)
+        )
+    )
     return request
 
 

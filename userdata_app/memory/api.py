@@ -19,7 +19,8 @@ class StoreBatchInput(StrictInput):
     ops = serializers.ListField(
         child=serializers.JSONField(),
         help_text='Operations run in one transaction: {"op": "get", namespace, key, refresh_ttl}, '
-        '{"op": "put", namespace, key, value (object, or null to delete), ttl (minutes or null)}, '
+        '{"op": "put", namespace, key, value (object, or null to delete), ttl (minutes or null), only_if}, '
+        '{"op": "forget", namespace, key, ttl} (a live item\'s value becomes {"forgotten": true}), '
         '{"op": "search", namespace_prefix, filter, limit, offset, query, refresh_ttl}, '
         '{"op": "list_namespaces", prefix, suffix, max_depth, limit, offset}. A stored item\'s '
         'namespace must start with ["users", "<user_id>"].',
@@ -30,7 +31,7 @@ class StoreBatchOut(serializers.Serializer):
     results = serializers.ListField(
         child=serializers.JSONField(allow_null=True),
         help_text="One per operation, in order: an item or null (get), a list of items (search), a list "
-        "of namespaces (list_namespaces), null (put).",
+        "of namespaces (list_namespaces), null (put, forget).",
     )
 
 

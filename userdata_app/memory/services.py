@@ -9,8 +9,9 @@ namespace (they find nothing outside the rule). As LangGraph's own stores do, th
 see the data as it was before the batch, and its writes are applied after them, the last write of
 an item winning. A put may be conditional (``only_if``: "absent" stores only where no live item
 has the key, "present" only where one has), decided in the same transaction: ADK's memory service
-adds events without overwriting what was remembered or forgotten, and marks a memory forgotten only
-if it exists.
+adds events without overwriting what was remembered or forgotten. A forget empties a live item and
+keeps its key (ADK's ``delete_memory``: the memory does not come back with its session): it destroys
+the content, so a legal hold refuses it as it refuses a delete, while a put (a write) goes on.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ MAX_OFFSET = 2**31 - 1
 MAX_TTL_MINUTES = 100 * 365 * 24 * 60  # a century: beyond it, no expiry means the same
 ABSENT, PRESENT = "absent", "present"
 CONDITIONS = (ABSENT, PRESENT)  # a put's only_if
+FORGOTTEN = {"forgotten": True}  # a forgotten item's value: its key kept, its content gone
 
 
 def _field(i: int, name: str) -> str:
@@ -136,6 +138,7 @@ def _op(i: int, op: Any) -> dict[str, Any]:
     fields = {
         "get": {"namespace", "key", "refresh_ttl"},
         "put": {"namespace", "key", "value", "ttl", "only_if"},
+        "forget": {"namespace", "key", "ttl"},
         "search": {"namespace_prefix", "filter", "limit", "offset", "query", "refresh_ttl"},
         "list_namespaces": {"prefix", "suffix", "max_depth", "limit", "offset"},
     }
@@ -148,13 +151,16 @@ def _op(i: int, op: Any) -> dict[str, Any]:
     if unknown:
         raise InvalidInput.for_field(_field(i, unknown[0]), f"is not a field of {kind}.")
     clean: dict[str, Any]
-    if kind in ("get", "put"):
+    if kind in ("get", "put", "forget"):
         clean = {
             "namespace": _namespace(op.get("namespace"), field=_field(i, "namespace")),
             "key": _text(op.get("key"), field=_field(i, "key"), max_length=KEY_MAX_LENGTH),
         }
         if kind == "get":
             return {"op": kind, **clean, "refresh_ttl": _flag(op.get("refresh_ttl"), field=_field(i, "refresh_ttl"))}
+        if kind == "forget":  # a put of the forgotten value where a live item has the key
+            ttl = _ttl(op.get("ttl"), field=_field(i, "ttl"))
+            return {"op": kind, **clean, "value": FORGOTTEN, "ttl": ttl, "only_if": PRESENT}
         value = op.get("value")
         if value is not None:
             clean_json(value, field=_field(i, "value"), require_object=True)
@@ -225,8 +231,13 @@ def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> 
         for (ns, key), op in puts.items()
         if op["value"] is None
     ]
-    owners = {user_id for rows in deleted for user_id in rows.values_list("user_id", flat=True)}
-    for user_id in sorted(owners):  # the people whose items the deletes would remove
+    forgotten = [
+        selectors.live_items(tenant=tenant).filter(namespace=ns, key=key)
+        for (ns, key), op in puts.items()
+        if op["op"] == "forget"
+    ]
+    owners = {user_id for rows in (*deleted, *forgotten) for user_id in rows.values_list("user_id", flat=True)}
+    for user_id in sorted(owners):  # the people whose items the deletes and forgets would empty
         hold_check(tenant_pk=tenant.pk, user_id=user_id, what="this user's memories")
     for rows in deleted:
         rows.delete()
@@ -284,7 +295,7 @@ def _search(tenant: Tenant, op: dict[str, Any]) -> list[tuple[MemoryItem, float 
 @transaction.atomic
 def memory_batch(*, tenant: Tenant, ops: Any) -> list[Any]:
     """Run a batch: the result of each operation in order (an item or null for a get, a list of
-    items for a search, of namespaces for list_namespaces, null for a put)."""
+    items for a search, of namespaces for list_namespaces, null for a put or a forget)."""
     cleaned = memory_ops_clean(ops)
     now = timezone.now()
     results: list[Any] = []
@@ -322,7 +333,7 @@ def memory_batch(*, tenant: Tenant, ops: Any) -> list[Any]:
             earlier = puts.pop(written, None)  # the last write wins
             if earlier is not None and (op["only_if"] or earlier["only_if"]):
                 raise InvalidInput.for_field(
-                    "ops", "a conditional put (only_if) cannot share its batch with another put of the same item."
+                    "ops", "a conditional put (only_if) or a forget cannot share its batch with a write of its item."
                 )
             puts[written] = op
             results.append(None)
