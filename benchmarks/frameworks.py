@@ -538,6 +538,8 @@ def targets(columns: list[dict[str, Any]], floor_ms: float, scale: dict[str, Any
     sizes = {ADK: scale["adk_events"], LANGGRAPH: scale["langgraph_steps"], SDK: scale["sdk_items"]}
     for framework, operation, which, least in SPEEDUPS:
         size = sizes[framework][which]
+        if (framework, operation, size, AGENTSTATE) not in by_key:  # a run of another framework alone
+            continue
         ours, peer = by_key[(framework, operation, size, AGENTSTATE)], by_key[(framework, operation, size, PEER)]
         speedup = peer["median_ms"] / ours["median_ms"]
         found.append(
@@ -551,6 +553,8 @@ def targets(columns: list[dict[str, Any]], floor_ms: float, scale: dict[str, Any
                 "met": speedup >= least,
             }
         )
+    if (LANGGRAPH, STEP, sizes[LANGGRAPH][0], AGENTSTATE) not in by_key:
+        return found
     small, large = (by_key[(LANGGRAPH, STEP, size, AGENTSTATE)] for size in sizes[LANGGRAPH])
     ratio = large["median_ms"] / small["median_ms"]
     found.append(
@@ -580,7 +584,12 @@ def agentstate_server(tmp: Path) -> Iterator[tuple[str, int]]:
         yield served
 
 
-def run(*, quick: bool = False, note: str = "") -> dict[str, Any]:
+FRAMEWORK_NAMES = {"adk": ADK, "langgraph": LANGGRAPH, "sdk": SDK}  # --framework's choices
+
+
+def run(*, quick: bool = False, note: str = "", only: str | None = None) -> dict[str, Any]:
+    """The suite; ``only`` (a key of ``FRAMEWORK_NAMES``) measures that framework's part alone (a
+    profile's before and after, not a kept run: the summary reads complete runs)."""
     from django.db import connection
 
     if connection.vendor != "postgresql":
@@ -603,6 +612,8 @@ def run(*, quick: bool = False, note: str = "") -> dict[str, Any]:
             (LANGGRAPH, lambda: _langgraph(stack, **common)),
             (SDK, lambda: _sdk(stack, loop, **common)),
         ):
+            if only is not None and framework != FRAMEWORK_NAMES[only]:
+                continue
             started = time.perf_counter()
             columns += columns_of()
             fill_s[framework] = round(time.perf_counter() - started, 1)
@@ -633,6 +644,7 @@ def run(*, quick: bool = False, note: str = "") -> dict[str, Any]:
         "measure_s": measure_s,
         "client_caches": cache_info,
         "floor_ms": floor_ms,
+        "only": only,
         "columns": summaries,
         "targets": targets(summaries, floor_ms, sizes),
     }
@@ -643,6 +655,8 @@ def print_table(result: dict[str, Any]) -> None:
     stores = {(c["framework"], c["role"]): c["store"] for c in columns}
     print(f"floor (GET /livez, kept-alive): {result['floor_ms']:.2f} ms (median / p99 ms below)")
     for framework in (ADK, LANGGRAPH, SDK):
+        if (framework, AGENTSTATE) not in stores:
+            continue
         points: dict[tuple[str, Any], dict[str, Any]] = {}
         for c in columns:
             if c["framework"] == framework:
