@@ -454,7 +454,7 @@ def _sdk_columns(
     return columns
 
 
-def _sdk(stack: contextlib.ExitStack, loop, *, url: str, key: str, pg_url: str, tmp: Path, scale: Scale):
+def _sdk(stack: contextlib.ExitStack, loop, *, caches, url: str, key: str, pg_url: str, tmp: Path, scale: Scale):
     from agents import SQLiteSession, set_tracing_disabled
     from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
     from sqlalchemy.ext.asyncio import create_async_engine
@@ -473,6 +473,9 @@ def _sdk(stack: contextlib.ExitStack, loop, *, url: str, key: str, pg_url: str, 
         return session
 
     stack.callback(lambda: [loop.run_until_complete(session.aclose()) for session in opened])
+    # What the session objects keep of their last whole read: hits and size, summed, once the run is over.
+    held = ("hits", "misses", "items", "chars")
+    caches[SDK] = lambda: {name: sum(session.cache_info()[name] for session in opened) for name in held}
     return [
         *_sdk_columns(loop, agentstate, role=AGENTSTATE, store="AgentStateSession", scale=scale, counter=counter),
         *_sdk_columns(
@@ -610,7 +613,7 @@ def run(*, quick: bool = False, note: str = "", only: str | None = None) -> dict
         for framework, columns_of in (
             (ADK, lambda: _adk(stack, loop, caches=caches, **common)),
             (LANGGRAPH, lambda: _langgraph(stack, **common)),
-            (SDK, lambda: _sdk(stack, loop, **common)),
+            (SDK, lambda: _sdk(stack, loop, caches=caches, **common)),
         ):
             if only is not None and framework != FRAMEWORK_NAMES[only]:
                 continue
