@@ -191,8 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--framework",
         choices=["adk", "langgraph", "sdk"],
-        help="frameworks: measure this framework alone (a before/after comparison; write it outside "
-        "benchmarks/results/ with --results, the summary reads complete runs)",
+        metavar="NAME",
+        help="frameworks: measure one framework alone, adk, langgraph or sdk (a before/after comparison; write "
+        "it outside benchmarks/results/ with --results: the summary reads complete runs)",
     )
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
     parser.add_argument(
