@@ -1,6 +1,7 @@
 """python -m benchmarks
     {scaling,http,erasure,admin,edits,replicas,retention,latency,frameworks,search,memory,all,summary}
-    [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--note TEXT] [--markdown] [--write FILE]
+    [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--note TEXT] [--framework NAME]
+    [--markdown] [--write FILE]
     [--results DIR]
 
 scaling, erasure, admin and edits (fork and rewind at 100,000 messages) run on SQLite by
@@ -102,7 +103,7 @@ def _frameworks(args) -> None:
         with bench_database(keep=args.keep_db):
             from benchmarks import frameworks, report
 
-            result = frameworks.run(quick=args.quick, note=args.note)
+            result = frameworks.run(quick=args.quick, note=args.note, only=args.framework)
             frameworks.print_table(result)
             print(f"results: {report.write_results('frameworks', result, args.results)}")
 
@@ -187,6 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--note", default="", help="frameworks: a note kept with the run (the machine's state, what code it ran)"
+    )
+    parser.add_argument(
+        "--framework",
+        choices=["adk", "langgraph", "sdk"],
+        metavar="NAME",
+        help="frameworks: measure one framework alone, adk, langgraph or sdk (a before/after comparison; write "
+        "it outside benchmarks/results/ with --results: the summary reads complete runs)",
     )
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
     parser.add_argument(

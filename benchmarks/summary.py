@@ -454,6 +454,18 @@ def _frameworks(vendor: str, runs: list[dict]) -> list[Table]:
             )
             + "."
         )
+    sdk = "OpenAI Agents SDK"
+    sdk_caches = [run["client_caches"][sdk] for run in runs if sdk in run.get("client_caches", {})]
+    if sdk_caches:
+        notes.append(
+            "The SDK sessions' last whole read (`cache_info()` at the end of each run, summed over the "
+            "session objects; every read still asks the server): "
+            + "; ".join(
+                f"{c['hits']} hits, {c['misses']} misses, {c['items']:,} items, {c['chars'] / 2**20:.1f} M characters"
+                for c in sdk_caches
+            )
+            + "."
+        )
     notes += ["", *(f"- Run {_stamp_time(run['_stamp'])}: {run['note']}" for run in runs if run.get("note"))]
     tables.append(
         Table(

@@ -20,10 +20,16 @@ def _covering(*, tenant, user_id, session_pk=None) -> QuerySet[LegalHold]:
     return holds_active().filter(covers, tenant=tenant)
 
 
+def holds_covering(*, tenant: Tenant | int, user_id: str = "", session_pk: int | None = None) -> QuerySet[LegalHold]:
+    """The active holds on the tenant, on the person (with ``user_id``) or on the session (with
+    ``session_pk``), oldest first: a subquery of a statement that checks more than holds."""
+    return _covering(tenant=tenant, user_id=user_id, session_pk=session_pk).order_by("placed_at", "pk")
+
+
 def hold_covering(*, tenant: Tenant | int, user_id: str = "", session_pk: int | None = None) -> LegalHold | None:
     """The oldest active hold on the tenant, on the person (with ``user_id``) or on the session
     (with ``session_pk``), or None: one indexed query."""
-    return _covering(tenant=tenant, user_id=user_id, session_pk=session_pk).order_by("placed_at", "pk").first()
+    return holds_covering(tenant=tenant, user_id=user_id, session_pk=session_pk).first()
 
 
 def held(*, tenant: str = "tenant", user_id: str = "user_id", session: str | None = None) -> Exists:

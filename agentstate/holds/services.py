@@ -21,15 +21,23 @@ from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 
 
+def holds_lock_key(tenant_pk: int) -> int:
+    """The tenant's hold lock: the key of its PostgreSQL advisory lock (a deletion that takes it in a
+    statement of its own, ``pg_advisory_xact_lock_shared(key)``, keeps the order above)."""
+    return int.from_bytes(
+        hashlib.blake2b(f"legal-hold:{tenant_pk}".encode(), digest_size=8).digest(), "big", signed=True
+    )
+
+
 def holds_lock(*, tenant_pk: int, exclusive: bool) -> None:
     """Inside a transaction: the tenant's hold lock (see the module's docstring), until commit."""
     if connection.vendor != "postgresql":
         return
-    key = int.from_bytes(
-        hashlib.blake2b(f"legal-hold:{tenant_pk}".encode(), digest_size=8).digest(), "big", signed=True
-    )
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {'pg_advisory_xact_lock' if exclusive else 'pg_advisory_xact_lock_shared'}(%s)", [key])
+        cursor.execute(
+            f"SELECT {'pg_advisory_xact_lock' if exclusive else 'pg_advisory_xact_lock_shared'}(%s)",
+            [holds_lock_key(tenant_pk)],
+        )
 
 
 def hold_check(*, tenant_pk: int, user_id: str = "", session_pk: int | None = None, what: str = "this data") -> None:

@@ -50,6 +50,7 @@ MAX_BYTES_PER_APPEND = 4 * 1024 * 1024  # under the server's default 5 MiB body 
 RECENT_MAX = 500
 PAGE_MAX = 2000  # messages per page of a whole read (the server's largest: one request up to there)
 HELD_MAX_ITEMS = 20_000  # items a session object keeps from its last whole read (their JSON text)
+HELD_MAX_CHARS = 32 * 2**20  # and at most this many characters of it (Python keeps each in 1-4 bytes)
 USAGE_COUNTS = ("requests", "input_tokens", "output_tokens", "total_tokens")
 # Tool calls as AdvancedSQLiteSession counts them in get_tool_usage, and those it names by their type.
 TOOL_CALLS = (
@@ -248,13 +249,18 @@ class _HeldItems:
     generation: str
     keys: list[tuple[int, str | None]]
     contents: list[str]
+    size: int  # characters of JSON text held
 
     def popped(self, seq: int, client_id: str | None) -> _HeldItems | None:
         """After this object popped (seq, client_id): what it then holds, if that was its last item
-        (the pop advanced the generation by one; any other edit since will show as another)."""
+        or one added after it (the pop advanced the generation by one; any other edit since will
+        show as another)."""
+        after = str(int(self.generation) + 1)
+        if seq > self.keys[-1][0]:  # an item added after the last held one: what is held stays
+            return _HeldItems(after, self.keys, self.contents, self.size)
         if len(self.keys) < 2 or self.keys[-1] != (seq, client_id) or self.keys[-2][1] is None:
             return None
-        return _HeldItems(str(int(self.generation) + 1), self.keys[:-1], self.contents[:-1])
+        return _HeldItems(after, self.keys[:-1], self.contents[:-1], self.size - len(self.contents[-1]))
 
 
 def _items(contents: Iterable[str]) -> list[Any]:
@@ -319,10 +325,24 @@ class AgentStateSession(SessionABC):
         self._client_options: dict[str, Any] = {"timeout": timeout, "retries": retries, "transport": transport}
         self._branch = MAIN
         self._held: dict[str, _HeldItems] = {}
+        self._held_hits = self._held_misses = 0
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAgentStateClient] = (
             weakref.WeakKeyDictionary()
         )
         self._closed = False
+
+    def cache_info(self) -> dict[str, int]:
+        """What this object keeps of its last whole read: ``hits`` (whole reads that asked only for
+        what came after it), ``misses`` (whole reads of every item), the ``items`` held and the
+        ``chars`` of their JSON text, ``max_chars``."""
+        held = next(iter(self._held.values()), None)
+        return {
+            "hits": self._held_hits,
+            "misses": self._held_misses,
+            "items": len(held.keys) if held else 0,
+            "chars": held.size if held else 0,
+            "max_chars": HELD_MAX_CHARS,
+        }
 
     # --- the Session protocol --------------------------------------------------------------------
 
@@ -363,12 +383,15 @@ class AgentStateSession(SessionABC):
                 and (first.seq, first.client_id) == (last_seq, last_client_id)
             ):
                 added = page.results[1:]
+                self._held_hits += 1
                 return self._hold(
                     sid,
                     page.generation,
                     [*held.keys, *((m.seq, m.client_id) for m in added)],
                     [*held.contents, *(m.content for m in added)],
+                    held.size + sum(len(m.content) for m in added),
                 )
+        self._held_misses += 1
         call: Call[_Page] | None = Call("GET", url, _PAGE, params=query(page_size=PAGE_MAX))
         keys: list[tuple[int, str | None]] = []
         contents: list[str] = []
@@ -384,17 +407,29 @@ class AgentStateSession(SessionABC):
             keys.extend((m.seq, m.client_id) for m in page.results)
             contents.extend(m.content for m in page.results)
             call = call.with_cursor(page.next_cursor) if page.next_cursor else None
-        return self._hold(sid, generation, keys, contents)
+        return self._hold(sid, generation, keys, contents, sum(map(len, contents)))
 
     def _hold(
-        self, sid: str, generation: str | None, keys: list[tuple[int, str | None]], contents: list[str]
+        self,
+        sid: str,
+        generation: str | None,
+        keys: list[tuple[int, str | None]],
+        contents: list[str],
+        size: int,
     ) -> list[str]:
-        """Keep ``contents`` of ``sid`` for the next whole read (at most ``HELD_MAX_ITEMS``, the
-        last with a client id to check it by); returns them."""
-        if generation is None or not keys or keys[-1][1] is None or len(contents) > HELD_MAX_ITEMS:
+        """Keep ``contents`` of ``sid`` (``size`` characters) for the next whole read (at most
+        ``HELD_MAX_ITEMS`` and ``HELD_MAX_CHARS``, the last with a client id to check it by);
+        returns them."""
+        if (
+            generation is None
+            or not keys
+            or keys[-1][1] is None
+            or len(contents) > HELD_MAX_ITEMS
+            or size > HELD_MAX_CHARS
+        ):
             self._held.pop(sid, None)
         else:
-            self._held = {sid: _HeldItems(generation, keys, contents)}  # one branch
+            self._held = {sid: _HeldItems(generation, keys, contents, size)}  # one branch
         return contents
 
     async def add_items(self, items: list[Any]) -> None:

@@ -11,18 +11,20 @@ refuse edits; fork only reads its source, so an ended session can be forked.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Max, Subquery
+from django.db.models import Exists, F, JSONField, Max, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agentstate.exceptions import InvalidInput, PreconditionFailed, SessionAlreadyExists, SessionEnded
+from agentstate.exceptions import Held, InvalidInput, PreconditionFailed, SessionAlreadyExists, SessionEnded
+from agentstate.holds.selectors import holds_covering
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.validation import clean_identifier, clean_json, clean_round_id
-from sessions_app.models import Message, MessagePop, Round, Session
+from sessions_app.models import Message, MessagePop, Round, RunUsage, Session
 from sessions_app.selectors import message_as_dict
 from sessions_app.services.live import lock_session, session_hold_check, session_touch
 from sessions_app.services.sessions import new_session_id_clean
@@ -90,23 +92,30 @@ def message_pop(
 
     Pops of one session are serialised by its row lock, so concurrent pops each get a different
     message or None. With ``idempotency_key``, the answer is kept: a retry with the same key
-    returns it again and pops nothing."""
+    returns it again and pops nothing. Three statements on PostgreSQL at any history size: the
+    row lock with the hold lock, the checks with the newest message, the edit."""
     key = None if idempotency_key is None else clean_identifier(idempotency_key, field="idempotency_key")
     if expected_last_seq is not None:
         expected_last_seq = _clean_seq(expected_last_seq, field="expected_last_seq")
-    locked = session_touch(session)
-    if key is not None:
-        answered = MessagePop.objects.filter(session=session, key=key).only("message").first()
-        if answered is not None:
-            return answered.message
+    locked = session_touch(session, holds_lock_shared=True)
+    checks = _pop_checks(session, key)
+    newest = Message.objects.filter(session=session).annotate(**checks).order_by("-seq").first()
+    if newest is not None:
+        found = {name: getattr(newest, name) for name in checks}
+    else:  # an empty history: the checks alone
+        found = Session.objects.filter(pk=session.pk).annotate(**checks).values(*checks).get()
+    if key is not None and found["answered"]:
+        return found["answer"]
     if locked.ended_at is not None:
         raise SessionEnded(ENDED)
-    session_hold_check(session, what="this session's messages")
-    newest = Message.objects.filter(session=session).order_by("-seq").first()
+    if found["hold_reference"] is not None:
+        raise Held.of(found["hold_reference"], what="this session's messages")
     _check_last_seen(0 if newest is None else newest.seq, expected_last_seq)
-    popped = None
+    popped = None if newest is None else message_as_dict(newest)
+    if newest is not None and connection.vendor == "postgresql":
+        _pop_postgresql(session, newest, key=key, popped=popped)
+        return popped
     if newest is not None:
-        popped = message_as_dict(newest)
         Message.objects.filter(pk=newest.pk).delete()
         _record_edit(session, removed_messages=1, removed_rounds=0)
     if key is not None:
@@ -119,6 +128,60 @@ def message_pop(
             message_created_at=None if newest is None else newest.created_at,
         )
     return popped
+
+
+def _pop_checks(session: Session, key: str | None) -> dict[str, Any]:
+    """What decides a pop, read beside its newest message: the answer kept under ``key`` (whether
+    there is one, and it) and the oldest legal hold covering the session (its reference)."""
+    holds = holds_covering(tenant=session.tenant_id, user_id=session.user_id, session_pk=session.pk)
+    checks: dict[str, Any] = {"hold_reference": Subquery(holds.values("reference")[:1])}
+    if key is not None:
+        kept = MessagePop.objects.filter(session=session, key=key)
+        checks["answered"] = Exists(kept)
+        checks["answer"] = Subquery(kept.values("message")[:1], output_field=JSONField())
+    return checks
+
+
+def _pop_postgresql(session: Session, newest: Message, *, key: str | None, popped: dict[str, Any] | None) -> None:
+    """The pop's edit in one statement: delete the message, keep the counters true, drop the usage
+    of the turns it removed (as ``_record_edit``: every turn past the user messages left, every
+    turn once none is left) and keep the answer under ``key``. The statement's snapshot still
+    holds the popped message, which the usage rule leaves out by its seq."""
+    quote = connection.ops.quote_name
+    messages, usage = quote(Message._meta.db_table), quote(RunUsage._meta.db_table)
+    params: dict[str, Any] = {
+        "session": session.pk,
+        "message": newest.pk,
+        "seq": newest.seq,
+        "was_user": int(newest.role == "user"),
+    }
+    kept = "SELECT 1"
+    if key is not None:
+        kept = (
+            f"INSERT INTO {quote(MessagePop._meta.db_table)} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+            "(session_id, tenant_id, user_id, created_at, key, message, message_created_at) "
+            "VALUES (%(session)s, %(tenant)s, %(user_id)s, %(now)s, %(key)s, %(answer)s::jsonb, %(created_at)s)"
+        )
+        params.update(
+            tenant=session.tenant_id,
+            user_id=session.user_id,
+            now=timezone.now(),
+            key=key,
+            answer=json.dumps(popped),
+            created_at=newest.created_at,
+        )
+    sql = (
+        f"WITH removed AS (DELETE FROM {messages} WHERE id = %(message)s), "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"counted AS (UPDATE {quote(Session._meta.db_table)} SET message_count = message_count - 1, "
+        "history_generation = history_generation + 1 WHERE id = %(session)s), "
+        f"turns_gone AS (DELETE FROM {usage} WHERE session_id = %(session)s AND ("
+        f"NOT EXISTS (SELECT 1 FROM {messages} WHERE session_id = %(session)s AND seq < %(seq)s) "
+        f"OR turn > (SELECT COUNT(*) FROM {messages} WHERE session_id = %(session)s AND role = 'user') "
+        "- %(was_user)s)) "
+        f"{kept}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 @transaction.atomic

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from agentstate.exceptions import NotFound, PreconditionFailed, SessionEnded
 from agentstate.holds.selectors import held
-from agentstate.holds.services import hold_check, holds_lock
+from agentstate.holds.services import hold_check, holds_lock, holds_lock_key
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
@@ -98,15 +98,22 @@ def activity_changes() -> dict[str, Any]:
     }
 
 
-def session_touch(session: Session) -> Session:
+def session_touch(session: Session, *, holds_lock_shared: bool = False) -> Session:
     """Inside a transaction: take the session's row lock for a write whose rules need the row, and
     record the activity (``updated_at`` now, a session retention ended reopened), in one
     ``UPDATE ... RETURNING``; returns the row as it is now. Whether an ended session takes the
-    write stays the caller's rule."""
+    write stays the caller's rule. With ``holds_lock_shared`` (a write that deletes) the same
+    statement then takes the tenant's hold lock shared (PostgreSQL; ``holds_lock``), so the hold
+    check, in a later statement, sees every hold placed before."""
     table = connection.ops.quote_name(Session._meta.db_table)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    sql = f"UPDATE {table} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} WHERE id = %s RETURNING *"  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-    touched = next(iter(Session.objects.raw(sql, [now, session.pk])), None)
+    params: list[Any] = [now, session.pk]
+    returning = "*"
+    if holds_lock_shared and connection.vendor == "postgresql":
+        returning += ", pg_advisory_xact_lock_shared(%s) AS holds_locked"
+        params.append(holds_lock_key(session.tenant_id))
+    sql = f"UPDATE {table} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} WHERE id = %s RETURNING {returning}"  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+    touched = next(iter(Session.objects.raw(sql, params)), None)
     if touched is None:
         raise NotFound("Session not found.")
     return touched

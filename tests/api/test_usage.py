@@ -70,6 +70,17 @@ def test_a_pop_of_a_turns_user_message_drops_that_turns_usage_and_clear_drops_al
     assert _turns(api) == []
 
 
+def test_pops_down_to_an_empty_history_drop_every_turns_usage_and_keep_the_answers(api, session):
+    for turn in (0, 1, 2, 5):  # turn 5 was stored by number, past the history's turns
+        api.post(S + "usage/", {"turn": turn, "total_tokens": 10 + turn}, format="json")
+    answers = [api.post(S + "messages/pop/", {"idempotency_key": f"k{n}"}, format="json").json() for n in range(4)]
+    assert [a["message"]["content"] for a in answers] == ["2", "two", "1", "one"]
+    assert _turns(api) == []
+    retried = api.post(S + "messages/pop/", {"idempotency_key": "k1"}, format="json").json()
+    assert retried == answers[1]
+    assert api.get(S).json()["message_count"] == 0
+
+
 def test_a_fork_copies_the_history_not_the_usage(api, session):
     api.post(S + "usage/", {"total_tokens": 9}, format="json")
     assert api.post(S + "fork/", {"new_session_id": "f1"}, format="json").status_code == 201

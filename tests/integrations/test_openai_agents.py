@@ -221,6 +221,30 @@ def test_a_whole_read_asks_only_for_what_came_after_and_sees_every_other_writer(
     assert run(reader.get_items()) == run(oa_session("shared").get_items())
 
 
+def test_its_own_pop_of_an_item_added_since_its_whole_read_keeps_what_it_holds(oa_session):
+    transport = Recording()
+    reader, writer = oa_session("popped-after", transport=transport), oa_session("popped-after")
+    run(reader.add_items([{"role": "user", "content": f"m{i}"} for i in range(5)]))
+    run(reader.get_items())
+    run(reader.add_items([{"role": "user", "content": "n5"}, {"role": "user", "content": "n6"}]))
+    assert run(reader.pop_item())["content"] == "n6"
+    assert [i["content"] for i in run(reader.get_items())] == ["m0", "m1", "m2", "m3", "m4", "n5"]
+    assert "after_seq=4" in transport.queries[-1]  # what it held, and only what came after
+    assert reader.cache_info() | {"chars": 0} == {
+        "hits": 1,
+        "misses": 1,
+        "items": 6,
+        "chars": 0,
+        "max_chars": 32 * 2**20,
+    }
+    # Another writer's pop between its reads: everything is read again.
+    run(reader.add_items([{"role": "user", "content": "x"}]))
+    run(writer.pop_item())
+    run(reader.pop_item())
+    assert run(reader.get_items()) == run(oa_session("popped-after").get_items()) == run(reader.get_items())
+    assert reader.cache_info()["misses"] == 2
+
+
 def test_a_session_deleted_and_created_again_with_as_many_items_is_read_anew(oa_session, live_server, oa_key):
     reader, writer = oa_session("again"), oa_session("again")
     run(writer.add_items([{"role": "user", "content": f"old{i}"} for i in range(3)]))

@@ -60,6 +60,15 @@ def test_appending_a_message_is_one_statement_on_postgresql_at_any_history_size(
     assert counts == {size: 1 if _postgres() else 2 for size in SIZES}
 
 
+def test_a_kept_pop_is_three_statements_on_postgresql_at_any_history_size(tenant):
+    keys = itertools.count()
+    counts = _per_size(tenant, lambda s: services.message_pop(session=s, idempotency_key=f"k{next(keys)}"))
+    # PostgreSQL: the row and hold locks; the kept answer, the hold and the newest message; the edit.
+    # SQLite (no hold lock, no CTE that writes): the lock, the checks, the delete, the counters, the
+    # usage count and drop, the kept answer.
+    assert counts == {size: 3 if _postgres() else 7 for size in SIZES}
+
+
 def test_saving_an_automatic_round_is_one_statement_on_postgresql_at_any_history_size(tenant):
     counts = _per_size(
         tenant,
@@ -118,6 +127,11 @@ def test_api_append_is_a_session_lookup_plus_one_statement(agent_api, tenant):
     assert _request_counts(agent_api, tenant, "post", "messages/", body) == {
         size: 2 if _postgres() else 3 for size in SIZES
     }
+
+
+def test_api_pop_is_a_session_lookup_plus_three_statements_on_postgresql(agent_api, tenant):
+    counts = _request_counts(agent_api, tenant, "post", "messages/pop/", {"idempotency_key": "k1"})
+    assert counts == {size: 4 if _postgres() else 8 for size in SIZES}
 
 
 def test_api_automatic_round_save_is_one_statement_on_postgresql(agent_api, tenant):
