@@ -5,18 +5,20 @@ on an erasure request (``erasure_requests``' forms and inline)."""
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
-from django.template.response import TemplateResponse
+from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 
 from agentstate import streaming
 from userdata_app import access_requests, erasure
 from userdata_app.admin.erasure_requests import ErasureSubjectForm, ErasureSubjectInline
-from userdata_app.admin.export_document import document_html, readable_time
+from userdata_app.admin.export_document import document_html_pieces, readable_time
 from userdata_app.admin.requests import OpenFilter, RequestAdmin, Step, counts_table
 from userdata_app.models import AccessRequest, AccessSubject, ErasureRequest
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldOpts, _FieldsetSpec
 
 Status = AccessRequest.Status
+# Where the printable export's page holds the document, which is streamed in its place.
+DOCUMENT = mark_safe("<!-- the subject export -->")
 
 
 class AccessSubjectForm(ErasureSubjectForm):
@@ -172,12 +176,18 @@ class AccessRequestAdmin(RequestAdmin):
             access_requests.access_request_document(request=obj), filename=f"access-request-{obj.pk}.json"
         )
 
-    def export_html_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """The same export as a document to print or save as PDF, dates as people read them."""
+    def export_html_view(self, request: HttpRequest, object_id: str) -> StreamingHttpResponse:
+        """The same export as a document to print or save as PDF, dates as people read them,
+        streamed as the JSON export is: the page around it, then the document as it is read."""
         obj = self._exported(request, object_id, "printable")
-        document = streaming.materialized(access_requests.access_request_document(request=obj))
-        return TemplateResponse(
-            request,
+        document = access_requests.access_request_document(request=obj)
+        page = render_to_string(
             "admin/userdata_app/accessrequest/export.html",
-            {"object": obj, "generated_at": readable_time(document["generated_at"]), "body": document_html(document)},
+            {"object": obj, "generated_at": readable_time(document["generated_at"]), "body": DOCUMENT},
+            request,
+        )
+        before, after = page.split(DOCUMENT, 1)
+        return StreamingHttpResponse(
+            streaming.joined(itertools.chain([before], document_html_pieces(document), [after])),
+            content_type="text/html; charset=utf-8",
         )
