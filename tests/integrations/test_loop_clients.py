@@ -104,3 +104,5 @@ def test_a_loop_closed_without_shutting_down_leaves_one_client_not_one_per_loop(
     gc.collect()
 
     assert connections_to(port) <= before + 1
+    del store  # its last client's socket, which holds a live-server thread and its database connection
+    gc.collect()
