@@ -45,6 +45,7 @@ from pydantic_core import to_jsonable_python
 from agentstate.client.calls import NOTHING_SENT, segment
 from agentstate.client.clients import USER_AGENT
 from agentstate.client.errors import AgentStateError, error_from_response, network_error
+from agentstate.client.loops import LoopClients
 
 __all__ = ["AgentStateSessionService", "identifier_decode", "identifier_encode", "register"]
 
@@ -103,22 +104,13 @@ class AgentStateHttp:
             "transport": transport,
             "headers": {"X-Api-Key": api_key, "Accept": "application/json", "User-Agent": USER_AGENT},
         }
-        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
-
-    def _http(self) -> httpx.AsyncClient:
-        """One connection pool per event loop: a pool is bound to the loop that opened it."""
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            for closed in [other for other in self._clients if other.is_closed()]:
-                del self._clients[closed]
-            client = self._clients[loop] = httpx.AsyncClient(**self._options)
-        return client
+        # One connection pool per event loop, closed with it: a pool is bound to the loop that opened it.
+        self._clients = LoopClients(lambda: httpx.AsyncClient(**self._options))
 
     async def _request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         for attempt in range(_RETRIES + 1):
             try:
-                response = await self._http().request(method, url, **kwargs)
+                response = await self._clients.get().request(method, url, **kwargs)
             except NOTHING_SENT as exc:
                 if attempt == _RETRIES:
                     raise network_error(exc) from exc
@@ -133,9 +125,7 @@ class AgentStateHttp:
 
     async def close(self) -> None:
         """Closes the connection pool of the running event loop."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.aclose()
+        await self._clients.aclose()
 
 
 class AgentStateSessionService(BaseSessionService, AgentStateHttp):

@@ -19,14 +19,12 @@ docs/CLIENT.md lists the mapping and its deviations. Imports no Django.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
 import re
 import time
 import uuid
-import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -40,6 +38,7 @@ from agentstate.client import calls
 from agentstate.client.calls import Call, query, session_url
 from agentstate.client.clients import AsyncAgentStateClient, AsyncEndpoints
 from agentstate.client.errors import Conflict, NotFound
+from agentstate.client.loops import LoopClients
 from agentstate.client.models import MessageRecord, Page, RunUsage, SessionRecord
 
 MAIN = "main"
@@ -326,8 +325,8 @@ class AgentStateSession(SessionABC):
         self._branch = MAIN
         self._held: dict[str, _HeldItems] = {}
         self._held_hits = self._held_misses = 0
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAgentStateClient] = (
-            weakref.WeakKeyDictionary()
+        self._clients = LoopClients(
+            lambda: AsyncAgentStateClient(self._base_url, self._api_key, **self._client_options)
         )
         self._closed = False
 
@@ -743,33 +742,21 @@ class AgentStateSession(SessionABC):
         """Close this object's connections (the stored history stays); it takes no more calls
         (RuntimeError), as the SDK's closed sessions. ``aclose`` from async code is the same."""
         self._closed = True
-        clients, self._clients = list(self._clients.items()), weakref.WeakKeyDictionary()
-        for loop, client in clients:
-            if loop.is_closed():
-                continue
-            if loop.is_running():  # from its own code, or from another thread: it closes them itself
-                asyncio.run_coroutine_threadsafe(client.aclose(), loop)
-            else:
-                loop.run_until_complete(client.aclose())
+        self._clients.close_all()
 
     # --- plumbing --------------------------------------------------------------------------------
 
     def _api(self) -> _Borrowed:
         """The client of the running event loop: the SDK may call from several loops (``run_sync``,
-        ``asyncio.run`` per turn), and an HTTP connection pool belongs to the loop that opened it."""
+        ``asyncio.run`` per turn), and an HTTP connection pool belongs to the loop that opened it
+        (and is closed with it)."""
         if self._closed:
             raise RuntimeError("AgentStateSession is closed")
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = self._clients[loop] = AsyncAgentStateClient(self._base_url, self._api_key, **self._client_options)
-        return _Borrowed(client)
+        return _Borrowed(self._clients.get())
 
     async def aclose(self) -> None:
         """Close the connections of the running event loop (the stored history stays)."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.aclose()
+        await self._clients.aclose()
 
     def _current(self) -> str:
         return branch_session_id(self.session_id, self._branch)

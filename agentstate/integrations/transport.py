@@ -1,16 +1,17 @@
 """The agentstate clients a framework integration sends its calls through, shared by LangGraph's
 saver and store: each made on first use, the async one again for each event loop (httpx's pool
-belongs to one loop), closed with the integration or its ``with`` block."""
+belongs to one loop) and closed with its loop (``LoopClients``), all closed with the integration
+or its ``with`` block."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Self
 
 import httpx
 
 from agentstate.client.calls import Call
 from agentstate.client.clients import AgentStateClient, AsyncAgentStateClient
+from agentstate.client.loops import LoopClients
 
 
 class ClientTransport:
@@ -32,24 +33,19 @@ class ClientTransport:
         self.base_url = base_url
         self._api_key = api_key
         self._options: dict[str, Any] = {"timeout": timeout, "retries": retries}
-        self._transports = (transport, async_transport)
+        self._sync_transport = transport
         self._sync: AgentStateClient | None = None
-        self._async: AsyncAgentStateClient | None = None
-        self._async_loop: asyncio.AbstractEventLoop | None = None
+        self._async = LoopClients(
+            lambda: AsyncAgentStateClient(self.base_url, self._api_key, transport=async_transport, **self._options)
+        )
 
     def _run(self, call: Call[Any]) -> Any:
         if self._sync is None:
-            self._sync = AgentStateClient(self.base_url, self._api_key, transport=self._transports[0], **self._options)
+            self._sync = AgentStateClient(self.base_url, self._api_key, transport=self._sync_transport, **self._options)
         return self._sync._call(call)
 
     async def _arun(self, call: Call[Any]) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._async is None or self._async_loop is not loop:  # httpx's pool belongs to one loop
-            self._async = AsyncAgentStateClient(
-                self.base_url, self._api_key, transport=self._transports[1], **self._options
-            )
-            self._async_loop = loop
-        return await self._async._call(call)
+        return await self._async.get()._call(call)
 
     def close(self) -> None:
         if self._sync is not None:
@@ -58,9 +54,7 @@ class ClientTransport:
 
     async def aclose(self) -> None:
         self.close()
-        if self._async is not None:
-            await self._async.aclose()
-            self._async = None
+        await self._async.aclose()
 
     def __enter__(self) -> Self:
         return self

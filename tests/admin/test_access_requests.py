@@ -3,18 +3,25 @@ by whom, when), due one month after receipt, exported as JSON and as a printable
 fulfilled; counted on the dashboard apart from erasure requests. SQLite and PostgreSQL."""
 
 import json
+import re
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
+from django.db import connection
+from django.template.loader import render_to_string
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 
 from agentstate.exceptions import Conflict, InvalidInput
+from agentstate.streaming import materialized
 from tests.admin.staff import login, staff
 from tests.api.assertions import streamed
 from tests.userdata_app.erasure_factories import subject_data_create
 from userdata_app import access_requests, erasure
 from userdata_app.access_log.models import AccessEntry
+from userdata_app.admin.export_document import document_html_pieces, readable_time
 from userdata_app.erasure.registry import subject_hash
 from userdata_app.models import AccessRequest, ErasureRequest
 
@@ -127,7 +134,7 @@ def test_an_officer_answers_a_request_from_receipt_to_fulfilment_without_an_eras
     assert subject["user_id"] == "ada" and len(subject["sessions"][0]["messages"]) == 2
 
     printable = client.get(reverse("admin:userdata_app_accessrequest_export_html", args=[request.pk]))
-    html = printable.content.decode()
+    html = streamed(printable).decode()
     assert printable.status_code == 200 and "What we hold about you" in html and "SAR-7" in html
     assert "hello from ada #1" in html and "ada@example.com" in html
     created = subject["sessions"][0]["created_at"]
@@ -142,6 +149,30 @@ def test_an_officer_answers_a_request_from_receipt_to_fulfilment_without_an_eras
     request.refresh_from_db()
     assert request.status == Status.FULFILLED and request.fulfilled_by_name == "officer"
     assert not ErasureRequest.objects.exists()
+
+
+def test_a_large_subjects_printable_export_is_streamed_as_the_page_read_whole(client, officer, tenant, settings):
+    settings.PAGE_MAX_BYTES = 8 * 1024  # the export's rows read in many batches
+    login(client, officer)
+    subject_data_create(tenant=tenant, user_id="ada", sessions=3, messages=400)
+    request = access_requests.access_request_create(subjects=[(tenant, "ada")], reference="SAR-8")
+    access_requests.access_request_verify(request=request, identity_check="in person", actor=officer)
+
+    response = client.get(reverse("admin:userdata_app_accessrequest_export_html", args=[request.pk]))
+    with CaptureQueriesContext(connection) as queries:
+        chunks = iter(response.streaming_content)
+        first = next(chunks)
+        queried_before_the_first_chunk = len(queries)
+        html = (first + b"".join(chunks)).decode()
+
+    assert queried_before_the_first_chunk < len(queries)  # sent while the export is still being read
+    # The page as it was built whole, from the same document read into memory.
+    generated_at = re.search(r'generated <time datetime="([^"]+)">', html).group(1)
+    document = {**materialized(access_requests.access_request_document(request=request)), "generated_at": generated_at}
+    body = mark_safe("".join(document_html_pieces(document)))  # noqa: S308 (escaped as written)
+    context = {"object": request, "generated_at": readable_time(generated_at), "body": body}
+    assert html == render_to_string("admin/userdata_app/accessrequest/export.html", context)
+    assert html.count("hello from ada #") == 1200
 
 
 def test_a_subject_with_nothing_held_is_flagged_before_the_request_is_answered(client, officer, tenant):

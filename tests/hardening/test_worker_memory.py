@@ -43,7 +43,7 @@ from django.contrib.auth import get_user_model
 from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 from sessions_app.adk import services as adk
 from sessions_app.langgraph import services as langgraph
-from userdata_app import services as userdata
+from userdata_app import access_requests, services as userdata
 
 tenant = tenant_get_or_create(slug="acme")
 get_user_model().objects.create_superuser("root", "root@example.com", "pw-for-tests-only")
@@ -62,8 +62,11 @@ for i in range(LARGE):
         metadata={"step": i}, channel_versions={},
     )
     userdata.user_datum_set(tenant=tenant, user_id="alice", key=f"k{i:03}", value=text)
+access = access_requests.access_request_create(subjects=[(tenant, "alice")])
+access_requests.access_request_verify(request=access, identity_check="in person")
 print(json.dumps({"agent": api_key_create(tenant=tenant, name="agent")[1],
-                  "compliance": api_key_create(tenant=tenant, name="officer", scope="compliance")[1]}))
+                  "compliance": api_key_create(tenant=tenant, name="officer", scope="compliance")[1],
+                  "access_request": access.pk}))
 """.replace("LARGE", str(LARGE))
 
 
@@ -197,6 +200,7 @@ def test_no_read_path_grows_a_worker_by_more_than_the_bound(server):
             "admin message list": admin("/admin/sessions_app/message/"),
             "admin ADK event list": admin("/admin/sessions_app/adkevent/"),
             "subject export": api("/api/v1/compliance/users/alice/export/", headers=officer),
+            "admin printable export": admin(f"/admin/userdata_app/accessrequest/{keys['access_request']}/export.html"),
         }
         grown = {name: round(growth_mib(worker, read)) for name, read in reads.items()}  # MiB
         assert worker_of(master) == worker  # the same worker throughout

@@ -12,14 +12,13 @@ nothing is held under it (``erasure.subject_id_check``: "ada " typed for "ada").
 from __future__ import annotations
 
 import json
-from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, QuerySet
+from django.db.models import QuerySet
 from django.http import (
     Http404,
     HttpRequest,
@@ -29,18 +28,17 @@ from django.http import (
     StreamingHttpResponse,
 )
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from agentstate import streaming
 from agentstate.admin.display import identifier_display, identifier_html
 from agentstate.exceptions import DomainError, InvalidInput
 from agentstate.validation import clean_identifier
 from userdata_app import erasure
-from userdata_app.access_log.recorder import subjects_exported
-from userdata_app.models import AccessRequest, ErasureRequest, ErasureSubject, RequestSubject
+from userdata_app.admin.requests import OpenFilter, RequestAdmin, Step, count_rows, counts_table
+from userdata_app.models import ErasureRequest, ErasureSubject, RequestSubject
 from userdata_app.selectors import subject_export_lazy
 
 if TYPE_CHECKING:
@@ -129,59 +127,11 @@ class ErasureSubjectInline(admin.TabularInline):
         return self._editable(obj) and super().has_delete_permission(request, obj)
 
 
-class OpenFilter(admin.SimpleListFilter):
-    title = "deadline"
-    parameter_name = "open"
-
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> tuple[tuple[str, str], ...]:
-        return (("yes", "Open"), ("overdue", "Overdue"))
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        """Open (not yet answered) and overdue requests, of erasure or of access alike."""
-        if self.value() in ("yes", "overdue"):
-            queryset = queryset.filter(status__in=queryset.model.OPEN_STATUSES)
-        if self.value() == "overdue":
-            queryset = queryset.filter(due_on__lt=timezone.localdate())
-        return queryset
-
-
-def count_rows(counts: dict[str, int]) -> SafeString:
-    """Table rows "category | rows" for a preview or a receipt."""
-    return format_html_join(
-        "", "<tr><td>{}</td><td>{}</td></tr>", ((erasure.category_label(c), n) for c, n in counts.items())
-    )
-
-
-NOTHING_FOUND = mark_safe(
-    '<p class="errornote nothing-found">Nothing found for these subjects: no data is held under these '
-    "(tenant, user id) pairs. Check each user id exactly as the API stored it (spaces and case count) "
-    "and the tenant before going on.</p>"
-)
-
-
 DEVELOPMENT_KEY_WARNING = mark_safe(
     '<p class="errornote development-key">Signed with the development key “dev”: this service runs without '
     "AGENTSTATE_ERASURE_HMAC_KEYS (quickstart, DEBUG). Such a receipt proves nothing to anyone else; set real "
     "keys before erasing real people's data (docs/COMPLIANCE.md).</p>"
 )
-
-
-def nothing_found_warning(counts: dict[str, int]) -> SafeString:
-    """A warning above a preview of all zeros: a user id with a stray space or the wrong tenant
-    finds nothing, and the request would be verified, executed or answered for no one."""
-    return SafeString() if any(counts.values()) else NOTHING_FOUND
-
-
-def due_display(obj: ErasureRequest | AccessRequest) -> str:
-    """The due date, "(extended)" after an extension, and an overdue badge once it has passed."""
-    extended = " (extended)" if getattr(obj, "is_extended", False) else ""
-    if obj.is_overdue:
-        return format_html(
-            '<span class="overdue-date">{}{}</span> <span class="status-badge status-overdue">overdue</span>',
-            obj.due_on,
-            extended,
-        )
-    return f"{obj.due_on}{extended}"
 
 
 def withheld_html(explanations: list[str]) -> SafeString:
@@ -198,10 +148,6 @@ def withheld_html(explanations: list[str]) -> SafeString:
 def status_label(status: str) -> str:
     """A status as the badges and the history show it ("On hold", not "on_hold")."""
     return Status(status).label if status else "—"
-
-
-def status_badge(obj: ErasureRequest | AccessRequest) -> SafeString:
-    return format_html('<span class="status-badge status-{}">{}</span>', obj.status, obj.get_status_display())
 
 
 class ExtendForm(forms.Form):
@@ -230,11 +176,18 @@ class RejectForm(forms.Form):
     )
 
 
-# The Compliance group's permissions as staff read them (ErasureRequest.Meta.permissions).
-PERMISSION_LABELS = {codename: f"“{name}”" for codename, name in ErasureRequest._meta.permissions}
+# What a step recorded on the request, shown under its status once set.
+STATUS_NOTES = (
+    "extension_reason",
+    "hold_reason",
+    "rejection_reason",
+    "subject_informed_on",
+    "failure",
+    "storage_pending",
+)
 
 # step -> (button label, form, service call); which status allows which step is erasure.STEPS.
-LIFECYCLE_STEPS = {
+LIFECYCLE_STEPS: dict[str, Step] = {
     "verify": (
         "Mark verified",
         None,
@@ -264,7 +217,7 @@ LIFECYCLE_STEPS = {
 
 
 @admin.register(ErasureRequest)
-class ErasureRequestAdmin(admin.ModelAdmin):
+class ErasureRequestAdmin(RequestAdmin):
     list_display = (
         "request_label",
         "status_badge",
@@ -274,43 +227,29 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         "due",
         "status_changed_at",
     )
-    list_display_links = ("request_label",)
     list_filter = (OpenFilter, "status", "scope")
-    ordering = ("-id",)
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
     inlines = [ErasureSubjectInline]
     actions = ["execute_erasure", "export_subject_data"]
     change_form_template = "admin/userdata_app/erasurerequest/change_form.html"
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[ErasureRequest]:
-        return super().get_queryset(request).annotate(subject_total=Count("subjects"))
+    steps = LIFECYCLE_STEPS
+    step_route = "lifecycle"
+    review_permission = "review_erasure"
+    request_fields = ("scope", "received_at", "requested_by", "reason")
+    display_fields = (
+        "status_badge",
+        "due",
+        "status_changed_at",
+        *STATUS_NOTES,
+        "receipt_display",
+        "events_display",
+        "preview_display",
+    )
 
     # --- Columns and read-only displays -------------------------------------------------------
-
-    @admin.display(description="request", ordering="id")
-    def request_label(self, obj: ErasureRequest) -> str:
-        return str(obj)
-
-    @admin.display(description="status", ordering="status")
-    def status_badge(self, obj: ErasureRequest) -> SafeString:
-        return status_badge(obj)
 
     @admin.display(description="scope", ordering="scope")
     def scope_short(self, obj: ErasureRequest) -> str:
         return "everything" if obj.scope == ErasureRequest.Scope.EVERYTHING else "user data only"
-
-    @admin.display(description="received", ordering="received_at")
-    def received_on(self, obj: ErasureRequest) -> date:
-        return timezone.localdate(obj.received_at)
-
-    @admin.display(description="subjects", ordering="subject_total")
-    def subject_count(self, obj: ErasureRequest) -> int:
-        return obj.subject_total  # type: ignore[attr-defined]  # annotated by get_queryset
-
-    @admin.display(description="due", ordering="due_on")
-    def due(self, obj: ErasureRequest) -> str:
-        return due_display(obj)
 
     @admin.display(description="erased")
     def receipt_display(self, obj: ErasureRequest) -> str:
@@ -368,32 +307,18 @@ class ErasureRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="rows that would be erased now")
     def preview_display(self, obj: ErasureRequest) -> SafeString:
-        counts = erasure.erasure_preview(request=obj)
-        return (
-            nothing_found_warning(counts)
-            + format_html('<table class="erasure-counts"><tbody>{}</tbody></table>', count_rows(counts))
-            + withheld_html([w.explanation for w in erasure.erasure_withheld(request=obj)])
+        return counts_table(erasure.erasure_preview(request=obj)) + withheld_html(
+            [w.explanation for w in erasure.erasure_withheld(request=obj)]
         )
 
     def get_fieldsets(self, request: HttpRequest, obj: ErasureRequest | None = None) -> _FieldsetSpec:
         if obj is None:
-            return ((None, {"fields": ("scope", "received_at", "requested_by", "reason")}),)
+            return ((None, {"fields": self.request_fields}),)
         status_fields = ["status_badge", "due", "status_changed_at"]
-        status_fields += [
-            name
-            for name in (
-                "extension_reason",
-                "hold_reason",
-                "rejection_reason",
-                "subject_informed_on",
-                "failure",
-                "storage_pending",
-            )
-            if getattr(obj, name)
-        ]
+        status_fields += [name for name in STATUS_NOTES if getattr(obj, name)]
         fieldsets: list[tuple[str | None, _FieldOpts]] = [
             ("Status", {"fields": tuple(status_fields)}),
-            ("Request", {"fields": ("scope", "received_at", "requested_by", "reason")}),
+            ("Request", {"fields": self.request_fields}),
         ]
         if obj.status == Status.EXECUTED:
             fieldsets.insert(0, ("Receipt", {"fields": ("receipt_display",)}))
@@ -402,44 +327,8 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         fieldsets.append(("History", {"fields": ("events_display",)}))
         return tuple(fieldsets)
 
-    def get_readonly_fields(self, request: HttpRequest, obj: ErasureRequest | None = None) -> tuple[str, ...]:
-        displays = (
-            "status_badge",
-            "due",
-            "status_changed_at",
-            "extension_reason",
-            "hold_reason",
-            "rejection_reason",
-            "subject_informed_on",
-            "failure",
-            "storage_pending",
-            "receipt_display",
-            "events_display",
-            "preview_display",
-        )
-        if obj is None:
-            return displays
-        if obj.status != Status.RECEIVED:
-            return (*displays, "scope", "received_at", "requested_by", "reason")
-        return (*displays, "received_at")  # the due date was computed from it
-
-    def has_change_permission(self, request: HttpRequest, obj: ErasureRequest | None = None) -> bool:
-        if obj is not None and obj.status in (Status.EXECUTED, Status.REJECTED):
-            return False  # closed: view only
-        return super().has_change_permission(request, obj)
-
-    def has_delete_permission(self, request: HttpRequest, obj: ErasureRequest | None = None) -> bool:
-        return False  # requests and receipts are the audit trail
-
-    def has_review_erasure_permission(self, request: HttpRequest) -> bool:
-        """Verify, extend, hold, release and reject: the Compliance group's decisions."""
-        return request.user.has_perm("userdata_app.review_erasure")
-
     def has_execute_erasure_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("userdata_app.execute_erasure")
-
-    def has_export_subject_data_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("userdata_app.export_subject_data")
 
     # django-stubs 6 adds Django 6.0's action_location to the signature; Django 5.2 calls (request, queryset).
     def response_action(  # type: ignore[override]
@@ -457,124 +346,40 @@ class ErasureRequestAdmin(admin.ModelAdmin):
             return None
         return super().response_action(request, queryset)
 
-    def save_model(self, request: HttpRequest, obj: ErasureRequest, form: forms.ModelForm, change: bool) -> None:
-        if change:
-            super().save_model(request, obj, form, change)
-        else:
-            erasure.erasure_request_received(request=obj, actor=request.user)
+    def request_received(self, request: HttpRequest, obj: ErasureRequest) -> None:
+        erasure.erasure_request_received(request=obj, actor=request.user)
 
     def save_formset(self, request: HttpRequest, form: forms.ModelForm, formset: Any, change: bool) -> None:
         super().save_formset(request, form, formset, change)
         erasure.erasure_subjects_added(subjects=formset.new_objects, actor=request.user)
 
-    # --- Lifecycle steps (one small form each) --------------------------------------------
+    # --- Lifecycle steps and the change page's tools ------------------------------------------
 
-    def get_urls(self) -> list[URLPattern]:
+    def step_allowed(self, obj: ErasureRequest, step: str) -> bool:
+        return erasure.step_allowed(obj, step)
+
+    def step_context(self, obj: ErasureRequest, step: str) -> dict[str, str]:
+        nothing_held = step == "verify" and not any(erasure.erasure_preview(request=obj).values())
+        return {
+            "warning": "Nothing is held under these subjects: verifying would let an erasure run for no one. "
+            "Check each user id and tenant first."
+            if nothing_held
+            else ""
+        }
+
+    def tools(self, obj: ErasureRequest) -> list[tuple[str, str, str, bool]]:
         return [
-            path(
-                "<path:object_id>/lifecycle/<slug:step>/",
-                self.admin_site.admin_view(self.lifecycle_view),
-                name="userdata_app_erasurerequest_lifecycle",
-            ),
-            path(
-                "<path:object_id>/execute/",
-                self.admin_site.admin_view(self.execute_view),
-                name="userdata_app_erasurerequest_execute",
-            ),
-            path(
-                "<path:object_id>/export/",
-                self.admin_site.admin_view(self.export_view),
-                name="userdata_app_erasurerequest_export",
-            ),
-            path(
-                "<path:object_id>/receipt/",
-                self.admin_site.admin_view(self.receipt_view),
-                name="userdata_app_erasurerequest_receipt",
-            ),
-            *super().get_urls(),
+            ("can_execute", "execute erasure", "execute_erasure", erasure.step_allowed(obj, "execute")),
+            ("can_export", "export subject data", "export_subject_data", obj.status != Status.EXECUTED),
         ]
 
-    def lifecycle_steps(self, obj: ErasureRequest) -> list[tuple[str, str]]:
-        return [(step, label) for step, (label, _, _) in LIFECYCLE_STEPS.items() if erasure.step_allowed(obj, step)]
-
-    def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
-    ) -> HttpResponse:
-        obj = self.get_object(request, object_id)
-        extra_context = extra_context or {}
-        if obj is not None:
-            # The steps the status allows, offered to those who may review and change the request.
-            steps = self.lifecycle_steps(obj)
-            executable = erasure.step_allowed(obj, "execute")
-            exportable = obj.status != Status.EXECUTED
-            may_review = self.has_review_erasure_permission(request) and self.has_change_permission(request, obj)
-            may_execute = self.has_execute_erasure_permission(request)
-            may_export = self.has_export_subject_data_permission(request)
-            extra_context.update(
-                lifecycle_steps=steps if may_review else [],
-                can_execute=executable and may_execute,
-                can_export=exportable and may_export,
-                # Why a button staff might expect is missing: the step the status allows, and
-                # the permission their account lacks.
-                missing_permissions=[
-                    (what, PERMISSION_LABELS[codename])
-                    for what, codename, shown in (
-                        (
-                            ", ".join(label.lower() for _, label in steps),
-                            "review_erasure",
-                            bool(steps) and not may_review,
-                        ),
-                        ("execute erasure", "execute_erasure", executable and not may_execute),
-                        ("export subject data", "export_subject_data", exportable and not may_export),
-                    )
-                    if shown
-                ],
-            )
-        return super().change_view(request, object_id, form_url, extra_context)
-
-    def request_or_404(self, request: HttpRequest, object_id: str) -> ErasureRequest:
-        """The request in a custom URL; a key that is not one (``abc``, a deleted id) is a 404."""
-        obj = self.get_object(request, object_id)
-        if obj is None:
-            raise Http404("No such erasure request.")
-        return obj
-
-    def lifecycle_view(self, request: HttpRequest, object_id: str, step: str) -> HttpResponse:
-        obj = self.request_or_404(request, object_id)
-        if not self.has_review_erasure_permission(request):
-            raise PermissionDenied(f"{PERMISSION_LABELS['review_erasure']} is the Compliance group's permission.")
-        if step not in LIFECYCLE_STEPS or not self.has_change_permission(request, obj):
-            raise PermissionDenied
-        label, form_class, apply = LIFECYCLE_STEPS[step]
-        form = form_class(request.POST or None) if form_class else None
-        if request.method == "POST" and (form is None or form.is_valid()):
-            try:
-                apply(obj, form.cleaned_data if form else {}, request.user)
-            except DomainError as exc:
-                self.message_user(request, exc.message, messages.ERROR)
-            else:
-                self.log_change(request, obj, f"{label} ({obj.get_status_display()})")
-                self.message_user(
-                    request, f"{obj}: {label.lower()} — now {obj.get_status_display().lower()}.", messages.SUCCESS
-                )
-                return HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
-        context = {
-            **self.admin_site.each_context(request),
-            "title": f"{label}: {obj}",
-            "subtitle": None,
-            "opts": self.opts,
-            "object": obj,
-            "form": form,
-            "step_label": label,
-            "step": step,
-            "warning": (
-                "Nothing is held under these subjects: verifying would let an erasure run for no one. "
-                "Check each user id and tenant first."
-                if step == "verify" and not any(erasure.erasure_preview(request=obj).values())
-                else ""
-            ),
-        }
-        return TemplateResponse(request, "admin/userdata_app/erasurerequest/lifecycle.html", context)
+    def object_views(self) -> list[tuple[str, str, Any]]:
+        return [
+            *super().object_views(),
+            ("execute/", "execute", self.execute_view),
+            ("export/", "export", self.export_view),
+            ("receipt/", "receipt", self.receipt_view),
+        ]
 
     # --- Execution: preview, then act on the posted confirmation ----------------------------
 
@@ -678,21 +483,13 @@ class ErasureRequestAdmin(admin.ModelAdmin):
                 request, "No subject ids left to export (executed requests keep only hashes).", messages.WARNING
             )
             return None
-        request_pks = sorted(queryset.values_list("pk", flat=True))
-        subjects_exported(
-            actor=request.user.get_username(), subjects=pairs, model="userdata_app.ErasureRequest", pks=request_pks
-        )
-        ids = "-".join(str(pk) for pk in request_pks)
-        # Streamed: an export of large histories never sits whole in the worker's memory.
-        return streaming.json_response(
-            subject_export_lazy(subjects=pairs),
-            **{"Content-Disposition": f'attachment; filename="subject-export-request-{ids}.json"'},
-        )
+        requests = list(queryset.order_by("pk"))
+        self.subjects_exported(request, subjects=pairs, requests=requests)
+        ids = "-".join(str(obj.pk) for obj in requests)
+        return self.export_download(subject_export_lazy(subjects=pairs), filename=f"subject-export-request-{ids}.json")
 
     def export_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
-        if not self.has_export_subject_data_permission(request):
-            raise PermissionDenied
-        obj = self.request_or_404(request, object_id)
+        obj = self.exported_request_or_403(request, object_id)
         response = self.export_subject_data(request, ErasureRequest.objects.filter(pk=obj.pk))
         return response or HttpResponseRedirect(reverse("admin:userdata_app_erasurerequest_change", args=[obj.pk]))
 
