@@ -1,23 +1,23 @@
 """python -m benchmarks
     {scaling,http,erasure,admin,edits,replicas,retention,latency,frameworks,search,memory,all,summary}
-    [--quick] [--keep-db] [--workers N] [--threads N] [--no-profile] [--note TEXT] [--framework NAME]
-    [--markdown] [--write FILE]
-    [--results DIR]
+    [--quick] [--keep-db] [--reuse-db] [--workers N] [--threads N] [--no-profile] [--note TEXT]
+    [--framework NAME] [--markdown] [--write FILE] [--results DIR]
 
-scaling, erasure, admin and edits (fork and rewind at 100,000 messages) run on SQLite by
-default and on PostgreSQL when DATABASE_URL is set; retention (a sweep of 10,000 ended sessions,
-1,000,000 messages, while agents append; --sessions N for another scale) needs PostgreSQL
-(a dedicated <name>_bench database is created and dropped). http always starts a private
-PostgreSQL server (pg_stat_statements preloaded to count round trips) plus gunicorn and wrk.
-replicas adds a streaming replica, PgBouncer and Redis beside such a server (docs/SCALING.md).
-latency times one caller per operation: the client against gunicorn, the service layer and ADK's
-services in process (SQLite by default, PostgreSQL when DATABASE_URL is set). frameworks drives
-Google ADK, LangGraph and the OpenAI Agents SDK through their own interfaces against agentstate
-(gunicorn, one worker) and against each framework's own store on the same PostgreSQL (DATABASE_URL's
-server, or a private one), their SQLite stores beside, and computes issue 26's targets (--note
-keeps a line about the run with it). search times the message search at 10,000, 100,000 and
-1,000,000 messages per tenant (--quick: 10,000), and what its index costs an append beside 100,000
-(SQLite by default, PostgreSQL when DATABASE_URL is set). memory times LangGraph's store calls
+scaling, erasure, admin and edits (fork and rewind at 100,000 messages) run on SQLite by default and
+on PostgreSQL when DATABASE_URL is set; retention (a sweep of 10,000 ended sessions, 1,000,000
+messages, while agents append; --sessions N for another scale) needs PostgreSQL (a dedicated
+<name>_bench database is created and dropped). http always starts a private PostgreSQL server
+(pg_stat_statements preloaded to count round trips) plus gunicorn and wrk. replicas adds a streaming
+replica, PgBouncer and Redis beside such a server (docs/SCALING.md). latency times one caller per
+operation: the client against gunicorn, the service layer and ADK's services in process (SQLite by
+default, PostgreSQL when DATABASE_URL is set). frameworks drives Google ADK, LangGraph and the
+OpenAI Agents SDK through their own interfaces against agentstate (gunicorn, one worker) and against
+each framework's own store on the same PostgreSQL (DATABASE_URL's server, or a private one), their
+SQLite stores beside, and computes issue 26's targets (--note keeps a line about the run with it).
+search times the message search at 10,000, 100,000 and 1,000,000 messages per tenant (--quick:
+10,000), and what its index costs an append beside 100,000 (SQLite by default, PostgreSQL when
+DATABASE_URL is set; --reuse-db searches the messages a kept run left in the benchmark database,
+building them only when missing, and skips the append cost). memory times LangGraph's store calls
 (put, search by filter and by query) through AgentStateStore (gunicorn, one worker) against
 InMemoryStore and PostgresStore, and ADK's search_memory through AgentStateMemoryService against
 InMemoryMemoryService and SqliteMemoryService, on the same data, on DATABASE_URL's PostgreSQL.
@@ -64,15 +64,21 @@ IN_DATABASE: dict[str, tuple[str, Callable[[argparse.Namespace], dict[str, Any]]
     "edits": ("history_edits", lambda args: {}),
     "admin": ("admin_scale", lambda args: {"renders": 5 if args.quick else 15}),
     "latency": ("latency", lambda args: {"quick": args.quick}),
-    "search": ("search", lambda args: {"sizes": (10_000,)} if args.quick else {}),
+    "search": ("search", lambda args: {"reuse": args.reuse_db, **({"sizes": (10_000,)} if args.quick else {})}),
     "memory": ("memory", lambda args: {"quick": args.quick}),
 }
+
+
+# The suites whose run() can measure on the data a kept database already holds (--reuse-db).
+REUSABLE = ("search",)
 
 
 def _in_database(suite: str, args: argparse.Namespace) -> None:
     """Run ``suite`` in a fresh benchmark database; its module is imported once Django is set up."""
     module_name, arguments = IN_DATABASE[suite]
-    with bench_database(keep=args.keep_db):
+    if args.reuse_db and suite not in REUSABLE:
+        raise SystemExit(f"--reuse-db: only {', '.join(REUSABLE)} can measure on a kept database's data")
+    with bench_database(keep=args.keep_db, reuse=args.reuse_db):
         from benchmarks import report
 
         module = importlib.import_module(f"benchmarks.{module_name}")
@@ -176,6 +182,12 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="fewer samples, shorter points (a smoke run, not for reporting)"
     )
     parser.add_argument("--keep-db", action="store_true", help="scaling: leave the benchmark database in place")
+    parser.add_argument(
+        "--reuse-db",
+        action="store_true",
+        help="search (PostgreSQL): measure on the data a kept run left in the benchmark database "
+        "(built when missing, kept after)",
+    )
     parser.add_argument("--workers", type=int, default=3, help="http, replicas: gunicorn workers (default 3)")
     parser.add_argument(
         "--threads",

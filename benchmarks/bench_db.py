@@ -32,23 +32,38 @@ def _postgres_admin(url: str, statement: str) -> None:
         conn.execute(statement)
 
 
+def _postgres_exists(url: str) -> bool:
+    import psycopg
+
+    parts = urlsplit(url)
+    with psycopg.connect(urlunsplit(parts._replace(path="/postgres"))) as conn:
+        return (
+            conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [parts.path.lstrip("/")]).fetchone()
+            is not None
+        )
+
+
 def _quoted_name(url: str) -> str:
     name = urlsplit(url).path.lstrip("/")
     return '"' + name.replace('"', '""') + '"'
 
 
 @contextlib.contextmanager
-def bench_database(*, keep: bool = False) -> Iterator[str]:
+def bench_database(*, keep: bool = False, reuse: bool = False) -> Iterator[str]:
     """Point Django at a fresh benchmark database, migrate it, and drop it afterwards.
 
     Must run before ``django.setup()``: it sets ``DATABASE_URL`` for this process (and the
-    servers it starts). ``keep=True`` leaves the database in place for inspection."""
+    servers it starts). ``keep=True`` leaves the database in place for inspection. ``reuse=True``
+    (PostgreSQL) opens the database a kept run left, creating it only when missing, and keeps it
+    again: a suite whose data takes long to build (search's 1,000,000 messages) builds it once."""
     source = os.environ.get("DATABASE_URL", "")
     tmpdir = None
     if source:
         url = bench_database_url(source)
-        _postgres_admin(url, f"DROP DATABASE IF EXISTS {_quoted_name(url)} WITH (FORCE)")
-        _postgres_admin(url, f"CREATE DATABASE {_quoted_name(url)}")
+        if not (reuse and _postgres_exists(url)):
+            _postgres_admin(url, f"DROP DATABASE IF EXISTS {_quoted_name(url)} WITH (FORCE)")
+            _postgres_admin(url, f"CREATE DATABASE {_quoted_name(url)}")
+        keep = keep or reuse
     else:
         tmpdir = tempfile.mkdtemp(prefix="agentstate-bench-")
         url = f"sqlite:///{tmpdir}/bench.sqlite3"
