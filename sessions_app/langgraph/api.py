@@ -15,6 +15,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentstate import streaming
 from agentstate.api.errors import exception_handler
 from agentstate.api.pagination import ModelsPagination
 from agentstate.api.renderers import JSONRenderer, MsgpackRenderer
@@ -25,6 +26,7 @@ from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
 from sessions_app.langgraph import selectors, services
+from sessions_app.langgraph.models import LangGraphCheckpoint
 
 LANGGRAPH_CONFLICTS = ("thread_owned_by_another_user", "subject_erased")  # a write to a thread
 
@@ -186,13 +188,14 @@ def _tuple_data(item: selectors.CheckpointTuple, *, binary: bool) -> dict:
 
 class CheckpointPagination(ModelsPagination):
     """Newest first: LangGraph's checkpoint ids grow with time. A page ends early once its
-    checkpoints and their pending writes hold ``PAGE_MAX_BYTES``."""
+    checkpoints and their pending writes hold ``PAGE_MAX_BYTES``. The page's values are counted
+    here but read with its writes, in binary (``selectors.checkpoint_tuples``)."""
 
     ordering = "-checkpoint_id"
-    large = ("value", "metadata")
+    large = ("metadata",)
 
     def size(self) -> Expression:
-        return super().size() + selectors.checkpoint_writes_size()
+        return super().size() + streaming.stored_size(LangGraphCheckpoint, "value") + selectors.checkpoint_writes_size()
 
 
 def _checkpoint_put(tenant: Tenant, body: Any) -> dict[str, Any]:
@@ -248,7 +251,7 @@ class CheckpointListView(CheckpointReadView):
             checkpoint_ns=query.get("checkpoint_ns"),
             before=query.get("before"),
             metadata_filter=selectors.clean_filter(query.get("filter")),
-        ).defer("channel_versions")  # not in the answer
+        ).defer("channel_versions", "value")  # the first not in the answer, the second read with the writes
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
         tuples = selectors.checkpoint_tuples(page or [], thread_id=query.get("thread_id"))
