@@ -8,6 +8,9 @@ limit, a lone surrogate stored before the input rules refused it) and indented o
 DRF's renderer (ASCII-escaped where a lone surrogate would not encode). JSON text the database already
 wrote (``RawJSON``, from ``agentstate.api.json_rows``) is embedded as it is, or decoded for DRF's
 renderer.
+
+``MsgpackRenderer`` answers the views that carry bytes (LangGraph's checkpoints) in msgpack when a
+caller asks for it, so the bytes travel as they are rather than in base64 inside JSON.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
+import ormsgpack
 from rest_framework import renderers
 from rest_framework.utils.encoders import JSONEncoder
 
@@ -79,3 +83,30 @@ def _default(obj: Any) -> Any:
     if isinstance(obj, RawJSON):
         return orjson.Fragment(obj.text)
     return Encoder().default(obj)
+
+
+MSGPACK_BIG_INT = 1  # msgpack extension type: an integer past 64 bits, as its decimal digits
+
+
+class MsgpackRenderer(renderers.BaseRenderer):
+    """msgpack, asked for with ``Accept: application/msgpack``: bytes as msgpack's binary, the rest as
+    JSON would carry it; an integer msgpack cannot hold (past 64 bits) is extension type
+    ``MSGPACK_BIG_INT``, its decimal digits."""
+
+    media_type = "application/msgpack"
+    format = "msgpack"
+    charset = None
+    render_style = "binary"
+
+    def render(
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: Mapping[str, Any] | None = None
+    ) -> bytes:
+        if data is None:
+            return b""
+        return ormsgpack.packb(data, default=_msgpack_default, option=ormsgpack.OPT_PASSTHROUGH_BIG_INT)
+
+
+def _msgpack_default(obj: Any) -> Any:
+    if isinstance(obj, int):
+        return ormsgpack.Ext(MSGPACK_BIG_INT, str(obj).encode("ascii"))
+    raise TypeError(f"{type(obj).__name__} is not carried in msgpack")

@@ -8,7 +8,8 @@ Sync and async methods, including the extended ``copy_thread``, ``prune`` and
 ``delete_for_runs``. A thread belongs to one user: ``config["configurable"]["user_id"]`` of its
 first checkpoint, else ``default_user_id``. Checkpoints and writes are stored as LangGraph's
 serializer wrote them (type and bytes: the round trip is exact); the server renders staff's JSON
-view of them when staff read them, never on the write path.
+view of them when staff read them, never on the write path. Reads ask for msgpack, which carries the
+bytes as they are (JSON would carry them in base64).
 
 Text the database cannot hold (NUL, lone surrogates) is mapped reversibly in every identifier,
 metadata key and value: each such character, and the private-use character U+E000 used as the
@@ -26,6 +27,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from typing import Any
 
 import httpx
+import ormsgpack
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -86,6 +88,23 @@ def _unescape_json(value: Any) -> Any:
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
+
+
+MSGPACK = "application/msgpack"
+MSGPACK_BIG_INT = 1  # the server's msgpack extension type for an integer past 64 bits
+
+
+def _big_int(code: int, data: bytes) -> int:
+    if code != MSGPACK_BIG_INT:
+        raise ValueError(f"unknown msgpack extension type {code}")
+    return int(data)
+
+
+def _read(response: httpx.Response) -> Any:
+    """A read's answer: msgpack as asked, or JSON (an error, a server that answers JSON only)."""
+    if response.headers.get("Content-Type", "").startswith(MSGPACK):
+        return ormsgpack.unpackb(response.content, ext_hook=_big_int)
+    return as_json(response)
 
 
 MAX_BATCH_CALLS = 64  # the server's bound on one batch
@@ -341,9 +360,11 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
             params["checkpoint_id"] = escape_text(checkpoint_id)
 
         def parse(response):
-            return None if response.status_code == 404 else self._tuple(as_json(response))
+            return None if response.status_code == 404 else self._tuple(_read(response))
 
-        return Call("GET", f"{BASE}/checkpoint/", parse, params=params, answers=frozenset({404}))
+        return Call(
+            "GET", f"{BASE}/checkpoint/", parse, params=params, headers={"Accept": MSGPACK}, answers=frozenset({404})
+        )
 
     def _list_call(
         self,
@@ -363,7 +384,7 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
             params["before"] = escape_text(before_id)
         if filter:
             params["filter"] = json.dumps(escape_json(filter), allow_nan=False)
-        return Call("GET", f"{BASE}/checkpoints/", as_json, params=params)
+        return Call("GET", f"{BASE}/checkpoints/", _read, params=params, headers={"Accept": MSGPACK})
 
     def _tuple(self, item: dict[str, Any]) -> CheckpointTuple:
         thread_id = unescape_text(item["thread_id"])
@@ -378,8 +399,9 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
                 }
             }
 
-        def value(typed: dict[str, str]) -> Any:
-            return self.serde.loads_typed((typed["type"], base64.b64decode(typed["data"])))
+        def value(typed: dict[str, Any]) -> Any:
+            data = typed["data"]  # bytes in msgpack, base64 in JSON
+            return self.serde.loads_typed((typed["type"], data if isinstance(data, bytes) else base64.b64decode(data)))
 
         parent = item["parent_checkpoint_id"]
         return CheckpointTuple(
@@ -434,7 +456,7 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
         params = {**(call.params or {}), "cursor": cursor}
         if left is not None:
             params["page_size"] = str(min(left, PAGE_SIZE))
-        return items, Call(call.method, call.url, call.parse, params=params)
+        return items, Call(call.method, call.url, call.parse, params=params, headers=call.headers)
 
     # --- BaseCheckpointSaver, sync ------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """REST endpoints of the LangGraph checkpointer under /api/v1/langgraph/: thin views over
 sessions_app.langgraph's services and selectors. Identifiers travel in bodies and query strings,
-never in paths, so any LangGraph id (with ``/``, any length) fits."""
+never in paths, so any LangGraph id (with ``/``, any length) fits. The reads answer JSON, or msgpack
+with the serialized bytes as they are when the caller asks for it (``Accept: application/msgpack``)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from typing import Any
 from django.db.models import Expression
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentstate import streaming
 from agentstate.api.errors import exception_handler
 from agentstate.api.pagination import ModelsPagination
+from agentstate.api.renderers import JSONRenderer, MsgpackRenderer
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import JSONTextField, StrictInput, StringField, validated
 from agentstate.api.views import TenantAPIView, TenantRequest
@@ -22,6 +26,7 @@ from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
 from sessions_app.langgraph import selectors, services
+from sessions_app.langgraph.models import LangGraphCheckpoint
 
 LANGGRAPH_CONFLICTS = ("thread_owned_by_another_user", "subject_erased")  # a write to a thread
 
@@ -33,7 +38,7 @@ def _text(**kwargs: Any) -> StringField:
 
 class TypedValueSerializer(serializers.Serializer):
     type = serializers.CharField(help_text="The serializer's type tag (msgpack, json, bytes, null, ...).")
-    data = serializers.CharField(help_text="The serialized bytes, base64.")  # type: ignore[assignment]  # an API field
+    data = serializers.CharField(help_text="The serialized bytes: base64 in JSON, binary in msgpack.")  # type: ignore[assignment]  # an API field
     rendered = serializers.JSONField(
         required=False, allow_null=True, help_text="Ignored: earlier savers sent a JSON view; the server renders it."
     )
@@ -157,7 +162,9 @@ def _b64(data) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def _tuple_data(item: selectors.CheckpointTuple) -> dict:
+def _tuple_data(item: selectors.CheckpointTuple, *, binary: bool) -> dict:
+    """A checkpoint with its pending writes; their bytes in base64 for JSON, as they are for msgpack."""
+    encoded: Callable[[Any], Any] = bytes if binary else _b64
     c = item.checkpoint
     return {
         "thread_id": item.thread_id,
@@ -165,14 +172,14 @@ def _tuple_data(item: selectors.CheckpointTuple) -> dict:
         "checkpoint_id": c.checkpoint_id,
         "parent_checkpoint_id": c.parent_checkpoint_id,
         "metadata": c.metadata,
-        "checkpoint": {"type": c.value_type, "data": _b64(c.value)},
+        "checkpoint": {"type": c.value_type, "data": encoded(c.value)},
         "pending_writes": [
             {
                 "task_id": w.task_id,
                 "task_path": w.task_path,
                 "idx": w.idx,
                 "channel": w.channel,
-                "value": {"type": w.value_type, "data": _b64(w.value)},
+                "value": {"type": w.value_type, "data": encoded(w.value)},
             }
             for w in item.writes
         ],
@@ -181,13 +188,14 @@ def _tuple_data(item: selectors.CheckpointTuple) -> dict:
 
 class CheckpointPagination(ModelsPagination):
     """Newest first: LangGraph's checkpoint ids grow with time. A page ends early once its
-    checkpoints and their pending writes hold ``PAGE_MAX_BYTES``."""
+    checkpoints and their pending writes hold ``PAGE_MAX_BYTES``. The page's values are counted
+    here but read with its writes, in binary (``selectors.checkpoint_tuples``)."""
 
     ordering = "-checkpoint_id"
-    large = ("value", "metadata")
+    large = ("metadata",)
 
     def size(self) -> Expression:
-        return super().size() + selectors.checkpoint_writes_size()
+        return super().size() + streaming.stored_size(LangGraphCheckpoint, "value") + selectors.checkpoint_writes_size()
 
 
 def _checkpoint_put(tenant: Tenant, body: Any) -> dict[str, Any]:
@@ -200,11 +208,38 @@ def _writes_put(tenant: Tenant, body: Any) -> dict[str, Any]:
     return {"count": services.writes_put(tenant=tenant, **validated(WritesPutInput, body))}
 
 
-class CheckpointListView(TenantAPIView):
+READ_FORMATS = (
+    "JSON by default. With `Accept: application/msgpack` (or `?format=msgpack`) the same answer in msgpack, "
+    "each `data` as binary rather than base64 and an integer past 64 bits as extension type 1 (its decimal "
+    "digits in ASCII); an error is JSON either way."
+)
+
+
+class CheckpointReadView(TenantAPIView):
+    """A view whose GET answers checkpoints: JSON, or msgpack when asked (``Accept:
+    application/msgpack``), which carries their bytes without base64's third more and its decoding.
+    An error is JSON whatever was asked, as every error of the API."""
+
+    def get_renderers(self) -> list[Any]:
+        renderers = super().get_renderers()
+        return [*renderers, MsgpackRenderer()] if self.request.method == "GET" else renderers
+
+    @staticmethod
+    def binary(request: Request) -> bool:
+        return isinstance(request.accepted_renderer, MsgpackRenderer)
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        if response.status_code >= 400 and isinstance(getattr(request, "accepted_renderer", None), MsgpackRenderer):
+            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class CheckpointListView(CheckpointReadView):
     pagination_class = CheckpointPagination
 
     @extend_schema(
         summary="LangGraph: list checkpoints newest first (alist)",
+        description=READ_FORMATS,
         parameters=[ListQuery],
         responses={200: CheckpointPage},
     )
@@ -216,11 +251,12 @@ class CheckpointListView(TenantAPIView):
             checkpoint_ns=query.get("checkpoint_ns"),
             before=query.get("before"),
             metadata_filter=selectors.clean_filter(query.get("filter")),
-        ).defer("channel_versions")  # not in the answer
+        ).defer("channel_versions", "value")  # the first not in the answer, the second read with the writes
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
         tuples = selectors.checkpoint_tuples(page or [], thread_id=query.get("thread_id"))
-        return paginator.get_paginated_response([_tuple_data(t) for t in tuples])
+        binary = self.binary(request)
+        return paginator.get_paginated_response([_tuple_data(t, binary=binary) for t in tuples])
 
     @extend_schema(
         summary="LangGraph: store a checkpoint (aput)",
@@ -231,9 +267,10 @@ class CheckpointListView(TenantAPIView):
         return Response(_checkpoint_put(request.tenant, request.data), status=status.HTTP_201_CREATED)
 
 
-class CheckpointDetailView(TenantAPIView):
+class CheckpointDetailView(CheckpointReadView):
     @extend_schema(
         summary="LangGraph: one checkpoint with its pending writes, or the newest (aget_tuple)",
+        description=READ_FORMATS,
         parameters=[CheckpointQuery],
         responses={200: CheckpointTupleOut, **error_responses(404)},
     )
@@ -242,7 +279,7 @@ class CheckpointDetailView(TenantAPIView):
         found = selectors.checkpoint_tuple_get(tenant=request.tenant, **query)
         if found is None:
             raise NotFound("No such checkpoint.")
-        return Response(_tuple_data(found))
+        return Response(_tuple_data(found, binary=self.binary(request)))
 
 
 class WritesView(TenantAPIView):

@@ -4,6 +4,7 @@ covers the async methods."""
 
 import uuid
 
+import httpx
 import pytest
 from langgraph.checkpoint.conformance.test_utils import generate_checkpoint, generate_config, generate_metadata
 from langgraph.checkpoint.serde.types import INTERRUPT
@@ -83,6 +84,36 @@ def test_list_follows_cursor_pages_and_stops_at_limit(saver, monkeypatch):
     assert ids(saver.list(generate_config("t-pages"), limit=3)) == newest_first[:3]
     assert ids(saver.list({"configurable": {"thread_id": "t-pages"}})) == newest_first  # every namespace
     assert ids(saver.list(None, limit=4)) == newest_first[:4]  # every thread of the tenant
+
+
+def test_reads_travel_in_msgpack_and_give_back_what_was_put(live_server, langgraph_key):
+    """The saver asks for msgpack (the bytes as they are, no base64); what comes back is unchanged,
+    an integer in the metadata past msgpack's 64 bits included."""
+    read_types = []
+
+    class Recording(httpx.HTTPTransport):
+        def handle_request(self, request):
+            response = super().handle_request(request)
+            if request.method == "GET":
+                read_types.append(response.headers["Content-Type"])
+            return response
+
+    with AgentStateSaver(live_server.url, langgraph_key, default_user_id="alice", transport=Recording()) as saver:
+        values = {"blob": bytes(range(256)) * 40, "n": 2**40}
+        config = generate_config("t-msgpack")
+        checkpoint = generate_checkpoint(channel_values=values, channel_versions=dict.fromkeys(values, 1))
+        stored = saver.put(config, checkpoint, {"source": "input", "step": -1, "big": -(2**80)}, {})
+        saver.put_writes(stored, [("blob", b"\x00\xff")], "task-1")
+
+        latest = saver.get_tuple(config)
+        (listed,) = saver.list(config)
+        assert saver.get_tuple(generate_config("t-msgpack", checkpoint_id="missing")) is None
+
+    assert read_types[:3] == ["application/msgpack", "application/msgpack", "application/json"]  # the 404 is JSON
+    for found in (latest, listed):
+        assert found.checkpoint["channel_values"] == values
+        assert found.metadata["big"] == -(2**80)
+        assert found.pending_writes == [("task-1", "blob", b"\x00\xff")]
 
 
 def test_sync_thread_operations(saver):
