@@ -16,7 +16,6 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
-from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput, NotFound, SessionAlreadyExists
@@ -43,24 +42,15 @@ class StaleSession(Conflict):
 class AdkSessionCreated:
     session: Session
     user_delta: dict[str, Any]  # the user: keys of the initial state, for the caller to store
-    columns: tuple[Any, ...] | None  # the values of the caller's columns, when read with the insert
 
 
 @transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
 def adk_session_create(
-    *,
-    tenant: Tenant,
-    app_name: str,
-    user_id: str,
-    session_id: str | None,
-    state: dict[str, Any],
-    columns: str = "",
+    *, tenant: Tenant, app_name: str, user_id: str, session_id: str | None, state: dict[str, Any]
 ) -> AdkSessionCreated:
     """A new ADK session; its id stripped and a blank one a UUID (as ADK's own services do), an
     existing one a conflict. The initial state's ``app:`` keys update the app's state, its
-    session keys become the session's. ``columns``: SQL over the new row (``s``) that the caller
-    reads beside it (the states a create answers with), read by the insert itself on PostgreSQL
-    when the state has no ``app:`` or ``user:`` part to write after it (else ``columns`` is None)."""
+    session keys become the session's."""
     app_name = clean_identifier(app_name, field="app_name")
     user_id = clean_identifier(user_id, field="user_id")
     session_id = new_session_id_clean(session_id, field="session_id")
@@ -78,31 +68,13 @@ def adk_session_create(
         created_at=now,
         updated_at=now,
     )
-    read_with_insert = bool(columns) and not parts["app"] and not parts["user"]
     try:
-        values = _session_insert(session, columns=columns if read_with_insert else "")
+        session.save(force_insert=True)
     except IntegrityError:  # the transaction is rolled back: this error leaves it
         raise SessionAlreadyExists(f"Session with id {session_id!r} already exists.") from None
     if parts["app"]:
         _app_state_update(tenant_id=tenant.pk, app_name=app_name, delta=parts["app"])
-    return AdkSessionCreated(session=session, user_delta=parts["user"], columns=values)
-
-
-def _session_insert(session: Session, *, columns: str) -> tuple[Any, ...] | None:
-    """Insert ``session``; on PostgreSQL with ``columns`` (SQL over its row, ``s``) read in the same
-    statement, which saves a create the round trip of reading them after it. None when not read."""
-    if not columns or connection.vendor != "postgresql":
-        session.save(force_insert=True)
-        return None
-    meta = Session._meta
-    query = InsertQuery(Session)
-    query.insert_values([f for f in meta.local_concrete_fields if f is not meta.auto_field], [session])
-    [(insert, params)] = query.get_compiler(connection=connection).as_sql()
-    with connection.cursor() as cursor:
-        cursor.execute(f"WITH s AS ({insert} RETURNING *) SELECT s.id, {columns} FROM s", params)  # noqa: S608 (Django's compiled insert and the caller's constant SQL; values are parameters)
-        session.pk, *values = cursor.fetchone()
-    session._state.adding, session._state.db = False, connection.alias
-    return tuple(values)
+    return AdkSessionCreated(session=session, user_delta=parts["user"])
 
 
 @dataclass(frozen=True)

@@ -76,22 +76,12 @@ _DELTAS = (
 )
 
 
-# The app's and the user's state as columns beside a session's row (``s``), for a query that
-# reads or writes that row; ``adk_states_of`` reads their values.
-ADK_STATES_BESIDE = _STATES
-
-
-def adk_states_of(values: tuple[Any, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The app's and the user's state from ``ADK_STATES_BESIDE``'s values."""
-    app_state, user_state = values
-    return json_object(app_state or ""), json_object(user_state or "")
-
-
 def adk_states_get(*, tenant: Tenant, app_name: str, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The app's and the user's state, in one query."""
     with connection.cursor() as cursor:
         cursor.execute(_STATES_OF, [tenant.pk, app_name, tenant.pk, user_id, app_name])
-        return adk_states_of(cursor.fetchone())
+        app_state, user_state = cursor.fetchone()
+    return json_object(app_state or ""), json_object(user_state or "")
 
 
 def adk_session_read(
