@@ -198,8 +198,8 @@ def adk_session_list(
             | Q(last_update_time=updated, user_id=after_user, session_id__gt=after_session)
         )
     budget = json_rows.ByteBudget(max_bytes)
-    # Only what a listed session shows: loading every column of 300 rows (timestamps parsed, models
-    # built) was most of the list's server time.
+    # Only what a listed session shows: a model of every column for each row of a page (timestamps
+    # parsed) was most of the list's server time.
     ordered = sessions.order_by("last_update_time", "user_id", "session_id").only(*LISTED_FIELDS)
     size = streaming.stored_size(Session, "durable_state")
     bounded = json_rows.byte_bounded_models(ordered, budget, size=size, large=("durable_state",))
