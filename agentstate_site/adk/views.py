@@ -105,8 +105,7 @@ class SessionListView(AdkView):
         page = selectors.adk_session_list(
             tenant=request.tenant, app_name=app_name, max_bytes=settings.PAGE_MAX_BYTES, **query
         )
-        app_state = selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name)
-        user_states = user_selectors.adk_user_states(
+        app_state, user_states = user_selectors.adk_app_and_user_states(
             tenant=request.tenant, app_name=app_name, user_ids=[session.user_id for session in page.sessions]
         )
         sessions = [

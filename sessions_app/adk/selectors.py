@@ -26,6 +26,7 @@ from sessions_app.selectors import session_get
 EVENT_PAGE_SIZE = 1000
 SESSION_PAGE_SIZE = 100
 MAX_SESSION_PAGE_SIZE = 500
+LISTED_FIELDS = ("user_id", "session_id", "app_name", "durable_state", "last_update_time", "version")
 
 
 def adk_session_get(*, tenant: Tenant, app_name: str, user_id: str, session_id: str) -> Session:
@@ -197,7 +198,9 @@ def adk_session_list(
             | Q(last_update_time=updated, user_id=after_user, session_id__gt=after_session)
         )
     budget = json_rows.ByteBudget(max_bytes)
-    ordered = sessions.order_by("last_update_time", "user_id", "session_id").defer("metadata")
+    # Only what a listed session shows: a model of every column for each row of a page (timestamps
+    # parsed) was most of the list's server time.
+    ordered = sessions.order_by("last_update_time", "user_id", "session_id").only(*LISTED_FIELDS)
     size = streaming.stored_size(Session, "durable_state")
     bounded = json_rows.byte_bounded_models(ordered, budget, size=size, large=("durable_state",))
     rows = list(bounded[: page_size + 1])

@@ -7,6 +7,7 @@ Savepoint statements are left out of the counts: they come from the test's own t
 """
 
 import itertools
+import json
 
 import pytest
 from django.db import connection
@@ -175,3 +176,36 @@ def test_latest_reads_do_not_sort_the_history(tenant, postgres_only, read):
         cursor.execute(f"EXPLAIN {sql}")
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan Backward" in plan and "Sort" not in plan, plan
+
+
+# --- ADK: a session's create and an app's list --------------------------------------------------
+
+
+def _adk_count(api, method: str, url: str, body=None) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = getattr(api, method)(url, body, format="json") if body is not None else getattr(api, method)(url)
+    assert response.status_code in (200, 201), response.content[:300]
+    return len(_statements(captured.captured_queries))
+
+
+def test_adk_list_sessions_is_two_statements_at_any_count(agent_api):
+    """The page of sessions, then the app's state and its users' in one statement: the state rows
+    are read once per page, never per session."""
+    counts = {}
+    for count in (3, 60):
+        user = f"adk{count}"
+        state = json.dumps({"k": 1, "app:a": 1, "user:u": count})
+        for n in range(count):
+            body = {"session_id": f"s{n}", "state": state}
+            response = agent_api.post(f"/api/v1/adk/apps/listed/users/{user}/sessions/", body, format="json")
+            assert response.status_code == 201, response.content
+        counts[count] = _adk_count(agent_api, "get", f"/api/v1/adk/apps/listed/sessions/?user_id={user}")
+    assert counts == {3: 2, 60: 2}
+
+
+def test_adk_create_session_statements(agent_api):
+    """A create without app: or user: state: the erased-subject guard (the subject's shared lock on
+    PostgreSQL, then the registry lookup), the insert, and the app's and user's state read back."""
+    url = "/api/v1/adk/apps/created/users/adk-create/sessions/"
+    agent_api.post(url, {"state": "{}"}, format="json")  # warms the key cache
+    assert _adk_count(agent_api, "post", url, {"state": json.dumps({"k": 1})}) == (4 if _postgres() else 3)

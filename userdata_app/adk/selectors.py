@@ -8,6 +8,7 @@ from django.db import connection
 
 from agentstate.exceptions import NotFound
 from agentstate.tenancy.models import Tenant
+from sessions_app.adk.models import AdkAppState
 from sessions_app.adk.selectors import AdkSessionRead, adk_app_state_sql
 from sessions_app.adk.services import FRAMEWORK
 from sessions_app.adk.state import json_object
@@ -24,6 +25,30 @@ def adk_user_states(*, tenant: Tenant, app_name: str, user_ids: list[str]) -> di
     """Several users' states in the app, one query (a page of sessions of many users)."""
     rows = AdkUserState.objects.filter(tenant=tenant, app_name=app_name, user_id__in=set(user_ids))
     return {user_id: json_object(state) for user_id, state in rows.values_list("user_id", "state")}
+
+
+def adk_app_and_user_states(
+    *, tenant: Tenant, app_name: str, user_ids: list[str]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The app's state and several users' states in it, in one query (a page of sessions): the
+    app's row comes first, without a user id, each found by its unique index."""
+    users = sorted(set(user_ids))
+    marks = ", ".join(["%s"] * len(users)) or "NULL"
+    sql = (
+        f'SELECT NULL, state FROM "{AdkAppState._meta.db_table}" WHERE tenant_id = %s AND app_name = %s '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f'UNION ALL SELECT user_id, state FROM "{AdkUserState._meta.db_table}" '
+        f"WHERE tenant_id = %s AND app_name = %s AND user_id IN ({marks})"
+    )
+    app_state: dict[str, Any] = {}
+    user_states: dict[str, dict[str, Any]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tenant.pk, app_name, tenant.pk, app_name, *users])
+        for user_id, state in cursor.fetchall():
+            if user_id is None:
+                app_state = json_object(state)
+            else:
+                user_states[user_id] = json_object(state)
+    return app_state, user_states
 
 
 def adk_event_user_deltas(*, session_pk: int, first_seq: int, last_seq: int) -> dict[int, dict[str, Any]]:
