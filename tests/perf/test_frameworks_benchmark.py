@@ -4,14 +4,11 @@ own PostgreSQL store and on its SQLite store, agentstate's requests counted, the
 and every target of issue 26 judged from the run; ``summary`` turns the run into the doc's tables."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.perf.benchmark_runs import benchmarks
 
 pytestmark = [
     pytest.mark.servers,  # starts PostgreSQL and gunicorn in a fresh process
@@ -19,19 +16,6 @@ pytestmark = [
         not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")), reason="PostgreSQL's server programs are missing"
     ),
 ]
-
-
-def benchmarks(*args: str | Path) -> subprocess.CompletedProcess:
-    # No DATABASE_URL: the suite starts a PostgreSQL server of its own and drops it at the end.
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    return subprocess.run(
-        [sys.executable, "-m", "benchmarks", *map(str, args)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_the_quick_run_measures_every_store_counts_requests_and_judges_every_target(tmp_path):

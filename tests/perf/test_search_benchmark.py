@@ -4,29 +4,13 @@ suites refuse the flag, and ``summary`` tables runs that measured no append."""
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.perf.benchmark_runs import benchmarks
+
 SOURCE_URL = os.environ.get("DATABASE_URL", "")
-
-
-def benchmarks(*args: str | Path, database_url: str = "") -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    if database_url:
-        env["DATABASE_URL"] = database_url
-    return subprocess.run(
-        [sys.executable, "-m", "benchmarks", *map(str, args)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.fixture
