@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +42,10 @@ MAX_WORDS = 64  # an any-word search counts a query's first 64 distinct words (a
 MAX_WORDS_QUERY_LENGTH = 10_000  # an any-word query may be a whole prompt
 MAX_OFFSET = 10_000  # how deep paging goes: ranking reads every match up to there
 RANKED_MATCHES = 1_000  # text_search ranks a query's newest 1,000 matches: its results end there
+# text_search matches the owner in the index up to this many rows of theirs: past it, walking their
+# rows newest first stops sooner than reading every match (docs/PERFORMANCE.md, "Search").
+OWNER_MATCH_ROWS = 20_000
+OWNER_PREFIX = "owner "  # of owner_lexeme: a word a query parses to never holds a space
 MARK = "**"  # around each matched word in a snippet (plain text, never HTML)
 _PHRASE_OR_WORD = re.compile(r'"([^"]*)"?|(\S+)')
 _SEARCHABLE = re.compile(r"[^\W_]")  # a letter or digit: what both tokenizers keep
@@ -57,6 +63,21 @@ class TextIndex:
     pg_vector: str  # the row's tsvector
     pg_text: str  # the row's text, for the headline
     fts_table: str  # SQLite: the FTS5 table, rowid = the row's id
+    pg_owner: tuple[str, ...] = ()  # PostgreSQL: the columns naming whose the row is (owner_lexeme)
+
+
+def owner_lexeme(*owner: Any) -> str:
+    """The lexeme a row's stored vector holds beside its words when its ``TextIndex`` names
+    ``pg_owner`` columns (``owner`` are their values; ``json_text_index_sql`` writes the same in
+    SQL): a digest, so any identifier fits, behind a prefix holding a space, which no word a query
+    parses to holds, so typing it matches nothing."""
+    digest = hashlib.md5(" ".join(map(str, owner)).encode(), usedforsecurity=False).hexdigest()
+    return f"{OWNER_PREFIX}{digest}"
+
+
+def _owner_lexeme_sql(owner: tuple[str, ...]) -> str:
+    key = " || ' ' || ".join(f"{column}::text" for column in owner)
+    return f"array_to_tsvector(ARRAY['{OWNER_PREFIX}' || md5({key})])"
 
 
 @dataclass(frozen=True)
@@ -141,6 +162,7 @@ def text_search(
     columns: str,
     newest: str,
     joins: str = "",
+    owner: tuple[Any, ...] = (),
     limit: int,
     offset: int = 0,
 ) -> list[Hit]:
@@ -153,8 +175,16 @@ def text_search(
     on (the columns ``scope`` holds equal, ``newest``, id) hands them newest first and the scan
     stops at the bound instead of ranking every match (docs/PERFORMANCE.md, "Search"). Ordered by
     ``newest`` rather than the id alone, which the primary key also serves: PostgreSQL would walk
-    the whole table's key backwards, every tenant's rows, to reach an old user's."""
+    the whole table's key backwards, every tenant's rows, to reach an old user's.
+
+    ``owner``: the values of the index's ``pg_owner`` columns, which ``scope`` holds equal. On
+    PostgreSQL, for an owner of at most ``OWNER_MATCH_ROWS`` rows (the planner's estimate), the
+    query holds the owner's lexeme too, so the GIN index hands over that owner's matches alone, not
+    every owner's; a larger owner's rows are walked newest first as above."""
     if connection.vendor == "postgresql":
+        match, owner_params = "q", []
+        if index.pg_owner and owner and _rows_estimate(connection, index, scope, scope_params) <= OWNER_MATCH_ROWS:
+            match, owner_params = "(q && %s::tsquery)", [f"'{owner_lexeme(*owner)}'"]
         sql = f"""
             SELECT {columns}, hit.rank, ts_headline('simple', {index.pg_text}, q, %s)
             FROM (
@@ -162,14 +192,14 @@ def text_search(
                 FROM (
                     SELECT t.id, {index.pg_vector} AS vector
                     FROM {index.table} t, websearch_to_tsquery('simple', %s) q
-                    WHERE {scope} AND {index.pg_vector} @@ q
+                    WHERE {scope} AND {index.pg_vector} @@ {match}
                     ORDER BY {newest} DESC, t.id DESC LIMIT %s
                 ) newest, websearch_to_tsquery('simple', %s) q
                 ORDER BY rank DESC, newest.id DESC LIMIT %s OFFSET %s
             ) hit
             JOIN {index.table} t ON t.id = hit.id {joins}, websearch_to_tsquery('simple', %s) q
             ORDER BY hit.rank DESC, t.id DESC"""  # noqa: S608 (constant SQL of the index and caller; values are parameters)
-        params = [_HEADLINE_OPTIONS, query, *scope_params, RANKED_MATCHES, query, limit, offset, query]
+        params = [_HEADLINE_OPTIONS, query, *scope_params, *owner_params, RANKED_MATCHES, query, limit, offset, query]
     else:
         f = index.fts_table  # FTS5's functions and MATCH take the table's name, not an alias
         match = fts5_query(query)
@@ -186,6 +216,14 @@ def text_search(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [Hit(row=tuple(row[:-2]), rank=float(row[-2]), snippet=row[-1] or "") for row in cursor.fetchall()]
+
+
+def _rows_estimate(connection: BaseDatabaseWrapper, index: TextIndex, scope: str, scope_params: list[Any]) -> int:
+    """How many rows of ``index`` the planner expects within ``scope``: planned, not run."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {index.table} t WHERE {scope}", scope_params)  # noqa: S608 (constant SQL of the index and caller; values are parameters)
+        plan = cursor.fetchone()[0]
+    return int((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"])
 
 
 def query_words(query: str) -> list[str]:
@@ -325,16 +363,22 @@ def search_memories(
 # --- Migrations: the index of a JSON column's strings --------------------------------------------
 
 
-def json_text_index_sql(*, table: str, column: str, pg_index: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+def json_text_index_sql(
+    *, table: str, column: str, pg_index: str, owner: tuple[str, ...] = ()
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """The statements, by database vendor, that create and that drop the index of every string
-    value of ``table``'s JSON ``column`` (``json_text_index_operation`` says what they make)."""
+    value of ``table``'s JSON ``column`` (``json_text_index_operation`` says what they make); on
+    PostgreSQL each row's vector holds its ``owner`` columns' lexeme too (``owner_lexeme``)."""
+    vector = f"jsonb_to_tsvector('simple'::regconfig, {column}, '[\"string\"]'::jsonb)"
+    if owner:
+        vector = f"{vector} || {_owner_lexeme_sql(owner)}"
     fts = f"{table}_search"
     text = f"(SELECT group_concat(value, ' ') FROM json_tree({{row}}.{column}) WHERE type = 'text')"  # noqa: S608 (constant SQL)
     insert = f"INSERT INTO {fts} (rowid, text) VALUES (new.id, {text.format(row='new')})"  # noqa: S608 (constant SQL)
     create = {
         "postgresql": [
-            f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS search_vector tsvector GENERATED ALWAYS AS "
-            f"(jsonb_to_tsvector('simple'::regconfig, {column}, '[\"string\"]'::jsonb)) STORED",
+            f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS search_vector tsvector "
+            f"GENERATED ALWAYS AS ({vector}) STORED",
             f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {pg_index} ON {table} USING gin (search_vector)",
         ],
         "sqlite": [

@@ -421,6 +421,7 @@ MESSAGE_INDEX = TextIndex(
     pg_text="(SELECT string_agg(v #>> '{}', ' ') FROM jsonb_path_query(t.content, "
     "'strict $.** ? (@.type() == \"string\")') v)",
     fts_table="sessions_app_message_search",
+    pg_owner=("tenant_id", "user_id"),  # a search is one user's: the index hands over theirs alone
 )
 
 
@@ -446,6 +447,7 @@ def message_search(*, tenant: Tenant, user_id: str, query: str, limit: int, offs
         # user's matches newest first, as text_search ranks them.
         scope="t.tenant_id = %s AND t.user_id = %s",
         scope_params=[tenant.pk, user_id],
+        owner=(tenant.pk, user_id),
         newest="t.created_at",
         columns="s.session_id, t.seq, t.role",
         joins="JOIN sessions_app_session s ON s.id = t.session_id",

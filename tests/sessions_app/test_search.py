@@ -57,7 +57,15 @@ def test_every_string_of_a_message_is_found_whatever_its_shape(tenant, session):
     assert found(tenant, "absent") == []
 
 
-def test_a_search_is_scoped_to_the_tenant_and_the_user(tenant, other_tenant, session):
+@pytest.fixture(params=["owner matched in the index", "owner's rows walked"])
+def owner_path(request, monkeypatch):
+    """PostgreSQL searches a user of few messages by the owner's lexeme in the index, a larger one
+    by walking their messages: both must find the same."""
+    if request.param == "owner's rows walked":
+        monkeypatch.setattr(search, "OWNER_MATCH_ROWS", -1)
+
+
+def test_a_search_is_scoped_to_the_tenant_and_the_user(tenant, other_tenant, session, owner_path):
     services.message_append(session=session, messages=[{"content": "walrus"}])
     theirs = services.session_create(tenant=tenant, user_id="u2", session_id="s1")
     services.message_append(session=theirs, messages=[{"content": "walrus"}])
@@ -67,6 +75,20 @@ def test_a_search_is_scoped_to_the_tenant_and_the_user(tenant, other_tenant, ses
     assert found(tenant, "walrus", user_id="u2") == [("s1", 1)]
     assert found(other_tenant, "walrus") == [("s9", 1)]
     assert len(raw_index_ids("walrus")) == 3
+
+
+def test_a_user_id_of_any_characters_finds_its_own_messages_only(tenant, owner_path):
+    """The index holds each message's owner as a digest (agentstate.search.owner_lexeme): spaces,
+    quotes and non-ASCII in a user id change nothing, and typing the owner's lexeme finds nothing."""
+    ids = ["ana lópez", 'o\'brien \\ "x"', "用户", "ana"]
+    for n, user_id in enumerate(ids):
+        session = services.session_create(tenant=tenant, user_id=user_id, session_id=f"s{n}")
+        services.message_append(session=session, messages=[{"content": "capybara"}])
+    for n, user_id in enumerate(ids):
+        assert found(tenant, "capybara", user_id=user_id) == [(f"s{n}", 1)]
+    lexeme = search.owner_lexeme(tenant.pk, "ana")
+    assert found(tenant, lexeme, user_id="ana") == []
+    assert found(tenant, f'"{lexeme}"', user_id="ana") == []
 
 
 def test_the_best_match_comes_first_and_pages_do_not_overlap(tenant, session):
