@@ -181,7 +181,10 @@ def records(*, tenant: Tenant, user_id: str | None = None) -> Iterator[dict[str,
 
 
 @dataclass
-class ImportSummary:
+class PortableImportSummary:
+    """What an import of a portable file did (``import_tenant``); ``import_sessions``' summary of a
+    peer store's import is agentstate_site.imports.ImportSummary."""
+
     records: int = 0
     sessions_created: int = 0
     sessions_present: int = 0  # held already: left as they are
@@ -280,13 +283,13 @@ def records_import(
     items: Iterator[tuple[int, dict[str, Any]]],
     refused: Callable[[str], bool],
     dry_run: bool = False,
-    on_unit: Callable[[ImportSummary], None] = lambda summary: None,
-) -> ImportSummary:
+    on_unit: Callable[[PortableImportSummary], None] = lambda summary: None,
+) -> PortableImportSummary:
     """Write the records into ``tenant``: a session's block in one transaction, other rows in
     chunks; a person ``refused`` names (erased) is skipped and reported once. A bad record stops
     the import with its line, its block or chunk rolled back; what committed before it stays, and
     a re-run once the file is mended skips that."""
-    summary = ImportSummary()
+    summary = PortableImportSummary()
     known, roots = _by_record(), _roots()
     members = {m.model: name for root in roots for m, name in _members(root)}
     stream = Records(items)
@@ -342,7 +345,7 @@ def _block(
         yield number, record, d
 
 
-def _refused(user_id: str, refused: Callable[[str], bool], summary: ImportSummary) -> bool:
+def _refused(user_id: str, refused: Callable[[str], bool], summary: PortableImportSummary) -> bool:
     if user_id in summary.refused_users:
         return True
     if refused(user_id):
@@ -358,7 +361,7 @@ def _session_import(
     record: dict[str, Any],
     block: Iterator[tuple[int, dict[str, Any], SubjectData]],
     refused: Callable[[str], bool],
-    summary: ImportSummary,
+    summary: PortableImportSummary,
     dry_run: bool,
 ) -> None:
     summary.records += 1
@@ -426,7 +429,7 @@ def _row_import(
     number: int,
     record: dict[str, Any],
     refused: Callable[[str], bool],
-    summary: ImportSummary,
+    summary: PortableImportSummary,
     dry_run: bool,
     stored: list[Callable[[], None]],
 ) -> None:

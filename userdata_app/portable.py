@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import transaction
 
 from agentstate import portable
-from agentstate.portable import ImportSummary, PortableError
+from agentstate.portable import PortableError, PortableImportSummary
 from agentstate.subject_data import declared
 from agentstate.tenancy.models import Tenant
 from agentstate.tenancy.services import tenant_get_or_create
@@ -86,8 +86,8 @@ def tenant_import(
     tenant_slug: str,
     lines: Iterator[str],
     dry_run: bool = False,
-    on_unit: Callable[[ImportSummary], None] = lambda summary: None,
-) -> tuple[ImportSummary, int]:
+    on_unit: Callable[[PortableImportSummary], None] = lambda summary: None,
+) -> tuple[PortableImportSummary, int]:
     """Read a file into the tenant (created if missing): the registry's entries first, then every
     person's rows, a person the registry holds (here or in the file) refused. A file keyed by
     another receipt key ring is refused before anything is written. Returns the summary and how

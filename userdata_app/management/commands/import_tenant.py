@@ -7,7 +7,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from agentstate.db_waits import JobCommand
 from agentstate.exceptions import InvalidInput
-from agentstate.portable import ImportSummary, PortableError
+from agentstate.portable import PortableError, PortableImportSummary
 from userdata_app.portable import KeyRingMismatch, tenant_import
 
 
@@ -68,7 +68,7 @@ class _Progress:
     def __init__(self, *, enabled: bool) -> None:
         self.enabled, self.drawn = enabled, False
 
-    def step(self, summary: ImportSummary) -> None:
+    def step(self, summary: PortableImportSummary) -> None:
         if self.enabled:
             sys.stderr.write(f"\r{summary.records} records, {summary.sessions_created} sessions")
             sys.stderr.flush()
