@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from django.apps import apps
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 
 from agentstate import streaming
 from agentstate.exceptions import SubjectErased
@@ -369,7 +369,8 @@ def _session_import(
     user_id = fields["user_id"]
     if _refused(user_id, refused, summary):
         return
-    if _root_pk(tenant, d.model, _root_key_of(d, record, number), number) is not None:
+    key = _root_key_of(d, record, number)
+    if _root_pk(tenant, d.model, key, number) is not None:
         summary.sessions_present += 1
         return
     summary.sessions_created += 1
@@ -386,7 +387,16 @@ def _session_import(
         summary.sessions_created -= 1
         summary.refused_users.append(user_id)
         return
-    root = d.model._default_manager.create(tenant=tenant, **fields)
+    try:
+        with transaction.atomic():  # a savepoint: the insert alone fails when an agent won the race
+            root = d.model._default_manager.create(tenant=tenant, **fields)
+    except IntegrityError:
+        if _root_pk(tenant, d.model, key, number) is None:  # not the session's key: the file's fault
+            raise
+        # Created by an agent since the check above: held already, left as it is, like the others.
+        summary.sessions_created -= 1
+        summary.sessions_present += 1
+        return
     pending: list[models.Model] = []
     for number, record, member in block:
         summary.records += 1

@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 
 from agentstate import portable, subject_data
 from agentstate.tenancy.models import Tenant
-from sessions_app.models import Session
+from sessions_app.models import Message, Session
 from tests.subjects import held
 from tests.userdata_app.test_erasure_residue import markers_of, store_everything
 from userdata_app.erasure.registry import grace_until, subject_hash
@@ -102,6 +102,31 @@ def test_a_tenant_round_trips_to_the_same_bytes(filled, tmp_path):
     again = imported(path)  # idempotent: a re-run finds everything held
     assert "imported 0 sessions (9 held already" in again and ", 0 rows (" in again, again
     assert exported() == first
+
+
+def test_a_session_an_agent_creates_during_the_import_is_left_as_the_agent_made_it(filled, tmp_path, monkeypatch):
+    """The race between the import's check and its insert: an agent creates the same session in
+    between. The import counts it as held already and goes on; nothing of the file is mixed in."""
+    from sessions_app import services
+
+    path = tmp_path / "acme.jsonl"
+    path.write_bytes(exported())
+    empty_database()
+    tenant = Tenant.objects.create(slug="acme", name="acme")
+    checked = portable._root_pk
+
+    def agent_wins_the_race(tenant_, model, key, number):
+        found = checked(tenant_, model, key, number)
+        if model is Session and key == ["alice", "", "s1"] and found is None:
+            services.session_create(tenant=tenant, user_id="alice", session_id="s1")
+        return found
+
+    monkeypatch.setattr(portable, "_root_pk", agent_wins_the_race)
+    out = imported(path)
+    assert "imported 8 sessions (1 held already" in out, out
+    session = Session.objects.get(tenant=tenant, user_id="alice", session_id="s1")
+    assert not Message.objects.filter(session=session).exists()  # the agent's empty session, not the file's
+    assert Session.objects.filter(tenant=tenant).count() == 9
 
 
 def test_a_tenant_export_is_in_the_access_log_once_per_person(filled):
