@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connections, router
-from django.db.models import Count, QuerySet, Subquery, Sum
+from django.db.models import Count, Field, Model, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -31,6 +31,8 @@ from sessions_app.models import (
     RunUsage,
     Session,
 )
+
+M = TypeVar("M", bound=Model)
 
 DEFAULT_SESSION_ID = "default"
 CORE = "core"  # the framework of the REST API's own sessions, as staff filter by it
@@ -63,30 +65,41 @@ def session_get_with(
     if row is None:
         raise NotFound("Session not found.")
     width = len(_SESSION_FIELDS)
-    converters = _converters(connection)
-    values = [v if convert is None else convert(v) for v, convert in zip(row[:width], converters, strict=True)]
-    return Session.from_db(connection.alias, _SESSION_FIELDS, values), tuple(row[width:])
+    return row_as_model(Session, connection, row[:width]), tuple(row[width:])
 
 
-_SESSION_COLUMNS = [field.column for field in Session._meta.concrete_fields]
+def model_columns(model: type[Model], alias: str) -> str:
+    """``model``'s concrete columns, in field order, as SQL over the table named ``alias``: the
+    select list of a written-out query whose rows ``row_as_model`` makes models."""
+    return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
+
+
+def row_as_model(model: type[M], connection, values: Sequence[Any]) -> M:
+    """A row of ``model_columns`` made a model instance, each value converted as the ORM's own
+    queries convert it on this database (datetimes from SQLite's text, JSON decoded)."""
+    fields = model._meta.concrete_fields
+    converted = [
+        value if convert is None else convert(value)
+        for value, convert in zip(values, (column_converter(connection, field) for field in fields), strict=True)
+    ]
+    return model.from_db(connection.alias, [field.attname for field in fields], converted)
+
+
 _SESSION_FIELDS = [field.attname for field in Session._meta.concrete_fields]
 # Served by the (tenant, user_id, session_id, app_name) unique index.
 _SESSION_GET_SQL = (
-    "SELECT " + ", ".join(f's."{column}"' for column in _SESSION_COLUMNS) + f' FROM "{Session._meta.db_table}" s '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+    f'SELECT {model_columns(Session, "s")} FROM "{Session._meta.db_table}" s '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
     "WHERE s.tenant_id = %s AND s.user_id = %s AND s.session_id = %s AND s.app_name = %s"
 )
 
 
-@lru_cache(maxsize=64)  # one per database connection wrapper: per alias and thread
-def _converters(connection) -> list[Callable[[Any], Any] | None]:
-    """Per column of ``_SESSION_GET_SQL``, what the ORM would apply to its value on this database
-    (datetimes from SQLite's text, JSON decoded), found as the query compiler finds them."""
-    converters: list[Callable[[Any], Any] | None] = []
-    for field in Session._meta.concrete_fields:
-        column = field.get_col(Session._meta.db_table)
-        found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-        converters.append(partial(_apply, found, column, connection) if found else None)
-    return converters
+@lru_cache(maxsize=512)  # per database connection wrapper (per alias and thread) and field
+def column_converter(connection, field: Field) -> Callable[[Any], Any] | None:
+    """What the ORM would apply to a value of ``field``'s column read on this database, found as
+    the query compiler finds it; None when the value is taken as it comes."""
+    column = field.get_col(field.model._meta.db_table)
+    found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+    return partial(_apply, found, column, connection) if found else None
 
 
 def _apply(converters, column, connection, value):
