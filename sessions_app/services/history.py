@@ -130,10 +130,18 @@ def _pop_read(session: Session, key: str | None) -> tuple[Message | None, dict[s
     written-out statement: the answer kept under ``key`` (``answered``, and ``answer``) and the
     oldest legal hold covering the session (``hold_reference``). The ORM's build of this query,
     with its subqueries, cost about four times running it: it was most of a pop's time."""
-    params = {"session": session.pk, "tenant": session.tenant_id, "user_id": session.user_id, "session_pk": session.pk}
     database = connections[DEFAULT_DB_ALIAS]
     with database.cursor() as cursor:
-        cursor.execute(_POP_READ_SQL, {**params, "key": key})
+        cursor.execute(
+            _POP_READ_SQL,
+            {
+                "session": session.pk,
+                "tenant": session.tenant_id,
+                "user_id": session.user_id,
+                "session_pk": session.pk,
+                "key": key,
+            },
+        )
         *message, hold_reference, answered, answer = cursor.fetchone()
     newest = None if message[0] is None else row_as_model(Message, database, message)
     convert = column_converter(database, MessagePop._meta.get_field("message"))
