@@ -227,13 +227,38 @@ def message_recent_rows(
     *, session: Session, limit: int, role: str | None = None, serializer_class: type, max_bytes: int
 ) -> list[tuple[Any, ...]]:
     """``message_recent`` as rows of ``json_rows`` in ``serializer_class``'s shape, bounded by
-    ``max_bytes`` of JSON: when the last ``limit`` hold more, the newest that fit (at least one)."""
-    newest = json_rows.json_rows(_newest_messages(session=session, limit=limit, role=role), serializer_class, "seq")
+    ``max_bytes`` of JSON: when the last ``limit`` hold more, the newest that fit (at least one).
+
+    The read first asks only for the last ``RECENT_WINDOW`` × ``limit`` seqs the session gave out,
+    so the (session, seq) index bounds it whatever the planner believes of the session: with
+    statistics from before a session grew (a table not analyzed since), PostgreSQL read and sorted
+    every message of it for 20 (1.6 ms at 3,000 messages instead of 0.14). Edits leave gaps in the
+    seqs; when the window holds fewer than ``limit``, the whole history is asked."""
     if not limit:
         return []
+    newest = _newest_messages(session=session, limit=limit, role=role)
+    if role is None and session.message_count > limit:
+        window = newest.filter(seq__gt=session.last_seq - RECENT_WINDOW * limit)
+        rows, complete = _recent_page(window, limit=limit, serializer_class=serializer_class, max_bytes=max_bytes)
+        if complete:
+            return rows
+    rows, _ = _recent_page(newest, limit=limit, serializer_class=serializer_class, max_bytes=max_bytes)
+    return rows
+
+
+RECENT_WINDOW = 2  # seqs a recent read looks at first, per message asked (see message_recent_rows)
+
+
+def _recent_page(
+    messages: QuerySet[Message], *, limit: int, serializer_class: type, max_bytes: int
+) -> tuple[list[tuple[Any, ...]], bool]:
+    """The newest ``limit`` of ``messages`` as JSON rows within ``max_bytes``, oldest first, and
+    whether that is a whole page (``limit`` rows, or as many as the budget holds)."""
     budget = json_rows.ByteBudget(max_bytes)
-    rows = list(json_rows.byte_bounded(newest, budget)[:limit])
-    return list(reversed(rows if budget.rows_that_fit is None else rows[: budget.rows_that_fit]))
+    rows = list(json_rows.byte_bounded(json_rows.json_rows(messages, serializer_class, "seq"), budget)[:limit])
+    if budget.rows_that_fit is not None:
+        return list(reversed(rows[: budget.rows_that_fit])), True
+    return list(reversed(rows)), len(rows) == limit
 
 
 def _rounds_of(*, tenant: Tenant, user_id: str, session_id: str | None) -> QuerySet[Round]:

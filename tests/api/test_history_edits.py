@@ -134,3 +134,15 @@ def test_history_pages_carry_the_generation_so_a_reader_sees_an_edit(api, sessio
     following = api.get(first.json()["next"])
     assert following["X-History-Generation"] == "1" and following.json()["results"] == []
     assert api.get(S + "messages/?recent=5")["X-History-Generation"] == "1"
+
+
+@pytest.mark.parametrize("rewind_to, then", [(10, 15), (40, 5), (0, 30)])
+def test_the_recent_messages_after_an_edit_left_a_gap_in_the_seqs(api, session, rewind_to, then):
+    """A recent read looks at the newest seqs first; an edit's gap can leave fewer there than asked,
+    and the answer is still the newest messages of the history."""
+    api.post(S + "messages/", {"messages": [{"content": f"m{n}"} for n in range(4, 51)]}, format="json")
+    api.post(S + "messages/rewind/", {"after_seq": rewind_to}, format="json")
+    api.post(S + "messages/", {"messages": [{"content": f"n{n}"} for n in range(then)]}, format="json")
+    expected = _contents(session.pk)[-20:]
+    assert [m["content"] for m in api.get(S + "messages/?recent=20").json()["results"]] == expected
+    assert len(expected) == min(20, rewind_to + then)

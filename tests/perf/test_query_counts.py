@@ -10,11 +10,14 @@ import itertools
 import json
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agentstate_site import bulk_data
 from sessions_app import selectors, services
+from sessions_app.api.serializers import MessageSerializer
+from sessions_app.models import Message
 
 pytestmark = pytest.mark.django_db
 
@@ -176,6 +179,32 @@ def test_latest_reads_do_not_sort_the_history(tenant, postgres_only, read):
         cursor.execute(f"EXPLAIN {sql}")
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan Backward" in plan and "Sort" not in plan, plan
+
+
+def test_a_recent_read_is_bounded_by_its_window_whatever_the_plan(tenant, postgres_only):
+    """With statistics from before a session grew (a table autovacuum has not analyzed since),
+    PostgreSQL expects a few rows of it and reads them all through a bitmap, then sorts: for 20 of
+    2,000 messages it read the 2,000. That plan is forced here; the read still takes at most the
+    window's rows."""
+    session = _history(tenant, 2_000)
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_indexscan = off")  # the test's own transaction
+    with CaptureQueriesContext(connection) as captured:
+        rows = selectors.message_recent_rows(
+            session=session, limit=20, serializer_class=MessageSerializer, max_bytes=settings.PAGE_MAX_BYTES
+        )
+    assert [seq for seq, _ in rows] == list(range(1_981, 2_001))
+    (sql,) = _statements(captured.captured_queries)
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}")
+        (plan,) = cursor.fetchone()
+    assert _rows_read(plan[0]["Plan"], Message._meta.db_table) <= selectors.RECENT_WINDOW * 20, plan
+
+
+def _rows_read(node: dict, table: str) -> int:
+    """The most rows any scan of ``table`` in an EXPLAIN (ANALYZE, FORMAT JSON) plan returned."""
+    own = node["Actual Rows"] if node.get("Relation Name") == table else 0
+    return max([own, *(_rows_read(child, table) for child in node.get("Plans", []))])
 
 
 # --- ADK: a session's create and an app's list --------------------------------------------------
