@@ -198,7 +198,7 @@ def test_a_recent_read_is_bounded_by_its_window_whatever_the_plan(tenant, postgr
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}")
         (plan,) = cursor.fetchone()
-    assert _rows_read(plan[0]["Plan"], Message._meta.db_table) <= selectors.RECENT_WINDOW * 20, plan
+    assert _rows_read(plan[0]["Plan"], Message._meta.db_table) <= selectors.recent_window(session, 20), plan
 
 
 def _rows_read(node: dict, table: str) -> int:
