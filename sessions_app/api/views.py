@@ -217,7 +217,9 @@ class MessageListView(SessionScopedView):
             messages = body["messages"]
         else:
             messages = [body]
-        result = services.message_append(session=self.get_session(), messages=messages)
+        result = services.message_append_to(
+            tenant=request.tenant, user_id=user_id, session_id=session_id, messages=messages
+        )
         return Response(
             s.MessageAppendedSerializer({"messages": result.messages}).data,
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,

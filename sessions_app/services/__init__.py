@@ -5,7 +5,7 @@ and commands call them through this package (``from sessions_app import services
 from sessions_app.services.checkpoints import checkpoint_create
 from sessions_app.services.history import HistoryEdit, message_clear, message_pop, message_rewind, session_fork
 from sessions_app.services.live import working_state_clear_refused
-from sessions_app.services.messages import MAX_MESSAGES_PER_APPEND, AppendResult, message_append
+from sessions_app.services.messages import MAX_MESSAGES_PER_APPEND, AppendResult, message_append, message_append_to
 from sessions_app.services.retention import retention_apply, retention_policy_clean, retention_policy_save
 from sessions_app.services.rounds import round_delete, round_save
 from sessions_app.services.sessions import session_create, session_delete, session_end, session_update
@@ -25,6 +25,7 @@ __all__ = [
     "HistoryEdit",
     "checkpoint_create",
     "message_append",
+    "message_append_to",
     "message_clear",
     "message_pop",
     "message_rewind",

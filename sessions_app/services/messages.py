@@ -16,8 +16,10 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput, SessionEnded
+from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json, clean_optional_label
 from sessions_app.models import Message, Session
+from sessions_app.selectors import session_get
 from sessions_app.services.live import (
     REOPEN_IF_RETENTION_ENDED,
     WRITABLE,
@@ -77,6 +79,34 @@ def message_append(*, session: Session, messages: list[dict[str, Any]]) -> Appen
     A message whose ``client_id`` is already stored in this session is a retry: it is not
     stored again and the stored message is returned in its place.
     """
+    cleaned, client_ids = _batch_clean(messages)
+    if connection.vendor == "postgresql":
+        inserted = _message_insert_postgresql(_BY_PK, [session.pk], cleaned, client_ids)
+        if inserted is not None:
+            return AppendResult(messages=inserted, created=True)
+        if not client_ids:
+            raise_not_live(session)
+    return _message_append_locked(session, cleaned, client_ids)
+
+
+def message_append_to(*, tenant: Tenant, user_id: str, session_id: str, messages: list[dict[str, Any]]) -> AppendResult:
+    """``message_append`` to the REST API's session ``session_id`` of ``user_id``: on PostgreSQL
+    the session is found by the append's own statement (one round trip, not a lookup and then
+    the append); a batch that statement does not store (a retry, an ended or missing session)
+    looks the session up and takes the portable way."""
+    cleaned, client_ids = _batch_clean(messages)
+    if connection.vendor == "postgresql":
+        inserted = _message_insert_postgresql(_BY_IDENTITY, [tenant.pk, user_id, session_id], cleaned, client_ids)
+        if inserted is not None:
+            return AppendResult(messages=inserted, created=True)
+    session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
+    if connection.vendor == "postgresql" and not client_ids:
+        raise_not_live(session)
+    return _message_append_locked(session, cleaned, client_ids)
+
+
+def _batch_clean(messages: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """The batch's messages cleaned, and their client ids (unique within it)."""
     if not isinstance(messages, list) or not messages:
         raise InvalidInput.for_field("messages", "must be a non-empty list.")
     if len(messages) > MAX_MESSAGES_PER_APPEND:
@@ -85,41 +115,37 @@ def message_append(*, session: Session, messages: list[dict[str, Any]]) -> Appen
     client_ids = [m["client_id"] for m in cleaned if m["client_id"] is not None]
     if len(set(client_ids)) != len(client_ids):
         raise InvalidInput.for_field("messages", "client_id values must be unique within one append.")
-    if connection.vendor == "postgresql":
-        inserted = _message_insert_postgresql(session, cleaned, client_ids)
-        if inserted is not None:
-            return AppendResult(messages=inserted, created=True)
-        if not client_ids:
-            raise_not_live(session)
-    return _message_append_locked(session, cleaned, client_ids)
+    return cleaned, client_ids
 
 
 _MESSAGE_COLUMNS = ("client_id", "role", "type", "status", "name", "content", "metadata", "usage")
+# How the one-statement append names its session: by primary key, or by the REST API's identity.
+_BY_PK = "id = %s"
+_BY_IDENTITY = "tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = ''"
 
 
 def _message_insert_postgresql(
-    session: Session, fresh: list[dict[str, Any]], client_ids: list[str]
+    session_is: str, session_params: list[Any], fresh: list[dict[str, Any]], client_ids: list[str]
 ) -> list[Message] | None:
     """Reserve the numbers and insert the batch in one statement, atomic by itself: one round
-    trip instead of BEGIN, UPDATE, INSERT, COMMIT (docs/PERFORMANCE.md). None when it stored
-    nothing: the session is not live, or (with client ids) one of them is stored already, which
-    the locked append sorts out. A retry racing its first try past the NOT EXISTS meets the
-    unique index on client ids: the statement fails whole, and the locked append finds them."""
+    trip instead of BEGIN, UPDATE, INSERT, COMMIT (docs/PERFORMANCE.md), for the session that
+    ``session_is`` (SQL over its row) names. None when it stored nothing: no such session, the
+    session is not live, or (with client ids) one of them is stored already, which the locked
+    append sorts out. A retry racing its first try past the NOT EXISTS meets the unique index on
+    client ids: the statement fails whole, and the locked append finds them."""
     now = timezone.now()
     concrete = {field.name: field for field in Message._meta.concrete_fields}
     fields = [concrete[name] for name in _MESSAGE_COLUMNS]
     row = "(" + ", ".join(["%s"] * (len(fields) + 1)) + ")"
-    params: list[Any] = [
-        len(fresh),
-        len(fresh),
-        now,
-        session.pk,
-        session.pk,
-        session.tenant_id,
-        session.user_id,
-        len(fresh),
-        now,
-    ]
+    quote = connection.ops.quote_name
+    sessions, messages = quote(Session._meta.db_table), quote(Message._meta.db_table)
+    not_stored = ""
+    if client_ids:
+        not_stored = (
+            f" AND NOT EXISTS (SELECT 1 FROM {messages} m WHERE m.session_id = {sessions}.id "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+            f"AND m.client_id IN ({', '.join(['%s'] * len(client_ids))}))"
+        )
+    params: list[Any] = [len(fresh), len(fresh), now, *session_params, *client_ids, len(fresh), now]
     for position, values in enumerate(fresh):
         params.append(position)
         params.extend(field.get_db_prep_save(values[field.name], connection) for field in fields)
@@ -127,22 +153,15 @@ def _message_insert_postgresql(
     selected = ", ".join(
         f"v.{field.name}::jsonb" if field.get_internal_type() == "JSONField" else f"v.{field.name}" for field in fields
     )
-    quote = connection.ops.quote_name
-    not_stored = ""
-    if client_ids:  # its parameters follow the session's id
-        not_stored = (
-            f" AND NOT EXISTS (SELECT 1 FROM {quote(Message._meta.db_table)} m WHERE m.session_id = %s "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-            f"AND m.client_id IN ({', '.join(['%s'] * len(client_ids))}))"
-        )
-        params[4:4] = [session.pk, *client_ids]
     sql = (
-        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"WITH s AS (UPDATE {sessions} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"SET last_seq = last_seq + %s, message_count = message_count + %s, "
         f"updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
-        f"WHERE id = %s AND {WRITABLE}{not_stored} RETURNING last_seq) "
-        f"INSERT INTO {quote(Message._meta.db_table)} (session_id, tenant_id, user_id, seq, created_at, {columns}) "
-        f"SELECT %s, %s, %s, s.last_seq - %s + 1 + v.position, %s, {selected} "
-        f"FROM s, (VALUES {', '.join([row] * len(fresh))}) AS v(position, {columns}) RETURNING id, seq"
+        f"WHERE {session_is} AND {WRITABLE}{not_stored} RETURNING id, tenant_id, user_id, last_seq) "
+        f"INSERT INTO {messages} (session_id, tenant_id, user_id, seq, created_at, {columns}) "
+        f"SELECT s.id, s.tenant_id, s.user_id, s.last_seq - %s + 1 + v.position, %s, {selected} "
+        f"FROM s, (VALUES {', '.join([row] * len(fresh))}) AS v(position, {columns}) "
+        "RETURNING id, seq, session_id, tenant_id, user_id"
     )
     # Inside a caller's transaction a failure must not abort it: a savepoint (a request runs in
     # autocommit, where the statement alone is atomic and no round trip is added).
@@ -156,15 +175,9 @@ def _message_insert_postgresql(
     if not inserted:
         return None
     created = []
-    for (pk, seq), fields_ in zip(inserted, fresh, strict=True):
+    for (pk, seq, session_pk, tenant_pk, user_id), fields_ in zip(inserted, fresh, strict=True):
         message = Message(
-            id=pk,
-            session=session,
-            tenant_id=session.tenant_id,
-            user_id=session.user_id,
-            seq=seq,
-            created_at=now,
-            **fields_,
+            id=pk, session_id=session_pk, tenant_id=tenant_pk, user_id=user_id, seq=seq, created_at=now, **fields_
         )
         message._state.adding, message._state.db = False, connection.alias
         created.append(message)

@@ -135,7 +135,7 @@ def test_api_keys_and_stored_contents_never_reach_the_logs(log_output, api, agen
     statuses.append(Client().get(S, HTTP_AUTHORIZATION=f"Api-Key {key_prefix}.{'x' * len(key_secret)}").status_code)
     statuses.append(Client().get(S, HTTP_X_API_KEY=agent_key).status_code)
     # A crash inside the API whose exception quotes what was being stored.
-    monkeypatch.setattr(services, "message_append", lambda **kw: (_ for _ in ()).throw(ValueError(repr(kw))))
+    monkeypatch.setattr(services, "message_append_to", lambda **kw: (_ for _ in ()).throw(ValueError(repr(kw))))
     crash_client = api.__class__(raise_request_exception=False)
     crash_client.credentials(HTTP_AUTHORIZATION=f"Api-Key {agent_key}")
     statuses.append(crash_client.post(S + "messages/", {"content": SECRETS["message"]}, format="json").status_code)
