@@ -232,8 +232,8 @@ def message_recent_rows(
     The read first asks only for the newest seqs the session gave out, ``recent_window`` of them,
     so the (session, seq) index bounds it whatever the planner believes of the session: with
     statistics from before a session grew (a table not analyzed since), PostgreSQL read and sorted
-    every message of it for 20 (1.6 ms at 3,000 messages instead of 0.14). When edits' gaps leave
-    fewer than ``limit`` there, the whole history is asked."""
+    every message of it for 20 (docs/PERFORMANCE.md, "OpenAI Agents SDK at any history"). When
+    edits' gaps leave fewer than ``limit`` there, the whole history is asked."""
     if not limit:
         return []
     newest = _newest_messages(session=session, limit=limit, role=role)
