@@ -1,4 +1,6 @@
-"""Django's PostgreSQL backend, except that a commit synchronous replication did not confirm fails.
+"""Django's PostgreSQL backend, except that a commit synchronous replication did not confirm fails,
+and that the health check before a request's first query asks the server only when the
+connection's socket says something happened to it.
 
 With ``synchronous_standby_names`` set, PostgreSQL writes a commit locally, then waits for a standby
 to confirm it, for as long as it takes: ``statement_timeout`` does not reach that wait (PostgreSQL
@@ -14,6 +16,15 @@ it. So:
   (agentstate.api.errors): the write may be stored, and a retry with the same client ids stores
   nothing twice.
 
+Django's health check (``CONN_HEALTH_CHECKS``) runs ``SELECT 1`` before each request's first
+query on a kept connection: a round trip per request. A server that restarted or ended this
+backend says so on the socket (its error message, then the end of the stream), and TCP keepalives
+(the settings' ``DATABASE_KEEPALIVES_*``) mark a peer that went silent as failed: either leaves the
+socket readable. So the check polls the socket (no wait) and asks the server only when there is
+something to read; a quiet socket of an idle connection had nothing happen to it that ``SELECT 1``
+would find. A peer gone silent within the keepalives' few seconds is found by the request's own
+query instead, bounded by the same waits.
+
 PostgreSQL must report its messages in English (``lc_messages`` 'C' or 'en_US'): this reads them.
 """
 
@@ -21,11 +32,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import select
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.db import DatabaseError
 from django.db.backends.postgresql import base
+from psycopg.pq import TransactionStatus
 
 from agentstate.watchdog import watchdog
 
@@ -49,6 +62,15 @@ class DatabaseWrapper(base.DatabaseWrapper):
         self.replication_unconfirmed = False
         connection.add_notice_handler(self._notice_received)
         return connection
+
+    def close_if_health_check_failed(self) -> None:
+        """Django's health check, without its round trip while the connection is quiet (above)."""
+        # Django's attributes, not in its type stubs.
+        checking = self.health_check_enabled and not self.health_check_done  # type: ignore[attr-defined,has-type]
+        if checking and _quiet(self.connection):
+            self.health_check_done = True
+            return
+        super().close_if_health_check_failed()
 
     def _notice_received(self, diagnostic: Any) -> None:
         if (diagnostic.message_primary or "").startswith(UNCONFIRMED_WARNINGS):
@@ -90,6 +112,20 @@ class DatabaseWrapper(base.DatabaseWrapper):
             raise ReplicationUnconfirmed(
                 "The write was not confirmed by a synchronous standby: it may or may not be kept."
             )
+
+
+def _quiet(connection: Any) -> bool:
+    """Whether ``connection`` (psycopg's, or None) is open, idle and has nothing waiting on its
+    socket: a poll that returns at once."""
+    if connection is None or connection.closed or connection.broken:
+        return False
+    if connection.info.transaction_status != TransactionStatus.IDLE:
+        return False
+    try:
+        readable, _, _ = select.select([connection.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
 
 
 def _writes(sql: Any) -> bool:
