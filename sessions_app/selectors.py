@@ -77,12 +77,11 @@ def model_columns(model: type[Model], alias: str) -> str:
 def row_as_model(model: type[M], connection, values: Sequence[Any]) -> M:
     """A row of ``model_columns`` made a model instance, each value converted as the ORM's own
     queries convert it on this database (datetimes from SQLite's text, JSON decoded)."""
-    fields = model._meta.concrete_fields
     converted = [
         value if convert is None else convert(value)
-        for value, convert in zip(values, (column_converter(connection, field) for field in fields), strict=True)
+        for value, convert in zip(values, _converters(connection, model), strict=True)
     ]
-    return model.from_db(connection.alias, [field.attname for field in fields], converted)
+    return model.from_db(connection.alias, [field.attname for field in model._meta.concrete_fields], converted)
 
 
 _SESSION_FIELDS = [field.attname for field in Session._meta.concrete_fields]
@@ -100,6 +99,12 @@ def column_converter(connection, field: Field) -> Callable[[Any], Any] | None:
     column = field.get_col(field.model._meta.db_table)
     found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
     return partial(_apply, found, column, connection) if found else None
+
+
+@lru_cache(maxsize=64)  # per database connection wrapper (per alias and thread) and model
+def _converters(connection, model: type[Model]) -> list[Callable[[Any], Any] | None]:
+    """``column_converter`` of each of ``model``'s concrete fields: a row's converters in one lookup."""
+    return [column_converter(connection, field) for field in model._meta.concrete_fields]
 
 
 def _apply(converters, column, connection, value):

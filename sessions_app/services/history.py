@@ -134,13 +134,7 @@ def _pop_read(session: Session, key: str | None) -> tuple[Message | None, dict[s
     with database.cursor() as cursor:
         cursor.execute(
             _POP_READ_SQL,
-            {
-                "session": session.pk,
-                "tenant": session.tenant_id,
-                "user_id": session.user_id,
-                "session_pk": session.pk,
-                "key": key,
-            },
+            {"tenant": session.tenant_id, "user_id": session.user_id, "session_pk": session.pk, "key": key},
         )
         *message, hold_reference, answered, answer = cursor.fetchone()
     newest = None if message[0] is None else row_as_model(Message, database, message)
@@ -154,8 +148,8 @@ _MESSAGES, _POPS = Message._meta.db_table, MessagePop._meta.db_table
 _POP_READ_SQL = (
     f"SELECT {model_columns(Message, 'm')}, ({COVERING_HOLD_SQL}), p.id IS NOT NULL, p.message "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
     f'FROM (SELECT 1) one LEFT JOIN "{_MESSAGES}" m ON m.id = '
-    f'(SELECT n.id FROM "{_MESSAGES}" n WHERE n.session_id = %(session)s ORDER BY n.seq DESC LIMIT 1) '
-    f'LEFT JOIN "{_POPS}" p ON p.session_id = %(session)s AND p.key = %(key)s'
+    f'(SELECT n.id FROM "{_MESSAGES}" n WHERE n.session_id = %(session_pk)s ORDER BY n.seq DESC LIMIT 1) '
+    f'LEFT JOIN "{_POPS}" p ON p.session_id = %(session_pk)s AND p.key = %(key)s'
 )
 
 
