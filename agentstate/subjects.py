@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
@@ -38,14 +38,21 @@ def subject_canonical(*, tenant_slug: str, user_id: str) -> bytes:
     return json.dumps([tenant_slug, user_id], ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def subjects_lock(*, subjects: list[tuple[Tenant, str]], exclusive: bool) -> None:
+def subjects_lock(
+    *, subjects: list[tuple[Tenant, str]], exclusive: bool, then: tuple[str, list[Any]] | None = None
+) -> Any:
     """Inside a transaction, serialise an erasure with the writes that could recreate its
     subjects' data: writers share a subject's lock, the erasure holds it alone. A write then
     either commits before the erasure starts (and is erased with the rest) or checks the registry
     after the erasure committed (and is refused). A PostgreSQL advisory lock per subject, taken in
-    key order and released at commit; SQLite's IMMEDIATE transactions already serialise writers."""
+    key order and released at commit; SQLite's IMMEDIATE transactions already serialise writers.
+
+    PostgreSQL: ``then``, a query (SQL and parameters), goes in the locks' round trip and runs once
+    they are granted, as a statement of its own: READ COMMITTED gives each statement its own
+    snapshot, so it sees what an erasure committed while the lock waited (in the lock's own
+    statement it would not). Returns its first row's first value (None without ``then``, or a row)."""
     if connection.vendor != "postgresql":
-        return
+        return None
     keys = sorted(
         int.from_bytes(
             hashlib.blake2b(subject_canonical(tenant_slug=t.slug, user_id=u), digest_size=8).digest(),
@@ -55,9 +62,20 @@ def subjects_lock(*, subjects: list[tuple[Tenant, str]], exclusive: bool) -> Non
         for t, u in subjects
     )
     function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+    statements = [f"SELECT {function}(%s)"] * len(keys)
+    params: list[Any] = list(keys)
+    if then is not None:
+        statements.append(then[0])
+        params.extend(then[1])
     with connection.cursor() as cursor:
-        for key in keys:
-            cursor.execute(f"SELECT {function}(%s)", [key])
+        # One simple-protocol query (Django's client-side binding): its statements run in order.
+        cursor.execute("; ".join(statements), params)
+        if then is None:
+            return None
+        while cursor.nextset():  # to the last statement's rows: ``then``'s
+            pass
+        row = cursor.fetchone()
+        return None if row is None else row[0]
 
 
 @lru_cache(maxsize=1)

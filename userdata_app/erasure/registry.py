@@ -15,6 +15,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
+from django.db.models import Max
 from django.utils import timezone
 
 from agentstate.exceptions import SubjectErased
@@ -58,19 +60,28 @@ def erased_subject_write_guard(*, tenant: Tenant, user_id: str, category: str) -
     writes (it takes the subject's shared lock, see ``subjects_lock``); one indexed lookup."""
     if not settings.ERASURE_HMAC_KEYS:
         return
-    subjects_lock(subjects=[(tenant, user_id)], exclusive=False)
-    erased = ErasedSubject.objects.filter(
-        subject_hash__in=subject_hashes_all_keys(tenant_slug=tenant.slug, user_id=user_id),
-        grace_until__gt=timezone.now(),
-    )
-    if category == PROCESS_STATE:
-        erased = erased.filter(scope=ErasureRequest.Scope.EVERYTHING)
-    found = erased.order_by("-grace_until").values_list("grace_until", flat=True).first()
+    hashes = subject_hashes_all_keys(tenant_slug=tenant.slug, user_id=user_id)
+    scopes = [ErasureRequest.Scope.EVERYTHING.value] if category == PROCESS_STATE else ErasureRequest.Scope.values
+    now = timezone.now()
+    if connection.vendor == "postgresql":  # the lookup rides in the lock's round trip (every create pays it)
+        found = subjects_lock(
+            subjects=[(tenant, user_id)], exclusive=False, then=(_GRACE_UNTIL_SQL, [hashes, now, scopes])
+        )
+    else:
+        found = ErasedSubject.objects.filter(subject_hash__in=hashes, grace_until__gt=now, scope__in=scopes).aggregate(
+            until=Max("grace_until")
+        )["until"]
     if found is not None:
         raise SubjectErased(
             f"This user's data was erased on request; writes that would recreate it are refused until "
             f"{found:%Y-%m-%d %H:%M} UTC."
         )
+
+
+_GRACE_UNTIL_SQL = (
+    f"SELECT max(grace_until) FROM {ErasedSubject._meta.db_table} "  # noqa: S608 (the model's own table)
+    "WHERE subject_hash = ANY(%s) AND grace_until > %s AND scope = ANY(%s)"
+)
 
 
 def subject_ever_erased(*, tenant: Tenant, user_id: str) -> bool:
