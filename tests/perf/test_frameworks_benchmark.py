@@ -53,3 +53,9 @@ def test_the_quick_run_measures_every_store_counts_requests_and_judges_every_tar
     assert "<!-- benchmarks:summary frameworks postgresql -->" in markdown.stdout
     assert "Run " in markdown.stdout and "a smoke run" in markdown.stdout
     assert markdown.stdout.count("**met**") + markdown.stdout.count("**missed**") == len(targets)
+    missed = [t for t in targets if t["target"] == "work above the floor ≤ peer" and not t["met"]]
+    budget = markdown.stdout.partition("Where the time of each missed per-call target goes")[2]
+    budget_rows = [
+        line for line in budget.partition("\n\nThe floor's own CPU")[0].splitlines() if line.startswith("| ")
+    ]
+    assert len(budget_rows) == (len(missed) + 1 if missed else 0)  # a header, then one row per miss
