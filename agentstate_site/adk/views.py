@@ -134,12 +134,18 @@ class SessionCreateView(AdkView):
                 user_id=user_id,
                 session_id=data.get("session_id"),
                 state=data["state"],
+                columns=user_selectors.ADK_STATES_COLUMNS,  # read by the insert, as it left them
             )
             if created.user_delta:
                 user_services.adk_user_state_update(
                     tenant=request.tenant, app_name=app_name, user_id=user_id, delta=created.user_delta
                 )
-        app_state, user_state = user_selectors.adk_states_get(tenant=request.tenant, app_name=app_name, user_id=user_id)
+        if created.extra is not None and not created.user_delta:
+            app_state, user_state = user_selectors.adk_states_of(created.extra)
+        else:
+            app_state, user_state = user_selectors.adk_states_get(
+                tenant=request.tenant, app_name=app_name, user_id=user_id
+            )
         document = _session_document(created.session, app_state=app_state, user_state=user_state)
         return _json_response({**document, "events_next": None}, events="[]", status_code=status.HTTP_201_CREATED)
 

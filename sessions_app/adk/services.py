@@ -11,6 +11,7 @@ caller (agentstate_site.adk), which stores them as user data in the same transac
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ from sessions_app.adk.models import ADK_EVENT_ID_INDEXED, AdkAppState, AdkEvent,
 from sessions_app.adk.state import USER_PREFIX, json_object, json_text, state_split
 from sessions_app.models import Session
 from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED
-from sessions_app.services.sessions import new_session_id_clean
+from sessions_app.services.sessions import new_session_id_clean, session_insert
 
 FRAMEWORK = "adk"
 TEXT_PREVIEW_LENGTH = 500
@@ -42,15 +43,24 @@ class StaleSession(Conflict):
 class AdkSessionCreated:
     session: Session
     user_delta: dict[str, Any]  # the user: keys of the initial state, for the caller to store
+    extra: tuple[Any, ...] | None  # the create's ``columns``, None when not read or since changed (app: keys)
 
 
 @transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
 def adk_session_create(
-    *, tenant: Tenant, app_name: str, user_id: str, session_id: str | None, state: dict[str, Any]
+    *,
+    tenant: Tenant,
+    app_name: str,
+    user_id: str,
+    session_id: str | None,
+    state: dict[str, Any],
+    columns: str = "",
+    params: Sequence[Any] = (),
 ) -> AdkSessionCreated:
     """A new ADK session; its id stripped and a blank one a UUID (as ADK's own services do), an
     existing one a conflict. The initial state's ``app:`` keys update the app's state, its
-    session keys become the session's."""
+    session keys become the session's. ``columns``: SQL over the new row read by its insert
+    (``session_insert``), as the create left them unless ``extra`` is None."""
     app_name = clean_identifier(app_name, field="app_name")
     user_id = clean_identifier(user_id, field="user_id")
     session_id = new_session_id_clean(session_id, field="session_id")
@@ -69,12 +79,13 @@ def adk_session_create(
         updated_at=now,
     )
     try:
-        session.save(force_insert=True)
+        extra = session_insert(session, columns=columns, params=params)
     except IntegrityError:  # the transaction is rolled back: this error leaves it
         raise SessionAlreadyExists(f"Session with id {session_id!r} already exists.") from None
     if parts["app"]:
         _app_state_update(tenant_id=tenant.pk, app_name=app_name, delta=parts["app"])
-    return AdkSessionCreated(session=session, user_delta=parts["user"])
+        extra = None
+    return AdkSessionCreated(session=session, user_delta=parts["user"], extra=extra)
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,8 @@ async def test_state_scopes_app_user_session_and_temp(adk_service):
     s2 = await adk_service.create_session(app_name=APP, user_id="u1")
     s3 = await adk_service.create_session(app_name=APP, user_id="u2")
     other_app = await adk_service.create_session(app_name="other", user_id="u1")
+    # A create that sets no app: or user: key answers the states as they stand.
+    assert (s2.state, s3.state, other_app.state) == ({"app:tz": "UTC", "user:lang": "fr"}, {"app:tz": "UTC"}, {})
     await adk_service.append_event(
         s1, _event(actions=EventActions(state_delta={"user:lang": "de", "app:tz": "CET", "temp:t": 1, "own": 2}))
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection
@@ -80,7 +81,16 @@ def adk_states_get(*, tenant: Tenant, app_name: str, user_id: str) -> tuple[dict
     """The app's and the user's state, in one query."""
     with connection.cursor() as cursor:
         cursor.execute(_STATES_OF, [tenant.pk, app_name, tenant.pk, user_id, app_name])
-        app_state, user_state = cursor.fetchone()
+        return adk_states_of(cursor.fetchone())
+
+
+# The app's and the user's state as columns over a session's row (``s``), for a query that reads
+# them beside it (a create's insert); ``adk_states_of`` reads their values.
+ADK_STATES_COLUMNS = _STATES
+
+
+def adk_states_of(values: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    app_state, user_state = values
     return json_object(app_state or ""), json_object(user_state or "")
 
 
