@@ -214,9 +214,13 @@ def message_list(*, session: Session, after_seq: int | None = None, role: str | 
     return messages.order_by("seq")
 
 
-def _newest_messages(*, session: Session, limit: int, role: str | None) -> QuerySet[Message]:
+def _recent_limit_check(limit: int) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_RECENT:
         raise InvalidInput.for_field("limit", f"must be an integer from 0 to {MAX_RECENT}.")
+
+
+def _newest_messages(*, session: Session, limit: int, role: str | None) -> QuerySet[Message]:
+    _recent_limit_check(limit)
     messages = Message.objects.filter(session=session)
     if role is not None:
         messages = messages.filter(role=role)
@@ -237,17 +241,22 @@ def message_recent_rows(
     The read first asks only for the newest seqs the session gave out, ``recent_window`` of them,
     so the (session, seq) index bounds it whatever the planner believes of the session: with
     statistics from before a session grew (a table not analyzed since), PostgreSQL read and sorted
-    every message of it for 20 (docs/PERFORMANCE.md, "Stop 39"). When
-    edits' gaps leave fewer than ``limit`` there, the whole history is asked."""
+    every message of it for 20 (docs/PERFORMANCE.md, "Stop 39"). When edits' gaps leave fewer than
+    ``limit`` there, the whole history is asked. The statement is written out (``_RECENT_SQL``):
+    the ORM's building of it cost twice its run, on every agent's read of its recent history."""
+    _recent_limit_check(limit)
     if not limit:
         return []
-    newest = _newest_messages(session=session, limit=limit, role=role)
     if role is None and session.message_count > limit:
-        window = newest.filter(seq__gt=session.last_seq - recent_window(session, limit))
-        rows, complete = _recent_page(window, limit=limit, serializer_class=serializer_class, max_bytes=max_bytes)
+        after = session.last_seq - recent_window(session, limit)
+        rows, complete = _recent_page(
+            session, after=after, role=None, limit=limit, serializer_class=serializer_class, max_bytes=max_bytes
+        )
         if complete:
             return rows
-    rows, _ = _recent_page(newest, limit=limit, serializer_class=serializer_class, max_bytes=max_bytes)
+    rows, _ = _recent_page(
+        session, after=0, role=role, limit=limit, serializer_class=serializer_class, max_bytes=max_bytes
+    )
     return rows
 
 
@@ -259,15 +268,56 @@ def recent_window(session: Session, limit: int) -> int:
 
 
 def _recent_page(
-    messages: QuerySet[Message], *, limit: int, serializer_class: type, max_bytes: int
+    session: Session, *, after: int, role: str | None, limit: int, serializer_class: type, max_bytes: int
 ) -> tuple[list[tuple[Any, ...]], bool]:
-    """The newest ``limit`` of ``messages`` as JSON rows within ``max_bytes``, oldest first, and
-    whether that is a whole page (``limit`` rows, or as many as the budget holds)."""
+    """The newest ``limit`` messages after seq ``after`` (of ``role``, if given) as JSON rows
+    within ``max_bytes``, oldest first, and whether that is a whole page (``limit`` rows, or as
+    many as the budget holds)."""
     budget = json_rows.ByteBudget(max_bytes)
-    rows = list(json_rows.byte_bounded(json_rows.json_rows(messages, serializer_class, "seq"), budget)[:limit])
+    fetched = message_rows(
+        session=session, after=after, role=role, serializer_class=serializer_class, newest_first=True
+    )(limit, budget)
+    rows = [row for row in fetched if row[-1] is not None]
     if budget.rows_that_fit is not None:
-        return list(reversed(rows[: budget.rows_that_fit])), True
+        return list(reversed(rows)), True
     return list(reversed(rows)), len(rows) == limit
+
+
+def message_rows(
+    *, session: Session, after: int | None, role: str | None, serializer_class: type, newest_first: bool = False
+) -> Callable[[int, json_rows.ByteBudget], list[tuple[Any, ...]]]:
+    """The session's messages after seq ``after`` (of ``role``, if given), in seq order or newest
+    first, as (seq, JSON in ``serializer_class``'s shape): a fetch of the first ``rows`` of them
+    within a byte budget (``json_rows.bounded_fetch``). One written-out statement on the (session,
+    seq) index: the ORM's building of it cost more than its run, on every read of a history."""
+    connection = connections[router.db_for_read(Message)]
+    row = json_rows.row_column(serializer_class, Message)
+    sql = _messages_sql(row.sql, role is not None, newest_first)
+    params = [*row.params, session.pk, after or 0, *([role] if role is not None else [])]
+
+    def fetch(rows: int, budget: json_rows.ByteBudget) -> list[tuple[Any, ...]]:
+        return json_rows.bounded_fetch(
+            connection,
+            sql,
+            [*params, rows],
+            columns=["seq"],
+            rows=rows,
+            budget=budget,
+            fitting=lambda count: (sql, [*params, count]),
+        )
+
+    return fetch
+
+
+@lru_cache(maxsize=16)
+def _messages_sql(row_sql: str, of_role: bool, newest_first: bool) -> str:
+    """Seqs start at 1: ``seq > 0`` is the whole history."""
+    role = " AND role = %s" if of_role else ""
+    order = "DESC" if newest_first else "ASC"
+    return (
+        f'SELECT seq, {row_sql} AS {json_rows.ROW} FROM "{Message._meta.db_table}" '  # noqa: S608 (quoted identifiers and compiled SQL; values are parameters)
+        f"WHERE session_id = %s AND seq > %s{role} ORDER BY seq {order} LIMIT %s"
+    )
 
 
 def _rounds_of(*, tenant: Tenant, user_id: str, session_id: str | None) -> QuerySet[Round]:

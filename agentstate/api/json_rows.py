@@ -13,7 +13,7 @@ UTC as ISO 8601 with ``Z``), which ``tests/api/test_json_rows.py`` checks field 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any, cast
@@ -152,35 +152,61 @@ class _ByteBoundedRows(BaseIterable):
             raise ImproperlyConfigured("byte_bounded rows are fetched a page at a time: slice them.")
         compiler = query.get_compiler(self.queryset.db)
         sql, params = compiler.as_sql()
-        postgresql = compiler.connection.vendor == "postgresql"
-        columns = ", ".join(compiler.connection.ops.quote_name(name) for name in _selected_columns(query))
-        size = f"OCTET_LENGTH({ROW})" if postgresql else f"LENGTH(CAST({ROW} AS BLOB))"
-        # No LIMIT (-1, ALL) keeps SQLite from flattening a subquery into the query around it, which
-        # would write each row's JSON once per mention; PostgreSQL never flattens one with a LIMIT.
-        unlimited = " LIMIT ALL" if postgresql else " LIMIT -1"
-        shared = f"SELECT {columns}, CASE WHEN {size} <= %s THEN {ROW} END FROM ({sql}) _page{unlimited}"  # noqa: S608 (Django's compiled query, quoted columns; values are parameters)
-        share = self.budget.limit // (query.high_mark - query.low_mark)
-        with compiler.connection.cursor() as cursor:
-            cursor.execute(shared, (share, *params))
-            fetched = cursor.fetchall()
-            if all(row[-1] is not None for row in fetched):
-                return compiler.results_iter(results=[fetched], tuple_expected=True)
-            cursor.execute(f"SELECT {size} FROM ({sql}) _page", params)  # noqa: S608 (as above)
-            lengths = [length for (length,) in cursor.fetchall()]
-        held, fit = 0, len(fetched)
-        for index, length in enumerate(lengths):
-            if held >= self.budget.limit:
-                fit = self.budget.rows_that_fit = index
-                break
-            held += length
-        fitting = query.chain()
-        fitting.clear_limits()
-        fitting.set_limits(query.low_mark, query.low_mark + fit)
-        with compiler.connection.cursor() as cursor:
-            cursor.execute(*fitting.get_compiler(self.queryset.db).as_sql())
-            rows = cursor.fetchall()
-        following = [(*row[:-1], None) for row in fetched[fit : fit + 1]]  # where the next page starts
-        return compiler.results_iter(results=[rows + following], tuple_expected=True)
+
+        def fitting(count: int) -> tuple[str, Sequence[Any]]:
+            first = query.chain()
+            first.clear_limits()
+            first.set_limits(query.low_mark, query.low_mark + count)
+            return first.get_compiler(self.queryset.db).as_sql()
+
+        fetched = bounded_fetch(
+            compiler.connection,
+            sql,
+            params,
+            columns=_selected_columns(query),
+            rows=query.high_mark - query.low_mark,
+            budget=self.budget,
+            fitting=fitting,
+        )
+        return compiler.results_iter(results=[fetched], tuple_expected=True)
+
+
+def bounded_fetch(
+    connection: BaseDatabaseWrapper,
+    sql: str,
+    params: Sequence[Any],
+    *,
+    columns: Sequence[str],
+    rows: int,
+    budget: ByteBudget,
+    fitting: Callable[[int], tuple[str, Sequence[Any]]],
+) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` (a page of ``rows`` rows: ``columns``, then the JSON named ``ROW``) as
+    ``byte_bounded`` gives them; ``fitting(n)`` is the query of its first ``n`` rows."""
+    postgresql = connection.vendor == "postgresql"
+    selected = ", ".join(connection.ops.quote_name(name) for name in columns)
+    size = f"OCTET_LENGTH({ROW})" if postgresql else f"LENGTH(CAST({ROW} AS BLOB))"
+    # No LIMIT (-1, ALL) keeps SQLite from flattening a subquery into the query around it, which
+    # would write each row's JSON once per mention; PostgreSQL never flattens one with a LIMIT.
+    unlimited = " LIMIT ALL" if postgresql else " LIMIT -1"
+    shared = f"SELECT {selected}, CASE WHEN {size} <= %s THEN {ROW} END FROM ({sql}) _page{unlimited}"  # noqa: S608 (a compiled or written-out query, quoted columns; values are parameters)
+    with connection.cursor() as cursor:
+        cursor.execute(shared, (budget.limit // rows, *params))
+        fetched = cursor.fetchall()
+        if all(row[-1] is not None for row in fetched):
+            return fetched
+        cursor.execute(f"SELECT {size} FROM ({sql}) _page", params)  # noqa: S608 (as above)
+        lengths = [length for (length,) in cursor.fetchall()]
+    held, fit = 0, len(fetched)
+    for index, length in enumerate(lengths):
+        if held >= budget.limit:
+            fit = budget.rows_that_fit = index
+            break
+        held += length
+    with connection.cursor() as cursor:
+        cursor.execute(*fitting(fit))
+        kept = cursor.fetchall()
+    return kept + [(*row[:-1], None) for row in fetched[fit : fit + 1]]  # where the next page starts
 
 
 def _selected_columns(query: Query) -> list[str]:
