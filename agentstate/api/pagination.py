@@ -161,6 +161,30 @@ class RowsPagination(ByteBoundedPagination):
     def bounded(self, queryset: QuerySet[Any], budget: json_rows.ByteBudget) -> QuerySet[Any]:
         return json_rows.byte_bounded(queryset, budget)
 
+    def paginate_first_page(
+        self, fetch: Callable[[int, json_rows.ByteBudget], list[tuple[Any, ...]]], request: Request
+    ) -> list[Any]:
+        """``paginate_queryset`` of a first page (a request that names no cursor) read by
+        ``fetch(rows, budget)``: a written-out statement giving the first ``rows`` rows in this
+        pagination's order, bounded as ``json_rows.bounded_fetch`` bounds them. The state is the one
+        DRF's cursor logic leaves after a first page, so the links are its links; building the
+        queryset it pages cost more than reading the page, on every reader's first page."""
+        self.request = request
+        self.page_size = self.get_page_size(request)
+        self.base_url = request.build_absolute_uri()
+        self.ordering = (self.ordering,) if isinstance(self.ordering, str) else tuple(self.ordering)
+        self.cursor = None
+        self._budget = json_rows.ByteBudget(settings.PAGE_MAX_BYTES)
+        results = fetch(self.page_size + 1, self._budget)
+        self.page = results[: self.page_size]  # the rows that fit, when the budget ran out
+        self._rows_in_page = len(self.page)
+        self.has_previous = False
+        self.has_next = len(results) > len(self.page)
+        if self.has_next:
+            self.next_position = self._get_position_from_instance(results[-1], self.ordering)
+        self.display_page_controls = self.has_next and self.template is not None
+        return self.page
+
 
 class ModelsPagination(ByteBoundedPagination):
     """For model rows whose ``large`` fields can hold megabytes each: the page is read without them,

@@ -188,6 +188,14 @@ class MessageListView(SessionScopedView):
                 max_bytes=settings.PAGE_MAX_BYTES,
             )
             response = Response({"next": None, "previous": None, "results": json_rows.embedded(recent)})
+        elif (paginator := self.pagination_class()).cursor_query_param not in request.query_params:
+            page = paginator.paginate_first_page(  # a first page: read by a written-out statement
+                selectors.message_rows(
+                    session=session, after=query.get("after_seq"), role=role, serializer_class=s.MessageSerializer
+                ),
+                request,
+            )
+            response = paginator.get_paginated_response(json_rows.embedded(page))
         else:
             messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
             response = self.paginated_rows(messages, serializer_class=s.MessageSerializer)
