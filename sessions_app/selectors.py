@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from agentstate import search, streaming
 from agentstate.api import json_rows
+from agentstate.api.renderers import RawJSON
 from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.search import TextIndex
 from agentstate.tenancy.models import Tenant
@@ -258,6 +259,57 @@ def message_recent_rows(
         session, after=0, role=role, limit=limit, serializer_class=serializer_class, max_bytes=max_bytes
     )
     return rows
+
+
+def session_recent_rows(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    session_id: str,
+    limit: int,
+    role: str | None = None,
+    serializer_class: type,
+    max_bytes: int,
+) -> tuple[Session, RawJSON]:
+    """The session and its ``recent`` page (``message_recent_rows``, as one JSON list). On
+    PostgreSQL the page is read in the session's own statement when its window holds it and every
+    row is within its share of ``max_bytes``; otherwise, and for one role, it is read apart. An
+    agent's recent read was two statements and their round trips for what one answers."""
+    _recent_limit_check(limit)
+    connection = connections[router.db_for_read(Session)]
+    if connection.vendor != "postgresql" or role is not None or not limit:
+        session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
+    else:
+        row = json_rows.row_column(serializer_class, Message)
+        session, (found,) = session_get_with(
+            tenant=tenant,
+            user_id=user_id,
+            session_id=session_id,
+            columns=_window_column(row.sql),
+            params=[max_bytes // limit, *row.params, limit, limit, limit],
+        )
+        if found is not None:
+            count, _, rows = found.partition(":")
+            if int(count) in (limit, session.message_count):
+                return session, RawJSON(f"[{rows}]")
+    rows = message_recent_rows(
+        session=session, limit=limit, role=role, serializer_class=serializer_class, max_bytes=max_bytes
+    )
+    return session, json_rows.embedded(rows)
+
+
+@lru_cache(maxsize=8)
+def _window_column(row_sql: str) -> str:
+    """Over a session's row (``s``): its ``recent_window`` read newest first, as the count of rows
+    read, ``:`` and their JSON joined oldest first; NULL when a row is over its share of the byte
+    budget (the page is then read apart, as ``json_rows.bounded_fetch`` reads one)."""
+    return (
+        f"(SELECT CASE WHEN COALESCE(BOOL_AND(OCTET_LENGTH({json_rows.ROW}) <= %s), TRUE) "  # noqa: S608 (quoted identifiers and compiled SQL; values are parameters)
+        f"THEN COUNT(*) || ':' || COALESCE(STRING_AGG({json_rows.ROW}, ',' ORDER BY seq), '') END "
+        f'FROM (SELECT seq, {row_sql} AS {json_rows.ROW} FROM "{Message._meta.db_table}" '
+        "WHERE session_id = s.id AND seq > s.last_seq - (%s + LEAST(GREATEST(s.last_seq - s.message_count, 0), %s)) "
+        "ORDER BY seq DESC LIMIT %s) _page)"
+    )
 
 
 def recent_window(session: Session, limit: int) -> int:

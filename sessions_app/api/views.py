@@ -177,28 +177,32 @@ class MessageListView(SessionScopedView):
     )
     def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         query = validated(s.MessageQuery, request.query_params)
-        session = self.get_session()
         role = query.get("role")
         if "recent" in query:
-            recent = selectors.message_recent_rows(
-                session=session,
+            session, recent = selectors.session_recent_rows(
+                tenant=request.tenant,
+                user_id=user_id,
+                session_id=session_id,
                 limit=query["recent"],
                 role=role,
                 serializer_class=s.MessageSerializer,
                 max_bytes=settings.PAGE_MAX_BYTES,
             )
-            response = Response({"next": None, "previous": None, "results": json_rows.embedded(recent)})
-        elif (paginator := self.pagination_class()).cursor_query_param not in request.query_params:
-            page = paginator.paginate_first_page(  # a first page: read by a written-out statement
-                selectors.message_rows(
-                    session=session, after=query.get("after_seq"), role=role, serializer_class=s.MessageSerializer
-                ),
-                request,
-            )
-            response = paginator.get_paginated_response(json_rows.embedded(page))
+            response = Response({"next": None, "previous": None, "results": recent})
         else:
-            messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
-            response = self.paginated_rows(messages, serializer_class=s.MessageSerializer)
+            session = self.get_session()
+            paginator = self.pagination_class()
+            if paginator.cursor_query_param in request.query_params:
+                messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
+                response = self.paginated_rows(messages, serializer_class=s.MessageSerializer)
+            else:  # a first page: read by a written-out statement
+                page = paginator.paginate_first_page(
+                    selectors.message_rows(
+                        session=session, after=query.get("after_seq"), role=role, serializer_class=s.MessageSerializer
+                    ),
+                    request,
+                )
+                response = paginator.get_paginated_response(json_rows.embedded(page))
         # A reader following after_seq or cursors compares it page to page: a change means an edit
         # (pop, rewind, clear) removed messages it may already hold.
         response[HISTORY_GENERATION] = str(session.history_generation)

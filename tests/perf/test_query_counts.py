@@ -145,7 +145,10 @@ def test_api_automatic_round_save_is_one_statement_on_postgresql(agent_api, tena
 
 def test_api_reads_run_a_fixed_number_of_statements(agent_api, tenant):
     assert _request_counts(agent_api, tenant, "get", "rounds/latest/") == dict.fromkeys(SIZES, 1)
-    assert _request_counts(agent_api, tenant, "get", "messages/?recent=20") == dict.fromkeys(SIZES, 2)
+    # PostgreSQL: the recent page is read in the session's own statement.
+    assert _request_counts(agent_api, tenant, "get", "messages/?recent=20") == dict.fromkeys(
+        SIZES, 1 if _postgres() else 2
+    )
 
 
 def test_api_key_is_not_looked_up_again_while_cached(agent_api, tenant):
