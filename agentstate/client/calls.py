@@ -121,16 +121,15 @@ class Call(Generic[T]):
     idempotent: bool | None = None
     answers: frozenset[int] = frozenset()  # error statuses that carry an answer, not an error
 
-    @property
-    def request(self) -> dict[str, Any]:
-        """Keyword arguments for ``httpx.Client.request`` / ``httpx.AsyncClient.request``."""
-        return {
-            "method": self.method,
-            "url": self.url,
-            "params": self.params,
-            "json": self.json,
-            "headers": self.headers,
-        }
+    def request_on(self, base_url: str) -> dict[str, Any]:
+        """Keyword arguments for ``httpx.Client.request`` / ``httpx.AsyncClient.request`` on the
+        client's ``base_url`` (which httpx ends with ``/``): the whole URL, query and all, as one
+        string, which httpx parses once. A path and parameters apart, it parsed three URLs: a fifth
+        of a small call's time in the caller."""
+        url = base_url + self.url.lstrip("/")
+        if self.params:
+            url += "?" + str(httpx.QueryParams(self.params))
+        return {"method": self.method, "url": url, "json": self.json, "headers": self.headers}
 
     def with_cursor(self, cursor: str) -> Call[T]:
         return dataclasses.replace(self, params={**(self.params or {}), "cursor": cursor})

@@ -93,6 +93,24 @@ def test_page_cursor_comes_from_the_next_link():
     assert Page[int](results=[], next=None).next_cursor is None
 
 
+@pytest.mark.parametrize("base_url", ["http://h", "http://h/", "http://h/behind/a/proxy", "http://h/behind/a/proxy/"])
+def test_requests_go_to_the_base_url_with_their_path_and_query_and_carry_no_cookie(base_url):
+    sent = []
+
+    def answer(request):
+        sent.append(request)
+        return httpx.Response(200, json={"results": [], "next": None}, headers={"Set-Cookie": "sessionid=x; Path=/"})
+
+    prefix = base_url.rstrip("/").removeprefix("http://h")
+    with AgentStateClient(base_url, "key", transport=httpx.MockTransport(answer)) as client:
+        client.message_list("ü ser", "s/1", after_seq=3)
+        client.message_list("ü ser", "s/1", after_seq=3)
+    first, second = sent
+    assert first.url.raw_path == f"{prefix}/api/v1/users/%C3%BC%20ser/sessions/s%2F1/messages/?after_seq=3".encode()
+    assert first.url.host == "h" and first.headers["X-Api-Key"] == "key"
+    assert "cookie" not in second.headers  # the answer's cookie was not kept
+
+
 class _Counting(httpx.HTTPTransport):
     """A real transport that counts the attempts it is asked to make."""
 
