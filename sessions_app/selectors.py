@@ -243,7 +243,7 @@ def message_recent_rows(
     so the (session, seq) index bounds it whatever the planner believes of the session: with
     statistics from before a session grew (a table not analyzed since), PostgreSQL read and sorted
     every message of it for 20 (docs/PERFORMANCE.md, "Stop 39"). When edits' gaps leave fewer than
-    ``limit`` there, the whole history is asked. The statement is written out (``_RECENT_SQL``):
+    ``limit`` there, the whole history is asked. The statement is written out (``message_rows``):
     the ORM's building of it cost twice its run, on every agent's read of its recent history."""
     _recent_limit_check(limit)
     if not limit:
@@ -330,9 +330,7 @@ def _recent_page(
         session=session, after=after, role=role, serializer_class=serializer_class, newest_first=True
     )(limit, budget)
     rows = [row for row in fetched if row[-1] is not None]
-    if budget.rows_that_fit is not None:
-        return list(reversed(rows)), True
-    return list(reversed(rows)), len(rows) == limit
+    return list(reversed(rows)), budget.rows_that_fit is not None or len(rows) == limit
 
 
 def message_rows(

@@ -140,7 +140,7 @@ class SessionCreateView(AdkView):
                 user_services.adk_user_state_update(
                     tenant=request.tenant, app_name=app_name, user_id=user_id, delta=created.user_delta
                 )
-        if created.extra is not None and not created.user_delta:
+        if created.extra is not None:
             app_state, user_state = user_selectors.adk_states_of(created.extra)
         else:
             app_state, user_state = user_selectors.adk_states_get(

@@ -43,7 +43,7 @@ class StaleSession(Conflict):
 class AdkSessionCreated:
     session: Session
     user_delta: dict[str, Any]  # the user: keys of the initial state, for the caller to store
-    extra: tuple[Any, ...] | None  # the create's ``columns``, None when not read or since changed (app: keys)
+    extra: tuple[Any, ...] | None  # the create's ``columns``; None when not read, or the create changes them
 
 
 @transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
@@ -60,7 +60,8 @@ def adk_session_create(
     """A new ADK session; its id stripped and a blank one a UUID (as ADK's own services do), an
     existing one a conflict. The initial state's ``app:`` keys update the app's state, its
     session keys become the session's. ``columns``: SQL over the new row read by its insert
-    (``session_insert``), as the create left them unless ``extra`` is None."""
+    (``session_insert``); ``extra`` is None when the create changes what they read (``app:`` keys
+    it stores, ``user:`` keys its caller stores) or the database read none."""
     app_name = clean_identifier(app_name, field="app_name")
     user_id = clean_identifier(user_id, field="user_id")
     session_id = new_session_id_clean(session_id, field="session_id")
@@ -84,8 +85,8 @@ def adk_session_create(
         raise SessionAlreadyExists(f"Session with id {session_id!r} already exists.") from None
     if parts["app"]:
         _app_state_update(tenant_id=tenant.pk, app_name=app_name, delta=parts["app"])
-        extra = None
-    return AdkSessionCreated(session=session, user_delta=parts["user"], extra=extra)
+    changed = parts["app"] or parts["user"]
+    return AdkSessionCreated(session=session, user_delta=parts["user"], extra=None if changed else extra)
 
 
 @dataclass(frozen=True)
