@@ -154,16 +154,20 @@ def test_a_replica_that_lost_its_wal_is_reported_lost_and_reads_go_to_the_primar
         services.session_create(tenant=tenant, user_id="u1", session_id="after-the-loss")
         pgcluster.cluster_start(Path(REPLICA_DATA))  # in recovery, asking for WAL the primary no longer has
         started = time.monotonic()
-        lost_on = set()
-        while lost_on != set(APPS):
+        lost_on: dict[str, dict] = {}
+        while set(lost_on) != set(APPS):
             assert time.monotonic() - started < settings.REPLICA_LOST_SECONDS + 20, lost_on
             for app in APPS:
-                # Several scrapes in a row, so that each of the server's workers has seen it lost.
-                if all(state(scrape(app), "lost") == 1.0 for _ in range(4)):
-                    lost_on.add(app)
+                # Several scrapes and health reads in a row, so that each of the server's workers
+                # has seen it lost: each keeps its own verdict, and one that first checks the
+                # replica later starts its own silence clock then.
+                details = [replica_details(app) for _ in range(4)]
+                if all(state(scrape(app), "lost") == 1.0 for _ in range(4)) and all(
+                    found["state"] == "lost" for found in details
+                ):
+                    lost_on[app] = details[-1]
             time.sleep(0.5)
-        for app in APPS:
-            details = replica_details(app)
+        for details in lost_on.values():
             assert details["state"] == "lost" and "no WAL received for" in details["reason"], details
         assert sql(REPLICA, "SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'")[0] == 0
         assert [session_ids(reader.get(SESSIONS)) for _ in range(4)] == [["after-the-loss"]] * 4
