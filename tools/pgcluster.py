@@ -10,9 +10,9 @@ the directory's parent must let that user through (``chmod 755`` a ``mktemp -d``
 
 Standard library only, so a fresh clone's shell scripts run it before any virtualenv exists::
 
-    python3 -m tools.pgcluster start DIR --port 55432 --set max_connections=200 --database agentstate
-    python3 -m tools.pgcluster replica DIR REPLICA_DIR --port 55433
-    python3 -m tools.pgcluster adopt COPY_DIR --port 55434   # a copy pg_basebackup made elsewhere
+    python3 -m tools.pgcluster start DIR --port 25432 --set max_connections=200 --database agentstate
+    python3 -m tools.pgcluster replica DIR REPLICA_DIR --port 25433
+    python3 -m tools.pgcluster adopt COPY_DIR --port 25434   # a copy pg_basebackup made elsewhere
     python3 -m tools.pgcluster stop DIR --remove
 """
 

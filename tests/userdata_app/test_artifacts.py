@@ -221,7 +221,7 @@ def test_the_admin_lists_name_version_and_size_never_the_bytes(api, admin_client
 
 # --- The S3 path: moto's server, on this helper's port ----------------------------------------------
 
-S3_PORT = 58201
+S3_PORT = 28201  # below the kernel's ephemeral range, so no client socket holds it
 
 
 @pytest.fixture
