@@ -22,7 +22,10 @@ The rule (docs/SCALING.md, "Which reads go to a replica"):
   every packet, which no keepalive notices) counts as failed: its connection's socket is shut down.
 - A replica that has received no WAL for ``REPLICA_LOST_SECONDS`` while the primary moved on is
   reported lost (logged, in ``/healthz``'s details and in ``/metrics``): without a slot or an
-  archive holding the WAL it needs, it never catches up by itself.
+  archive holding the WAL it needs, it never catches up by itself. The silence counts from the
+  first check by any app process that found it lacking WAL at the position it still has (kept in
+  the shared cache), so every process calls it lost at the same moment; while the cache cannot be
+  read, each process counts from its own checks.
 - The shared cache only ever sends reads to the primary: when it cannot be read or written (Redis
   down), the caller counts as having written, and the request that wrote still gets its answer.
 
@@ -33,6 +36,7 @@ Why this bounds staleness for the caller's own writes: a replica whose lag was a
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
@@ -61,6 +65,7 @@ _request: ContextVar[HttpRequest | None] = ContextVar("agentstate_db_request", d
 _replica: ContextVar[str | None] = ContextVar("agentstate_db_replica", default=None)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 WROTE_KEY = "agentstate:wrote:{}"
+SILENT_KEY = "agentstate:replica-silent:{}"  # (received position, wall-clock time it was first found lacking)
 
 # What a replica has replayed, how long ago it replayed its last commit, and how far it has
 # received WAL (which stops moving when its receiver does): NULL positions when it is not a standby
@@ -95,7 +100,7 @@ class ReplicaVerdict:
     lag: float | None
     checked_at: float  # time.monotonic() of the check
     received: int | None = None
-    not_receiving_since: float | None = None  # the first check (of this process) that saw no WAL arrive
+    not_receiving_since: float | None = None  # the first check (of any process) that saw no WAL arrive
 
     @property
     def healthy(self) -> bool:
@@ -296,16 +301,75 @@ def _no_answer() -> str:
 
 
 def replica_verdicts_clear() -> None:
-    """Forget every replica's verdict (tests, and after an operator changes replicas)."""
+    """Forget every replica's verdict, and the silences shared for them (tests, and after an
+    operator changes replicas)."""
     with _verdicts_lock:
+        aliases = {*_verdicts, *settings.DATABASE_REPLICAS}
         _verdicts.clear()
+    try:
+        cache.delete_many([SILENT_KEY.format(alias) for alias in aliases])
+    except Exception:  # noqa: S110 (a cache that is down holds nothing to forget that it will answer with)
+        pass
+
+
+class _Unreadable:
+    """The shared cache did not answer: each process counts silence from its own checks."""
+
+
+_UNREADABLE = _Unreadable()
+_Silence = tuple[int, float] | None  # the shared record: (received position, wall-clock start), or none
+
+
+def _silence_read(alias: str, check: ReplicaCheck) -> _Silence | _Unreadable:
+    """The silence other processes found, for a check that can use it (of a standby, or failed)."""
+    if not check.error and check.received is None:
+        return None  # not a standby: never silent, nothing to share
+    try:
+        found = cache.get(SILENT_KEY.format(alias))
+    except Exception:
+        logger.warning("replica silence cache unavailable: counting from this process's checks", exc_info=True)
+        return _UNREADABLE
+    return (int(found[0]), float(found[1])) if found else None
+
+
+def _silence_shared(previous: ReplicaVerdict | None, shared: _Silence, now: float) -> ReplicaVerdict:
+    """``previous`` with the shared silence in place of this process's own (its start on this
+    process's monotonic clock): what ``verdict_after`` compares a check with."""
+    received, since = shared if shared is not None else (None, None)
+    start = None if since is None else now - max(0.0, time.time() - since)
+    if previous is None:
+        return ReplicaVerdict("skipped", "not checked yet", None, now, received, start)
+    return dataclasses.replace(previous, received=received, not_receiving_since=start)
+
+
+def _silence_write(alias: str, verdict: ReplicaVerdict, shared: _Silence, now: float) -> None:
+    """Share what a successful check found: a silence that started at a new position, or none."""
+    key = SILENT_KEY.format(alias)
+    try:
+        if verdict.not_receiving_since is None:
+            if shared is not None:
+                cache.delete(key)
+        elif verdict.received is not None and (shared is None or shared[0] != verdict.received):
+            record = (verdict.received, time.time() - (now - verdict.not_receiving_since))
+            if shared is None:
+                cache.add(key, record, None)  # of two processes that found it first, the earlier stays
+            else:
+                cache.set(key, record, None)
+    except Exception:
+        logger.warning("replica silence cache unavailable: silence not shared", exc_info=True)
 
 
 def _mark(alias: str, check: ReplicaCheck) -> ReplicaVerdict:
-    """Keep the verdict ``check`` gives; log when a replica's state changes (once, not per check)."""
+    """Keep the verdict ``check`` gives, counting silence from the shared record when the cache
+    answers; log when a replica's state changes (once, not per check)."""
+    shared = _silence_read(alias, check)
     with _verdicts_lock:
         previous = _verdicts.get(alias)
-        verdict = _verdicts[alias] = verdict_after(previous, check, now=time.monotonic())
+        now = time.monotonic()
+        before = previous if isinstance(shared, _Unreadable) else _silence_shared(previous, shared, now)
+        verdict = _verdicts[alias] = verdict_after(before, check, now=now)
+    if not check.error and check.received is not None and not isinstance(shared, _Unreadable):
+        _silence_write(alias, verdict, shared, now)
     if previous is None or previous.state != verdict.state:
         if verdict.state == "ok":
             logger.info("replica %s in use (%s)", alias, verdict.reason)

@@ -37,8 +37,8 @@ class ReplicaCollector:
         )
         silent = GaugeMetricFamily(
             "agentstate_replica_not_receiving_seconds",
-            "How long the replica has been behind the primary with no WAL arriving, as the process answering has "
-            "seen it (0 while WAL arrives or it has all of it).",
+            "How long the replica has been behind the primary with no WAL arriving, counted from the first check "
+            "of any app process that found it so (0 while WAL arrives or it has all of it).",
             labels=["replica"],
         )
         verdicts = replica_verdicts(refresh=True)

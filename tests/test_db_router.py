@@ -332,6 +332,61 @@ def test_a_replica_behind_but_receiving_or_with_all_the_wal_is_never_lost(settin
     assert _verdicts(paused_with_all) == ["skipped", "skipped"]
 
 
+class _Process:
+    """An app process as the router sees it: its own verdicts and monotonic clock, the wall clock
+    shared with every other process, both moved on by ``at``."""
+
+    def __init__(self, monkeypatch, *, monotonic_base: float) -> None:
+        self.verdicts: dict[str, db_router.ReplicaVerdict] = {}
+        self.monotonic_base, self.wall_base, self.elapsed = monotonic_base, time.time(), 0.0
+        self.monkeypatch = monkeypatch
+
+    def monotonic(self) -> float:
+        return self.monotonic_base + self.elapsed
+
+    def time(self) -> float:
+        return self.wall_base + self.elapsed
+
+    def check(self, alias: str, check: db_router.ReplicaCheck, *, at: float) -> db_router.ReplicaVerdict:
+        self.elapsed = at
+        self.monkeypatch.setattr(db_router, "time", self)
+        self.monkeypatch.setattr(db_router, "_verdicts", self.verdicts)
+        return db_router._mark(alias, check)
+
+
+def test_every_process_counts_a_replicas_silence_from_the_first_check_that_found_it(replica, settings, monkeypatch):
+    """A worker that checks a silent replica later than another (or restarts) does not start a
+    clock of its own: every process calls it lost at the same moment, with the same count."""
+    settings.REPLICA_LOST_SECONDS = 30
+    first, later = _Process(monkeypatch, monotonic_base=1000.0), _Process(monkeypatch, monotonic_base=5.0)
+    assert first.check(replica, _silent(1.0), at=0).state == "ok"
+    assert later.check(replica, _silent(20.0), at=20).state == "skipped"
+    for process in (later, first):
+        verdict = process.check(replica, _silent(31.0), at=31)
+        assert verdict.state == "lost" and "no WAL received for 31 s" in verdict.reason
+    # WAL arriving, seen by one process, restarts the count for all of them.
+    assert later.check(replica, _receiving(0.5, 150), at=32).state == "ok"
+    assert first.check(replica, db_router.ReplicaCheck(lag=5.0, received=150, primary=300), at=40).state == "skipped"
+    assert later.check(replica, db_router.ReplicaCheck(lag=25.0, received=150, primary=300), at=60).state == "skipped"
+    assert later.check(replica, db_router.ReplicaCheck(lag=31.0, received=150, primary=300), at=71).state == "lost"
+
+
+def test_without_the_cache_each_process_counts_a_replicas_silence_from_its_own_checks(
+    replica, cache_down, settings, monkeypatch, caplog
+):
+    """Redis gone: a silent replica is still found lost, by each process on its own clock (one
+    that first checks it later calls it lost later), and operators are told why."""
+    settings.REPLICA_LOST_SECONDS = 30
+    first, later = _Process(monkeypatch, monotonic_base=1000.0), _Process(monkeypatch, monotonic_base=5.0)
+    with caplog.at_level("WARNING", logger="agentstate.db_router"):
+        first.check(replica, _silent(1.0), at=0)
+        later.check(replica, _silent(20.0), at=20)
+        assert first.check(replica, _silent(31.0), at=31).state == "lost"
+        assert later.check(replica, _silent(31.0), at=31).state == "skipped"
+        assert later.check(replica, _silent(50.0), at=50).state == "lost"
+    assert any("replica silence cache unavailable" in r.getMessage() for r in caplog.records)
+
+
 def test_a_lost_replica_is_logged_once_as_lost(replica, settings, caplog):
     settings.REPLICA_LOST_SECONDS = 0
     with caplog.at_level("WARNING", logger="agentstate.db_router"):
