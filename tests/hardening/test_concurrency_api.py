@@ -1,6 +1,8 @@
 """Real threads through the real API on PostgreSQL: each thread its own client and connection,
 released together. Counts are asserted, not just the absence of errors."""
 
+import threading
+import time
 from collections import Counter
 
 import pytest
@@ -188,18 +190,28 @@ def test_concurrent_pops_each_get_a_different_message_or_none(postgres_only, ten
 def test_a_rewind_racing_appends_never_removes_an_append_its_caller_did_not_see(postgres_only, tenant, agent_key):
     session = services.session_create(tenant=tenant, user_id="u1", session_id="s1")
     services.message_append(session=session, messages=[{"content": "seed"}] * 5)
-    appenders, appends, rewinders, rewinds = 6, 15, 2, 10
+    appenders, appends, rewinders = 6, 15, 2
+    # Every five appends the appenders pause together for a moment: a rewind fits in the lull, and
+    # the appends that follow race the ones still in flight (without it, six appenders can leave no
+    # rewind a chance on a loaded machine).
+    lull = threading.Barrier(appenders, action=lambda: time.sleep(0.1))
+    finished: list[int] = []  # the appenders done
 
     def work(t: int) -> list:
         api = client_for(agent_key)
         done = []
         if t < appenders:
-            for n in range(appends):
-                answer = api.post(S + "messages/", {"content": f"{t}-{n}"}, format="json")
-                assert answer.status_code == 201, answer.content
-                done.append(("append", answer.json()["messages"][0]["seq"]))
+            try:
+                for n in range(appends):
+                    if n % 5 == 4:
+                        lull.wait(timeout=30)
+                    answer = api.post(S + "messages/", {"content": f"{t}-{n}"}, format="json")
+                    assert answer.status_code == 201, answer.content
+                    done.append(("append", answer.json()["messages"][0]["seq"]))
+            finally:
+                finished.append(t)
             return done
-        for _ in range(rewinds):
+        while len(finished) < appenders:  # rewinds race the appends for as long as they go on
             recent = api.get(S + "messages/?recent=1").json()["results"]
             seen = recent[0]["seq"] if recent else 0
             body = {"after_seq": max(0, seen - 3), "expected_last_seq": seen}
