@@ -352,7 +352,7 @@ def _silence_write(alias: str, verdict: ReplicaVerdict, shared: _Silence, now: f
         elif verdict.received is not None and (shared is None or shared[0] != verdict.received):
             record = (verdict.received, time.time() - (now - verdict.not_receiving_since))
             if shared is None:
-                cache.add(key, record, None)  # of two processes that found it first, the earlier stays
+                cache.add(key, record, None)  # of two processes finding it at once, the first written stays
             else:
                 cache.set(key, record, None)
     except Exception:
