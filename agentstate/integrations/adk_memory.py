@@ -3,11 +3,12 @@
     memory_service = AgentStateMemoryService("http://localhost:8000", api_key)
     runner = Runner(agent=agent, app_name=app, session_service=..., memory_service=memory_service)
 
-A memory is a memory item of the store (``userdata_app.memory``, LangGraph's ``AgentStateStore``
-uses the same table and endpoint), one item per memory under the namespace
-``("users", <user_id>, "adk-memory", <app_name>)`` with the memory's id as its key: every memory is
-the user data of its person, so erasure, export, TTLs and the admin cover it. Ids are mapped as
-the session service maps them (``identifier_encode``), so one user id erases both.
+A memory is a memory item of the store (``userdata_app.memory``; LangGraph's ``AgentStateStore``
+uses the same table and endpoint, both through ``store_batch``, so no LangGraph is needed), one
+item per memory under the namespace ``("users", <user_id>, "adk-memory", <app_name>)`` with the
+memory's id as its key: every memory is the user data of its person, so erasure, export, TTLs
+and the admin cover it. Ids are mapped as the session service maps them (``identifier_encode``), so
+one user id erases both.
 
 As ADK's in-memory service: an event is remembered once (by its id) and only if its content has
 text; a memory forgotten with ``delete_memory`` stays forgotten when its session is added again
@@ -34,7 +35,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from agentstate.integrations.adk import API_KEY_ENV, base_url_from_uri, identifier_encode
-from agentstate.integrations.langgraph_store import AgentStateStore, user_namespace
+from agentstate.integrations.store_batch import StoreBatch, user_namespace
 
 __all__ = ["AgentStateMemoryService", "memory_namespace"]
 
@@ -102,7 +103,7 @@ class AgentStateMemoryService(BaseMemoryService):
             raise ValueError(f"AgentStateMemoryService needs an API key (api_key=..., or {API_KEY_ENV}).")
         self.max_results = max_results
         self.ttl_minutes = ttl_minutes
-        self._store = AgentStateStore(base_url, api_key, timeout=timeout, async_transport=transport)
+        self._store = StoreBatch(base_url, api_key, timeout=timeout, async_transport=transport)
 
     async def close(self) -> None:
         await self._store.aclose()

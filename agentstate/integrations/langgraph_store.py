@@ -38,18 +38,9 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from agentstate.client.calls import API, Call, as_json
-from agentstate.integrations.transport import ClientTransport
+from agentstate.integrations.store_batch import StoreBatch, user_namespace
 
 __all__ = ["AgentStateStore", "user_namespace"]
-
-BATCH_URL = f"{API}/store/batch/"
-
-
-def user_namespace(user_id: str, *labels: str) -> tuple[str, ...]:
-    """The namespace of ``user_id``'s items: ``("users", user_id, *labels)``, the user id's "%"
-    and "." written "%25" and "%2E" (a namespace label holds no ".", a user id may: an e-mail)."""
-    return ("users", user_id.replace("%", "%25").replace(".", "%2E"), *labels)
 
 
 def _op_data(op: Op) -> dict[str, Any]:
@@ -89,7 +80,7 @@ def _result(op: Op, data: Any) -> Result:
     return None
 
 
-class AgentStateStore(ClientTransport, BaseStore):
+class AgentStateStore(StoreBatch, BaseStore):
     """LangGraph store on an agentstate server; ``ttl`` is LangGraph's ``TTLConfig`` (a default
     TTL in minutes, whether reads refresh it)."""
 
@@ -106,15 +97,10 @@ class AgentStateStore(ClientTransport, BaseStore):
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._transport_setup(
+        super().__init__(
             base_url, api_key, timeout=timeout, retries=retries, transport=transport, async_transport=async_transport
         )
         self.ttl_config = ttl
-
-    @staticmethod
-    def _call(ops: list[dict[str, Any]]) -> Call[Any]:
-        # Retried safely: a batch's puts set values (the same again changes nothing but times).
-        return Call("POST", BATCH_URL, as_json, json={"ops": ops}, idempotent=True)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
@@ -129,12 +115,3 @@ class AgentStateStore(ClientTransport, BaseStore):
             return []
         results = await self.abatch_raw([_op_data(op) for op in ops])
         return [_result(op, data) for op, data in zip(ops, results, strict=True)]
-
-    def batch_raw(self, ops: list[dict[str, Any]]) -> list[Any]:
-        """The batch endpoint's results for operations as it takes them (JSON objects: the ADK
-        memory service's conditional puts, which LangGraph's ops cannot say)."""
-        return self._run(self._call(ops))["results"]
-
-    async def abatch_raw(self, ops: list[dict[str, Any]]) -> list[Any]:
-        """``batch_raw``, awaited."""
-        return (await self._arun(self._call(ops)))["results"]
