@@ -3,6 +3,7 @@ factories live in modules without a ``test_`` prefix, and no module imports a te
 conftest)."""
 
 import copy
+import re
 
 import pytest
 from django.conf import settings
@@ -12,6 +13,21 @@ from django.db.utils import load_backend
 # The marks (pyproject.toml) of what the quick loop, `pytest -m "not slow"`, leaves out; each also
 # counts as slow, so one expression skips them all.
 SLOW_KINDS = ("fuzz", "servers", "browser", "conformance", "crosscheck", "scale")
+# pytest-django's fixtures that open the test database; item.fixturenames holds every fixture a
+# test requests through others too (``api`` -> ``tenant`` -> ``db``).
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server"}
+)
+# A skip that names the configured stores: the test runs only on PostgreSQL or with Redis.
+SKIPPED_FOR_THE_STORES = re.compile(r"\b(DATABASE_URL|REDIS_URL)\b|needs PostgreSQL|on PostgreSQL")
+
+
+def uses_the_stores(item: pytest.Item) -> bool:
+    """Whether a test reaches the configured database or Redis: only these run again in .ci/run's
+    PostgreSQL + Redis stage (`-m database`); every other test runs once, in the SQLite stage."""
+    return bool(DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ()))) or any(
+        item.get_closest_marker(mark) for mark in ("database", "django_db", "postgres")
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m reads the marks
@@ -19,6 +35,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
+        if uses_the_stores(item) and not item.get_closest_marker("database"):
+            item.add_marker(pytest.mark.database)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A test that skips for want of PostgreSQL or Redis without reaching them through
+    pytest-django would be left out of the one stage that has them: it fails, naming the mark."""
+    report = yield
+    if (
+        report.skipped
+        and not hasattr(report, "wasxfail")
+        and not item.get_closest_marker("database")
+        and isinstance(report.longrepr, tuple)
+    ):
+        reason = report.longrepr[2]
+        if SKIPPED_FOR_THE_STORES.search(reason):
+            report.outcome = "failed"
+            report.longrepr = (
+                f"{item.nodeid} skips ({reason}) but is not marked database, so .ci/run's PostgreSQL + Redis "
+                "stage (-m database) never runs it: add @pytest.mark.database"
+            )
+    return report
 
 
 def redis_test_db_flush() -> None:

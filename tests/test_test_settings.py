@@ -69,6 +69,7 @@ def test_a_reserved_database_that_would_be_redis_urls_own_by_default_is_refused(
         redis_test_url(url, environ)
 
 
+@pytest.mark.database  # Redis, without pytest-django's fixtures
 def test_the_cache_and_the_working_state_use_the_reserved_database():
     if not settings.REDIS_URL:
         pytest.skip("no REDIS_URL: the tests use no Redis")
@@ -76,6 +77,7 @@ def test_the_cache_and_the_working_state_use_the_reserved_database():
     assert settings.CACHES["default"]["LOCATION"] == settings.REDIS_URL
 
 
+@pytest.mark.database  # Redis, without pytest-django's fixtures
 def test_a_test_run_leaves_the_database_redis_url_names_untouched():
     """Put a key in REDIS_URL's own database, run pytest (which empties its Redis database when it
     starts), and find the key still there, while the same key in the reserved database is gone."""

@@ -27,6 +27,7 @@ def reuse_url():
 
 
 @pytest.mark.servers
+@pytest.mark.database  # the tests' PostgreSQL server, without pytest-django's fixtures
 @pytest.mark.skipif(not SOURCE_URL.startswith("postgres"), reason="--reuse-db keeps a PostgreSQL database")
 def test_a_reused_database_is_built_once_and_searched_again(tmp_path, reuse_url):
     first = benchmarks("search", "--quick", "--reuse-db", "--results", tmp_path / "first", database_url=reuse_url)
