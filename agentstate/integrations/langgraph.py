@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import random
 import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -52,6 +53,7 @@ PAGE_SIZE = 100
 _ESCAPE = "\ue000"
 _NEEDS_ESCAPE = re.compile("[\x00\ue000\ud800-\udfff]")
 _ESCAPED = re.compile("\ue000([0-9a-f]{4})")
+_STRING_VERSION = re.compile("([0-9]+)(?:\\..*)?", re.DOTALL)  # SqliteSaver's, PostgresSaver's: counter.random
 
 
 def escape_text(text: str) -> str:
@@ -265,7 +267,7 @@ class _AsyncGroupCommit(_GroupCommit):
             turn.set()
 
 
-class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
+class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int | str]):
     """LangGraph checkpointer on an agentstate server; ``default_user_id`` owns threads whose
     first checkpoint names no ``configurable["user_id"]``."""
 
@@ -288,6 +290,20 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
         self.default_user_id = default_user_id
         self._writes = _SyncGroupCommit(self._run)
         self._async_writes: tuple[asyncio.AbstractEventLoop, _AsyncGroupCommit] | None = None
+
+    def get_next_version(self, current: int | str | None, channel: None = None) -> int | str:
+        """The channel version after ``current``, of its type: LangGraph compares a thread's versions
+        with each other, so a thread begun here counts integers (the ``BaseCheckpointSaver``
+        default) and one imported from ``SqliteSaver`` or ``PostgresSaver`` goes on with their
+        strings, a 32-digit counter then a random part, which sort as they count."""
+        if current is None:
+            return 1
+        if isinstance(current, str):
+            counter = _STRING_VERSION.fullmatch(current)
+            if counter is None:
+                raise ValueError(f"Channel version {current!r} is neither an integer nor LangGraph's 'counter.random'.")
+            return f"{int(counter.group(1)) + 1:032}.{random.random():016}"  # noqa: S311 (a tie-break, as LangGraph's)
+        return current + 1
 
     # --- transports -------------------------------------------------------------------------
 
