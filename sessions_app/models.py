@@ -7,19 +7,20 @@ Meta names the queries its indexes serve.
 from django.db import models
 from django.utils import timezone
 
+from agentstate.identifiers import IdentifierField
 from agentstate.tenancy.models import SubjectOwned, Tenant
 
 
 class Session(SubjectOwned):
-    session_id = models.CharField(max_length=128)
+    session_id = IdentifierField()
     # Part of the identity: a framework's app (Google ADK's app_name) scopes its sessions, so one
     # session id under two apps is two sessions. Sessions of the REST API itself have none.
-    app_name = models.CharField(max_length=128, blank=True, default="", db_default="")
+    app_name = IdentifierField(blank=True, default="", db_default="")
     # Which framework adapter keeps this session ("" for the REST API's own): how the admin and the
     # exports read its messages. Not part of the identity.
     framework = models.CharField(max_length=32, blank=True, default="", db_default="")
-    agent_id = models.CharField(max_length=128, blank=True, default="")
-    workspace_id = models.CharField(max_length=128, blank=True, default="")
+    agent_id = IdentifierField(blank=True, default="")
+    workspace_id = IdentifierField(blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     # The activity time: every write through any API moves it in its own transaction (retention
@@ -43,7 +44,7 @@ class Session(SubjectOwned):
     parent = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="forks", db_index=False
     )
-    forked_from_session_id = models.CharField(max_length=128, blank=True, default="", db_default="")
+    forked_from_session_id = IdentifierField(blank=True, default="", db_default="")
     forked_from_seq = models.BigIntegerField(null=True, blank=True)
     forked_from_round = models.BigIntegerField(null=True, blank=True)
     # Compare-and-set version behind the API's ETag / If-Match.
@@ -129,11 +130,11 @@ class SessionOwned(SubjectOwned):
 class Message(SessionOwned):
     seq = models.BigIntegerField()
     # NULL, not "": messages without a client id stay outside message_unique_client_id.
-    client_id = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
+    client_id = IdentifierField(null=True, blank=True)
     role = models.CharField(max_length=32)
     type = models.CharField(max_length=32, default="message")
     status = models.CharField(max_length=32, blank=True, default="")
-    name = models.CharField(max_length=128, blank=True, default="")
+    name = IdentifierField(blank=True, default="")
     content = models.JSONField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     usage = models.JSONField(null=True, blank=True)
@@ -165,7 +166,7 @@ class MessagePop(SessionOwned):
     same message instead of popping another. It holds a copy of the popped message: it goes with
     its session (delete, erasure) and is in the subject export."""
 
-    key = models.CharField(max_length=128)
+    key = IdentifierField()
     message = models.JSONField(null=True, blank=True)  # the popped message as the API showed it; null: none
     # When the popped message was written: drop_messages_after_days drops the copy with the messages
     # of its age (null for a pop that found none, or kept before this column: the pop's own time).
@@ -198,7 +199,7 @@ class Round(SessionOwned):
 
 
 class Checkpoint(SessionOwned):
-    label = models.CharField(max_length=128)
+    label = IdentifierField()
     state = models.JSONField(default=dict)
 
     class Meta:
@@ -214,8 +215,8 @@ class Checkpoint(SessionOwned):
 
 
 class AgentTransition(SessionOwned):
-    from_agent = models.CharField(max_length=128, blank=True, default="")
-    to_agent = models.CharField(max_length=128)
+    from_agent = IdentifierField(blank=True, default="")
+    to_agent = IdentifierField()
     reason = models.TextField(blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
 

@@ -8,11 +8,12 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from agentstate.identifiers import IdentifierField
 from agentstate.tenancy.models import SubjectOwned, Tenant
 
 
 class UserDatum(SubjectOwned):
-    key = models.CharField(max_length=128)
+    key = IdentifierField()
     value = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -118,7 +119,7 @@ class RequestSubject(models.Model):
     tenants. Erasure and access requests list their subjects the same way."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
-    user_id = models.CharField(max_length=128, blank=True)
+    user_id = IdentifierField(blank=True)
 
     class Meta:
         abstract = True

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from agentstate.identifiers import IdentifierField
 from agentstate.tenancy.models import Tenant
 
 
@@ -13,7 +14,7 @@ class LegalHold(models.Model):
     (``session_pk``, with its person's user id so the person's pages show it)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
-    user_id = models.CharField(max_length=128, blank=True, help_text="Empty: every person of the tenant.")
+    user_id = IdentifierField(blank=True, help_text="Empty: every person of the tenant.")
     session_pk = models.BigIntegerField(null=True, blank=True, help_text="Empty: every session of the person.")
     subject_hash = models.CharField(
         max_length=64, blank=True, editable=False, help_text="Set when the person was erased after the release."

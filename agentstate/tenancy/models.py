@@ -6,6 +6,8 @@ from django.db import models
 from rest_framework_api_key import models as api_key_models
 from rest_framework_api_key.models import AbstractAPIKey
 
+from agentstate.identifiers import IdentifierField
+
 
 class Tenant(models.Model):
     slug = models.SlugField(max_length=64, unique=True, help_text="Stable name used by API keys and commands.")
@@ -29,7 +31,7 @@ class SubjectOwned(models.Model):
     owner. Each model's own indexes lead with these columns where a query needs them."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    user_id = models.CharField(max_length=128)
+    user_id = IdentifierField()
 
     class Meta:
         abstract = True

@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models.functions import Substr
 from django.utils import timezone
 
+from agentstate.identifiers import IdentifierField
 from agentstate.tenancy.models import Tenant
 from sessions_app.models import SessionOwned
 
@@ -67,7 +68,7 @@ class AdkAppState(models.Model):
     """ADK's ``app:`` state: shared by every user of one app in one tenant, about no person."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    app_name = models.CharField(max_length=128)
+    app_name = IdentifierField()
     state = models.TextField(default="{}")  # JSON text, keys without the prefix
     updated_at = models.DateTimeField(default=timezone.now)
 

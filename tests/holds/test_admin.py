@@ -31,7 +31,8 @@ def officer(db):
 def test_an_officer_places_a_hold_and_releases_it_with_a_reason(client, officer, tenant):
     client.force_login(officer)
     placed = client.post(
-        ADD, {"tenant": tenant.pk, "user_id": "alice", "reference": "CASE-1", "reason": "Smith v. Acme"}
+        ADD,
+        {"tenant": tenant.pk, "covers": "person", "user_id": "alice", "reference": "CASE-1", "reason": "Smith v. Acme"},
     )
     assert placed.status_code == 302, placed.content[:2000]
     hold = LegalHold.objects.get()
@@ -95,3 +96,49 @@ def test_pages_of_held_data_and_the_dashboard_show_the_hold(client, officer, ten
     assert (
         '<span class="n">2</span><span>active legal holds</span>' in client.get(reverse("admin:index")).content.decode()
     )
+
+
+def _place(client, tenant, **fields):
+    return client.post(ADD, {"tenant": tenant.pk, "reference": "CASE-9", "reason": "Smith v. Acme", **fields})
+
+
+def test_a_hold_placed_in_the_admin_lands_on_the_user_id_as_typed(client, officer, tenant):
+    """Finding 2 of issue 41: " alice" was stored as "alice", and her own deletes then passed."""
+    client.force_login(officer)
+    subject_data_create(tenant=tenant, user_id=" alice", sessions=1)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=1)
+    for user_id in (" alice", "alice\u00a0", "   "):
+        assert _place(client, tenant, covers="person", user_id=user_id).status_code == 302
+    assert sorted(LegalHold.objects.values_list("user_id", flat=True)) == sorted([" alice", "alice\u00a0", "   "])
+    assert not LegalHold.objects.filter(user_id__in=["", "alice"]).exists()  # neither the tenant nor another person
+    assert holds.hold_covering(tenant=tenant, user_id="alice") is None
+
+
+def test_the_whole_tenant_is_held_only_when_chosen(client, officer, tenant):
+    client.force_login(officer)
+    blank = _place(client, tenant, covers="person", user_id="")
+    assert blank.status_code == 200 and "names it: exactly as the API stored it" in blank.content.decode()
+    unchosen = _place(client, tenant, user_id="")
+    assert unchosen.status_code == 200 and not LegalHold.objects.exists()
+    mixed = _place(client, tenant, covers="tenant", user_id="alice")
+    assert mixed.status_code == 200 and "names none" in mixed.content.decode()
+    assert not LegalHold.objects.exists()
+    assert _place(client, tenant, covers="tenant").status_code == 302
+    assert LegalHold.objects.get().covers == "the whole tenant"
+
+
+def test_a_session_hold_names_the_session_by_its_id_and_shows_it(client, officer, tenant):
+    client.force_login(officer)
+    subject_data_create(tenant=tenant, user_id="alice", sessions=2)
+    unknown = _place(client, tenant, covers="session", user_id="alice", session_id="s9")
+    assert unknown.status_code == 200 and "No session s9 of user alice" in unknown.content.decode()
+    assert _place(client, tenant, covers="session", user_id="alice", session_id=" s1").status_code == 200
+    assert _place(client, tenant, covers="session", user_id="alice", session_id="s1").status_code == 302
+    hold = LegalHold.objects.get()
+    assert hold.session_pk == Session.objects.get(user_id="alice", session_id="s1").pk
+
+    listed = client.get(reverse("admin:holds_legalhold_changelist")).content.decode()
+    page = client.get(reverse("admin:holds_legalhold_change", args=[hold.pk])).content.decode()
+    for shown in (listed, page):
+        assert 'one session: <a href="/admin/sessions_app/session/' in shown
+        assert '<code class="identifier">s1</code>' in shown and '<code class="identifier">alice</code>' in shown

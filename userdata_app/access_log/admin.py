@@ -15,6 +15,7 @@ from django.urls import URLPattern, path
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from agentstate.admin.options import ReadOnlyAdmin
+from agentstate.identifiers import IdentifierFormField
 from agentstate.tenancy.models import Tenant
 from userdata_app.access_log import chain, recorder, selectors
 from userdata_app.access_log.models import AccessEntry, AccessPolicy
@@ -22,7 +23,7 @@ from userdata_app.access_log.models import AccessEntry, AccessPolicy
 
 class SubjectLookupForm(forms.Form):
     tenant = forms.ModelChoiceField(queryset=Tenant.objects.order_by("slug"), to_field_name="slug")
-    user_id = forms.CharField(max_length=128, strip=False, help_text="Exactly as the API stored it.")
+    user_id = IdentifierFormField(help_text="Exactly as the API stored it.")
 
 
 class ExportForm(forms.Form):

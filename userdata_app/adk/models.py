@@ -7,6 +7,7 @@ URLs are that app's, while their code lives with the backend.
 from django.db import models
 from django.utils import timezone
 
+from agentstate.identifiers import IdentifierField
 from agentstate.tenancy.models import SubjectOwned
 
 
@@ -14,7 +15,7 @@ class AdkUserState(SubjectOwned):
     """ADK's ``user:`` state of one user of one app: facts about the person, so it lives with user
     data (erased and exported with it) and survives the deletion of any session."""
 
-    app_name = models.CharField(max_length=128)
+    app_name = IdentifierField()
     state = models.TextField(default="{}")  # JSON text, keys without the prefix
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -39,7 +40,7 @@ class AdkEventUserDelta(SubjectOwned):
     event by the session's primary key and the event's append number (no foreign key into process
     state): erasing user data removes it, and the event then reads back without it."""
 
-    app_name = models.CharField(max_length=128)
+    app_name = IdentifierField()
     session_pk = models.BigIntegerField()
     event_seq = models.BigIntegerField()
     delta = models.TextField()  # JSON text, keys without the prefix

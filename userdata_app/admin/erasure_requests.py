@@ -35,7 +35,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from agentstate.admin.display import identifier_display, identifier_html
 from agentstate.exceptions import DomainError, InvalidInput
-from agentstate.validation import clean_identifier
+from agentstate.identifiers import IdentifierFormField
 from userdata_app import erasure
 from userdata_app.admin.requests import OpenFilter, RequestAdmin, Step, count_rows, counts_table
 from userdata_app.models import ErasureRequest, ErasureSubject, RequestSubject
@@ -47,24 +47,8 @@ if TYPE_CHECKING:
 Status = ErasureRequest.Status
 
 
-class IdentifierField(forms.CharField):
-    """An identifier exactly as typed, checked only by the API's ``clean_identifier``: a form
-    CharField strips whitespace by default, which turned "alice\u00a0" into "alice"."""
-
-    def __init__(self, *, field: str, **kwargs: Any) -> None:
-        super().__init__(strip=False, **kwargs)
-        self.identifier_field = field
-
-    def clean(self, value: Any) -> str:
-        try:
-            return clean_identifier(value, field=self.identifier_field)
-        except InvalidInput as exc:
-            raise ValidationError(exc.fields[self.identifier_field]) from None
-
-
 class ErasureSubjectForm(forms.ModelForm):
-    user_id = IdentifierField(
-        field="user_id",
+    user_id = IdentifierFormField(
         label="User id",
         help_text="Exactly as the API stored it: spaces, no-break spaces and case count.",
     )

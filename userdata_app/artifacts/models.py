@@ -6,6 +6,7 @@ their code lives with the backend."""
 from django.db import models
 from django.utils import timezone
 
+from agentstate.identifiers import IdentifierField
 from agentstate.tenancy.models import SubjectOwned
 
 FILENAME_MAX_LENGTH = 255  # the unique index holds it beside three identifiers: PostgreSQL caps an entry at 2,704 bytes
@@ -24,8 +25,8 @@ class Artifact(SubjectOwned):
         TEXT = "text"
         FILE_DATA = "file_data"
 
-    app_name = models.CharField(max_length=128)
-    session_id = models.CharField(max_length=128, blank=True, default="")
+    app_name = IdentifierField()
+    session_id = IdentifierField(blank=True, default="")
     adk_session = models.ForeignKey(
         "sessions_app.Session", null=True, blank=True, on_delete=models.CASCADE, related_name="+", db_index=False
     )

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from agentstate.db_waits import JobCommand
+from agentstate.identifiers import identifier_argument
 from agentstate.tenancy.models import Tenant
 from agentstate_site.imports import ImportSummary, sessions_import
 
@@ -60,6 +61,7 @@ class Command(JobCommand):
         parser.add_argument(
             "--default-user",
             metavar="USER_ID",
+            type=identifier_argument,
             help="LangGraph's checkpointers and the Agents SDK: the owner of sessions that name no user (LangGraph: "
             "no user_id in the checkpoints' metadata). A store's items belong to the person their namespace names.",
         )

@@ -1,17 +1,17 @@
 """``--subject TENANT:USER_ID`` arguments shared by the erasure and export commands. The user id
-is checked by the API's ``clean_identifier`` and kept exactly as typed, like the API keeps it."""
+is kept exactly as typed and checked by the one identifier rule (``agentstate.identifiers``)."""
 
 from django.core.management.base import CommandError, CommandParser
 
-from agentstate.exceptions import InvalidInput
+from agentstate.identifiers import subject_argument
 from agentstate.tenancy.models import Tenant
-from agentstate.validation import clean_identifier
 
 
 def add_subject_argument(parser: CommandParser) -> None:
     parser.add_argument(
         "--subject",
         action="append",
+        type=subject_argument,
         required=True,
         metavar="TENANT:USER_ID",
         help="A tenant slug and a user id of the person; repeat for each account of the same person. The user id is "
@@ -19,17 +19,12 @@ def add_subject_argument(parser: CommandParser) -> None:
     )
 
 
-def parse_subjects(values: list[str]) -> list[tuple[Tenant, str]]:
+def parse_subjects(values: list[tuple[str, str]]) -> list[tuple[Tenant, str]]:
+    """``--subject``'s pairs with their tenants (the user ids are checked by ``subject_argument``)."""
     subjects = []
-    for value in values:
-        slug, sep, user_id = value.partition(":")
-        if not sep:
-            raise CommandError(f"--subject {value!r}: use TENANT:USER_ID.")
+    for slug, user_id in values:
         tenant = Tenant.objects.filter(slug=slug).first()
         if tenant is None:
-            raise CommandError(f"--subject {value!r}: no tenant {slug!r}.")
-        try:
-            subjects.append((tenant, clean_identifier(user_id, field="user_id")))
-        except InvalidInput as exc:
-            raise CommandError(f"--subject {value!r}: {exc.message}") from None
+            raise CommandError(f"--subject {slug}:{user_id!r}: no tenant {slug!r}.")
+        subjects.append((tenant, user_id))
     return subjects

@@ -67,7 +67,7 @@ class Command(JobCommand):
     def handle(
         self,
         *args: Any,
-        subject: list[str],
+        subject: list[tuple[str, str]],
         scope: str,
         dry_run: bool,
         operator: str | None,

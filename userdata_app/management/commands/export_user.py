@@ -25,7 +25,7 @@ class Command(BaseCommand):
             help="Write the portable format (JSON Lines, read back by import_tenant): one --subject only.",
         )
 
-    def handle(self, *args: Any, subject: list[str], output: str, portable: bool, **options: Any) -> None:
+    def handle(self, *args: Any, subject: list[tuple[str, str]], output: str, portable: bool, **options: Any) -> None:
         # Written as it is read: an export of large histories never sits whole in memory.
         subjects = parse_subjects(subject)
         if portable and len(subjects) != 1:
