@@ -242,7 +242,7 @@ def message_recent_rows(
     The read first asks only for the newest seqs the session gave out, ``recent_window`` of them,
     so the (session, seq) index bounds it whatever the planner believes of the session: with
     statistics from before a session grew (a table not analyzed since), PostgreSQL read and sorted
-    every message of it for 20 (docs/PERFORMANCE.md, "Stop 39"). When edits' gaps leave fewer than
+    every message of it for 20 (docs/PERFORMANCE_HISTORY.md, "request path"). When edits' gaps leave fewer than
     ``limit`` there, the whole history is asked. The statement is written out (``message_rows``):
     the ORM's building of it cost twice its run, on every agent's read of its recent history."""
     _recent_limit_check(limit)
