@@ -14,18 +14,20 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from django.apps import apps
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 
 from agentstate import streaming
-from agentstate.exceptions import SubjectErased
+from agentstate.exceptions import InvalidInput, SubjectErased
 from agentstate.subject_data import SubjectData, declared
 from agentstate.subjects import subject_write_check
 from agentstate.tenancy.models import Tenant
+from agentstate.validation import MAX_BODY_DEPTH, check_json_text_depth, clean_identifier, clean_json
 
 FORMAT = "agentstate-portable"
 VERSION = 1
@@ -33,11 +35,14 @@ CHUNK_ROWS = 500  # rows written per transaction outside a session's block
 
 
 class PortableError(Exception):
-    """A record the format does not allow, with the number of its line."""
+    """A record the format does not allow, with the number of its line; ``committed`` is what an
+    import had written before it (its sessions and chunks committed one by one)."""
 
     def __init__(self, line: int, message: str) -> None:
         super().__init__(f"line {line}: {message}")
         self.line = line
+        self.committed: PortableImportSummary | None = None
+        self.registered = 0  # erased-subject registry entries the import wrote before its records
 
 
 def line_of(record: dict[str, Any]) -> str:
@@ -63,12 +68,16 @@ def header_check(number: int, record: dict[str, Any]) -> dict[str, Any]:
 
 
 def lines_read(lines: Iterator[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Each line as ``(number, record)``; a line cut short or not a JSON object stops the reading."""
+    """Each line as ``(number, record)``; a line cut short, nesting deeper than a request body may
+    (the parser would run out of stack) or not a JSON object stops the reading."""
     for number, line in enumerate(lines, 1):
         if not line.endswith("\n"):
             raise PortableError(number, "the line does not end (the file was cut short).")
         try:
+            check_json_text_depth(line.encode(), field="line")
             record = json.loads(line)
+        except InvalidInput as exc:
+            raise PortableError(number, exc.message) from None
         except ValueError as exc:
             raise PortableError(number, f"not JSON ({exc}).") from None
         if not isinstance(record, dict):
@@ -238,7 +247,12 @@ def _decode(
     """The record's column values, checked against the model's columns (none missing or unknown).
     A dry run does not look up the sessions a row names: it wrote none."""
     spec = _spec(d)
-    values = spec.decode(dict(record)) if spec.decode else dict(record)
+    try:
+        values = spec.decode(dict(record)) if spec.decode else dict(record)
+    except InvalidInput as exc:
+        raise PortableError(number, f"{spec.record}.{exc.message}") from None
+    except ValueError as exc:  # bytes not in base64, ...: the file's fault
+        raise PortableError(number, f"{spec.record}: {exc}") from None
     try:
         return _checked(d, values, number, tenant=tenant, dry_run=dry_run)
     except BaseException:
@@ -258,6 +272,7 @@ def _checked(d: SubjectData, values: dict[str, Any], number: int, *, tenant: Ten
     for name, f in columns.items():
         value = values[name]
         try:
+            _value_check(spec, name, value)
             if dry_run and (f.is_relation or name in spec.refs):
                 continue
             if f.is_relation:
@@ -270,11 +285,27 @@ def _checked(d: SubjectData, values: dict[str, Any], number: int, *, tenant: Ten
             if value is None and not f.null:
                 raise ValueError("may not be null")
             fields[f.attname] = f.to_python(value)
+            if value is not None:
+                f.run_validators(fields[f.attname])  # the column's own bounds (length, range)
         except PortableError:
             raise
+        except ValidationError as exc:
+            raise PortableError(number, f"{spec.record}.{name}: {' '.join(exc.messages)}") from None
+        except InvalidInput as exc:  # what the API refuses
+            raise PortableError(number, f"{spec.record}.{exc.message}") from None
         except Exception as exc:  # a value of the wrong type or shape: the file's fault, named
             raise PortableError(number, f"{spec.record}.{name}: {exc}") from None
     return fields
+
+
+def _value_check(spec: Any, name: str, value: Any) -> None:
+    """A column's value by the API's rules: JSON it takes (no NUL, lone surrogate, NaN or
+    infinity; a document's nesting is bounded by its line's), a person's id an identifier, and
+    the column's own rule where the declaration names one (``Portable.checks``)."""
+    clean_json(value, field=name, max_depth=MAX_BODY_DEPTH)
+    check = clean_identifier if name == "user_id" else spec.checks.get(name)
+    if check is not None:
+        check(value, field=name)
 
 
 def records_import(
@@ -289,39 +320,58 @@ def records_import(
     chunks; a person ``refused`` names (erased) is skipped and reported once. A bad record stops
     the import with its line, its block or chunk rolled back; what committed before it stays, and
     a re-run once the file is mended skips that."""
-    summary = PortableImportSummary()
+    summary = committed = PortableImportSummary()
     known, roots = _by_record(), _roots()
     members = {m.model: name for root in roots for m, name in _members(root)}
     stream = Records(items)
-    while stream.peek() is not None:
-        number, record = stream.take()
-        d = _declaration_of_record(number, record, known)
-        if d.model in members or d.via:
-            raise PortableError(number, f"a {_spec(d).record} record outside its session's block.")
-        if d.model in roots:
-            block = _block(stream, known, members, _root_key_of(d, record, number))
-            with transaction.atomic():
-                _session_import(tenant, d, number, record, block, refused, summary, dry_run)
-            for _ in block:  # the block of a session left as it is, read to its end
-                pass
-        else:
-            chunk = [(number, record, d)]
-            while len(chunk) < CHUNK_ROWS and (ahead := stream.peek()) is not None:
-                ahead_d = _declaration_of_record(ahead[0], ahead[1], known)
-                if ahead_d.model in roots or ahead_d.model in members or ahead_d.via:
-                    break
-                chunk.append((*stream.take(), ahead_d))
-            stored: list[Callable[[], None]] = []  # what to undo outside the database if it rolls back
-            try:
-                with transaction.atomic():
-                    for number, record, d in chunk:
-                        _row_import(tenant, d, number, record, refused, summary, dry_run, stored)
-            except BaseException:
-                for discard in stored:
-                    discard()
-                raise
-        on_unit(summary)
+    try:
+        while stream.peek() is not None:
+            _unit_import(tenant, stream, known, roots, members, refused, summary, dry_run)
+            committed = replace(summary, refused_users=list(summary.refused_users))
+            on_unit(summary)
+    except PortableError as exc:
+        exc.committed = committed
+        raise
     return summary
+
+
+def _unit_import(
+    tenant: Tenant,
+    stream: Records,
+    known: dict,
+    roots: set[type[models.Model]],
+    members: dict,
+    refused: Callable[[str], bool],
+    summary: PortableImportSummary,
+    dry_run: bool,
+) -> None:
+    """The next session's block, or chunk of other rows, in its transaction."""
+    number, record = stream.take()
+    d = _declaration_of_record(number, record, known)
+    if d.model in members or d.via:
+        raise PortableError(number, f"a {_spec(d).record} record outside its session's block.")
+    if d.model in roots:
+        block = _block(stream, known, members, _root_key_of(d, record, number))
+        with transaction.atomic():
+            _session_import(tenant, d, number, record, block, refused, summary, dry_run)
+        for _ in block:  # the block of a session left as it is, read to its end
+            pass
+        return
+    chunk = [(number, record, d)]
+    while len(chunk) < CHUNK_ROWS and (ahead := stream.peek()) is not None:
+        ahead_d = _declaration_of_record(ahead[0], ahead[1], known)
+        if ahead_d.model in roots or ahead_d.model in members or ahead_d.via:
+            break
+        chunk.append((*stream.take(), ahead_d))
+    stored: list[Callable[[], None]] = []  # what to undo outside the database if it rolls back
+    try:
+        with transaction.atomic():
+            for number, record, d in chunk:
+                _row_import(tenant, d, number, record, refused, summary, dry_run, stored)
+    except BaseException:
+        for discard in stored:
+            discard()
+        raise
 
 
 def _root_key_of(d: SubjectData, record: dict[str, Any], number: int) -> list[Any]:
@@ -444,11 +494,14 @@ def _row_import(
     stored: list[Callable[[], None]],
 ) -> None:
     summary.records += 1
-    if not isinstance(record.get("user_id"), str):
-        raise PortableError(number, f"{_spec(d).record}: no user_id.")
+    key = dict(zip(_spec(d).key, _root_key_of(d, record, number), strict=True))
+    try:  # checked before they are looked up
+        for name, value in {"user_id": record.get("user_id"), **key}.items():
+            _value_check(_spec(d), name, value)
+    except InvalidInput as exc:
+        raise PortableError(number, f"{_spec(d).record}.{exc.message}") from None
     if _refused(record["user_id"], refused, summary):
         return
-    key = dict(zip(_spec(d).key, _root_key_of(d, record, number), strict=True))
     if d.model._default_manager.filter(tenant=tenant, **key).exists():
         summary.rows_present += 1
         return

@@ -65,7 +65,10 @@ class Portable:
     root's primary key (written as the root's ``key``). ``encode`` and ``decode`` adjust a row's
     fields (an artifact's bytes in place of its storage name), and ``discard`` undoes what a
     ``decode`` stored outside the database when its row is not written; ``read`` and ``write``
-    replace the table for data kept outside it (working state), given the row it hangs off."""
+    replace the table for data kept outside it (working state), given the row it hangs off.
+    ``checks`` names the API's validator (``agentstate.validation``'s, or a service's cleaner) of
+    columns with a rule of their own, so an import refuses what the API refuses; every record's
+    ``user_id`` is an identifier, and every value JSON the API takes (``agentstate.portable``)."""
 
     record: str
     order: tuple[str, ...] = ("id",)
@@ -76,6 +79,7 @@ class Portable:
     discard: Callable[[dict[str, Any]], None] | None = None
     read: Callable[[Any], Iterable[dict[str, Any]]] | None = None
     write: Callable[[Any, dict[str, Any]], None] | None = None
+    checks: dict[str, Callable[..., Any]] = dataclass_field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -102,17 +102,17 @@ def clean_optional_label(value: Any, *, field: str, max_length: int = IDENTIFIER
     return clean_identifier(value, field=field, max_length=max_length)
 
 
-def clean_json(value: Any, *, field: str, require_object: bool = False) -> Any:
+def clean_json(value: Any, *, field: str, require_object: bool = False, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Check a JSON document: no NUL characters anywhere, bounded depth, optionally an object."""
     if require_object and not isinstance(value, dict):
         raise InvalidInput.for_field(field, "must be a JSON object.")
-    _check_json(value, field=field, depth=0)
+    _check_json(value, field=field, depth=0, max_depth=max_depth)
     return value
 
 
-def _check_json(value: Any, *, field: str, depth: int) -> None:
-    if depth > MAX_JSON_DEPTH:
-        raise InvalidInput.for_field(field, f"nests deeper than {MAX_JSON_DEPTH} levels.")
+def _check_json(value: Any, *, field: str, depth: int, max_depth: int) -> None:
+    if depth > max_depth:
+        raise InvalidInput.for_field(field, f"nests deeper than {max_depth} levels.")
     if isinstance(value, str):
         _check_text(value, field=field)
     elif isinstance(value, dict):
@@ -120,10 +120,10 @@ def _check_json(value: Any, *, field: str, depth: int) -> None:
             if not isinstance(key, str):
                 raise InvalidInput.for_field(field, "object keys must be strings.")
             _check_text(key, field=field)
-            _check_json(item, field=field, depth=depth + 1)
+            _check_json(item, field=field, depth=depth + 1, max_depth=max_depth)
     elif isinstance(value, list):
         for item in value:
-            _check_json(item, field=field, depth=depth + 1)
+            _check_json(item, field=field, depth=depth + 1, max_depth=max_depth)
     elif isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise InvalidInput.for_field(field, "must not contain NaN or infinity.")

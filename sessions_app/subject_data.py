@@ -21,6 +21,7 @@ from agentstate import streaming
 from agentstate.subject_data import Export, ExportedWith, Portable, SubjectData, declared, register
 from agentstate.subjects import PROCESS_STATE
 from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_identifier, clean_optional_label
 from sessions_app import working_state
 from sessions_app.models import (
     AgentTransition,
@@ -106,6 +107,11 @@ def declare() -> None:
                 "session",
                 order=("created_at", "user_id", "app_name", "session_id"),
                 key=("user_id", "app_name", "session_id"),
+                checks={
+                    "session_id": clean_identifier,
+                    "agent_id": clean_optional_label,
+                    "workspace_id": clean_optional_label,
+                },
             ),
         ),
         process_state(
@@ -114,7 +120,11 @@ def declare() -> None:
             SessionPart("messages", message_as_dict, order=("seq",), large=("content", "metadata", "usage")),
             retention=AgesWithMessages(counted_by="message_count"),
             text_index=MESSAGE_INDEX,
-            portable=Portable("message", order=("seq",)),
+            portable=Portable(
+                "message",
+                order=("seq",),
+                checks=dict.fromkeys(("role", "type", "status", "name"), clean_optional_label),
+            ),
         ),
         # A pop keeps a copy of what it removed for its retries (services/history.py): that is theirs too.
         process_state(
@@ -158,7 +168,7 @@ def declare() -> None:
                 large=("state",),
             ),
             retention="labelled state an agent chose to keep: lives as long as its session",
-            portable=Portable("checkpoint"),
+            portable=Portable("checkpoint", checks={"label": clean_identifier}),
         ),
         process_state(
             AgentTransition,
@@ -175,7 +185,7 @@ def declare() -> None:
                 large=("metadata",),
             ),
             retention="hand-offs between agents: live as long as their session",
-            portable=Portable("transition"),
+            portable=Portable("transition", checks={"from_agent": clean_optional_label, "to_agent": clean_identifier}),
         ),
         # Token counts of a person's turns: no content, but what one person used (billing, abuse)
         # is theirs, so it is erased and exported with their sessions.

@@ -118,9 +118,13 @@ def tenant_import(
 
     if tenant.pk is None:  # a dry run into a tenant not created: no row has this id, so none is held
         tenant.pk = -1
-    summary = portable.records_import(
-        tenant=tenant, items=_rest(stream), refused=refused, dry_run=dry_run, on_unit=on_unit
-    )
+    try:
+        summary = portable.records_import(
+            tenant=tenant, items=_rest(stream), refused=refused, dry_run=dry_run, on_unit=on_unit
+        )
+    except PortableError as exc:
+        exc.registered = registered
+        raise
     return summary, registered
 
 

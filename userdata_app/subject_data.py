@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agentstate.subject_data import Export, Portable, SubjectData, register, register_not_personal
 from agentstate.subjects import USER_DATA
+from agentstate.validation import clean_identifier
 from userdata_app.models import UserDatum
 from userdata_app.selectors import subject_user_data_export
 
@@ -18,7 +19,9 @@ def declare() -> None:
             # A key set again since an erasure holds only the new value: re-applying it keeps it.
             existed="updated_at",
             export=Export("user_data", subject_user_data_export),
-            portable=Portable("user_datum", order=("user_id", "key"), key=("user_id", "key")),
+            portable=Portable(
+                "user_datum", order=("user_id", "key"), key=("user_id", "key"), checks={"key": clean_identifier}
+            ),
         ),
     )
     register_not_personal(

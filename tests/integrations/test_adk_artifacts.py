@@ -18,6 +18,7 @@ from google.adk.runners import Runner
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from agentstate.client.errors import ValidationError
 from agentstate.integrations.adk import AgentStateSessionService
 from agentstate.integrations.adk_artifacts import AgentStateArtifactService
 from tests.client.keys import api_key_new
@@ -130,6 +131,15 @@ async def test_a_tool_saves_and_loads_artifacts_across_a_restart(live_server, ad
     await sessions.close()
     await artifacts.close()
     assert len([path for path in artifacts_dir.rglob("*") if path.is_file()]) == 4  # two notes, two photos
+
+
+async def test_a_mime_type_a_header_cannot_carry_is_refused_naming_it(artifacts):
+    """Through the API's one check: stored, every download of it would fail."""
+    part = types.Part(inline_data=types.Blob(mime_type="image/png\r\nX-Injected: 1", data=b"\x89PNG"))
+    with pytest.raises(ValidationError) as refused:
+        await artifacts.save_artifact(app_name=APP, user_id="ann", filename="user:photo.png", artifact=part)
+    assert list(refused.value.fields) == ["artifact.inline_data.mime_type"]
+    assert await artifacts.list_artifact_keys(app_name=APP, user_id="ann") == []
 
 
 # --- Differentially against ADK's InMemoryArtifactService -------------------------------------------

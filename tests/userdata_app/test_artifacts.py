@@ -104,6 +104,26 @@ def test_the_bytes_come_back_with_their_content_type_as_a_download(api, artifact
     assert_error(api.get(A + "content/", {"filename": "user:n", "version": 1}), 404, "not_found")
 
 
+@pytest.mark.parametrize("kind", ["inline_data", "file_data"])
+def test_a_mime_type_a_header_cannot_carry_is_a_400_naming_it(api, artifacts_dir, kind):
+    """A CR or LF in the type would end the download's Content-Type header: every download a 500."""
+    value = {"mime_type": "text/html\r\nSet-Cookie: x=1"}
+    value |= {"data": "aGk="} if kind == "inline_data" else {"file_uri": "gs://bucket/a.pdf"}
+    error = assert_error(api.post(A, {"filename": "user:a", "artifact": {kind: value}}, format="json"), 400, "invalid")
+    assert list(error["fields"]) == [f"artifact.{kind}.mime_type"]
+    assert "control characters" in error["message"]
+    assert not Artifact.objects.exists() and files_in(artifacts_dir) == []
+
+
+def test_a_stored_mime_type_a_header_cannot_carry_downloads_as_untyped_bytes(api, artifacts_dir):
+    """A version stored before saves refused such a type still downloads, as bytes of no stated type."""
+    assert save(api, data=b"%PDF").status_code == 201
+    Artifact.objects.update(mime_type="application/pdf\nX-Injected: 1")
+    response = api.get(A + "content/", {"filename": "user:scan.png"})
+    assert response.status_code == 200 and response.content == b"%PDF"
+    assert response["Content-Type"] == "application/octet-stream" and "X-Injected" not in response
+
+
 def test_storage_down_answers_503_in_the_error_shape_and_never_loses_a_committed_row(
     api, artifacts_dir, storage_down, settings, django_capture_on_commit_callbacks
 ):

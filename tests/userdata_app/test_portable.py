@@ -260,3 +260,75 @@ def test_an_artifact_whose_chunk_rolls_back_leaves_no_file(filled, tmp_path):
         imported(path)
     assert not Artifact.objects.exists()
     assert set(storage.listdir("")[1]) == before
+
+
+# --- What the API refuses, an import refuses: named, and what it wrote said (issue 41) ------------
+
+
+@pytest.fixture
+def six_sessions(api, tenant, tmp_path):
+    """A file of six sessions of one person, a user datum and an artifact; then an empty database."""
+    for n in range(6):
+        response = api.post("/api/v1/sessions/", {"user_id": "ann", "session_id": f"s{n}"}, format="json")
+        assert response.status_code == 201, response.content
+    assert api.put("/api/v1/users/ann/data/email/", {"value": "a@b"}, format="json").status_code in (200, 201)
+    part = {"inline_data": {"mime_type": "image/png", "data": "iVBO"}}
+    artifact = {"filename": "user:a.png", "artifact": part}
+    assert api.post("/api/v1/adk/apps/notes/users/ann/artifacts/", artifact, format="json").status_code == 201
+    lines = exported().decode().splitlines(keepends=True)
+    empty_database()
+    return lines
+
+
+def _record_edited(lines: list[str], record: str, nth: int, **fields) -> int:
+    """Set fields of the ``nth`` record of its type (ASCII escapes kept: a lone surrogate stays one)."""
+    index = [i for i, line in enumerate(lines) if f'"record":"{record}"' in line][nth]
+    lines[index] = json.dumps({**json.loads(lines[index]), **fields}) + "\n"
+    return index + 1
+
+
+def _import_refused(lines: list[str], tmp_path) -> str:
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(CommandError) as refused:  # the command's error: a message, exit 1, no traceback
+        imported(path)
+    return str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "record, nth, fields, field, reason",
+    [
+        ("session", 0, {"user_id": "ann\x00"}, "session.user_id", "NUL"),
+        ("session", 1, {"user_id": "ann\x07"}, "session.user_id", "control characters"),
+        ("session", 0, {"session_id": "a/b"}, "session.session_id", "'/'"),
+        ("user_datum", 0, {"user_id": "x" * 129}, "user_datum.user_id", "at most 128"),
+        ("artifact", 0, {"mime_type": "image/png\r\nX-Injected: 1"}, "artifact.mime_type", "control characters"),
+        ("artifact", 0, {"user_id": "ann\ud800"}, "artifact.user_id", "lone surrogates"),
+    ],
+)
+def test_an_import_refuses_what_the_api_refuses_naming_line_and_field(
+    six_sessions, tmp_path, record, nth, fields, field, reason
+):
+    from userdata_app.artifacts.models import Artifact
+    from userdata_app.models import UserDatum
+
+    line = _record_edited(six_sessions, record, nth, **fields)
+    message = _import_refused(six_sessions, tmp_path)
+    assert f"line {line}: {field}: " in message and reason in message
+    model = {"session": Session, "user_datum": UserDatum, "artifact": Artifact}[record]
+    assert not model.objects.exclude(user_id="ann").exists()
+
+
+def test_a_bad_record_after_five_sessions_says_the_five_were_imported(six_sessions, tmp_path):
+    line = _record_edited(six_sessions, "session", 5, metadata={"note": "\ud800"})
+    message = _import_refused(six_sessions, tmp_path)
+    assert f"line {line}: session.metadata: must be valid Unicode (no lone surrogates)." in message
+    assert "Written before it, and kept: 0 new erased-subject registry entries, 5 sessions" in message
+    assert sorted(Session.objects.values_list("session_id", flat=True)) == ["s0", "s1", "s2", "s3", "s4"]
+
+
+def test_a_line_nested_past_a_request_bodys_depth_is_refused_by_its_number(six_sessions, tmp_path):
+    line = _record_edited(six_sessions, "user_datum", 0)
+    six_sessions[line - 1] = six_sessions[line - 1].replace('"value": "a@b"', '"value": ' + "[" * 5000 + "]" * 5000)
+    message = _import_refused(six_sessions, tmp_path)
+    assert f"line {line}: line: nests deeper than 64 levels." in message

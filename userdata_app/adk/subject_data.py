@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agentstate.subject_data import Export, ExportedWith, Portable, SubjectData, register
 from agentstate.subjects import USER_DATA
+from agentstate.validation import clean_identifier
 from userdata_app.adk.models import AdkEventUserDelta, AdkUserState
 from userdata_app.adk.selectors import subject_adk_user_state_export
 
@@ -19,7 +20,12 @@ def declare() -> None:
             label="ADK user state",
             existed="updated_at",
             export=Export(CATEGORY, subject_adk_user_state_export),
-            portable=Portable("adk_user_state", order=("user_id", "app_name"), key=("user_id", "app_name")),
+            portable=Portable(
+                "adk_user_state",
+                order=("user_id", "app_name"),
+                key=("user_id", "app_name"),
+                checks={"app_name": clean_identifier},
+            ),
         ),
         SubjectData(
             model=AdkEventUserDelta,
@@ -30,7 +36,10 @@ def declare() -> None:
             export=ExportedWith(CATEGORY),
             # Travels in its session's block (session_pk written as the session's key).
             portable=Portable(
-                "adk_event_user_delta", order=("event_seq",), refs={"session_pk": "sessions_app.Session"}
+                "adk_event_user_delta",
+                order=("event_seq",),
+                refs={"session_pk": "sessions_app.Session"},
+                checks={"app_name": clean_identifier},
             ),
         ),
     )

@@ -166,12 +166,9 @@ class ArtifactContentView(ArtifactView):
         artifact = self.version_of(request)
         if artifact.kind == Artifact.Kind.FILE_DATA:
             raise NotFound("This version holds no bytes: its part is a file URI (file_data).")
-        content_type = (
-            "text/plain; charset=utf-8"
-            if artifact.kind == Artifact.Kind.TEXT
-            else artifact.mime_type or "application/octet-stream"
+        response = HttpResponse(
+            selectors.artifact_content(artifact), content_type=selectors.artifact_content_type(artifact)
         )
-        response = HttpResponse(selectors.artifact_content(artifact), content_type=content_type)
         basename = artifact.filename.removeprefix(selectors.USER_PREFIX).rsplit("/", 1)[-1]
         response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=basename)
         return response

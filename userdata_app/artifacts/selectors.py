@@ -4,6 +4,7 @@ versions, a version's part (its bytes read from storage) and the person's artifa
 from __future__ import annotations
 
 import base64
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -17,6 +18,22 @@ from userdata_app.artifacts.models import Artifact
 
 STORAGE = "artifacts"  # the STORAGES alias that holds the bytes
 USER_PREFIX = "user:"  # a filename with it is the user's, in every session (ADK's rule)
+SERVED_UNTYPED = "application/octet-stream"
+
+
+def mime_type_servable(value: str) -> bool:
+    """Whether a MIME type can go in a download's Content-Type header: no control characters (a
+    CR or LF would end the header, and Django refuses to send it)."""
+    return not any(unicodedata.category(ch) == "Cc" for ch in value)
+
+
+def artifact_content_type(artifact: Artifact) -> str:
+    """The Content-Type a version's bytes are served with: its MIME type, or bytes of no stated
+    type when it has none, or one stored before saves refused what a header cannot carry."""
+    if artifact.kind == Artifact.Kind.TEXT:
+        return "text/plain; charset=utf-8"
+    mime_type = artifact.mime_type
+    return mime_type if mime_type and mime_type_servable(mime_type) else SERVED_UNTYPED
 
 
 def artifact_session_id(*, filename: str, session_id: str | None) -> str:

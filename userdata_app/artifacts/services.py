@@ -56,6 +56,18 @@ def artifact_scope_clean(*, filename: Any, session_id: Any) -> tuple[str, str | 
     return filename, session_id
 
 
+def artifact_mime_type_clean(value: Any, *, field: str) -> str | None:
+    """A part's MIME type, for every write (a save, an import): None, or a string of at most 255
+    characters that a download's Content-Type header can carry."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > 255:
+        raise InvalidInput.for_field(field, "must be a string of at most 255 characters.")
+    if not selectors.mime_type_servable(value):
+        raise InvalidInput.for_field(field, "must not contain control characters (CR, LF, ...): a header carries it.")
+    return clean_json(value, field=field)  # no lone surrogate
+
+
 def _part_clean(part: Any) -> tuple[str, str | None, str, bytes]:
     """ADK's ``Part`` as JSON: its kind, MIME type, file URI and bytes."""
     kinds = [kind for kind in Artifact.Kind.values if isinstance(part, dict) and part.get(kind) is not None]
@@ -71,10 +83,7 @@ def _part_clean(part: Any) -> tuple[str, str | None, str, bytes]:
             raise InvalidInput.for_field("artifact.text", "must not hold lone surrogates.") from None
     if not isinstance(value, dict):
         raise InvalidInput.for_field(f"artifact.{kind}", "must be an object.")
-    mime_type = value.get("mime_type")
-    if mime_type is not None and (not isinstance(mime_type, str) or len(mime_type) > 255):
-        raise InvalidInput.for_field(f"artifact.{kind}.mime_type", "must be a string of at most 255 characters.")
-    clean_json(mime_type, field=f"artifact.{kind}.mime_type")
+    mime_type = artifact_mime_type_clean(value.get("mime_type"), field=f"artifact.{kind}.mime_type")
     if kind == Artifact.Kind.FILE_DATA:
         file_uri = value.get("file_uri")
         if not isinstance(file_uri, str) or not file_uri:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from agentstate.subject_data import Export, Portable, SubjectData, register, register_not_personal
 from agentstate.subjects import USER_DATA
+from agentstate.validation import clean_identifier
 from userdata_app.artifacts.models import Artifact
 from userdata_app.artifacts.selectors import subject_artifacts_export
 from userdata_app.artifacts.services import (
+    artifact_filename_clean,
+    artifact_mime_type_clean,
     artifact_portable_decode,
     artifact_portable_discard,
     artifact_portable_encode,
@@ -34,6 +37,11 @@ def declare() -> None:
                 encode=artifact_portable_encode,
                 decode=artifact_portable_decode,
                 discard=artifact_portable_discard,
+                checks={
+                    "app_name": clean_identifier,
+                    "filename": artifact_filename_clean,
+                    "mime_type": artifact_mime_type_clean,
+                },
             ),
             retention="a session's artifacts go with their ADK session (deleted by delete_ended_after_days); "
             "user: artifacts are the person's user data, kept until erased",

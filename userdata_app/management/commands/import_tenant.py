@@ -34,10 +34,7 @@ class Command(JobCommand):
                 tenant_slug=tenant, lines=handle, dry_run=dry_run, on_unit=progress.step
             )
         except PortableError as exc:
-            raise CommandError(
-                f"{file}: {exc} Nothing of that record's session or chunk was written; what committed before "
-                "it stays, and a re-run skips it."
-            ) from None
+            raise CommandError(f"{file}: {exc} {_written_before(exc, dry_run=dry_run)}") from None
         except KeyRingMismatch as exc:
             raise CommandError(str(exc)) from None
         except InvalidInput:
@@ -54,11 +51,30 @@ class Command(JobCommand):
             )
         verb = "would import" if dry_run else "imported"
         self.stdout.write(
-            f"{tenant}: {summary.records} records read; {verb} {summary.sessions_created} sessions "
-            f"({summary.sessions_present} held already, left as they are), {summary.rows_created} rows "
-            f"({summary.rows_present} held already), {registered} new erased-subject registry entries; "
-            f"{len(summary.refused_users)} users refused."
+            f"{tenant}: {summary.records} records read; {verb} {_counts(summary)}, {registered} new erased-subject "
+            f"registry entries; {len(summary.refused_users)} users refused."
         )
+
+
+def _counts(summary: PortableImportSummary) -> str:
+    return (
+        f"{summary.sessions_created} sessions ({summary.sessions_present} held already, left as they are), "
+        f"{summary.rows_created} rows ({summary.rows_present} held already)"
+    )
+
+
+def _written_before(error: PortableError, *, dry_run: bool) -> str:
+    """What an import stopped by a bad record leaves: that record's session or chunk rolled back,
+    and everything before it committed (a re-run once the file is mended skips it)."""
+    if dry_run:
+        return "Nothing was written (a dry run)."
+    if error.committed is None:
+        return "Nothing was written."
+    return (
+        f"Nothing of that record's session or chunk was written. Written before it, and kept: "
+        f"{error.registered} new erased-subject registry entries, {_counts(error.committed)}; a re-run once "
+        "the file is mended skips them."
+    )
 
 
 class _Progress:
