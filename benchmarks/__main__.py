@@ -36,6 +36,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,27 @@ def _replicas(args) -> None:
             print(f"results: {report.write_results('replicas', result, args.results)}")
 
 
+def results_dir(args: argparse.Namespace) -> Path | None:
+    """Where a suite writes its run: ``--results``, else benchmarks/results/ (None) for a complete
+    run. A partial one (``--quick``, ``--framework``) goes to a scratch directory instead and is
+    refused in benchmarks/results/, where the summary and docs/PERFORMANCE.md read complete runs."""
+    partial = [flag for flag, given in (("--quick", args.quick), ("--framework", args.framework)) if given]
+    if not partial:
+        return args.results
+    from benchmarks.report import RESULTS_DIR
+
+    if args.results is not None and args.results.resolve() == RESULTS_DIR.resolve():
+        raise SystemExit(
+            f"a partial run ({' and '.join(partial)}) is never kept in benchmarks/results/: "
+            "pass another --results DIR, or none for a scratch directory"
+        )
+    if args.results is not None:
+        return args.results
+    scratch = Path(tempfile.mkdtemp(prefix="agentstate-bench-partial-"))
+    print(f"{' and '.join(partial)}: a partial run, written to {scratch} (benchmarks/results/ keeps complete runs)")
+    return scratch
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
@@ -205,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         "--framework",
         choices=["adk", "langgraph", "sdk"],
         metavar="NAME",
-        help="frameworks: measure one framework alone, adk, langgraph or sdk (a before/after comparison; write "
-        "it outside benchmarks/results/ with --results: the summary reads complete runs)",
+        help="frameworks: measure one framework alone, adk, langgraph or sdk (a before/after comparison; a "
+        "partial run, written to a scratch directory or --results, never to benchmarks/results/)",
     )
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
     parser.add_argument(
@@ -222,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         "--results",
         metavar="DIR",
         type=Path,
-        help="summary: read the kept runs from DIR; a suite: write its run there (default benchmarks/results/)",
+        help="summary: read the kept runs from DIR; a suite: write its run there (default benchmarks/results/ for a "
+        "complete run, a scratch directory for a partial one: --quick, --framework)",
     )
     args, _ = parser.parse_known_args(argv)
     # A terminated run still stops its servers and drops its database (the finally blocks run).
@@ -234,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite == "all":
         passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "all"]
         return max(subprocess.call([sys.executable, "-m", "benchmarks", suite, *passed]) for suite in SUITES)
+    args.results = results_dir(args)
     if args.suite in IN_DATABASE:
         _in_database(args.suite, args)
     else:
