@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, cast
 from urllib.parse import unquote_to_bytes
 
+from django.core import checks
 from django.core.handlers.wsgi import get_bytes_from_wsgi
 from django.db.models import QuerySet
+from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework import exceptions, serializers
 from rest_framework.pagination import BasePagination, CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentstate import access
+from agentstate import access, subject_data
 from agentstate.api import json_rows
 from agentstate.exceptions import InvalidInput
 from agentstate.tenancy import selectors as tenancy_selectors
@@ -29,6 +31,7 @@ PATH_CLEANERS: dict[str, Callable[..., str | int]] = {
     "round_id": lambda value, field: clean_round_id(int(value), field=field),  # the route allows digits only
 }
 STAFF_TENANT_PARAM = "tenant"
+EVERY_CATEGORY = ("*",)  # a view's ``reads`` for an answer that may hold every category (a subject export)
 
 
 class TenantRequest(Request):
@@ -43,6 +46,11 @@ class TenantAPIView(APIView):
 
     request: TenantRequest
     pagination_class: type[BasePagination]  # set by each view that lists (see paginated)
+
+    # The categories of the map of people's data (agentstate.subject_data) this route's answers
+    # carry, () for none: a staff login's call to a route that reads any is in the access log, as
+    # every compliance key's call is. Every routed view says (the system check agentstate.E003).
+    reads: ClassVar[tuple[str, ...] | None] = None
 
     # DRF reads an empty body as {}: a PUT of working state would wipe it, a POST would store an
     # empty message. Writes need a JSON body unless a view says it takes none.
@@ -61,7 +69,7 @@ class TenantAPIView(APIView):
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         response = super().finalize_response(request, response, *args, **kwargs)
-        access.api_call(request=request, view=self, response=response)  # a compliance key's calls are logged
+        access.api_call(request=request, view=self, response=response)  # compliance keys' and staff reads logged
         return response
 
     @staticmethod
@@ -92,6 +100,47 @@ class TenantAPIView(APIView):
         rows = json_rows.json_rows(queryset, serializer_class, *(field.lstrip("-") for field in ordering))
         page = paginator.paginate_queryset(rows, self.request, view=self)
         return paginator.get_paginated_response(json_rows.embedded(page or ()))
+
+
+def reads_declared(view_class: Any) -> tuple[str, ...] | None:
+    """The categories a routed view's answers carry: every category for ``EVERY_CATEGORY``; None
+    for a view of this API that says nothing (the system check refuses it)."""
+    reads = getattr(view_class, "reads", None)
+    return subject_data.categories() if reads == EVERY_CATEGORY else reads
+
+
+def check_reads_declared(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """System check: every routed view of this API says which categories of people's data its
+    answers carry (``reads``), each a category of the map, so that the access log can tell a staff
+    read from any other call (docs/COMPLIANCE.md, "The access log")."""
+    known = set(subject_data.categories())
+    errors = []
+    for pattern in _url_patterns(get_resolver().url_patterns):
+        view_class = getattr(pattern.callback, "view_class", None) or getattr(pattern.callback, "cls", None)
+        if not (isinstance(view_class, type) and issubclass(view_class, TenantAPIView)):
+            continue
+        reads = reads_declared(view_class)
+        name = f"{view_class.__module__}.{view_class.__qualname__}"
+        if reads is None:
+            errors.append(
+                checks.Error(
+                    f"{name} does not say which categories of people's data its answers carry.",
+                    hint="Set its `reads` (agentstate.api.views.TenantAPIView): () for none.",
+                    id="agentstate.E003",
+                )
+            )
+        elif set(reads) - known:
+            unknown = ", ".join(sorted(set(reads) - known))
+            errors.append(checks.Error(f"{name} reads {unknown}: no category of the map.", id="agentstate.E003"))
+    return errors
+
+
+def _url_patterns(patterns: list[Any]) -> Iterator[URLPattern]:
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _url_patterns(pattern.url_patterns)
+        else:
+            yield pattern
 
 
 RAW_PATH_KEY = "agentstate.raw_path_info"

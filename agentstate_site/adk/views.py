@@ -95,6 +95,8 @@ def _cursor(cursor: selectors.EventCursor | None) -> str | None:
 
 
 class SessionListView(AdkView):
+    reads = ("sessions", "adk_user_state")
+
     @extend_schema(
         summary="ADK: an app's sessions (one user's or all), oldest update first, without events",
         parameters=[s.AdkSessionListQuery],
@@ -120,6 +122,8 @@ class SessionListView(AdkView):
 
 
 class SessionCreateView(AdkView):
+    reads = ("sessions", "adk_user_state")
+
     @extend_schema(
         summary="ADK: create a session (initial state split into session, app: and user: state)",
         request=s.AdkSessionCreateInput,
@@ -151,6 +155,8 @@ class SessionCreateView(AdkView):
 
 
 class SessionDetailView(AdkView):
+    reads = ("sessions", "adk_events", "adk_user_state")
+
     @extend_schema(
         summary="ADK: get a session with its events (GetSessionConfig's window, first page)",
         parameters=[s.AdkGetSessionQuery],
@@ -238,6 +244,8 @@ class SessionDetailView(AdkView):
 
 
 class EventListView(AdkView):
+    reads = ("adk_events", "adk_user_state")
+
     @extend_schema(
         summary="ADK: the next page of a session read's events",
         parameters=[s.AdkEventPageQuery],
@@ -298,6 +306,8 @@ class EventListView(AdkView):
 
 
 class UserStateView(AdkView):
+    reads = ("adk_user_state",)
+
     @extend_schema(
         summary="ADK: a user's user: state in the app (keys without the prefix)", responses={200: s.AdkStateOutput}
     )
@@ -308,6 +318,8 @@ class UserStateView(AdkView):
 
 
 class AppStateView(AdkView):
+    reads = ()  # app: state is about no one
+
     @extend_schema(summary="ADK: the app's app: state (keys without the prefix)", responses={200: s.AdkStateOutput})
     def get(self, request: TenantRequest, app_name: str) -> Response:
         return Response({"state": selectors.adk_app_state_get(tenant=request.tenant, app_name=app_name)})

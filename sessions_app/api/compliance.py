@@ -34,6 +34,7 @@ class RetentionPolicySerializer(serializers.Serializer):
 
 
 class RetentionPolicyView(TenantAPIView):
+    reads = ()
     permission_classes = [HasComplianceScope]
     staff_permission = "sessions_app.view_retentionpolicy"  # as the admin's policy page
 

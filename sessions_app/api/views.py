@@ -73,6 +73,7 @@ class SessionScopedView(TenantAPIView):
 
 
 class SessionListView(TenantAPIView, generics.GenericAPIView):
+    reads = ("sessions",)
     serializer_class = s.SessionSerializer
     pagination_class = SessionPagination
     filter_backends = [DjangoFilterBackend]
@@ -101,6 +102,8 @@ class SessionListView(TenantAPIView, generics.GenericAPIView):
 
 
 class SessionDetailView(SessionScopedView):
+    reads = ("sessions",)
+
     @extend_schema(summary="Get a session", responses={200: s.SessionSerializer})
     def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         session = self.get_session()
@@ -130,6 +133,7 @@ class SessionDetailView(SessionScopedView):
 
 
 class SessionEndView(SessionScopedView):
+    reads = ("sessions",)
     body_required = False
 
     @extend_schema(
@@ -144,6 +148,8 @@ class SessionEndView(SessionScopedView):
 
 
 class SessionRestoreView(SessionScopedView):
+    reads = ("sessions", "checkpoints", "working_state")
+
     @extend_schema(
         summary="What survives a session: its checkpoints and live working state",
         responses={200: s.RestoreSerializer},
@@ -164,6 +170,7 @@ class SessionRestoreView(SessionScopedView):
 
 
 class MessageListView(SessionScopedView):
+    reads = ("messages",)
     pagination_class = SeqPagination
 
     @extend_schema(
@@ -239,6 +246,8 @@ class MessageListView(SessionScopedView):
 
 
 class MessageSearchView(TenantAPIView):
+    reads = ("messages",)
+
     @extend_schema(
         summary="Search a user's messages",
         parameters=[s.MessageSearchQuery],
@@ -261,6 +270,7 @@ class MessageSearchView(TenantAPIView):
 
 
 class MessagePopView(SessionScopedView):
+    reads = ("messages",)
     body_required = False
 
     @extend_schema(
@@ -277,6 +287,8 @@ class MessagePopView(SessionScopedView):
 
 
 class MessageRewindView(SessionScopedView):
+    reads = ()
+
     @extend_schema(
         summary="Remove every message after a seq (and, with after_round, every round after it)",
         request=s.MessageRewindInput,
@@ -288,6 +300,7 @@ class MessageRewindView(SessionScopedView):
 
 
 class MessageClearView(SessionScopedView):
+    reads = ()
     body_required = False
 
     @extend_schema(
@@ -301,6 +314,7 @@ class MessageClearView(SessionScopedView):
 
 
 class SessionForkView(SessionScopedView):
+    reads = ("sessions",)
     body_required = False
 
     @extend_schema(
@@ -352,6 +366,7 @@ class RoundWriteMixin(TenantAPIView):
 
 
 class RoundListView(RoundWriteMixin, SessionScopedView):
+    reads = ("rounds",)
     pagination_class = RoundPagination
 
     @extend_schema(summary="List rounds (without their state)", responses={200: s.RoundSummarySerializer(many=True)})
@@ -378,12 +393,16 @@ class RoundListView(RoundWriteMixin, SessionScopedView):
 
 
 class RoundLatestView(SessionScopedView):
+    reads = ("rounds",)
+
     @extend_schema(summary="The round with the largest round_id", responses={200: s.RoundSerializer})
     def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         return _round_response(selectors.round_get(tenant=request.tenant, user_id=user_id, session_id=session_id))
 
 
 class RoundDetailView(RoundWriteMixin, SessionScopedView):
+    reads = ("rounds",)
+
     @extend_schema(summary="Get one round", parameters=[ROUND_ID], responses={200: s.RoundSerializer})
     def get(self, request: TenantRequest, user_id: str, session_id: str, round_id: int) -> Response:
         return _round_response(
@@ -413,6 +432,7 @@ class RoundDetailView(RoundWriteMixin, SessionScopedView):
 
 
 class CheckpointListView(SessionScopedView):
+    reads = ("checkpoints",)
     pagination_class = InsertionPagination
 
     @extend_schema(
@@ -436,6 +456,8 @@ class CheckpointListView(SessionScopedView):
 
 
 class CheckpointLatestView(SessionScopedView):
+    reads = ("checkpoints",)
+
     @extend_schema(
         summary="The newest checkpoint with a label",
         parameters=[s.CheckpointQuery],
@@ -452,6 +474,8 @@ class CheckpointLatestView(SessionScopedView):
 
 
 class WorkingStateView(SessionScopedView):
+    reads = ("working_state",)
+
     @extend_schema(summary="The session's working state ({} once ended)", responses={200: OpenApiTypes.OBJECT})
     def get(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         return Response(selectors.working_state_get(session=self.get_session()))
@@ -482,6 +506,7 @@ class WorkingStateView(SessionScopedView):
 
 
 class TransitionListView(SessionScopedView):
+    reads = ("transitions",)
     pagination_class = TransitionPagination
 
     @extend_schema(summary="List agent hand-offs", responses={200: s.TransitionSerializer(many=True)})
@@ -506,6 +531,7 @@ class TransitionListView(SessionScopedView):
 
 
 class RunUsageListView(SessionScopedView):
+    reads = ("run_usage",)
     pagination_class = RunUsagePagination
 
     @extend_schema(summary="List model usage per turn", responses={200: s.RunUsageSerializer(many=True)})

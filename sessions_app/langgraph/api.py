@@ -223,6 +223,8 @@ class CheckpointReadView(TenantAPIView):
     def get_renderers(self) -> list[Any]:
         renderers = super().get_renderers()
         return [*renderers, MsgpackRenderer()] if self.request.method == "GET" else renderers
+    reads = ("langgraph_threads", "langgraph_checkpoints", "langgraph_writes")
+
 
     @staticmethod
     def binary(request: Request) -> bool:
@@ -287,6 +289,8 @@ class WritesView(TenantAPIView):
         summary="LangGraph: store a task's pending writes (aput_writes)",
         request=WritesPutInput,
         responses={201: CountOut, **error_responses(409, conflicts=LANGGRAPH_CONFLICTS)},
+    reads = ()
+
     )
     def post(self, request: TenantRequest) -> Response:
         return Response(_writes_put(request.tenant, request.data), status=status.HTTP_201_CREATED)
@@ -330,6 +334,8 @@ class BatchView(TenantAPIView):
         summary="LangGraph: several checkpoint and writes puts in one request (the saver's group commit)",
         request=CheckpointBatchInput,
         responses={200: CheckpointBatchOut},
+    reads = ()
+
         description="Each call runs in order as if sent alone, in its own transaction, and gets the status and "
         "answer it would have had: one refused call leaves the others stored. The saver sends the writes made "
         "while its previous request was in flight this way.",
@@ -354,6 +360,8 @@ class ThreadDeleteView(TenantAPIView):
         summary="LangGraph: delete a thread with its checkpoints and writes (adelete_thread)",
         request=ThreadInput,
         responses={204: None},
+    reads = ()
+
     )
     def post(self, request: TenantRequest) -> Response:
         services.thread_delete(tenant=request.tenant, **validated(ThreadInput, request.data))
@@ -365,6 +373,8 @@ class ThreadCopyView(TenantAPIView):
         summary="LangGraph: copy a thread's checkpoints and writes to another (acopy_thread)",
         request=CopyInput,
         responses={200: CountOut, **error_responses(409, conflicts=LANGGRAPH_CONFLICTS)},
+    reads = ()
+
     )
     def post(self, request: TenantRequest) -> Response:
         return Response({"count": services.thread_copy(tenant=request.tenant, **validated(CopyInput, request.data))})
@@ -375,6 +385,8 @@ class PruneView(TenantAPIView):
         summary="LangGraph: prune threads, keep_latest or delete (aprune)",
         request=PruneInput,
         responses={200: CountOut},
+    reads = ()
+
     )
     def post(self, request: TenantRequest) -> Response:
         return Response({"count": services.threads_prune(tenant=request.tenant, **validated(PruneInput, request.data))})
@@ -385,6 +397,8 @@ class RunsDeleteView(TenantAPIView):
         summary="LangGraph: delete the checkpoints and writes of runs (adelete_for_runs)",
         request=RunsInput,
         responses={200: CountOut},
+    reads = ()
+
     )
     def post(self, request: TenantRequest) -> Response:
         return Response({"count": services.runs_delete(tenant=request.tenant, **validated(RunsInput, request.data))})

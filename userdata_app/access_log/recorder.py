@@ -117,14 +117,26 @@ class AccessRecorder:
         return None
 
     def api_call(self, *, request: Any, view: Any, response: Any) -> None:
-        """A compliance key's call: its route's name, method and status, and the person it names
-        (``user_id`` in the path, query or body), hashed; never the path or query themselves."""
+        """A compliance key's call, or a staff login's call answered by a route whose answers carry
+        people's data (its view's ``reads``, checked against the map by agentstate.E003): its route's name,
+        method and status, and the person it names (``user_id`` in the path, query or body),
+        hashed; never the path or query themselves."""
         # The key authentication already found: never authenticate again here (a request refused
         # before it, e.g. with the database busy, would query the database once more and 500).
         key = getattr(request, "_auth", None)
-        if not isinstance(key, APIKey) or key.scope != APIKey.Scope.COMPLIANCE or not log_kept():
+        if isinstance(key, APIKey):
+            if key.scope != APIKey.Scope.COMPLIANCE:
+                return
+            actor, slug = f"API key {key.prefix}", key.tenant.slug
+        else:
+            # A login let through to act as a tenant (``request.tenant`` is set once it was), answered.
+            tenant = getattr(request, "tenant", None)
+            answered = getattr(response, "status_code", 500) < 400
+            if not isinstance(tenant, Tenant) or not getattr(view, "reads", None) or not answered:
+                return
+            actor, slug = _actor(request), tenant.slug
+        if not log_kept():
             return
-        slug = key.tenant.slug
         user_id = _named_user_id(request, view)
         match = getattr(request, "resolver_match", None)
         detail = (
@@ -134,9 +146,8 @@ class AccessRecorder:
             ("view", type(view).__name__),
         )
         digest = hash_of(tenant_slug=slug, user_id=user_id) if user_id else ""
-        entries_append(
-            pending={slug: [Pending(f"API key {key.prefix}", Action.API, "", (), digest, "", detail)]},
-        )
+        purpose = _reason(request, digest) if digest and not isinstance(key, APIKey) else ""
+        entries_append(pending={slug: [Pending(actor, Action.API, "", (), digest, purpose, detail)]})
 
 
 def _named_user_id(request: Any, view: Any) -> str:

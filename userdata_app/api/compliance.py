@@ -11,12 +11,13 @@ from drf_spectacular.utils import extend_schema
 
 from agentstate import streaming
 from agentstate.api.permissions import HasComplianceScope
-from agentstate.api.views import TenantAPIView, TenantRequest
+from agentstate.api.views import EVERY_CATEGORY, TenantAPIView, TenantRequest
 from userdata_app.portable import subject_export_lines
 from userdata_app.selectors import subject_export_lazy
 
 
 class SubjectExportView(TenantAPIView):
+    reads = EVERY_CATEGORY
     permission_classes = [HasComplianceScope]
     staff_permission = "userdata_app.export_subject_data"  # as the admin's export action
 

@@ -14,6 +14,7 @@ from userdata_app.api.serializers import UserDatumInput, UserDatumSerializer
 
 
 class UserDataListView(TenantAPIView):
+    reads = ("user_data",)
     pagination_class = KeyPagination
 
     @extend_schema(
@@ -27,6 +28,8 @@ class UserDataListView(TenantAPIView):
 
 
 class UserDatumView(TenantAPIView):
+    reads = ("user_data",)
+
     @extend_schema(summary="Get one key of a user", responses={200: UserDatumSerializer})
     def get(self, request: TenantRequest, user_id: str, key: str) -> Response:
         return Response(

@@ -71,6 +71,8 @@ class ArtifactLoadOut(serializers.Serializer):
 class ArtifactView(TenantAPIView):
     """A view under ``adk/apps/{app_name}/users/{user_id}/artifacts/``."""
 
+    reads = ("artifacts",)
+
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         self.kwargs["app_name"] = clean_identifier(self.kwargs["app_name"], field="app_name")

@@ -36,6 +36,8 @@ class StoreBatchOut(serializers.Serializer):
 
 
 class StoreBatchView(TenantAPIView):
+    reads = ("memories",)
+
     @extend_schema(
         summary="LangGraph store: run a batch of operations (BaseStore.batch)",
         request=StoreBatchInput,
@@ -72,6 +74,8 @@ class MemorySearchPage(serializers.Serializer):
 
 
 class MemorySearchView(TenantAPIView):
+    reads = ("memories",)
+
     @extend_schema(
         summary="Search a user's memories",
         parameters=[MemorySearchQuery],
