@@ -10,6 +10,7 @@ from django.core.management.base import CommandError
 
 from agentstate.db_waits import JobCommand
 from agentstate.identifiers import identifier_argument
+from agentstate.management.tenants import tenant_named
 from agentstate.tenancy.models import Tenant
 from agentstate_site.imports import ImportSummary, sessions_import
 
@@ -75,9 +76,7 @@ class Command(JobCommand):
         kind, location = options["source"]
         if kind not in SOURCES:
             raise CommandError(f"Unknown source kind {kind!r}: one of {', '.join(SOURCES)}.")
-        tenant = Tenant.objects.filter(slug=options["tenant"]).first()
-        if tenant is None:
-            raise CommandError(f"No tenant with slug {options['tenant']!r}.")
+        tenant = tenant_named(options["tenant"])
         source = None
         try:
             source = _source(kind, location, options)

@@ -6,7 +6,7 @@ from django.core.management.base import CommandError
 
 from agentstate.db_waits import JobCommand
 from agentstate.exceptions import InvalidInput
-from agentstate.tenancy.models import Tenant
+from agentstate.management.tenants import tenant_named
 from sessions_app import services
 from sessions_app.services.retention import RetentionBatch, categories
 
@@ -27,9 +27,7 @@ class Command(JobCommand):
     def handle(self, *args, **options) -> None:
         tenant = None
         if options["tenant"]:
-            tenant = Tenant.objects.filter(slug=options["tenant"]).first()
-            if tenant is None:
-                raise CommandError(f"No tenant with slug {options['tenant']!r}.")
+            tenant = tenant_named(options["tenant"])
         dry, verbose = options["dry_run"], options["verbosity"] >= 1
         progress = _Progress(self.stdout, tty=self.stdout.isatty()) if verbose else None
         try:

@@ -1,9 +1,10 @@
 """``--subject TENANT:USER_ID`` arguments shared by the erasure and export commands. The user id
 is kept exactly as typed and checked by the one identifier rule (``agentstate.identifiers``)."""
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandParser
 
 from agentstate.identifiers import subject_argument
+from agentstate.management.tenants import tenant_named
 from agentstate.tenancy.models import Tenant
 
 
@@ -23,8 +24,5 @@ def parse_subjects(values: list[tuple[str, str]]) -> list[tuple[Tenant, str]]:
     """``--subject``'s pairs with their tenants (the user ids are checked by ``subject_argument``)."""
     subjects = []
     for slug, user_id in values:
-        tenant = Tenant.objects.filter(slug=slug).first()
-        if tenant is None:
-            raise CommandError(f"--subject {slug}:{user_id!r}: no tenant {slug!r}.")
-        subjects.append((tenant, user_id))
+        subjects.append((tenant_named(slug, argument=f"--subject {slug}:{user_id!r}"), user_id))
     return subjects

@@ -3,10 +3,10 @@
 
 from typing import Any
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandParser
 
 from agentstate.db_waits import JobCommand
-from agentstate.tenancy.models import Tenant
+from agentstate.management.tenants import tenant_named
 from userdata_app.portable import tenant_export_lines, tenant_export_logged
 
 
@@ -18,9 +18,7 @@ class Command(JobCommand):
         parser.add_argument("--output", "-o", default="-", help="File to write (default: standard output).")
 
     def handle(self, *args: Any, tenant: str, output: str, **options: Any) -> None:
-        found = Tenant.objects.filter(slug=tenant).first()
-        if found is None:
-            raise CommandError(f"No tenant with slug {tenant!r}.")
+        found = tenant_named(tenant)
         tenant_export_logged(tenant=found, actor="manage.py")
         lines = tenant_export_lines(tenant=found)  # written as read: a tenant never sits whole in memory
         if output == "-":
