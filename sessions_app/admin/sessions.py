@@ -362,10 +362,11 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
         )
         return format_html("{} — {}", identifier_html(obj.user_id), links)
 
-    @admin.display(description="holds")
+    @admin.display(description="contains")
     def contents(self, obj: Session) -> str:
         """Messages, ADK events, LangGraph checkpoints or SDK items: counted for the whole page at
-        once on the list (``SessionChangeList``)."""
+        once on the list (``SessionChangeList``). "Contains", not "holds": staff read "holds" as
+        legal holds, which the same page lists."""
         counted = getattr(obj, "counted_contents", None) or selectors.session_contents([obj])[obj.pk]
         return str(counted)
 

@@ -96,7 +96,7 @@ def test_a_langgraph_session_shows_its_checkpoints_in_step_order_with_the_fork_u
     thread = frameworks["weather-graph"]
     page = client.get(reverse("admin:sessions_app_session_change", args=[thread.pk])).content.decode()
     read = text(page)
-    assert "Framework: LangGraph" in read and "Holds: 7 checkpoints" in read and "No checkpoints" not in read
+    assert "Framework: LangGraph" in read and "Contains: 7 checkpoints" in read and "No checkpoints" not in read
 
     # Step by step; the fork (Oslo) right under the checkpoint it branched from, then the line goes on.
     timeline = read[read.index("LangGraph checkpoints") :]
@@ -151,7 +151,7 @@ def test_an_openai_agents_session_shows_its_items_as_text_and_its_branches_by_na
     branch = frameworks["weather-chat.rome-instead"]
     page = client.get(reverse("admin:sessions_app_session_change", args=[branch.pk])).content.decode()
     read = text(page)
-    assert "Framework: OpenAI Agents SDK" in read and "Holds: 6 items" in read
+    assert "Framework: OpenAI Agents SDK" in read and "Contains: 6 items" in read
     assert "weather-chat, branch rome-instead · acme / ada / weather-chat.rome-instead" in read
     items = read[read.index("OpenAI Agents SDK items") :]
     assert re.search(
@@ -172,7 +172,10 @@ def test_an_adk_session_names_its_framework_and_counts_its_events(client, viewer
     login(client, viewer)
     adk = frameworks["adk-weather"]
     read = text(client.get(reverse("admin:sessions_app_session_change", args=[adk.pk])).content.decode())
-    assert "Framework: Google ADK" in read and "Holds: 4 events" in read
+    # "Contains", not "Holds": the same page lists the legal holds on the session.
+    assert "Framework: Google ADK" in read and "Contains: 4 events" in read and "Holds:" not in read
+    listed = client.get(SESSIONS, {"framework": "adk"}).content.decode()
+    assert re.search(r'class="column-contents">\s*<div class="text"><span>Contains</span>', listed)
     assert "get_weather" in read and "It is sunny in Paris, 21 C." in read
 
 
