@@ -184,6 +184,15 @@ class AgentStateSessionService(BaseSessionService, AgentStateHttp):
     async def get_session(
         self, *, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None = None
     ) -> Session | None:
+        session = await self._get_session(app_name, user_id, session_id, config)
+        if session is None and session_id != session_id.strip():  # stored padded (imported), or not at all
+            session = await self._get_session(app_name, user_id, session_id.strip(), config)
+        return session
+
+    async def _get_session(
+        self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
+    ) -> Session | None:
+        """The session under exactly this id, or None."""
         key = (app_name, user_id, session_id)
         window = config is not None and (config.num_recent_events is not None or bool(config.after_timestamp))
         held = self._held.get(key)
@@ -263,12 +272,19 @@ class AgentStateSessionService(BaseSessionService, AgentStateHttp):
             params["cursor"] = page["next"]
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        if not await self._delete_session(app_name, user_id, session_id) and session_id != session_id.strip():
+            await self._delete_session(app_name, user_id, session_id.strip())
+
+    async def _delete_session(self, app_name: str, user_id: str, session_id: str) -> bool:
+        """Deletes the session under exactly this id; False if there was none (no error in ADK)."""
         self._held.drop((app_name, user_id, session_id))
         try:
             await self._request("DELETE", self._url(app_name, user_id, session_id))
         except AgentStateError as exc:
-            if exc.status_code != 404:  # deleting a missing session is no error in ADK
+            if exc.status_code != 404:
                 raise
+            return False
+        return True
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         return (await self._request("GET", self._url(app_name, user_id, None, "state"))).json()["state"]
@@ -399,12 +415,14 @@ def _merged(held: list[Event], new: list[Event]) -> list[Event]:
 
 
 def _windowed(events: list[Event], config: GetSessionConfig) -> list[Event]:
-    """``GetSessionConfig``'s window of a session's events, as the server would pick it."""
+    """``GetSessionConfig``'s window of a session's events, as the server and ADK's database and
+    SQLite services pick it: the events at or after ``after_timestamp`` (a zero skipped, as
+    theirs), the last ``num_recent_events`` of those (all of them when fewer are left)."""
     if config.after_timestamp:
         after = config.after_timestamp
         events = events[bisect.bisect_left(events, after, key=lambda e: e.timestamp) :]
     if config.num_recent_events is not None:
-        events = events[len(events) - config.num_recent_events :] if config.num_recent_events else []
+        events = events[-config.num_recent_events :] if config.num_recent_events else []
     return events
 
 

@@ -125,6 +125,7 @@ async def test_windows_of_held_events_are_the_servers_windows(reader, writer):
         GetSessionConfig(num_recent_events=100),
         GetSessionConfig(after_timestamp=base + 2),
         GetSessionConfig(after_timestamp=base + 2, num_recent_events=2),
+        GetSessionConfig(after_timestamp=base + 5, num_recent_events=3),  # fewer left than asked: all of them
         GetSessionConfig(after_timestamp=base + 100),
     ]
     for config in configs:  # the writer holds nothing of "w": the server picks its windows
