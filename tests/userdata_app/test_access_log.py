@@ -19,8 +19,8 @@ from agentstate.tenancy.services import api_key_create
 from sessions_app import services
 from tests.admin.staff import login, staff
 from tests.threads import in_threads
-from userdata_app.access_log.chain import Pending, chain_prune, chain_verify, entries_append
-from userdata_app.access_log.models import AccessEntry, AccessPolicy
+from userdata_app.access_log.chain import ROSTER, Pending, chain_prune, chain_verify, entries_append
+from userdata_app.access_log.models import AccessChainHead, AccessEntry, AccessPolicy
 from userdata_app.erasure import erasure_request_verify
 from userdata_app.erasure.registry import subject_hash
 
@@ -62,7 +62,7 @@ def test_staff_opening_a_session_page_writes_one_entry_with_model_pk_and_hash(cl
     response = client.get(reverse("admin:sessions_app_session_change", args=[session.pk]))
 
     assert response.status_code == 200
-    (entry,) = AccessEntry.objects.all()
+    (entry,) = AccessEntry.objects.exclude(tenant=ROSTER)
     assert (entry.tenant, entry.actor, entry.action) == ("acme", "viewer", "view")
     assert (entry.model, entry.object_pks, entry.subject_hash) == (
         "sessions_app.Session",
@@ -90,7 +90,7 @@ def test_a_record_page_looks_its_person_up_once(client, tenant, reason_required)
 
     lookups = [query["sql"] for query in queries.captured_queries if 'tenant__slug"' in query["sql"]]
     assert len(lookups) == 1, lookups
-    (entry,) = AccessEntry.objects.all()
+    (entry,) = AccessEntry.objects.exclude(tenant=ROSTER)
     assert entry.action == "view" and entry.purpose == ("ticket 4411" if reason_required else "")
 
 
@@ -102,7 +102,7 @@ def test_a_list_of_messages_writes_one_entry_per_person_shown(client, tenant):
 
     assert client.get(reverse("admin:sessions_app_message_changelist")).status_code == 200
 
-    entries = AccessEntry.objects.order_by("seq")
+    entries = AccessEntry.objects.exclude(tenant=ROSTER).order_by("seq")
     assert {e.subject_hash for e in entries} == {digest(tenant), digest(tenant, "erin")}
     assert {e.model for e in entries} == {"sessions_app.Message"} and all(len(e.object_pks) == 2 for e in entries)
     assert {e.action for e in entries} == {"list"}
@@ -172,6 +172,37 @@ def test_entries_cut_from_the_end_disagree_with_the_head(tenant):
     assert verdict.broken_at == 4 and "head says #4" in verdict.problem
 
 
+def test_a_chain_deleted_whole_head_and_all_is_named(tenant, other_tenant):
+    """Nothing of the tenant's own rows is left to tell: the roster of chains recorded it beginning."""
+    chain_of(tenant, 3)
+    chain_of(other_tenant, 2)
+    AccessEntry.objects.filter(tenant="acme").delete()
+    AccessChainHead.objects.filter(tenant="acme").delete()
+
+    out, error = verify_command()
+
+    assert "acme: BROKEN at #1: its whole chain and its head are gone" in out and error
+    assert "globex: 2 entries verify." in out and "the roster of chains: 2 entries verify." in out
+
+
+def test_the_roster_deleted_with_the_chain_breaks_too(tenant, other_tenant):
+    chain_of(tenant, 3)
+    chain_of(other_tenant, 2)
+    roster = AccessEntry.objects.filter(tenant=ROSTER).order_by("seq")
+    assert [entry.detail for entry in roster] == [{"tenant": "acme"}, {"tenant": "globex"}]
+    AccessEntry.objects.filter(tenant="acme").delete()
+    AccessChainHead.objects.filter(tenant="acme").delete()
+    roster.filter(seq=1).delete()
+
+    out, error = verify_command()
+
+    assert "the roster of chains: BROKEN at #2: entries before #2 are missing" in out and error
+    AccessEntry.objects.filter(tenant=ROSTER).delete()
+    AccessChainHead.objects.filter(tenant=ROSTER).delete()
+    out, error = verify_command()
+    assert "the roster of chains: BROKEN at #1: it is gone" in out and "globex: BROKEN at #1" in out and error
+
+
 def test_retention_removes_a_prefix_and_verification_says_so(tenant):
     chain_of(tenant, 3)
     cut = timezone.now() + timedelta(microseconds=1)
@@ -210,7 +241,8 @@ def test_two_servers_writing_at_once_take_turns_on_the_chain_head(postgres_only,
     _, errors = in_threads(2, write)
 
     assert not errors
-    assert list(AccessEntry.objects.order_by("seq").values_list("seq", flat=True)) == list(range(1, 51))
+    chained = AccessEntry.objects.filter(tenant="acme").order_by("seq")
+    assert list(chained.values_list("seq", flat=True)) == list(range(1, 51))
     assert chain_verify(tenant="acme").ok
     assert connection.vendor == "postgresql"
 
@@ -261,7 +293,7 @@ def test_a_tenant_can_require_a_reason_before_a_conversation_opens(client, tenan
     assert given.status_code == 302 and given["Location"] == page
     opened = client.get(page)
     assert 'id="access-reason"' not in opened.content.decode()
-    (entry,) = AccessEntry.objects.all()
+    (entry,) = AccessEntry.objects.exclude(tenant=ROSTER)
     assert entry.purpose == "ticket 4411: user reports a wrong answer"
 
 
@@ -290,7 +322,7 @@ def test_a_compliance_keys_calls_are_logged_with_the_person_hashed(tenant):
     response = compliance.get(f"/api/v1/compliance/users/{SUBJECT}/export/")
 
     assert response.status_code == 200
-    (entry,) = AccessEntry.objects.all()
+    (entry,) = AccessEntry.objects.exclude(tenant=ROSTER)
     assert entry.action == "api" and entry.subject_hash == digest(tenant)
     assert entry.detail["route"] == "compliance-subject-export" and entry.detail["status"] == 200
     assert SUBJECT not in json.dumps(entry.detail) and "/api/" not in json.dumps(entry.detail)
@@ -342,7 +374,7 @@ def test_the_retention_command_anchors_what_it_removes(tenant):
 
     call_command("prune_access_log", days=0, stdout=io.StringIO())
 
-    assert list(AccessEntry.objects.values_list("action", flat=True)) == ["retention"]
+    assert list(AccessEntry.objects.filter(tenant="acme").values_list("action", flat=True)) == ["retention"]
     assert chain_verify(tenant="acme").ok
 
 

@@ -6,7 +6,9 @@ entry's ``mac`` included) under a key derived from the receipt key ring
 database can change rows but cannot compute a matching ``mac``: an entry edited, forged, moved or
 removed from the middle breaks the chain where it happened. Retention removes a prefix and appends
 an anchor entry naming the last removed entry and its ``mac``, so verification tells a prefix
-removed by retention from one deleted by hand.
+removed by retention from one deleted by hand. A chain deleted whole, head and all, leaves nothing
+in its tenant's rows: the roster of chains (a chain of its own, under ``ROSTER``, never pruned)
+records each tenant's chain as it begins, so verification names a tenant whose chain is gone.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from django.utils import timezone
 from userdata_app.access_log.models import AccessChainHead, AccessEntry
 
 ANCHOR = AccessEntry.Action.RETENTION
+CHAIN = AccessEntry.Action.CHAIN
+ROSTER = "*"  # the roster of chains' own chain: no tenant slug holds a "*"
 _MAC_FIELDS = (
     "tenant", "seq", "at", "actor", "action", "purpose", "model", "object_pks", "subject_hash", "key_id", "detail",
     "prev_mac",
@@ -92,13 +96,19 @@ class Pending:
 
 def entries_append(*, pending: dict[str, list[Pending]]) -> list[AccessEntry]:
     """Append entries to each tenant's chain (``{slug: entries}``), in one transaction that holds
-    their heads: servers writing at once take turns, each entry follows the one before it."""
+    their heads: servers writing at once take turns, each entry follows the one before it. A chain's
+    first entry is recorded in the roster of chains too."""
     if not pending:
         return []
     with transaction.atomic():
         heads = _heads_locked(sorted(pending))
+        begun = [slug for slug in sorted(pending) if heads[slug].seq == 0 and pending[slug]]
         entries = [entry for slug in sorted(pending) for entry in _chained(heads[slug], pending[slug])]
-        AccessEntry.objects.bulk_create(entries)
+        rostered = []
+        if begun:  # the roster's head is locked after the tenants' heads, by every writer alike
+            roster = heads[ROSTER] = _heads_locked([ROSTER])[ROSTER]
+            rostered = _chained(roster, [Pending("agentstate", CHAIN, detail=(("tenant", slug),)) for slug in begun])
+        AccessEntry.objects.bulk_create(entries + rostered)
         AccessChainHead.objects.bulk_update(list(heads.values()), ["seq", "mac"])
     return entries
 
@@ -194,7 +204,35 @@ def chain_tenants() -> list[str]:
     """Every tenant with a chain (a head or an entry: a head without entries is a deleted chain)."""
     heads = AccessChainHead.objects.values_list("tenant", flat=True)
     logged = AccessEntry.objects.values_list("tenant", flat=True).distinct().order_by()
-    return sorted(set(heads) | set(logged))
+    return sorted((set(heads) | set(logged)) - {ROSTER})
+
+
+def chains_verify(*, tenant: str | None = None) -> list[Verdict]:
+    """The roster's chain, then every tenant's (or ``tenant``'s): a tenant the roster recorded
+    beginning a chain that is gone whole, head and all, or whose chain the roster never recorded,
+    does not verify either. A log deleted whole, roster and all, leaves nothing to tell."""
+    present = chain_tenants()
+    rostered: dict[str, int] = {}
+    for seq, detail in AccessEntry.objects.filter(tenant=ROSTER, action=CHAIN).values_list("seq", "detail"):
+        rostered.setdefault(detail.get("tenant"), seq)
+    verdicts = []
+    if AccessChainHead.objects.filter(tenant=ROSTER).exists() or rostered:
+        verdicts.append(chain_verify(tenant=ROSTER))
+    elif present:
+        gone = "it is gone, head and all, while tenants' chains remain."
+        verdicts.append(Verdict(ROSTER, 0, broken_at=1, problem=gone))
+    for slug in [tenant] if tenant is not None else sorted(set(present) | set(rostered)):
+        if slug in rostered and slug not in present:
+            gone = f"its whole chain and its head are gone (the roster recorded it beginning, at #{rostered[slug]})."
+            verdicts.append(Verdict(slug, 0, broken_at=1, problem=gone))
+        elif slug in present:
+            verdict = chain_verify(tenant=slug)
+            if verdict.ok and slug not in rostered:
+                verdict = Verdict(slug, verdict.entries, broken_at=1, problem="the roster of chains never recorded it.")
+            verdicts.append(verdict)
+        else:
+            verdicts.append(Verdict(slug, 0))  # no chain, nor ever one: nobody's data was read in it
+    return verdicts
 
 
 # --- Retention ---------------------------------------------------------------------------------

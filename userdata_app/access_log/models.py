@@ -18,6 +18,7 @@ class AccessEntry(models.Model):
         API = "api", "Compliance key API call"
         LOOKUP = "lookup", "Looked up who saw a subject's data"
         RETENTION = "retention", "Retention removed older entries"
+        CHAIN = "chain", "A tenant's chain began (the roster of chains)"
 
     tenant = models.CharField(max_length=64, help_text="The tenant's slug: the log outlives the tenant.")
     seq = models.BigIntegerField()

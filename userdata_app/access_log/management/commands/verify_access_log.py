@@ -1,10 +1,11 @@
-"""Check every tenant's access-log chain and say where it breaks (exit status 1 if one does)."""
+"""Check every tenant's access-log chain, and the roster that records each chain's beginning, and
+say where one breaks or which is gone (exit status 1 if one does)."""
 
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from userdata_app.access_log.chain import chain_tenants, chain_verify
+from userdata_app.access_log.chain import ROSTER, chains_verify
 
 
 class Command(BaseCommand):
@@ -15,8 +16,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, tenant: str | None, **options: Any) -> None:
         broken = 0
-        for slug in [tenant] if tenant else chain_tenants():
-            verdict = chain_verify(tenant=slug)
+        for verdict in chains_verify(tenant=tenant):
+            slug = "the roster of chains" if verdict.tenant == ROSTER else verdict.tenant
             if verdict.ok:
                 retained = (
                     f"; entries before #{verdict.retained_from} removed by retention" if verdict.retained_from else ""
