@@ -28,7 +28,10 @@ from django.apps import apps
 from django.core import checks
 from django.db import models
 
+from agentstate.exceptions import Held
 from agentstate.holds.selectors import held as held_by
+from agentstate.holds.selectors import held_reference
+from agentstate.holds.services import holds_lock
 from agentstate.subjects import PROCESS_STATE, USER_DATA
 
 if TYPE_CHECKING:
@@ -92,6 +95,9 @@ class SubjectData:
     declared row it points to, and exist while it does (the session is the unit). ``count_roots``
     and ``erase_roots`` replace the table's own count and delete for data kept outside it (working
     state in Redis): they take the primary keys of the subject's rows ``via`` points to.
+    ``hangs_off``: rows that carry their own person and yet hang off a row others point to by
+    ``via`` (a session's artifacts, its events' ``user:`` deltas) name that row's primary key in
+    this column (a foreign key or an integer), so a hold on it covers them (``rows_held``).
     ``part`` tells the root's exporter how to export the rows (``sessions_app``'s session parts),
     ``retention`` says which retention rule removes process state's rows besides their session's
     deletion (``sessions_app``'s ``AgesWithMessages``, or the rule's name), or why none does.
@@ -106,6 +112,7 @@ class SubjectData:
     kind: str
     label: str = ""
     via: str = ""
+    hangs_off: str = ""
     existed: str = ""
     export: Export | ExportedWith | None = None
     part: Any = None
@@ -166,25 +173,54 @@ def category_label(category: str) -> str:
     return category.replace("_", " ")
 
 
+def counted(counts: dict[str, int]) -> list[tuple[str, int]]:
+    """The categories a count found rows in, by label, in the map's order: what staff read of any
+    count (receipts, previews, banners, messages, the history, ``erase_user``). The zeros are left
+    out: sixteen categories of which two hold rows read as those two."""
+    return [(category_label(category), n) for category, n in counts.items() if n]
+
+
 def counts_text(counts: dict[str, int]) -> str:
-    """``{"user_data": 2, "messages": 6}`` as people read it: "2 user data, 6 messages"."""
-    return ", ".join(f"{n} {category_label(category)}" for category, n in counts.items())
+    """``{"user_data": 2, "memories": 0, "messages": 6}`` as people read it: "2 user data, 6
+    messages" (``counted``); "nothing" when every count is zero."""
+    return ", ".join(f"{n} {label}" for label, n in counted(counts)) or "nothing"
 
 
 # --- One subject's rows ------------------------------------------------------------------------
 
 
-def rows_held(model: type[models.Model]) -> models.Exists:
-    """Whether a legal hold (``agentstate.holds``) covers a row of the declared model: a hold on
-    its tenant or person, or on the row it hangs off (a session hold covers the session and what
-    hangs off it). The one rule retention's sweeps and erasure apply to every category."""
+def _hold_lookups(model: type[models.Model]) -> dict[str, str | None]:
+    """How a row of the declared model reaches what a hold names, by the map's ``via`` chain: its
+    tenant, its person, and the session it is or hangs off (``via``, ``hangs_off``), if any."""
     declaration = _declared[model]
     if declaration.via:
-        return held_by(
-            tenant=f"{declaration.via}__tenant", user_id=f"{declaration.via}__user_id", session=declaration.via
-        )
-    is_root = any(d.via and d.root is declaration.model for d in _declared.values())
-    return held_by(session="pk" if is_root else None)
+        via = declaration.via
+        return {"tenant": f"{via}__tenant", "user_id": f"{via}__user_id", "session": via}
+    is_root = any(d.via and d.root is model for d in _declared.values())
+    return {"session": "pk" if is_root else declaration.hangs_off or None}
+
+
+def rows_held(model: type[models.Model]) -> models.Exists:
+    """Whether a legal hold (``agentstate.holds``) covers a row of the declared model: a hold on
+    its tenant or person, or on the session it is or hangs off (a session hold covers the session
+    and everything that hangs off it). The one rule every deletion applies to every category:
+    erasure, retention's sweeps, the memories' TTL, and the API's deletes (``rows_hold_check``)."""
+    return held_by(**_hold_lookups(model))
+
+
+def rows_hold_check(rows: models.QuerySet, *, tenant_pk: int, what: str) -> None:
+    """Inside the transaction that deletes these rows of a declared model (of one tenant), before it
+    does: take the tenant's hold lock and refuse (``Held``, with the hold's reference) while a hold
+    covers any of them."""
+    holds_lock(tenant_pk=tenant_pk, exclusive=False)
+    reference = (
+        rows.annotate(hold_reference=held_reference(**_hold_lookups(rows.model)))
+        .filter(hold_reference__isnull=False)
+        .values_list("hold_reference", flat=True)
+        .first()
+    )
+    if reference is not None:
+        raise Held.of(reference, what=what)
 
 
 def subject_rows(
@@ -242,14 +278,14 @@ def subject_erase(
     kinds: Iterable[str],
     existed_at: dict[str, datetime | None] | None = None,
     before_delete: Callable[[models.QuerySet], None] = lambda rows: None,
-    held: bool | None = None,
 ) -> dict[str, int]:
     """Delete the subject's rows of every model of these kinds; counts per category. Inside the
-    caller's transaction: the rows other rows hang off (sessions) are locked first, so a write
-    running against them finishes before and one that starts later finds them gone; the rows that
-    hang off them go before them. ``before_delete`` sees each queryset first (the admin log is
-    scrubbed of it). With ``held=False``, what legal holds cover stays. Bulk deletes: a fixed
-    number of statements whatever the number of rows."""
+    caller's transaction: the tenant's hold lock first, then the rows other rows hang off
+    (sessions) are locked, so a write running against them finishes before and one that starts
+    later finds them gone; the rows that hang off them go before them. ``before_delete`` sees each
+    queryset first (the admin log is scrubbed of it). What legal holds cover stays (``rows_held``).
+    Bulk deletes: a fixed number of statements whatever the number of rows."""
+    holds_lock(tenant_pk=tenant.pk, exclusive=False)
     counts: Counter[str] = Counter()
     for kind in kinds:
         when = (existed_at or {}).get(kind)
@@ -257,7 +293,7 @@ def subject_erase(
         roots = {d.root for d in kind_declared if d.via}
         locked = {
             root: list(
-                subject_rows(_declared[root], tenant=tenant, user_id=user_id, existed_at=when, held=held)
+                subject_rows(_declared[root], tenant=tenant, user_id=user_id, existed_at=when, held=False)
                 .select_for_update()
                 .values_list("pk", flat=True)
             )
@@ -268,7 +304,7 @@ def subject_erase(
             if d.erase_roots is not None:
                 counts[d.category] += d.erase_roots(locked[d.root])
                 continue
-            rows = subject_rows(d, tenant=tenant, user_id=user_id, existed_at=when, held=held)
+            rows = subject_rows(d, tenant=tenant, user_id=user_id, existed_at=when, held=False)
             before_delete(rows)
             deleted = rows.delete()[1]  # only this model's rows: cascades are counted by their own
             counts[d.category] += deleted.get(d.model._meta.label, 0)
@@ -349,6 +385,8 @@ def incomplete() -> list[str]:
             problems.append(f"{name} hangs off {d.root._meta.label}, which itself hangs off another model.")
         if d.kind == PROCESS_STATE and d.retention is None:
             problems.append(f"{name} says nothing of retention (the rule that removes its rows, or why none does).")
+        if d.hangs_off and d.via:
+            problems.append(f"{name} names both via and hangs_off: its rows hang off their session one way.")
         if (d.count_roots is None) != (d.erase_roots is None):
             problems.append(f"{name} counts and erases its rows in different places.")
     return problems

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentstate.exceptions import NotFound
-from agentstate.holds.services import hold_check
+from agentstate.subject_data import rows_hold_check
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
@@ -39,9 +39,12 @@ def user_datum_set(*, tenant: Tenant, user_id: str, key: str, value: Any) -> Use
     return UserDatum.objects.get(tenant=tenant, user_id=datum.user_id, key=datum.key)
 
 
+@transaction.atomic
 def user_datum_delete(*, tenant: Tenant, user_id: str, key: str) -> None:
-    """Delete one key of a user; a missing key is not found. Refused while a legal hold covers the user."""
-    hold_check(tenant_pk=tenant.pk, user_id=user_id, what="this user's data")
-    deleted, _ = UserDatum.objects.filter(tenant=tenant, user_id=user_id, key=key).delete()
+    """Delete one key of a user; a missing key is not found. Refused while a legal hold covers the
+    user: checked and deleted in one transaction, so a hold placed meanwhile waits for the delete."""
+    rows = UserDatum.objects.filter(tenant=tenant, user_id=user_id, key=key)
+    rows_hold_check(rows, tenant_pk=tenant.pk, what="this user's data")
+    deleted, _ = rows.delete()
     if not deleted:
         raise NotFound(f"No value stored under {key!r}.")

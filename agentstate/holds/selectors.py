@@ -3,7 +3,7 @@ for one person or session, an ``Exists`` expression (``held``) for a sweep over 
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
 from agentstate.holds.models import LegalHold
 from agentstate.tenancy.models import Tenant
@@ -44,18 +44,27 @@ def hold_covering(*, tenant: Tenant | int, user_id: str = "", session_pk: int | 
     return holds_covering(tenant=tenant, user_id=user_id, session_pk=session_pk).first()
 
 
-def held(*, tenant: str = "tenant", user_id: str = "user_id", session: str | None = None) -> Exists:
-    """For a queryset whose rows reach a person through these lookups (``session``: the session's
-    primary key, for rows a session hold covers): whether an active hold covers the row."""
-    return Exists(
-        _covering(tenant=OuterRef(tenant), user_id=OuterRef(user_id), session_pk=OuterRef(session) if session else None)
+def _covering_row(*, tenant: str, user_id: str, session: str | None) -> QuerySet[LegalHold]:
+    return _covering(
+        tenant=OuterRef(tenant), user_id=OuterRef(user_id), session_pk=OuterRef(session) if session else None
     )
 
 
-def holds_on_subject(*, tenant: Tenant, user_id: str, sessions: bool) -> QuerySet[LegalHold]:
-    """The active holds on the tenant or the person, and with ``sessions`` on their sessions."""
-    person = Q(user_id=user_id) if sessions else Q(user_id=user_id, session_pk__isnull=True)
-    return holds_active().filter(Q(user_id="") | person, tenant=tenant).order_by("placed_at", "pk")
+def held(*, tenant: str = "tenant", user_id: str = "user_id", session: str | None = None) -> Exists:
+    """For a queryset whose rows reach a person through these lookups (``session``: the session's
+    primary key, for rows a session hold covers): whether an active hold covers the row."""
+    return Exists(_covering_row(tenant=tenant, user_id=user_id, session=session))
+
+
+def held_reference(*, tenant: str = "tenant", user_id: str = "user_id", session: str | None = None) -> Subquery:
+    """``held``'s rows, named: the reference of the oldest active hold covering the row, or NULL."""
+    covering = _covering_row(tenant=tenant, user_id=user_id, session=session)
+    return Subquery(covering.order_by("placed_at", "pk").values("reference")[:1])
+
+
+def holds_on_subject(*, tenant: Tenant, user_id: str) -> QuerySet[LegalHold]:
+    """The active holds on the tenant, the person or one of their sessions."""
+    return holds_active().filter(Q(user_id="") | Q(user_id=user_id), tenant=tenant).order_by("placed_at", "pk")
 
 
 def holds_of(*, tenant: Tenant, user_id: str | None = None, session_pk: int | None = None) -> QuerySet[LegalHold]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 
 from django.db import connection, transaction
+from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, Held, InvalidInput
@@ -29,8 +30,20 @@ def holds_lock_key(tenant_pk: int) -> int:
     )
 
 
+def holds_lock_required() -> None:
+    """Refuse, at once, a hold check or a hold lock taken outside a transaction: the lock would end
+    with its own statement, so a hold placed before the delete runs would be acknowledged and then
+    not seen (a programming error, on every database, not a silent pass)."""
+    if not connection.in_atomic_block:
+        raise TransactionManagementError(
+            "A hold check runs inside the transaction that deletes (transaction.atomic): outside it "
+            "the hold lock is gone before the delete."
+        )
+
+
 def holds_lock(*, tenant_pk: int, exclusive: bool) -> None:
     """Inside a transaction: the tenant's hold lock (see the module's docstring), until commit."""
+    holds_lock_required()
     if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
@@ -40,11 +53,16 @@ def holds_lock(*, tenant_pk: int, exclusive: bool) -> None:
         )
 
 
-def hold_check(*, tenant_pk: int, user_id: str = "", session_pk: int | None = None, what: str = "this data") -> None:
-    """Inside the deleting transaction, before it deletes: raise ``Held`` when an active hold
-    covers the tenant, the person (``user_id``) or the session (``session_pk``)."""
+def hold_applying(*, tenant_pk: int, user_id: str = "", session_pk: int | None = None) -> LegalHold | None:
+    """Inside the deleting transaction, before it deletes: the tenant's hold lock, then the oldest
+    active hold covering the tenant, the person (``user_id``) or the session (``session_pk``)."""
     holds_lock(tenant_pk=tenant_pk, exclusive=False)
-    hold = hold_covering(tenant=tenant_pk, user_id=user_id, session_pk=session_pk)
+    return hold_covering(tenant=tenant_pk, user_id=user_id, session_pk=session_pk)
+
+
+def hold_check(*, tenant_pk: int, user_id: str = "", session_pk: int | None = None, what: str = "this data") -> None:
+    """``hold_applying``, refused: raise ``Held`` when an active hold covers what is deleted."""
+    hold = hold_applying(tenant_pk=tenant_pk, user_id=user_id, session_pk=session_pk)
     if hold is not None:
         raise Held.of(hold.reference, what=what)
 

@@ -18,8 +18,9 @@ from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from agentstate.exceptions import NotFound, PreconditionFailed, SessionEnded
+from agentstate.holds.models import LegalHold
 from agentstate.holds.selectors import held
-from agentstate.holds.services import hold_check, holds_lock, holds_lock_key
+from agentstate.holds.services import hold_applying, hold_check, holds_lock, holds_lock_key, holds_lock_required
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
@@ -109,6 +110,8 @@ def session_touch(session: Session, *, holds_lock_shared: bool = False) -> Sessi
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     params: list[Any] = [now, session.pk]
     returning = "*"
+    if holds_lock_shared:
+        holds_lock_required()
     if holds_lock_shared and connection.vendor == "postgresql":
         returning += ", pg_advisory_xact_lock_shared(%s) AS holds_locked"
         params.append(holds_lock_key(session.tenant_id))
@@ -129,6 +132,11 @@ def session_hold_check(session: Session, *, what: str = "this session") -> None:
     """Inside the transaction that deletes rows of the session, before it does: refuse (``Held``)
     while a legal hold covers the session, its person or its tenant."""
     hold_check(tenant_pk=session.tenant_id, user_id=session.user_id, session_pk=session.pk, what=what)
+
+
+def session_held(session: Session) -> LegalHold | None:
+    """``session_hold_check`` for a write that keeps what a hold covers rather than refusing."""
+    return hold_applying(tenant_pk=session.tenant_id, user_id=session.user_id, session_pk=session.pk)
 
 
 def sessions_hold_check(*, tenant: Tenant, session_pks: list[int], what: str) -> None:

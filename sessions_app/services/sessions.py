@@ -21,6 +21,7 @@ from sessions_app.services.live import (
     activity_changes,
     check_version,
     lock_session,
+    session_held,
     session_hold_check,
     working_state_clear_on_commit,
 )
@@ -136,7 +137,8 @@ def session_update(
 
 @transaction.atomic
 def session_end(*, session: Session, expected_version: int | None = None) -> Session:
-    """Mark the session ended and discard its working state; ending twice changes nothing (an
+    """Mark the session ended and discard its working state (kept while a legal hold covers the
+    session: a hold keeps a session with everything in it); ending twice changes nothing (an
     ended session is returned as it is, so a retried end never fails on its own version bump).
     With ``expected_version``, a live session is ended only if nobody changed it meanwhile. An
     agent's end is final: a session retention ended is ended again, now, and no write reopens it."""
@@ -147,7 +149,8 @@ def session_end(*, session: Session, expected_version: int | None = None) -> Ses
     Session.objects.filter(Q(ended_at__isnull=True) | Q(ended_by_retention=True), pk=session.pk).update(
         ended_at=now, updated_at=now, ended_by_retention=False, version=F("version") + 1
     )
-    working_state_clear_on_commit([session.pk])
+    if session_held(locked) is None:
+        working_state_clear_on_commit([session.pk])
     session.refresh_from_db()
     return session
 

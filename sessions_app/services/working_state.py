@@ -9,7 +9,7 @@ from django.db import transaction
 from agentstate.validation import clean_identifier, clean_json
 from sessions_app import working_state
 from sessions_app.models import Session
-from sessions_app.services.live import update_live_session
+from sessions_app.services.live import lock_session, session_hold_check, update_live_session
 
 
 @transaction.atomic
@@ -33,7 +33,12 @@ def working_state_replace(*, session: Session, data: Any) -> dict[str, Any]:
     return working_state.get_store().replace(session.pk, data)
 
 
+@transaction.atomic
 def working_state_clear(*, session: Session) -> None:
+    """Discard the working state; refused (``Held``) while a legal hold covers the session, its
+    person or its tenant: a hold keeps a session with everything in it."""
+    lock_session(session)
+    session_hold_check(session, what="this session's working state")
     working_state.get_store().clear(session.pk)
 
 

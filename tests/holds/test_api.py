@@ -29,6 +29,7 @@ DESTRUCTIVE = {
     ("langgraph-runs-delete", "post"): ("/api/v1/langgraph/runs/delete/", {"run_ids": ["r1"]}),
     ("user-datum", "delete"): ("/api/v1/users/u1/data/email/", None),
     ("adk-artifact-list", "delete"): (ARTIFACTS + "?filename=note.txt&session_id=a1", None),
+    ("working-state", "delete"): (S + "working-state/", None),
     ("store-batch", "post"): (
         "/api/v1/store/batch/",
         {"ops": [{"op": "put", "namespace": ["users", "u1", "prefs"], "key": "k", "value": None}]},
@@ -39,15 +40,14 @@ DESTRUCTIVE = {
 NOT_DESTRUCTIVE = {
     ("session-list", "post"): "creates a session",
     ("session-detail", "patch"): "changes metadata: a write",
-    ("session-end", "post"): "ends the session; its rows stay (its working state, an agent's scratch, goes)",
+    ("session-end", "post"): "ends the session; its rows stay (its working state too, while a hold covers it)",
     ("session-fork", "post"): "copies into a new session; an existing id is refused, nothing is replaced",
     ("message-list", "post"): "appends",
     ("round-list", "post"): "appends a round",
     ("round-detail", "put"): "a write (the round's new state)",
     ("checkpoint-list", "post"): "adds a checkpoint",
-    ("working-state", "put"): "working state is an agent's scratch, not kept by a hold (docs/COMPLIANCE.md)",
-    ("working-state", "patch"): "working state is an agent's scratch, not kept by a hold",
-    ("working-state", "delete"): "working state is an agent's scratch, not kept by a hold",
+    ("working-state", "put"): "a write (the working state's new value)",
+    ("working-state", "patch"): "a write (keys merged; a null removes a key, as a write of it)",
     ("transition-list", "post"): "records a hand-off",
     ("adk-session-create", "post"): "creates a session",
     ("adk-event-list", "post"): "appends events",
@@ -151,3 +151,13 @@ def test_held_data_stays_writable(api, tenant):
         api.post(S + "end/", {}, format="json"),
     ):
         assert response.status_code in (200, 201), (response.status_code, response.content[:300])
+
+
+def test_ending_a_held_session_keeps_its_working_state(api, tenant, django_capture_on_commit_callbacks):
+    """A hold keeps a session with everything in it: an end discards the working state only of a
+    session no hold covers."""
+    build(api)
+    _place(tenant, "person")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post(S + "end/", {}, format="json").status_code == 200
+    assert rows()["working_state"] == 1

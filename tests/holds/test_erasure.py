@@ -17,6 +17,7 @@ from agentstate.holds import services as holds
 from agentstate.holds.models import LegalHold
 from sessions_app import services as session_services
 from sessions_app.models import Message, Session
+from tests.holds.world import build
 from tests.subjects import held as rows_of
 from tests.userdata_app.erasure_factories import SUBJECT_DATA_COUNTS as FULL
 from tests.userdata_app.erasure_factories import (
@@ -27,7 +28,9 @@ from tests.userdata_app.erasure_factories import (
 )
 from userdata_app import erasure
 from userdata_app import services as userdata_services
-from userdata_app.models import ErasedSubject, ErasureRequest
+from userdata_app.adk.models import AdkEventUserDelta
+from userdata_app.artifacts.models import Artifact
+from userdata_app.models import ErasedSubject, ErasureReceipt, ErasureRequest, UserDatum
 
 pytestmark = pytest.mark.django_db
 Scope, Status = ErasureRequest.Scope, ErasureRequest.Status
@@ -157,3 +160,21 @@ def test_reapplying_erasures_after_a_restore_keeps_what_a_hold_now_covers(world)
     assert erasure.erasures_reapply(dry_run=True)["would_erase_messages"] == 0
     assert erasure.erasures_reapply()["erased_messages"] == 0
     assert rows_of(tenant=world, user_id="alice") == FULL
+
+
+@pytest.mark.parametrize("scope", [Scope.USER_DATA, Scope.EVERYTHING])
+def test_a_session_hold_withholds_what_hangs_off_the_session_in_any_scope(api, tenant, scope):
+    """The held ADK session's artifacts and its events' ``user:`` deltas are user data that hang off
+    it (the map's ``hangs_off``): the erasure keeps them, as the API's delete does, and says so."""
+    build(api)
+    a1 = Session.objects.get(tenant=tenant, user_id="u1", session_id="a1")
+    holds.legal_hold_place(tenant=tenant, user_id="u1", session_pk=a1.pk, reference="CASE-5", reason="r")
+    out = io.StringIO()
+    call_command("erase_user", "--subject", "acme:u1", "--scope", scope, "--yes", "--withhold-held", stdout=out)
+
+    assert Artifact.objects.filter(adk_session=a1).count() == 1
+    assert AdkEventUserDelta.objects.filter(session_pk=a1.pk).count() == 1
+    assert not UserDatum.objects.filter(user_id="u1").exists()  # the rest of the person is erased
+    [kept] = ErasureReceipt.objects.get().withheld
+    assert (kept["holds"], kept["whole"]) == (["CASE-5"], False)
+    assert (kept["counts"]["artifacts"], kept["counts"]["adk_user_state"]) == (1, 1)

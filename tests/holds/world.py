@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from sessions_app import working_state
 from sessions_app.adk.models import AdkEvent
 from sessions_app.langgraph.models import LangGraphCheckpoint
 from sessions_app.models import Message, Round, Session
@@ -16,6 +18,8 @@ ADK = "/api/v1/adk/apps/app/users/u1/sessions/"
 ARTIFACTS = "/api/v1/adk/apps/app/users/u1/artifacts/"
 THREAD = {"thread_id": "t1", "default_user_id": "u1", "checkpoint_ns": ""}
 TYPED_VALUE = {"type": "json", "data": "e30=", "rendered": {}}
+# An ADK event whose state delta holds a user: key: that part is user data hanging off its session.
+EVENT = {"id": "e1", "author": "user", "timestamp": 1.0, "actions": {"state_delta": {"user:city": "Paris", "k": 1}}}
 
 
 def checkpoint(checkpoint_id: str, run_id: str = "r1") -> dict[str, Any]:
@@ -29,14 +33,17 @@ def checkpoint(checkpoint_id: str, run_id: str = "r1") -> dict[str, Any]:
 
 
 def build(api) -> None:
-    """u1 of acme: a session s1 with messages and rounds, an ADK session a1, a LangGraph thread t1
-    of run r1, a user datum, a memory item and an artifact of a1; every call through the API, as an agent makes them."""
+    """u1 of acme: a session s1 with messages, rounds and working state, an ADK session a1, a
+    LangGraph thread t1 of run r1, a user datum, a memory item, and an event (with a ``user:``
+    delta) and an artifact of a1; every call through the API, as an agent makes them."""
     for response in (
         api.post("/api/v1/sessions/", {"user_id": "u1", "session_id": "s1"}, format="json"),
         api.post(S + "messages/", {"messages": [{"content": c} for c in "abc"]}, format="json"),
         api.post(S + "rounds/", {"state": {"r": 1}}, format="json"),
         api.post(S + "rounds/", {"state": {"r": 2}}, format="json"),
+        api.put(S + "working-state/", {"task": "t"}, format="json"),
         api.post(ADK, {"session_id": "a1", "state": "{}"}, format="json"),
+        api.post(ADK + "a1/events/", {"event": json.dumps(EVENT)}, format="json"),
         api.post("/api/v1/langgraph/checkpoints/", checkpoint("c1"), format="json"),
         api.post("/api/v1/langgraph/checkpoints/", checkpoint("c2"), format="json"),
         api.put("/api/v1/users/u1/data/email/", {"value": "me@example.com"}, format="json"),
@@ -51,8 +58,10 @@ def build(api) -> None:
 
 
 def rows() -> dict[str, int]:
-    """Every table a destructive call can shrink, counted."""
-    return {
+    """Every table a destructive call can shrink, counted, and the sessions' working state."""
+    counted = {
         model.__name__: model.objects.count()
         for model in (Session, Message, Round, AdkEvent, LangGraphCheckpoint, UserDatum, MemoryItem, Artifact)
     }
+    sessions = list(Session.objects.values_list("pk", flat=True))
+    return {**counted, "working_state": working_state.get_store().count_many(sessions)}

@@ -33,6 +33,7 @@ def declare() -> None:
             kind=USER_DATA,
             label="ADK user state",
             existed="created_at",
+            hangs_off="session_pk",  # its event's session: a hold on it keeps the delta
             export=ExportedWith(CATEGORY),
             # Travels in its session's block (session_pk written as the session's key).
             portable=Portable(

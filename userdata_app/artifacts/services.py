@@ -24,7 +24,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from agentstate.exceptions import InvalidInput, NotFound, StorageUnavailable, ValueTooLarge
-from agentstate.holds.services import hold_check
+from agentstate.subject_data import rows_hold_check
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
@@ -185,7 +185,6 @@ def artifact_save(
 
 
 @transaction.atomic
-@transaction.atomic
 def artifact_delete(*, tenant: Tenant, app_name: str, user_id: str, filename: Any, session_id: Any = None) -> int:
     """Delete every version of an artifact (its files once this commits); how many went. A new
     save afterwards starts again at version 0, as in ADK's own services. A legal hold on the
@@ -194,9 +193,7 @@ def artifact_delete(*, tenant: Tenant, app_name: str, user_id: str, filename: An
     versions = selectors.artifact_versions(
         tenant=tenant, app_name=app_name, user_id=user_id, session_id=session_id, filename=filename
     )
-    session_pks: set[int | None] = set(versions.values_list("adk_session_id", flat=True)) or {None}
-    for session_pk in session_pks:
-        hold_check(tenant_pk=tenant.pk, user_id=user_id, session_pk=session_pk, what="this artifact")
+    rows_hold_check(versions, tenant_pk=tenant.pk, what="this artifact")
     return versions.delete()[0]
 
 

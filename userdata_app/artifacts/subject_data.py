@@ -28,6 +28,7 @@ def declare() -> None:
             label="artifacts",
             # A version saved since an erasure is the person's new data: re-applying it keeps it.
             existed="created_at",
+            hangs_off="adk_session",  # a session's artifact: a hold on the session keeps it
             export=Export(CATEGORY, subject_artifacts_export),
             # The bytes travel (base64), not the storage's random name.
             portable=Portable(

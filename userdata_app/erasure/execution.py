@@ -108,18 +108,22 @@ def subjects_preview(*, subjects: list[tuple[Tenant, str]], scope: str) -> dict[
 
 def subjects_withheld(*, subjects: list[tuple[Tenant, str]], scope: str) -> list[Withheld]:
     """What active legal holds keep of these subjects in ``scope``: one query per subject, and the
-    held rows counted only for a subject a hold covers."""
+    held rows counted (``subject_data.rows_held``) only for a subject a hold covers. A session hold
+    keeps what hangs off the session in any scope (its artifacts, its events' ``user:`` deltas)."""
     withheld = []
     for tenant, user_id in subjects:
-        holds = list(holds_on_subject(tenant=tenant, user_id=user_id, sessions=PROCESS_STATE in kinds_in_scope(scope)))
-        if holds:
-            counts = subject_data.subject_counts(tenant=tenant, user_id=user_id, kinds=kinds_in_scope(scope), held=True)
+        holds = list(holds_on_subject(tenant=tenant, user_id=user_id))
+        if not holds:
+            continue
+        counts = subject_data.subject_counts(tenant=tenant, user_id=user_id, kinds=kinds_in_scope(scope), held=True)
+        whole = any(h.session_pk is None for h in holds)
+        if whole or any(counts.values()):
             withheld.append(
                 Withheld(
                     tenant=tenant,
                     user_id=user_id,
                     references=list(dict.fromkeys(h.reference for h in holds)),
-                    whole=any(h.session_pk is None for h in holds),
+                    whole=whole,
                     counts=counts,
                 )
             )
@@ -177,7 +181,6 @@ def erase_subject(
         kinds=kinds_in_scope(scope),
         existed_at={USER_DATA: user_data_existed_at, PROCESS_STATE: process_state_existed_at},
         before_delete=_scrub_admin_log,
-        held=False,
     )
 
 
