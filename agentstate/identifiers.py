@@ -57,14 +57,15 @@ class IdentifierField(models.CharField):
     """A column holding an identifier: its form field is ``IdentifierFormField``. Stored and migrated
     as the plain ``CharField`` it is (``deconstruct``), so the class changes no schema."""
 
-    def __init__(self, *args: Any, max_length: int = IDENTIFIER_MAX_LENGTH, **kwargs: Any) -> None:
-        super().__init__(*args, max_length=max_length, **kwargs)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", IDENTIFIER_MAX_LENGTH)
+        super().__init__(*args, **kwargs)
 
     def deconstruct(self) -> Any:
         name, _path, args, kwargs = super().deconstruct()
         return name, "django.db.models.CharField", args, kwargs
 
-    def formfield(self, **kwargs: Any) -> Any:  # type: ignore[override]
+    def formfield(self, **kwargs: Any) -> Any:
         return super().formfield(**{"form_class": IdentifierFormField, **kwargs})
 
 
