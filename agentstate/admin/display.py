@@ -12,10 +12,12 @@ from django.contrib import admin, messages
 from django.db.models import Model, QuerySet, TextField
 from django.db.models.functions import Cast, Length, Substr
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from agentstate import access
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import IDENTIFIER_MAX_LENGTH, clean_identifier, identifier_visible
 
@@ -122,6 +124,24 @@ def identifier_display(field: str, *, description: str, length: bool = False) ->
     def display(self: Any, obj: Model) -> str:
         value = getattr(obj, field)
         return identifier_html(value, length=length) if value else "—"
+
+    return display
+
+
+def related_display(field: str, *, description: str) -> Callable[[Any, Model], str]:
+    """A read-only field showing the row foreign key ``field`` points to, linked to its page only
+    for a login that may open it (Django's own read-only foreign key links whoever looks)."""
+
+    @admin.display(description=description)
+    def display(self: Any, obj: Model) -> str:
+        related = getattr(obj, field)
+        if related is None:
+            return "—"
+        meta = related._meta
+        if not (self.admin_site.is_registered(type(related)) and access.viewer_may_view(type(related))):
+            return str(related)
+        url = reverse(f"{self.admin_site.name}:{meta.app_label}_{meta.model_name}_change", args=[related.pk])
+        return format_html('<a href="{}">{}</a>', url, related)
 
     return display
 

@@ -1,6 +1,7 @@
 """A Google ADK session as staff read it on its admin page: its latest events in order (author,
 text, function calls and results, state deltas with their user: part put back) and the merged
-state. Project level: the user: state is user data (userdata_app), the rest process state, so the
+state; the user: part only for a login that may read ADK user state (``agentstate.access``).
+Project level: the user: state is user data (userdata_app), the rest process state, so the
 section is rendered here and handed to the session admin (``SiteConfig.ready``), never loaded as a
 template tag by a page of sessions_app."""
 
@@ -12,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.template.loader import render_to_string
 
+from agentstate import access
 from agentstate.admin.display import json_text
 from agentstate.validation import timestamp_datetime
 from sessions_app.adk import selectors
@@ -20,6 +22,7 @@ from sessions_app.adk.state import USER_PREFIX, json_object, state_merge
 from sessions_app.admin.sessions import history_url
 from sessions_app.models import Session
 from userdata_app.adk import selectors as user_selectors
+from userdata_app.adk.subject_data import CATEGORY as ADK_USER_STATE
 
 LATEST_EVENTS = 50
 
@@ -59,14 +62,18 @@ def session_section(session: Session) -> str:
         else None
     )
     events = page.events if page else []
+    # The user: state is user data: a login that may not open it (Support) reads the rest only.
+    user_shown = access.category_readable(ADK_USER_STATE)
     deltas = (
         user_selectors.adk_event_user_deltas(session_pk=session.pk, first_seq=events[0][0], last_seq=events[-1][0])
-        if events
+        if events and user_shown
         else {}
     )
     app_state = selectors.adk_app_state_get(tenant=session.tenant, app_name=session.app_name)
-    user_state = user_selectors.adk_user_state_get(
-        tenant=session.tenant, app_name=session.app_name, user_id=session.user_id
+    user_state = (
+        user_selectors.adk_user_state_get(tenant=session.tenant, app_name=session.app_name, user_id=session.user_id)
+        if user_shown
+        else {}
     )
     return render_to_string(
         "agentstate_site/adk_session.html",
@@ -75,6 +82,7 @@ def session_section(session: Session) -> str:
             "total": session.last_seq,
             "cut": page is not None and page.next is not None,
             "all_url": history_url(AdkEvent, session),
+            "user_shown": user_shown,
             "state": json_text(state_merge(app=app_state, user=user_state, session=json_object(session.durable_state))),
         },
     )

@@ -9,7 +9,7 @@ from datetime import datetime
 from django.contrib import admin
 from django.utils.safestring import SafeString
 
-from agentstate.admin.display import one_line, pretty_json
+from agentstate.admin.display import one_line, pretty_json, related_display
 from agentstate.admin.options import ReadOnlyAdmin
 from agentstate.validation import timestamp_datetime
 from sessions_app.adk.models import AdkAppState, AdkEvent
@@ -49,8 +49,9 @@ class AdkAppStateAdmin(ReadOnlyAdmin):
     list_filter = ("tenant",)
     search_fields = ("app_name__exact",)
     ordering = ("tenant", "app_name")
-    fields = ("tenant", "app_name", "updated_at", "state_json")
-    readonly_fields = ("state_json",)
+    fields = ("tenant_shown", "app_name", "updated_at", "state_json")
+    readonly_fields = ("tenant_shown", "state_json")
+    tenant_shown = related_display("tenant", description="tenant")
 
     @admin.display(description="state")
     def state_json(self, obj: AdkAppState) -> SafeString:

@@ -17,7 +17,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
-from agentstate import subject_data
+from agentstate import access, subject_data
 from agentstate.admin.display import (
     content_text,
     datetime_display,
@@ -27,6 +27,7 @@ from agentstate.admin.display import (
     json_text,
     pretty_json,
     previewed,
+    related_display,
     shown,
 )
 from agentstate.admin.filters import InputFilter, UserIdFilter
@@ -103,9 +104,14 @@ class FrameworkSection:
 def user_changelists(site: admin.AdminSite) -> list[tuple[str, str]]:
     """Everything the admin lists about one user, as (label, URL name): the changelist of each
     model of the map of people's data whose rows carry the user id (``agentstate.subject_data``),
-    the sessions first. Each filters by ``tenant__id__exact`` and ``user_id``."""
+    the sessions first, that the login being served may open. Each filters by ``tenant__id__exact``
+    and ``user_id``."""
     owned = sorted(
-        (d for d in subject_data.declared() if not d.via and site.is_registered(d.model)),
+        (
+            d
+            for d in subject_data.declared()
+            if not d.via and site.is_registered(d.model) and access.viewer_may_view(d.model)
+        ),
         key=lambda d: d.model is not Session,
     )
     return [
@@ -243,7 +249,7 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
             None,
             {
                 "fields": (
-                    "tenant",
+                    "tenant_shown",
                     "framework_shown",
                     "user_id_linked",
                     "session_id",
@@ -269,6 +275,7 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
         ("Working state", {"fields": ("working_state",)}),
     )
     readonly_fields = (
+        "tenant_shown",
         "user_id_linked",
         "framework_shown",
         "contents",
@@ -312,7 +319,7 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
                 None,
                 {
                     "fields": (
-                        "tenant",
+                        "tenant_shown",
                         "app_name",
                         "framework_shown",
                         "user_id_linked",
@@ -327,6 +334,7 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
             (section.title, {"fields": ("framework_section",)}),
         )
 
+    tenant_shown = related_display("tenant", description="tenant")
     user_id_shown = identifier_display("user_id", description="user id")
     created = datetime_display("created_at", description="created")
     updated = datetime_display("updated_at", description="updated")
