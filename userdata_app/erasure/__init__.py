@@ -37,6 +37,7 @@ from userdata_app.erasure.storage import (
     WORKING_STATE_OWED,
     WORKING_STATE_UNREACHABLE,
     erasure_storage_retry,
+    storage_cleaned,
 )
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "receipt_document",
     "signed_with_development_key",
     "step_allowed",
+    "storage_cleaned",
     "subject_id_check",
     "subjects_preview",
 ]

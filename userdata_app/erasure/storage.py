@@ -50,6 +50,20 @@ WORKING_STATE_OWED = (
 WORKING_STATE_UNREACHABLE = (
     "Redis may still hold the working state of erased sessions: it could not be reached to sweep it."
 )
+# What the clean-up has cleared once nothing is pending, per database vendor, and what it cannot
+# clear (docs/COMPLIANCE.md, "What can still physically remain after an erasure").
+STORAGE_CLEANED = {
+    "sqlite": "no copy of erased rows is left in the write-ahead log, the full-text indexes, the statistics or the "
+    "working state.",
+    "postgresql": "the planner statistics are refreshed and the working state swept. Erased rows stay in the "
+    "tables' and indexes' files as dead tuples until VACUUM, and in the write-ahead log until its segments are "
+    "recycled (docs/COMPLIANCE.md, 'What can still physically remain after an erasure').",
+}
+
+
+def storage_cleaned() -> str:
+    """What a finished clean-up may say of the database's storage: true on this vendor."""
+    return STORAGE_CLEANED[connection.vendor]
 
 
 def _tables(scope: str) -> list[str]:

@@ -25,6 +25,4 @@ class Command(JobCommand):
         pending = erasure.erasure_storage_retry(timeout=timeout)
         if pending:
             raise CommandError(f"Still pending after {timeout:g} s: {pending} Close the readers and run this again.")
-        self.stdout.write(
-            "Done: no copy of erased rows is left in the write-ahead log, the statistics or the working state."
-        )
+        self.stdout.write(f"Done: {erasure.storage_cleaned()}")
