@@ -339,9 +339,7 @@ def test_execute_breadcrumb_receipt_download_and_one_vocabulary(client, officer,
         follow=True,
     )
     shown = text(done.content.decode())
-    assert (
-        "2 user data, 0 ADK user state, 1 memories, 1 artifacts, 1 sessions, 2 messages" in shown
-    )  # the success message
+    assert "erased (2 user data, 1 memories, 1 artifacts, 1 sessions, 2 messages" in shown  # the success message
     history = shown[shown.index("History") :]
     assert "Verified → Executed" in history and "2 user data" in history and "1 working state" in history
     assert "user_data" not in shown and "working_state" not in shown

@@ -21,8 +21,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from agentstate import streaming
 from agentstate.exceptions import DomainError
+from agentstate.subject_data import counted
 from agentstate.tenancy.models import Tenant
-from userdata_app import erasure
 from userdata_app.access_log.recorder import subjects_exported
 from userdata_app.models import AccessRequest, ErasureRequest
 
@@ -53,11 +53,14 @@ class OpenFilter(admin.SimpleListFilter):
         return queryset
 
 
+NOTHING_COUNTED = mark_safe('<tr><td colspan="2">nothing</td></tr>')
+
+
 def count_rows(counts: dict[str, int]) -> SafeString:
-    """Table rows "category | rows" for a preview or a receipt."""
-    return format_html_join(
-        "", "<tr><td>{}</td><td>{}</td></tr>", ((erasure.category_label(c), n) for c, n in counts.items())
-    )
+    """Table rows "category | rows" for a preview or a receipt: one per category that holds rows
+    (``subject_data.counted``), or one saying nothing does."""
+    rows = counted(counts)
+    return format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", rows) if rows else NOTHING_COUNTED
 
 
 NOTHING_FOUND = mark_safe(

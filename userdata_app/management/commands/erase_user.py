@@ -20,6 +20,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from agentstate.db_waits import JobCommand
 from agentstate.exceptions import DomainError
+from agentstate.subject_data import counted
 from agentstate.validation import identifier_visible
 from userdata_app import erasure
 from userdata_app.models import ErasureRequest
@@ -134,9 +135,8 @@ class Command(JobCommand):
                 f"  tenant {tenant.slug}, user id {identifier_visible(user_id)} ({len(user_id)} characters)"
             )
         counts = erasure.subjects_preview(subjects=subjects, scope=scope)
-        self.stdout.write("Rows that will be erased:")
-        for category, n in counts.items():
-            self.stdout.write(f"  {erasure.category_label(category)}: {n}")
+        lines = [f"  {label}: {n}" for label, n in counted(counts)] or ["  nothing"]
+        self.stdout.write("\n".join(["Rows that will be erased:", *lines]))
         self.stdout.write('Type "yes" to erase: ', ending="")
         self.stdout.flush()
         if sys.stdin.readline().strip() != "yes":
