@@ -15,7 +15,11 @@ import re
 import time
 import uuid
 
+from django.http import HttpResponse, JsonResponse
+from django.utils.html import escape
+
 from agentstate import metrics
+from agentstate.api import errors
 from agentstate.logging import request_id_var, route_of
 
 logger = logging.getLogger("agentstate.request")
@@ -76,3 +80,37 @@ def _unavailable_count(response) -> None:
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict) and isinstance(error.get("code"), str):
         metrics.UNAVAILABLE_RESPONSES.labels(code=error["code"]).inc()
+
+
+class UnavailableMiddleware:
+    """A page whose view failed because the database (or Redis, or the file storage) is busy,
+    unreachable or did not confirm a commit answers 503 with Retry-After, as the API does: during
+    a failover staff are told to retry, not shown a server error. The decision is the API's
+    (``agentstate.api.errors.unavailable``)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception: Exception) -> HttpResponse | None:
+        return unavailable_response(request, exception)
+
+
+def unavailable_response(request, exception: BaseException | None) -> HttpResponse | None:
+    """The 503 ``exception`` means, or None: in the API's error shape under /api/, elsewhere a plain
+    page (the admin's own pages query the database, which may be what failed)."""
+    answer = errors.unavailable(exception) if exception is not None else None
+    if answer is None:
+        return None
+    detail = str(answer.detail)
+    if request.path_info.startswith("/api/"):
+        response: HttpResponse = JsonResponse(errors.error_body("unavailable", detail), status=503)
+    else:
+        title = "Unavailable for a moment: retry shortly"
+        response = HttpResponse(
+            f"<!doctype html><title>{title}</title><h1>{title}</h1><p>{escape(detail)}</p>", status=503
+        )
+    response["Retry-After"] = f"{getattr(answer, 'wait', 5):d}"  # as DRF writes it for the API
+    return response

@@ -78,6 +78,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "agentstate.middleware.RequestLogMiddleware",
+    "agentstate.middleware.UnavailableMiddleware",  # a page the database failed under: 503 and Retry-After
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

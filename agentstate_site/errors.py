@@ -2,6 +2,8 @@
 parses it), the admin's own pages under the admin (staff keep the header, the breadcrumbs and the
 way back), Django's plain pages elsewhere."""
 
+import sys
+
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -9,6 +11,7 @@ from django.urls import reverse
 from django.views import csrf, defaults
 
 from agentstate.api import errors as api_errors
+from agentstate.middleware import unavailable_response
 
 
 def _under(request: HttpRequest, prefix: str) -> bool:
@@ -58,7 +61,12 @@ def handler404(request: HttpRequest, exception: Exception | None = None) -> Http
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
-    """No admin chrome here: building it queries the database, which may be what failed."""
+    """No admin chrome here: building it queries the database, which may be what failed. A
+    failure outside any view (a middleware's query) that means "retry shortly" answers 503 all
+    the same (``UnavailableMiddleware`` answers those of the views)."""
+    unavailable = unavailable_response(request, sys.exc_info()[1])
+    if unavailable is not None:
+        return unavailable
     if _is_api(request):
         return api_errors.handler500(request)
     return defaults.server_error(request)

@@ -115,6 +115,37 @@ def test_a_request_that_runs_out_of_its_lock_wait_answers_503_with_retry_after(s
 
 
 @pytest.mark.django_db(transaction=True)
+def test_an_admin_page_that_runs_out_of_its_lock_wait_answers_503_with_retry_after(
+    short_lock_timeout, tenant, admin_client
+):
+    """As the API does (one decision, agentstate.api.errors.unavailable): staff retry, no 500."""
+    page = f"/admin/tenancy/tenant/{tenant.pk}/change/"
+    holder = _holder()
+    try:
+        holder.execute("SELECT 1 FROM tenancy_tenant WHERE slug = 'acme' FOR UPDATE")  # held, not committed
+        answer = admin_client.post(page, {"slug": "acme", "name": "Acme Corp"})
+    finally:
+        holder.rollback()
+        holder.close()
+    assert answer.status_code == 503, answer.content[:300]
+    assert answer["Retry-After"] == "2" and answer["Content-Type"].startswith("text/html")
+    assert b"retry shortly" in answer.content
+    assert admin_client.post(page, {"slug": "acme", "name": "Acme Corp"}).status_code == 302
+
+
+def _holder() -> psycopg.Connection:
+    """A second connection to the test database, to hold a row lock the app's connection waits on."""
+    settings_dict = connection.settings_dict
+    return psycopg.connect(
+        host=settings_dict["HOST"] or "localhost",
+        port=settings_dict["PORT"] or 5432,
+        user=settings_dict["USER"],
+        password=settings_dict["PASSWORD"] or None,
+        dbname=settings_dict["NAME"],
+    )
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_long_jobs_transactions_run_under_the_jobs_timeouts_and_nothing_outlives_them(postgres_only, settings):
     with job_timeouts():
         with transaction.atomic():

@@ -130,14 +130,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(body, status=exc.status_code)
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
-    if isinstance(exc, ReplicationUnconfirmed):  # committed on the primary only: never a success
-        exc = WriteUnconfirmed(f"{exc} Retry it: its client ids make a retry store nothing twice.")
-    elif _database_unavailable(exc):
-        exc = DatabaseBusy()
-    elif isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
-        exc = RedisUnavailable()
-    elif isinstance(exc, StorageUnavailable):
-        exc = FileStorageUnavailable()
+    exc = unavailable(exc) or exc
     if isinstance(exc, IntegrityError) and _key_of_a_deleted_tenant(context["request"]):
         exc = exceptions.AuthenticationFailed("Invalid, revoked or expired API key.")
     response = drf_exception_handler(exc, context)  # maps Http404 / PermissionDenied, sets headers
@@ -154,6 +147,21 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
     response.data = error_body(code, str(detail))
     return response
+
+
+def unavailable(exc: BaseException) -> exceptions.APIException | None:
+    """The 503 (with its Retry-After, ``wait``) that ``exc`` means, or None: the database busy or
+    unreachable, a commit no standby confirmed, Redis or the file storage down. The one decision
+    the API's answers and every other page's (``agentstate.middleware.UnavailableMiddleware``) share."""
+    if isinstance(exc, ReplicationUnconfirmed):  # committed on the primary only: never a success
+        return WriteUnconfirmed(f"{exc} Retry it: its client ids make a retry store nothing twice.")
+    if isinstance(exc, Exception) and _database_unavailable(exc):
+        return DatabaseBusy()
+    if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
+        return RedisUnavailable()
+    if isinstance(exc, StorageUnavailable):
+        return FileStorageUnavailable()
+    return None
 
 
 # SQLSTATE classes of a database that did not serve in time or went away: connection exception (08,
