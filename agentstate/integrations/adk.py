@@ -296,10 +296,10 @@ class AgentStateSessionService(BaseSessionService, AgentStateHttp):
         event = self._trim_temp_delta_state(event)
         body: dict[str, Any] = {"event": event.model_dump_json(exclude_none=True)}
         marker = session._storage_update_marker
+        body["last_update_time"] = session.last_update_time  # with the version: which session of its id
         if marker is not None and marker.startswith(_MARKER_PREFIX):
             body["expected_version"] = int(marker.removeprefix(_MARKER_PREFIX))
         else:  # a session object that did not come from this service: ADK's timestamp rule
-            body["last_update_time"] = session.last_update_time
             body["last_event_id"] = session.events[-1].id if session.events else None
         url = self._url(session.app_name, session.user_id, session.id, "events")
         try:

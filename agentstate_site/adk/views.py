@@ -279,7 +279,10 @@ class EventListView(AdkView):
         appended = None
         if data.get("expected_version") is not None:
             appended = services.adk_event_append_one_statement(
-                **identity, event=data["event"], expected_version=data["expected_version"]
+                **identity,
+                event=data["event"],
+                expected_version=data["expected_version"],
+                last_update_time=data.get("last_update_time"),
             )
         if appended is None:
             with transaction.atomic():

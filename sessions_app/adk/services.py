@@ -152,13 +152,21 @@ class AdkEventAppended:
 
 
 def adk_event_append_one_statement(
-    *, tenant: Tenant, app_name: str, user_id: str, session_id: str, event: dict[str, Any], expected_version: int
+    *,
+    tenant: Tenant,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    event: dict[str, Any],
+    expected_version: int,
+    last_update_time: float | None = None,
 ) -> AdkEventAppended | None:
     """The common append in one round trip, atomic by itself (PostgreSQL): an event without state
     delta from a writer that names the version it read. The session's counters move and the event
-    is inserted in one statement, only if the version still matches and the session does not hold
-    the event's id. None when that did not apply or stored nothing: ``adk_event_append`` (in a
-    transaction) then stores it or says why not (not found, stale, an id the session holds)."""
+    is inserted in one statement, only if the version (and ``last_update_time``, if given) still
+    match and the session does not hold the event's id. None when that did not apply or stored
+    nothing: ``adk_event_append`` (in a transaction) then stores it or says why not (not found,
+    stale, an id the session holds)."""
     timestamp, delta = _event_fields(event)
     if connection.vendor != "postgresql" or any(state_split(delta).values()):
         return None
@@ -167,11 +175,13 @@ def adk_event_append_one_statement(
     session_table, event_table = quote(Session._meta.db_table), quote(AdkEvent._meta.db_table)
     # A concurrent append bumps the version: PostgreSQL re-checks `version = %s` on the row it waited
     # for, so of two writers holding one version, one appends and the other stores nothing.
+    read_time = "" if last_update_time is None else "AND last_update_time = %s "
     sql = (
         f"WITH s AS (UPDATE {session_table} SET last_seq = last_seq + 1, version = version + 1, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"last_update_time = %s, updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
         f"WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s AND framework = %s "
-        f"AND version = %s AND NOT EXISTS (SELECT 1 FROM {event_table} e WHERE e.session_id = {session_table}.id "
+        f"AND version = %s {read_time}"
+        f"AND NOT EXISTS (SELECT 1 FROM {event_table} e WHERE e.session_id = {session_table}.id "
         f"AND SUBSTRING(e.event_id, 1, {ADK_EVENT_ID_INDEXED}) = %s AND e.event_id = %s) "
         f"RETURNING id, tenant_id, user_id, last_seq) "
         f"INSERT INTO {event_table} (session_id, tenant_id, user_id, created_at, seq, event_id, invocation_id, "
@@ -188,6 +198,7 @@ def adk_event_append_one_statement(
         app_name,
         FRAMEWORK,
         expected_version,
+        *([] if last_update_time is None else [last_update_time]),
         event_id[:ADK_EVENT_ID_INDEXED],
         event_id,
         now,
@@ -223,8 +234,9 @@ def adk_event_append(
     """Store one event with its session and app state deltas, under the session's row lock.
 
     Stale writers are refused as ADK's database service refuses them: by the version the writer
-    last read (``expected_version``), or, for a session object that never carried one, when the
-    stored session moved past ``last_update_time`` to an event other than ``last_event_id``."""
+    last read (``expected_version``, with the ``last_update_time`` it read if given), or, for a
+    session object that never carried one, when the stored session moved past ``last_update_time``
+    to an event other than ``last_event_id``."""
     locked = (
         Session.objects.select_for_update()
         .filter(tenant=tenant, user_id=user_id, session_id=session_id, app_name=app_name, framework=FRAMEWORK)
@@ -293,7 +305,9 @@ def _check_not_stale(
     locked: Session, expected_version: int | None, last_update_time: float | None, last_event_id: str | None
 ) -> None:
     if expected_version is not None:
-        if expected_version != locked.version:
+        # A session deleted and created again under its id counts its versions anew: the time the
+        # writer read tells the two apart, as it is ADK's database service's whole marker.
+        if expected_version != locked.version or last_update_time not in (None, locked.last_update_time):
             raise StaleSession(
                 "The session has been modified in storage since it was loaded. "
                 "Please reload the session before appending more events."

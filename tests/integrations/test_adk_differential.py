@@ -4,7 +4,9 @@
 delete and ``get_user_state``, each through one of two services: two processes, one reading what
 the other wrote, each reading again from what its cache holds. Every answer is compared through
 ADK's interface and is equal, but for the differences docs/CLIENT.md lists on purpose ("Google
-ADK"), normalized below where each applies and nowhere else.
+ADK", "Against ADK's InMemorySessionService"): a stale writer's append and a creation time or a
+generated id are normalized below where they apply and nowhere else; the inputs are those both
+take as the same (fresh event ids, timestamps that never go back, every one after 1970).
 
 Runs on SQLite, and on PostgreSQL when DATABASE_URL names one."""
 
@@ -108,7 +110,7 @@ class Run:
 
     def view(self, store: int, session: Session | None) -> dict[str, Any] | None:
         """A session as ADK's interface answers it, its id as the test's alias and a creation time
-        as "created": each store's clock gives it (checked in ``create``)."""
+        as "created" (docs/CLIENT.md: each store's own; each is checked to be now in ``create``)."""
         if session is None:
             return None
         aliases = {session_id: key[2] for key, session_id in self.ids[store].items()}
@@ -186,7 +188,8 @@ async def append(run: Run, p: int, key: Key, later: float, delta, partial: bool)
     current = run.live.get(key)
     if current is not None and read != current and not partial:
         # docs/CLIENT.md: a writer holding a session someone else has appended to (or deleted and
-        # created again) since gets StaleSessionError; ADK's in-memory service appends anyway.
+        # created again) since gets StaleSessionError; ADK's in-memory service appends anyway, so
+        # the reference is left as it is.
         with pytest.raises(StaleSessionError):
             await run.ours[p].append_event(mine, event.model_copy(deep=True))
         del run.held[(p, key)]
@@ -206,7 +209,8 @@ async def list_sessions(run: Run, p: int, app_name: str, user_id: str | None) ->
     ours = (await run.ours[p].list_sessions(app_name=app_name, user_id=user_id)).sessions
     theirs = (await run.reference.list_sessions(app_name=app_name, user_id=user_id)).sessions
     # Oldest update first, then user and id: the same order, but a creation time or a generated id
-    # is each store's own, so each is checked against its own values and the rest compared as sets.
+    # is each store's own (docs/CLIENT.md), so each store's order is checked on its own values and
+    # the sessions compared as sets.
     for sessions in (ours, theirs):
         order = [(s.last_update_time, s.user_id, s.id) for s in sessions]
         assert order == sorted(order)
@@ -294,6 +298,12 @@ def appends(p: int, app_name: str, user_id: str, alias: str, count: int, later: 
         ("append", 1, "shop", "ada", "s1", 0.0, {"n": 2}, False),
         ("get", 0, "shop", "ada", "s1", "", None, None),
         ("user_state", 1, "shop", "ada"),
+        ("get", 1, "shop", "ada", "s2", "", None, None),
+        ("create", 0, "shop", "ada", "s2", "", {}),
+        ("get", 1, "shop", "ada", "s2", "", None, None),  # as of the session's first version
+        ("delete", 0, "shop", "ada", "s2", ""),
+        ("create", 0, "shop", "ada", "s2", "", {"mood": "new"}),  # its first version again
+        ("append", 1, "shop", "ada", "s2", 1.0, {}, False),  # the other session's writer: stale
     ]
 )
 def test_random_calls_answer_as_adks_in_memory_service(live_server, adk_key, steps):
