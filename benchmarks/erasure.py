@@ -36,7 +36,7 @@ def _erase(tenant, user_id: str) -> dict[str, Any]:
         requested_by="benchmark",
         reason="benchmark",
     )
-    erasure.erasure_request_verify(request=request)
+    erasure.erasure_request_verify(request=request, identity_check="benchmark")
     with report.StatementLog() as log:
         started = time.perf_counter()
         receipt = erasure.erasure_execute(request=request)

@@ -282,7 +282,7 @@ def test_staff_without_the_compliance_group_cannot_verify_hold_reject_or_extend(
     assert "Compliance group" in shown
 
     for step, data in (
-        ("verify", {}),
+        ("verify", {"identity_check": "x"}),
         ("hold", {"reason": "x"}),
         ("extend", {"months": "1", "reason": "x"}),
         ("reject", {"reason": "x", "subject_informed_on": "2026-01-01"}),
@@ -302,10 +302,8 @@ def test_the_compliance_group_and_superusers_may_decide(client, officer, admin_u
     request = erasure.erasure_request_create(subjects=[(tenant, "alice")])
     page = page_of(client, reverse("admin:userdata_app_erasurerequest_change", args=[request.pk]))
     assert "Mark verified" in page and 'class="erasure-missing-permissions' not in page
-    assert (
-        client.post(reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "verify"])).status_code
-        == 302
-    )
+    verify = reverse("admin:userdata_app_erasurerequest_lifecycle", args=[request.pk, "verify"])
+    assert client.post(verify, {"identity_check": "reply by e-mail"}).status_code == 302
     request.refresh_from_db()
     assert request.status == ErasureRequest.Status.VERIFIED
 

@@ -33,6 +33,7 @@ def officer_records_and_verifies(page, live_server, *, tenant, user_id: str):
     page.wait_for_selector("text=Mark verified")
 
     page.click("text=Mark verified")
+    page.fill("#id_identity_check", "reply from the account's registered e-mail address")
     page.click("input[type=submit][value='Mark verified']")
     page.wait_for_selector("text=Execute erasure…")
 

@@ -60,7 +60,7 @@ def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: in
 
 def verified_request(*, subjects, scope: str, actor=None):
     request = erasure_request_create(subjects=subjects, scope=scope, requested_by="ticket 42", actor=actor)
-    return erasure_request_verify(request=request, actor=actor)
+    return erasure_request_verify(request=request, identity_check="reply from the account's address", actor=actor)
 
 
 def compliance_group():

@@ -338,7 +338,7 @@ def test_each_erasure_step_is_logged_for_its_subjects(client, tenant):
     subject_data_create(tenant=tenant, user_id=SUBJECT, sessions=1, messages=1)
 
     request = erasure_request_added(client, tenant, SUBJECT)
-    erasure_request_verify(request=request, actor=officer)
+    erasure_request_verify(request=request, identity_check="checked", actor=officer)
 
     added, verified = AccessEntry.objects.filter(action="erasure").order_by("seq")
     for entry in (added, verified):

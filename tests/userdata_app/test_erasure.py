@@ -271,7 +271,7 @@ def test_due_one_calendar_month_after_receipt_and_extended_once(tenant, officer)
 
 def test_hold_release_reject_record_who_when_and_why(tenant, officer):
     request = erasure.erasure_request_create(subjects=[(tenant, "alice")], actor=officer)
-    erasure.erasure_request_verify(request=request, actor=officer)
+    erasure.erasure_request_verify(request=request, identity_check="checked", actor=officer)
     with pytest.raises(InvalidInput):
         erasure.erasure_request_hold(request=request, reason="", actor=officer)
     erasure.erasure_request_hold(request=request, reason="litigation hold", actor=officer)
@@ -285,7 +285,7 @@ def test_hold_release_reject_record_who_when_and_why(tenant, officer):
     )
     assert request.status == Status.REJECTED and request.subject_informed_on == date(2026, 3, 1)
     with pytest.raises(Conflict):
-        erasure.erasure_request_verify(request=request, actor=officer)
+        erasure.erasure_request_verify(request=request, identity_check="checked", actor=officer)
 
     events = list(request.events.order_by("at", "id").values_list("from_status", "to_status", "actor_name"))
     assert events == [
@@ -326,7 +326,7 @@ def test_a_step_saves_only_what_it_changes_and_extends_once_whatever_the_copy(te
     ErasureRequest.objects.filter(pk=request.pk).update(reason="edited meanwhile")
     erasure.erasure_request_extend(request=request, months=1, reason="many systems", actor=officer)
 
-    erasure.erasure_request_verify(request=stale, actor=officer)
+    erasure.erasure_request_verify(request=stale, identity_check="checked", actor=officer)
     with pytest.raises(Conflict):
         erasure.erasure_request_extend(request=stale, months=2, reason="again", actor=officer)
 

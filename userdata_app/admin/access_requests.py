@@ -19,7 +19,7 @@ from agentstate import streaming
 from userdata_app import access_requests, erasure
 from userdata_app.admin.erasure_requests import ErasureSubjectForm, ErasureSubjectInline
 from userdata_app.admin.export_document import document_html_pieces, readable_time
-from userdata_app.admin.requests import OpenFilter, RequestAdmin, Step, counts_table
+from userdata_app.admin.requests import OpenFilter, RequestAdmin, Step, VerifyForm, counts_table
 from userdata_app.models import AccessRequest, AccessSubject, ErasureRequest
 
 if TYPE_CHECKING:
@@ -43,14 +43,6 @@ class AccessSubjectInline(ErasureSubjectInline):
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         return ("tenant", "user_id", "user_id_shown") if self._editable(obj) else ("tenant", "user_id_shown")
-
-
-class VerifyForm(forms.Form):
-    identity_check = forms.CharField(
-        label="How the identity was verified",
-        widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="E.g. “reply from the account's registered e-mail address”. Recorded with your name and the time.",
-    )
 
 
 class RejectForm(forms.Form):

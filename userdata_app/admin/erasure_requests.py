@@ -37,7 +37,7 @@ from agentstate.admin.display import identifier_display, identifier_html
 from agentstate.exceptions import DomainError, InvalidInput
 from agentstate.identifiers import IdentifierFormField
 from userdata_app import erasure
-from userdata_app.admin.requests import OpenFilter, RequestAdmin, Step, count_rows, counts_table
+from userdata_app.admin.requests import OpenFilter, RequestAdmin, Step, VerifyForm, count_rows, counts_table
 from userdata_app.models import ErasureRequest, ErasureSubject, RequestSubject
 from userdata_app.selectors import subject_export_lazy
 
@@ -174,8 +174,8 @@ STATUS_NOTES = (
 LIFECYCLE_STEPS: dict[str, Step] = {
     "verify": (
         "Mark verified",
-        None,
-        lambda obj, data, actor: erasure.erasure_request_verify(request=obj, actor=actor),
+        VerifyForm,
+        lambda obj, data, actor: erasure.erasure_request_verify(request=obj, actor=actor, **data),
     ),
     "extend": (
         "Extend deadline",
@@ -223,6 +223,7 @@ class ErasureRequestAdmin(RequestAdmin):
         "status_badge",
         "due",
         "status_changed_at",
+        "identity_check",
         *STATUS_NOTES,
         "receipt_display",
         "events_display",
@@ -234,6 +235,10 @@ class ErasureRequestAdmin(RequestAdmin):
     @admin.display(description="scope", ordering="scope")
     def scope_short(self, obj: ErasureRequest) -> str:
         return "everything" if obj.scope == ErasureRequest.Scope.EVERYTHING else "user data only"
+
+    @admin.display(description="identity verified how")
+    def identity_check(self, obj: ErasureRequest) -> str:
+        return erasure.erasure_identity_check(request=obj)
 
     @admin.display(description="erased")
     def receipt_display(self, obj: ErasureRequest) -> str:
@@ -299,6 +304,7 @@ class ErasureRequestAdmin(RequestAdmin):
         if obj is None:
             return ((None, {"fields": self.request_fields}),)
         status_fields = ["status_badge", "due", "status_changed_at"]
+        status_fields += ["identity_check"] if erasure.erasure_identity_check(request=obj) else []
         status_fields += [name for name in STATUS_NOTES if getattr(obj, name)]
         fieldsets: list[tuple[str | None, _FieldOpts]] = [
             ("Status", {"fields": tuple(status_fields)}),
@@ -343,12 +349,16 @@ class ErasureRequestAdmin(RequestAdmin):
         return erasure.step_allowed(obj, step)
 
     def step_context(self, obj: ErasureRequest, step: str) -> dict[str, str]:
-        nothing_held = step == "verify" and not any(erasure.erasure_preview(request=obj).values())
+        if step != "verify":
+            return {}
+        nothing_held = not any(erasure.erasure_preview(request=obj).values())
         return {
+            "intro": "Record how you checked that the requester is the person the subjects below belong to "
+            "(or acts for them). The erasure can be executed once the identity is verified.",
             "warning": "Nothing is held under these subjects: verifying would let an erasure run for no one. "
             "Check each user id and tenant first."
             if nothing_held
-            else ""
+            else "",
         }
 
     def tools(self, obj: ErasureRequest) -> list[tuple[str, str, str, bool]]:

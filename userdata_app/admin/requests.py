@@ -33,6 +33,17 @@ PERMISSION_LABELS = {
     codename: f"“{name}”" for model in (ErasureRequest, AccessRequest) for codename, name in model._meta.permissions
 }
 
+
+class VerifyForm(forms.Form):
+    """The verify step of an erasure and of an access request alike: how the identity was checked."""
+
+    identity_check = forms.CharField(
+        label="How the identity was verified",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="E.g. “reply from the account's registered e-mail address”. Recorded with your name and the time.",
+    )
+
+
 # A lifecycle step: (button label, its form or None, the service call taking (request, form data, actor)).
 Step = tuple[str, type[forms.Form] | None, Callable[[Any, dict[str, Any], Any], Any]]
 

@@ -173,11 +173,20 @@ def erasure_request_received(*, request: ErasureRequest, actor=None) -> ErasureR
     return request
 
 
-def erasure_request_verify(*, request: ErasureRequest, actor=None) -> ErasureRequest:
-    """The requester's identity and the subject ids were checked: the request may be executed."""
+def erasure_request_verify(*, request: ErasureRequest, identity_check: str, actor=None) -> ErasureRequest:
+    """The requester's identity and the subject ids were checked: the request may be executed. How
+    the identity was checked is asked as on an access request, and recorded as the step's note,
+    with who and when."""
+    identity_check = clean_reason(identity_check, field="identity_check")
     if not request.subjects.exclude(user_id="").exists():
         raise Conflict("Add at least one subject (tenant and user id) before verifying.")
-    return transition(request, step="verify", actor=actor)
+    return transition(request, step="verify", actor=actor, note=identity_check)
+
+
+def erasure_identity_check(*, request: ErasureRequest) -> str:
+    """How the requester's identity was checked: the note of the request's latest verify step."""
+    event = request.events.filter(to_status=Status.VERIFIED).order_by("-at", "-id").first()
+    return event.note if event else ""
 
 
 def erasure_request_extend(*, request: ErasureRequest, months: int, reason: str, actor=None) -> ErasureRequest:

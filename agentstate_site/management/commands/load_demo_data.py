@@ -92,7 +92,7 @@ class Command(BaseCommand):
                 received_at=now - timedelta(days=40),
             )
             verified = erasure.erasure_request_create(subjects=[(acme, "user-002")], requested_by="demo ticket 1002")
-            erasure.erasure_request_verify(request=verified)
+            erasure.erasure_request_verify(request=verified, identity_check="reply from the account's e-mail address")
             framework_sessions_create(tenant=acme, user_id="ada")
         self.stdout.write(
             self.style.SUCCESS(

@@ -27,6 +27,7 @@ from userdata_app.models import ErasureRequest
 
 from ._subjects import add_subject_argument, parse_subjects
 
+NOT_RECORDED = "not recorded: erased with manage.py erase_user"
 NOTHING_HELD = 3  # the exit code of a dry run that finds nothing about a subject (docs/OPERATIONS.md)
 
 
@@ -51,6 +52,12 @@ class Command(JobCommand):
         parser.add_argument("--requested-by", default="", help="Reference of the request, e.g. a ticket number.")
         parser.add_argument("--reason", default="", help="Notes (no personal data).")
         parser.add_argument(
+            "--identity-check",
+            default=NOT_RECORDED,
+            help="How the requester's identity was verified (recorded with the request, as the admin's "
+            f"Mark verified asks). Default: {NOT_RECORDED!r}.",
+        )
+        parser.add_argument(
             "--storage-timeout",
             type=float,
             default=10.0,
@@ -74,6 +81,7 @@ class Command(JobCommand):
         operator: str | None,
         requested_by: str,
         reason: str,
+        identity_check: str,
         storage_timeout: float,
         yes: bool,
         **options: Any,
@@ -105,7 +113,7 @@ class Command(JobCommand):
             request = erasure.erasure_request_create(
                 subjects=subjects, scope=scope, requested_by=requested_by, reason=reason, actor=actor
             )
-            erasure.erasure_request_verify(request=request, actor=actor)
+            erasure.erasure_request_verify(request=request, identity_check=identity_check, actor=actor)
             receipt = erasure.erasure_execute(request=request, actor=actor, withhold_held=options["withhold_held"])
         except DomainError as exc:
             raise CommandError(exc.message) from None
