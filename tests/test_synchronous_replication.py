@@ -47,3 +47,38 @@ def test_a_commit_no_standby_confirmed_is_answered_503_and_its_retry_stores_noth
     # Committed on the primary all the same: the retry finds the message and stores nothing.
     assert (result["retried"], result["history"]) == (200, ["hello"])
     assert "synchronous_standby" not in result["health_without_standby_names"]
+
+
+def test_an_erasure_whose_commit_is_unconfirmed_or_cut_tells_the_operator_what_happened():
+    """The operator is told the erasure may have committed and to check the request, never that it
+    failed; the request's status stays as the database has it (executed: the commit was kept on the
+    primary), never "failed"; a request whose own create is unconfirmed ends in a message, no traceback."""
+    with pgcluster.throwaway(settings={"lc_messages": "C"}, databases=["agentstate"]) as cluster:
+        env = {key: value for key, value in os.environ.items() if not key.startswith(ENV_PREFIXES)}
+        env |= {"DATABASE_URL": cluster.url("agentstate"), "DJANGO_LOG_LEVEL": "CRITICAL"}
+        env |= {"AGENTSTATE_COMMIT_TIMEOUT_SECONDS": "0.5", "AGENTSTATE_ERASURE_HMAC_KEYS": "k1:test-receipt-key"}
+        run = subprocess.run(
+            [sys.executable, "-m", "tests.failover.unconfirmed_erasure"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(run.stdout.splitlines()[-1])
+    # (c) erase_user: its request's create unconfirmed -> a message (CommandError), nothing erased.
+    assert result["create"].startswith(
+        "CommandError: Nothing was erased: the commit was not confirmed by a synchronous"
+    )
+    assert "check the erasure requests" in result["create"] and result["create_after"]["data_left"] == 1
+    # (a) the standby lost as the erasure commits, (b) the connection cut as it commits.
+    for case, why in (
+        ("execute", "the commit was not confirmed by a synchronous standby"),
+        ("cut", "the database failed"),
+    ):
+        told, after = result[case], result[f"{case}_after"]
+        assert told.startswith("ErasureUnconfirmed: Erasure request ") and why in told, told
+        assert "may have committed" in told and "status" in told
+        assert (after["status"], after["receipt"], after["data_left"]) == ("executed", True, 0), after
+        assert "failed" not in after["events"], after

@@ -25,15 +25,21 @@ from agentstate.tenancy.services import api_key_create, tenant_get_or_create  # 
 MESSAGES = "/api/v1/users/u1/sessions/s1/messages/"
 
 
+def admin_connection() -> psycopg.Connection:
+    """A connection of its own to the app's database, in autocommit."""
+    url = connection.settings_dict
+    return psycopg.connect(
+        f"host={url['HOST']} port={url['PORT']} dbname={url['NAME']} user={url['USER']}", autocommit=True
+    )
+
+
 def standby_required(names: str) -> None:
     """Set synchronous_standby_names and wait until new connections see it."""
-    url = connection.settings_dict
-    dsn = f"host={url['HOST']} port={url['PORT']} dbname={url['NAME']} user={url['USER']}"
-    with psycopg.connect(dsn, autocommit=True) as admin:
+    with admin_connection() as admin:
         admin.execute(f"ALTER SYSTEM SET synchronous_standby_names = '{names}'")
         admin.execute("SELECT pg_reload_conf()")
     deadline = time.monotonic() + 10
-    while psycopg.connect(dsn).execute("SHOW synchronous_standby_names").fetchone()[0] != names:
+    while admin_connection().execute("SHOW synchronous_standby_names").fetchone()[0] != names:
         assert time.monotonic() < deadline, "the setting was not reloaded"
         time.sleep(0.05)
     connection.close()  # the next request opens a connection with the new setting

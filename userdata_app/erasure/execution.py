@@ -33,9 +33,10 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from agentstate import subject_data
-from agentstate.exceptions import Conflict, Held
+from agentstate.exceptions import Conflict, DomainError, Held
 from agentstate.holds.selectors import holds_on_subject
 from agentstate.holds.services import holds_lock, legal_holds_forget_subject
+from agentstate.postgresql.base import ReplicationUnconfirmed
 from agentstate.subject_data import counts_text
 from agentstate.subjects import PROCESS_STATE, USER_DATA, subjects_lock
 from agentstate.tenancy.models import Tenant
@@ -59,6 +60,31 @@ class ErasureFailed(Conflict):
 
 class ErasureHeld(Held):
     """Legal holds cover data of the request, and nobody chose to withhold it: nothing was erased."""
+
+
+def database_failure(cause: BaseException) -> str:
+    """What went wrong, as an operator reads it: a commit no standby confirmed (it is on the
+    primary, which may be lost), or the database failing (a connection lost, a failover)."""
+    if isinstance(cause, ReplicationUnconfirmed):
+        return "the commit was not confirmed by a synchronous standby"
+    return f"the database failed ({type(cause).__name__})"
+
+
+class ErasureUnconfirmed(DomainError):
+    """The erasure's own commit failed or was not confirmed (no standby confirmed it, the connection
+    was lost as it committed): it may have committed, data gone and receipt written. The request's
+    status is left as the database has it, never marked failed on a guess."""
+
+    status_code = 503
+    code = "erasure_unconfirmed"
+
+    def __init__(self, *, request_pk: int, cause: BaseException) -> None:
+        super().__init__(
+            f"Erasure request {request_pk}: {database_failure(cause)} as the erasure committed, so it may have "
+            f"committed (its data erased, its receipt written) or not. Check request {request_pk}'s status once "
+            "the database answers: executed means it is done and its receipt kept; verified means nothing was "
+            "erased, and executing it again is safe."
+        )
 
 
 @dataclass(frozen=True)
@@ -201,6 +227,7 @@ def erasure_execute(*, request: ErasureRequest, actor=None, withhold_held: bool 
         raise Conflict(
             "Erasure is not configured: set AGENTSTATE_ERASURE_HMAC_KEYS and AGENTSTATE_ERASURE_HMAC_KEY_ID."
         )
+    committing = False
     try:
         with transaction.atomic():
             locked = ErasureRequest.objects.select_for_update().get(pk=request.pk)
@@ -233,10 +260,13 @@ def erasure_execute(*, request: ErasureRequest, actor=None, withhold_held: bool 
                 raise _Residue(residue)
             receipt = _record_execution(locked, subjects=subjects, counts=dict(counts), actor=actor, withheld=withheld)
             transaction.on_commit(partial(erasure_storage_after_commit, request_pk=locked.pk, scope=locked.scope))
+            committing = True  # what fails from here on is the commit: its outcome is unknown
     except _Residue as exc:
         _mark_failed(request, f"Residue check found data left in scope ({exc}); nothing was erased.", actor)
         raise ErasureFailed(f"Erasure rolled back: data was left in scope ({exc}).") from None
     except DatabaseError as exc:
+        if committing:
+            raise ErasureUnconfirmed(request_pk=request.pk, cause=exc) from exc
         _mark_failed(request, f"Database error, nothing was erased: {exc.__class__.__name__}.", actor)
         raise ErasureFailed("Erasure rolled back after a database error; nothing was erased.") from exc
     except WorkingStateUnavailable as exc:
@@ -244,7 +274,10 @@ def erasure_execute(*, request: ErasureRequest, actor=None, withhold_held: bool 
         raise ErasureFailed(
             "Erasure rolled back: the working-state store (Redis) did not answer; nothing was erased."
         ) from exc
-    request.refresh_from_db()
+    try:
+        request.refresh_from_db()
+    except DatabaseError:  # committed all the same: as the erasure's transaction left it
+        request = locked
     receipt.request = request  # as stored after the commit, with what the clean-up left pending
     return receipt
 
@@ -314,10 +347,15 @@ def _record_execution(
 
 
 def _mark_failed(request: ErasureRequest, failure: str, actor) -> None:
-    with transaction.atomic():
-        locked = ErasureRequest.objects.select_for_update().get(pk=request.pk)
-        transition(locked, step="fail", actor=actor, note=failure, failure=failure)
-    request.refresh_from_db()
+    """Record a rolled-back erasure; if the database fails again, the request stays as it was
+    (verified), which is as true: nothing was erased."""
+    try:
+        with transaction.atomic():
+            locked = ErasureRequest.objects.select_for_update().get(pk=request.pk)
+            transition(locked, step="fail", actor=actor, note=failure, failure=failure)
+        request.refresh_from_db()
+    except DatabaseError:
+        pass
 
 
 def signed_with_development_key(*, receipt: ErasureReceipt) -> bool:

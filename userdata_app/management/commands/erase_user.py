@@ -17,6 +17,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError, CommandParser
+from django.db import DatabaseError
 
 from agentstate.db_waits import JobCommand
 from agentstate.exceptions import DomainError
@@ -109,6 +110,7 @@ class Command(JobCommand):
                 raise CommandError(f"--operator {operator!r}: no such user.")
         if not yes:
             self.confirm(subjects=subjects, scope=scope)
+        request = None
         try:
             request = erasure.erasure_request_create(
                 subjects=subjects, scope=scope, requested_by=requested_by, reason=reason, actor=actor
@@ -117,9 +119,19 @@ class Command(JobCommand):
             receipt = erasure.erasure_execute(request=request, actor=actor, withhold_held=options["withhold_held"])
         except DomainError as exc:
             raise CommandError(exc.message) from None
-        if receipt.request.storage_pending:
-            erasure.erasure_storage_retry(timeout=storage_timeout)
-            receipt.request.refresh_from_db()
+        except DatabaseError as exc:  # before the erasure's own transaction: recording the request
+            recorded = "The erasure request" if request is None else f"Erasure request {request.pk}"
+            raise CommandError(
+                f"Nothing was erased: {erasure.database_failure(exc)} while recording it. {recorded} may or may "
+                "not be stored (received or verified, never executed): check the erasure requests before running "
+                "this again."
+            ) from None
+        try:
+            if receipt.request.storage_pending:
+                erasure.erasure_storage_retry(timeout=storage_timeout)
+                receipt.request.refresh_from_db()
+        except DatabaseError as exc:  # the erasure committed: its receipt is below all the same
+            self.stderr.write(f"The clean-up after the erasure did not run: {erasure.database_failure(exc)}.")
         self.stdout.write(json.dumps(erasure.receipt_document(receipt=receipt), indent=2))
         if receipt.request.storage_pending:
             self.stderr.write(
