@@ -295,6 +295,7 @@ def _import_refused(lines: list[str], tmp_path) -> str:
     return str(refused.value)
 
 
+@pytest.mark.slow  # six imports; the quick loop keeps the five sessions' one below
 @pytest.mark.parametrize(
     "record, nth, fields, field, reason",
     [
