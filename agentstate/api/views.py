@@ -114,7 +114,7 @@ def check_reads_declared(app_configs=None, **kwargs) -> list[checks.CheckMessage
     answers carry (``reads``), each a category of the map, so that the access log can tell a staff
     read from any other call (docs/COMPLIANCE.md, "The access log")."""
     known = set(subject_data.categories())
-    errors = []
+    errors: list[checks.CheckMessage] = []
     for pattern in _url_patterns(get_resolver().url_patterns):
         view_class = getattr(pattern.callback, "view_class", None) or getattr(pattern.callback, "cls", None)
         if not (isinstance(view_class, type) and issubclass(view_class, TenantAPIView)):

@@ -24,6 +24,7 @@ FOUND_UNLOGGED = (
     "compliance-subject-export",
     "compliance-subject-export-portable",
     "user-data-list",
+    "user-datum",
     "message-list",
     "memory-search",
     "adk-user-state",
