@@ -21,6 +21,7 @@ from django.utils.html import escape
 from agentstate import metrics
 from agentstate.api import errors
 from agentstate.logging import request_id_var, route_of
+from agentstate.postgresql.base import ReplicationUnconfirmed
 
 logger = logging.getLogger("agentstate.request")
 
@@ -108,6 +109,8 @@ def unavailable_response(request, exception: BaseException | None) -> HttpRespon
     if request.path_info.startswith("/api/"):
         response: HttpResponse = JsonResponse(errors.error_body("unavailable", detail), status=503)
     else:
+        if isinstance(exception, ReplicationUnconfirmed):  # a form has no client id to make a retry safe
+            detail = f"{exception} Check whether it was kept before doing it again."
         title = "Unavailable for a moment: retry shortly"
         response = HttpResponse(
             f"<!doctype html><title>{title}</title><h1>{title}</h1><p>{escape(detail)}</p>", status=503

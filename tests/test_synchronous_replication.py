@@ -82,3 +82,6 @@ def test_an_erasure_whose_commit_is_unconfirmed_or_cut_tells_the_operator_what_h
         assert "may have committed" in told and "status" in told
         assert (after["status"], after["receipt"], after["data_left"]) == ("executed", True, 0), after
         assert "failed" not in after["events"], after
+    # (d) an admin page: 503 with Retry-After and a plain page, as the API answers.
+    assert (result["admin"]["status"], result["admin"]["retry_after"]) == (503, "5"), result["admin"]
+    assert "Check whether it was kept before doing it again." in result["admin"]["page"]

@@ -2,8 +2,8 @@
 of a throwaway cluster (tests/test_synchronous_replication.py), a short
 AGENTSTATE_COMMIT_TIMEOUT_SECONDS and a receipt key: erasures whose commit no synchronous standby
 confirms, or whose connection is cut while its commit waits (as a primary killed mid-commit), and
-what the operator is told; prints each outcome and the request's status afterwards as one JSON
-object."""
+what the operator is told, and an admin page's write no standby confirms; prints each outcome and
+the request's status afterwards as one JSON object."""
 
 import json
 import os
@@ -15,8 +15,10 @@ import django
 os.environ["DJANGO_SETTINGS_MODULE"] = "agentstate.settings"
 django.setup()
 
-from django.core.management import call_command  # noqa: E402 (after django.setup)
+from django.contrib.auth import get_user_model  # noqa: E402 (after django.setup)
+from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
 
 from agentstate.tenancy.services import tenant_get_or_create  # noqa: E402
 from tests.failover.unconfirmed_write import admin_connection, standby_required  # noqa: E402
@@ -96,6 +98,14 @@ def main() -> None:
     connection.close()
     standby_required("")
     result["cut_after"] = state("u3", request.pk)
+
+    # (d) an admin page whose write is not confirmed: 503 with Retry-After, as the API.
+    staff = Client()
+    staff.force_login(get_user_model().objects.create_superuser("officer", password="pw-officer-123"))
+    standby_required("absent_standby")
+    answer = staff.post(f"/admin/tenancy/tenant/{tenant.pk}/change/", {"slug": "t1", "name": "T One"})
+    standby_required("")
+    result["admin"] = {"status": answer.status_code, "retry_after": answer.get("Retry-After"), "page": answer.text}
     print(json.dumps(result))  # noqa: T201 (the test reads it)
 
 
