@@ -395,6 +395,9 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int | str]):
             params["thread_id"] = escape_text(str(configurable["thread_id"]))
         if configurable.get("checkpoint_ns") is not None:
             params["checkpoint_ns"] = escape_text(configurable["checkpoint_ns"])
+        checkpoint_id = get_checkpoint_id(config) if config else None
+        if checkpoint_id:  # that checkpoint only, as LangGraph's savers list a config naming one
+            params["checkpoint_id"] = escape_text(checkpoint_id)
         before_id = get_checkpoint_id(before) if before is not None else None
         if before_id:
             params["before"] = escape_text(before_id)

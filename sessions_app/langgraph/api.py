@@ -106,6 +106,9 @@ class CheckpointQuery(serializers.Serializer):
 class ListQuery(serializers.Serializer):
     thread_id = _text(required=False)
     checkpoint_ns = _text(required=False, help_text="Absent: every namespace.")
+    checkpoint_id = _text(
+        required=False, help_text="Only this checkpoint (a config naming one, as LangGraph lists it)."
+    )
     before = _text(required=False, help_text="Only checkpoints with a smaller (older) id.")
     filter = JSONTextField(
         required=False, allow_blank=True, help_text="JSON object: metadata keys and the values they must equal."
@@ -220,11 +223,11 @@ class CheckpointReadView(TenantAPIView):
     application/msgpack``), which carries their bytes without base64's third more and its decoding.
     An error is JSON whatever was asked, as every error of the API."""
 
+    reads = ("langgraph_threads", "langgraph_checkpoints", "langgraph_writes")
+
     def get_renderers(self) -> list[Any]:
         renderers = super().get_renderers()
         return [*renderers, MsgpackRenderer()] if self.request.method == "GET" else renderers
-    reads = ("langgraph_threads", "langgraph_checkpoints", "langgraph_writes")
-
 
     @staticmethod
     def binary(request: Request) -> bool:
@@ -251,6 +254,7 @@ class CheckpointListView(CheckpointReadView):
             tenant=request.tenant,
             thread_id=query.get("thread_id"),
             checkpoint_ns=query.get("checkpoint_ns"),
+            checkpoint_id=query.get("checkpoint_id"),
             before=query.get("before"),
             metadata_filter=selectors.clean_filter(query.get("filter")),
         ).defer("channel_versions", "value")  # the first not in the answer, the second read with the writes
@@ -285,12 +289,12 @@ class CheckpointDetailView(CheckpointReadView):
 
 
 class WritesView(TenantAPIView):
+    reads = ()
+
     @extend_schema(
         summary="LangGraph: store a task's pending writes (aput_writes)",
         request=WritesPutInput,
         responses={201: CountOut, **error_responses(409, conflicts=LANGGRAPH_CONFLICTS)},
-    reads = ()
-
     )
     def post(self, request: TenantRequest) -> Response:
         return Response(_writes_put(request.tenant, request.data), status=status.HTTP_201_CREATED)
@@ -330,12 +334,12 @@ class CheckpointBatchOut(serializers.Serializer):
 
 
 class BatchView(TenantAPIView):
+    reads = ()
+
     @extend_schema(
         summary="LangGraph: several checkpoint and writes puts in one request (the saver's group commit)",
         request=CheckpointBatchInput,
         responses={200: CheckpointBatchOut},
-    reads = ()
-
         description="Each call runs in order as if sent alone, in its own transaction, and gets the status and "
         "answer it would have had: one refused call leaves the others stored. The saver sends the writes made "
         "while its previous request was in flight this way.",
@@ -356,12 +360,12 @@ class BatchView(TenantAPIView):
 
 
 class ThreadDeleteView(TenantAPIView):
+    reads = ()
+
     @extend_schema(
         summary="LangGraph: delete a thread with its checkpoints and writes (adelete_thread)",
         request=ThreadInput,
         responses={204: None},
-    reads = ()
-
     )
     def post(self, request: TenantRequest) -> Response:
         services.thread_delete(tenant=request.tenant, **validated(ThreadInput, request.data))
@@ -369,36 +373,36 @@ class ThreadDeleteView(TenantAPIView):
 
 
 class ThreadCopyView(TenantAPIView):
+    reads = ()
+
     @extend_schema(
         summary="LangGraph: copy a thread's checkpoints and writes to another (acopy_thread)",
         request=CopyInput,
         responses={200: CountOut, **error_responses(409, conflicts=LANGGRAPH_CONFLICTS)},
-    reads = ()
-
     )
     def post(self, request: TenantRequest) -> Response:
         return Response({"count": services.thread_copy(tenant=request.tenant, **validated(CopyInput, request.data))})
 
 
 class PruneView(TenantAPIView):
+    reads = ()
+
     @extend_schema(
         summary="LangGraph: prune threads, keep_latest or delete (aprune)",
         request=PruneInput,
         responses={200: CountOut},
-    reads = ()
-
     )
     def post(self, request: TenantRequest) -> Response:
         return Response({"count": services.threads_prune(tenant=request.tenant, **validated(PruneInput, request.data))})
 
 
 class RunsDeleteView(TenantAPIView):
+    reads = ()
+
     @extend_schema(
         summary="LangGraph: delete the checkpoints and writes of runs (adelete_for_runs)",
         request=RunsInput,
         responses={200: CountOut},
-    reads = ()
-
     )
     def post(self, request: TenantRequest) -> Response:
         return Response({"count": services.runs_delete(tenant=request.tenant, **validated(RunsInput, request.data))})

@@ -40,17 +40,20 @@ def checkpoint_list(
     tenant: Tenant,
     thread_id: str | None = None,
     checkpoint_ns: str | None = None,
+    checkpoint_id: str | None = None,
     before: str | None = None,
     metadata_filter: dict[str, Any] | None = None,
 ) -> QuerySet[LangGraphCheckpoint]:
     """Checkpoints newest first (descending id, as LangGraph lists them): of one thread, of one
-    namespace when given, before a checkpoint id, whose metadata has the given key values. The
-    caller pages it with a cursor on the id, so no thread is ever read whole."""
+    namespace, of one id when given, before a checkpoint id, whose metadata has the given key
+    values. The caller pages it with a cursor on the id, so no thread is ever read whole."""
     rows = LangGraphCheckpoint.objects.filter(tenant=tenant)
     if thread_id is not None:
         rows = rows.filter(session_id=_thread_pk(tenant=tenant, thread_id=thread_id))
     if checkpoint_ns is not None:
         rows = rows.filter(checkpoint_ns=clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES))
+    if checkpoint_id is not None:
+        rows = rows.filter(checkpoint_id=clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES))
     if before is not None:
         rows = rows.filter(checkpoint_id__lt=clean_text(before, field="before", max_bytes=MAX_ID_BYTES))
     for number, (key, value) in enumerate((metadata_filter or {}).items()):

@@ -399,6 +399,14 @@ def writes_put(
                 value.data,
             )
         )
+    # One row per idx: a special channel named twice in one call keeps its last value when replacing
+    # (as LangGraph's savers write them in turn), its first otherwise; PostgreSQL's upsert refuses
+    # to touch one row twice in a statement.
+    keyed: dict[int, tuple] = {}
+    for row in rows:
+        if replace or row[4] not in keyed:
+            keyed[row[4]] = row
+    rows = list(keyed.values())
     if rows:
         insert = _insert(
             LangGraphWrite,

@@ -1,7 +1,8 @@
 """AgentStateStore against a live server: LangGraph's own store tests (ported from its
 InMemoryStore and PostgresStore suites, with every stored namespace under ``("users", <id>)``, the
-attribution rule), a differential test against InMemoryStore on random batches, a graph driven by
-LangGraph's runner, TTLs, and the person's rights (erasure, export) through the raw table."""
+attribution rule), a graph driven by LangGraph's runner, TTLs, and the person's rights (erasure,
+export) through the raw table. The differential tests against InMemoryStore and PostgresStore are
+in test_langgraph_differential.py."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import (
@@ -22,11 +21,9 @@ from langgraph.store.base import (
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     PutOp,
     SearchOp,
 )
-from langgraph.store.memory import InMemoryStore
 from typing_extensions import TypedDict
 
 from agentstate.client import ValidationError
@@ -416,117 +413,6 @@ def test_erasing_a_person_removes_their_items_and_only_theirs(store, tenant, hma
     assert raw_rows(alice) == []
     assert raw_rows("bob") == [("users.bob.facts", "tea")]
     assert store.search(user_namespace(alice)) == []
-
-
-# --- Differential: the same random batches on InMemoryStore ----------------------------------------
-
-NAMESPACES = [("users", "u1"), ("users", "u1", "a"), ("users", "u1", "a", "b"), ("users", "u2", "a")]
-values = st.fixed_dictionaries({"n": st.integers(0, 3)}, optional={"tag": st.sampled_from(["x", "y"])})
-keys = st.sampled_from(["k1", "k2", "k3"])
-prefixes = st.sampled_from([(), ("users",), ("users", "u1"), ("users", "u1", "a"), ("users", "u2")])
-filters = st.one_of(
-    st.none(),
-    st.fixed_dictionaries({"n": st.integers(0, 3)}),
-    st.fixed_dictionaries({"tag": st.sampled_from(["x", "y"])}),
-    st.builds(
-        lambda op, n: {"n": {op: n}}, st.sampled_from(["$gt", "$gte", "$lt", "$lte", "$ne", "$eq"]), st.integers(0, 3)
-    ),
-)
-queries = st.sampled_from([None, "x", "Y", "x y", "z", "!"])
-paths = st.lists(st.sampled_from(["users", "u1", "u2", "a", "b", "*"]), min_size=1, max_size=3)
-ops = st.one_of(
-    st.builds(PutOp, st.sampled_from(NAMESPACES), keys, st.one_of(st.none(), values), index=st.none(), ttl=st.none()),
-    st.builds(GetOp, st.sampled_from(NAMESPACES), keys),
-    st.builds(lambda p, f, q: SearchOp(p, f, limit=100, offset=0, query=q), prefixes, filters, queries),
-    st.builds(
-        lambda prefix, suffix, depth, offset: ListNamespacesOp(
-            tuple(
-                [MatchCondition("prefix", tuple(prefix))] * bool(prefix)
-                + [MatchCondition("suffix", tuple(suffix))] * bool(suffix)
-            ),
-            max_depth=depth,
-            limit=100,
-            offset=offset,
-        ),
-        st.one_of(st.just([]), paths),
-        st.one_of(st.just([]), paths),
-        st.one_of(st.none(), st.integers(1, 4)),
-        st.integers(0, 2),
-    ),
-)
-
-
-def comparable(result):
-    """Results without timestamps; a search's items sorted (the stores order them differently:
-    the differential searches take every match, on one page)."""
-    if isinstance(result, Item):
-        return (result.namespace, result.key, result.value)
-    if isinstance(result, list) and result and isinstance(result[0], Item):
-        return sorted((item.namespace, item.key, sorted(item.value.items())) for item in result)
-    return result
-
-
-class Reference(InMemoryStore):
-    """InMemoryStore, listing only namespaces that hold items: its own lists a namespace once a get
-    or a delete touched it, even empty (PostgresStore and AgentStateStore list only what holds items)."""
-
-    def _handle_list_namespaces(self, op):
-        for namespace in [namespace for namespace, items in self._data.items() if not items]:
-            del self._data[namespace]
-        return super()._handle_list_namespaces(op)
-
-
-@pytest.fixture
-def postgres_store(transactional_db):
-    """LangGraph's PostgresStore on a database of its own beside the test database (PostgreSQL only)."""
-    if connection.vendor != "postgresql":
-        pytest.skip("PostgresStore needs PostgreSQL")
-    import psycopg
-    from langgraph.store.postgres import PostgresStore
-
-    db = connection.settings_dict
-    server = f"postgresql://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}"
-    name = f"{db['NAME']}_langgraph_peer"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            admin.execute(f'CREATE DATABASE "{name}"')
-    with PostgresStore.from_conn_string(f"{server}/{name}") as peer:
-        peer.setup()
-        yield peer, lambda: peer.conn.execute("TRUNCATE store")
-
-
-batches = st.lists(st.lists(ops, min_size=1, max_size=6), min_size=1, max_size=5)
-
-
-def word_matches(op, result):
-    """The reference's answer as ours with ``query``: LangGraph's stores ignore ``query`` without
-    an embedding index, ours keeps the items whose value's strings hold any of its words (every
-    match is on one page, so the order, which differs, is left to ``comparable``)."""
-    if not isinstance(op, SearchOp) or not op.query or not op.query.strip("! "):
-        return result
-    words = set(op.query.lower().split())
-    return [item for item in result if words & {str(v).lower() for v in item.value.values() if isinstance(v, str)}]
-
-
-def answers_alike(store, reference, batches) -> None:
-    MemoryItem.objects.all().delete()
-    for batch in batches:
-        expected = [comparable(word_matches(op, r)) for op, r in zip(batch, reference.batch(batch), strict=True)]
-        assert [comparable(r) for r in store.batch(batch)] == expected, batch
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=batches)
-def test_random_batches_answer_as_langgraphs_in_memory_store(store, batches):
-    answers_alike(store, Reference(), batches)
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=batches)
-def test_random_batches_answer_as_langgraphs_postgres_store(store, postgres_store, batches):
-    peer, empty = postgres_store
-    empty()
-    answers_alike(store, peer, batches)
 
 
 # --- The admin -----------------------------------------------------------------------------------
