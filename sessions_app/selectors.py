@@ -161,6 +161,18 @@ def session_framework(session: Session) -> str:
     return backend.framework if backend else (session.framework or CORE)
 
 
+IMPORTED = "imported"  # the metadata key of a framework's session that import_sessions brought in
+
+
+def session_imported(session: Session) -> dict[str, Any] | None:
+    """Where and when ``import_sessions`` brought a framework's session in (``{"from": the store's
+    kind, "at": ISO time, "created_in_store": whether ``created_at`` is the store's own}``), or
+    None for a session written here."""
+    metadata = session.metadata if isinstance(session.metadata, dict) else {}
+    imported = metadata.get(IMPORTED) if session.framework else None
+    return imported if isinstance(imported, dict) else None
+
+
 def framework_choices() -> list[tuple[str, str]]:
     """Every framework staff can filter sessions by, as (name, label): the core API's first."""
     return [(CORE, CORE_LABEL), *sorted(((b.framework, b.label) for b in backends.backends()), key=lambda c: c[1])]

@@ -9,6 +9,7 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from agentstate.tenancy.models import Tenant
@@ -60,13 +61,52 @@ class AdkSource:
 
         return self.run(names())
 
+    def _create_times(self) -> dict[tuple[str, str, str], datetime]:
+        """Each session's creation time as the store keeps it (ADK's API does not return it): epoch
+        seconds in ``SqliteSessionService``'s file, a UTC timestamp in ``DatabaseSessionService``'s."""
+        query = "SELECT app_name, user_id, id, create_time FROM sessions"
+        if self.kind == "adk-sqlite":
+            connection = sqlite3.connect(f"file:{self.location}?mode=ro", uri=True)
+            try:
+                rows = list(connection.execute(query))
+            finally:
+                connection.close()
+        else:
+            from sqlalchemy import DateTime, text
+
+            async def read() -> list[Any]:
+                async with self.service.db_engine.connect() as connection:
+                    typed = text(query).columns(create_time=DateTime())
+                    return list(await connection.execute(typed))
+
+            rows = self.run(read())
+        return {(app, user, sid): moment for app, user, sid, created in rows if (moment := _utc(created))}
+
     def sessions(self) -> Iterator[AdkPeerSession]:
+        from sqlalchemy.exc import SQLAlchemyError
+
         from agentstate.integrations.adk import identifier_encode
 
+        try:
+            created = self._create_times()
+        except (sqlite3.Error, SQLAlchemyError):  # a store without the column: imported, the time unknown
+            created = {}
         for app_name in self._app_names():
             listed = self.run(self.service.list_sessions(app_name=app_name))
             for session in sorted(listed.sessions, key=lambda s: (s.user_id, s.id)):
-                yield AdkPeerSession(self, app_name, session.user_id, session.id, identifier_encode)
+                peer = AdkPeerSession(self, app_name, session.user_id, session.id, identifier_encode)
+                peer.created_at = created.get((app_name, session.user_id, session.id))
+                yield peer
+
+
+def _utc(value: Any) -> datetime | None:
+    """A store's creation time as an aware UTC datetime: ADK writes UTC, naive where the database
+    keeps no zone."""
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC)
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return None
 
 
 class AdkPeerSession:
@@ -75,6 +115,7 @@ class AdkPeerSession:
         self.ids = {"app_name": encode(app_name), "user_id": encode(user_id), "session_id": encode(session_id)}
         self.user_id = self.ids["user_id"]
         self.label = f"ADK session {session_id!r} (app {app_name!r}, user {user_id!r})"
+        self.created_at: datetime | None = None  # the store's own creation time, when it was read
 
     def load(self) -> Any:
         app_name, user_id, session_id = self.peer_ids
@@ -102,6 +143,7 @@ class AdkPeerSession:
             events=[json.loads(event.model_dump_json(exclude_none=True)) for event in new_events],
             state=peer.state,
             last_update_time=peer.last_update_time,
+            **({"source": self.source.kind, "created_at": self.created_at} if result.created else {}),
         )
         for seq, delta in imported.user_deltas:
             user_services.adk_user_state_update(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -26,6 +27,7 @@ from agentstate.validation import clean_identifier, clean_timestamp
 from sessions_app.adk.models import ADK_EVENT_ID_INDEXED, AdkAppState, AdkEvent, EventIdPrefix
 from sessions_app.adk.state import USER_PREFIX, json_object, json_text, state_split
 from sessions_app.models import Session
+from sessions_app.selectors import IMPORTED
 from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED
 from sessions_app.services.sessions import new_session_id_clean, session_insert
 
@@ -97,14 +99,27 @@ class AdkSessionImported:
 
 @transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
 def adk_session_import(
-    *, session: Session, events: list[dict[str, Any]], state: dict[str, Any], last_update_time: float
+    *,
+    session: Session,
+    events: list[dict[str, Any]],
+    state: dict[str, Any],
+    last_update_time: float,
+    source: str = "",
+    created_at: datetime | None = None,
 ) -> AdkSessionImported:
     """Add a session's events from its old store (``import_sessions``) in bulk, after the ones it
     holds, and make its state the one the old store held: its deltas are not replayed, the old
     store's state is the result of them. The session's keys replace the stored ones, the ``app:``
     keys update the app's state, the session takes the old store's ``last_update_time`` and a new
     version, so cached readers reload. Each event is stored as an append stores it (its ``user:``
-    delta apart, returned with the ``user:`` state for the caller to store)."""
+    delta apart, returned with the ``user:`` state for the caller to store). A session the import
+    creates (``source``, the store's kind) takes the store's creation time, when it is known, and
+    records where and when it was imported (``selectors.session_imported``)."""
+    now = timezone.now()
+    first_import: dict[str, Any] = {}
+    if source:
+        imported = {"from": source, "at": now.isoformat(), "created_in_store": created_at is not None}
+        first_import = {"created_at": created_at or now, "metadata": {**session.metadata, IMPORTED: imported}}
     rows, user_deltas, seq = [], [], session.last_seq
     for event in events:
         timestamp, delta = _event_fields(event)
@@ -133,8 +148,9 @@ def adk_session_import(
         durable_state=json_text(parts["session"]),
         last_update_time=clean_timestamp(last_update_time, field="last_update_time"),
         last_seq=seq,
-        updated_at=timezone.now(),
+        updated_at=now,
         version=F("version") + 1,
+        **first_import,
         **({"ended_at": None, "ended_by_retention": False} if session.ended_by_retention else {}),
     )
     if parts["app"]:

@@ -13,6 +13,8 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
@@ -292,6 +294,7 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
         "working_state",
         "app_name",
         "framework_section",
+        "imported_shown",
     )
 
     # A framework's own section of its sessions' page, by framework name (``FrameworkSection``).
@@ -326,6 +329,7 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
                         "session_id",
                         "contents",
                         "created_at",
+                        *(["imported_shown"] if selectors.session_imported(obj) else []),
                         "updated_at",
                         "version",
                     )
@@ -377,6 +381,20 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
         legal holds, which the same page lists."""
         counted = getattr(obj, "counted_contents", None) or selectors.session_contents([obj])[obj.pk]
         return str(counted)
+
+    @admin.display(description="imported at")
+    def imported_shown(self, obj: Session) -> str:
+        """When and from which store ``import_sessions`` brought the session in, and whether "Created
+        at" above is the framework's own creation time (read from its store) or, unknown, the import's."""
+        imported = selectors.session_imported(obj) or {}
+        when = parse_datetime(str(imported.get("at", "")))
+        created = (
+            "Created at is the framework's own creation time, read from its store."
+            if imported.get("created_in_store")
+            else "Its store gave no creation time: Created at is the import's."
+        )
+        shown = timezone.localtime(when).strftime("%Y-%m-%d %H:%M:%S") if when else "—"
+        return f"{shown}, by import_sessions from {imported.get('from', 'another store')}. {created}"
 
     @admin.display(description="forked from")
     def forked_from(self, obj: Session) -> str:

@@ -4,14 +4,19 @@ sees the sessions it saw through its old store; re-runs, interrupted runs, erase
 from __future__ import annotations
 
 import asyncio
+import html
+import re
 import sqlite3
 import time
+from contextlib import closing
+from datetime import UTC, datetime
 from io import StringIO
 
 import psycopg
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.urls import reverse
 from django.utils import timezone
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
@@ -23,6 +28,7 @@ from sqlalchemy.pool import NullPool
 from agentstate.integrations.adk import AgentStateSessionService
 from sessions_app.adk.models import AdkEvent
 from sessions_app.models import Session
+from tests.admin.staff import login, staff
 from tests.client.keys import api_key_new
 from userdata_app.erasure.registry import subject_hash
 from userdata_app.models import ErasedSubject
@@ -120,6 +126,9 @@ def test_adk_sees_through_agentstate_what_it_saw_in_its_old_store(live_server, t
     listed = asyncio.run(agentstate.list_sessions(app_name="weather", user_id="ana"))
     assert sorted(s.id for s in listed.sessions) == ["home", "trip"]
     assert asyncio.run(agentstate.get_user_state(app_name="weather", user_id="bo")) == {"lang": "pt", "last": "trip-2"}
+    # Each session's creation time is the one ADK's store kept, read on every kind of store.
+    imported = Session.objects.filter(tenant=tenant).order_by("id")
+    assert all(s.metadata["imported"]["created_in_store"] and s.created_at < s.updated_at for s in imported)
 
 
 def test_a_rerun_imports_nothing_and_extends_a_session_that_grew(live_server, tenant, tmp_path):
@@ -204,3 +213,36 @@ def test_a_progress_bar_on_a_terminal_only_and_never_with_quiet(tenant, tmp_path
     terminal.truncate()
     _import(tenant, kind, location, "--dry-run", "--quiet")
     assert terminal.getvalue() == ""
+
+
+def _backdate(kind: str, location: str, app: str, user: str, sid: str, created: datetime) -> None:
+    """Set a session's creation time in ADK's own store, as if ADK had created it then."""
+    path = location.removeprefix("sqlite+aiosqlite:///")
+    value = created.timestamp() if kind == "adk-sqlite" else created.strftime("%Y-%m-%d %H:%M:%S.%f")
+    with closing(sqlite3.connect(path)) as store, store:
+        store.execute(
+            "UPDATE sessions SET create_time = ? WHERE app_name = ? AND user_id = ? AND id = ?", (value, app, user, sid)
+        )
+
+
+@pytest.mark.parametrize("store", [_sqlite_store, _database_store])
+def test_an_imported_session_shows_adks_creation_time_and_the_import_time_as_such(client, tenant, tmp_path, store):
+    """Issue 41, finding 15: staff read "Created at" as the time ADK created the session, not the
+    time of the import, which the page shows as "Imported at"."""
+    kind, location, service = store(tmp_path)
+    asyncio.run(_fill(service))
+    created = datetime(2024, 5, 1, 9, 30, 15, tzinfo=UTC)
+    _backdate(kind, location, "weather", "ana", "trip", created)
+    before = timezone.now()
+
+    _import(tenant, kind, location, "--quiet")
+
+    session = Session.objects.get(tenant=tenant, app_name="weather", user_id="ana", session_id="trip")
+    assert session.created_at == created
+    login(client, staff("viewer", perms=["sessions_app.view_session", "sessions_app.view_adkevent"]))
+    page = client.get(reverse("admin:sessions_app_session_change", args=[session.pk])).content.decode()
+    read = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+    assert "Created at: 2024-05-01 09:30:15" in read
+    imported_at = re.search(r"Imported at: (\S+ \S+), by import_sessions from " + kind, read)
+    assert imported_at and imported_at[1] >= before.strftime("%Y-%m-%d %H:%M:%S")
+    assert "Created at is the framework's own creation time, read from its store." in read
