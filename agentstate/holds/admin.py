@@ -223,6 +223,14 @@ class LegalHoldAdmin(admin.ModelAdmin):
             actor=request.user,
         )
         obj.pk, obj.placed_at, obj.placed_by_name = placed.pk, placed.placed_at, placed.placed_by_name
+        data = form.cleaned_data
+        whom = f"user {identifier_visible(obj.user_id)} of tenant {obj.tenant.slug}"
+        what = {
+            TENANT: f"every person's data in tenant {obj.tenant.slug}",
+            PERSON: f"everything of {whom}",
+            SESSION: f"session {identifier_visible(data.get('session_id', ''))} of {whom}, with everything in it",
+        }[data["covers"]]
+        messages.info(request, f"Legal hold {obj.reference} covers {what}.")
 
 
 class HeldPage(admin.ModelAdmin):

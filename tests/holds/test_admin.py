@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from agentstate.holds import services as holds
@@ -108,7 +109,10 @@ def test_a_hold_placed_in_the_admin_lands_on_the_user_id_as_typed(client, office
     subject_data_create(tenant=tenant, user_id=" alice", sessions=1)
     subject_data_create(tenant=tenant, user_id="alice", sessions=1)
     for user_id in (" alice", "alice\u00a0", "   "):
-        assert _place(client, tenant, covers="person", user_id=user_id).status_code == 302
+        placed = _place(client, tenant, covers="person", user_id=user_id)
+        assert placed.status_code == 302
+    told = [str(m) for m in get_messages(placed.wsgi_request)]
+    assert "Legal hold CASE-9 covers everything of user ⟦U+0020⟧⟦U+0020⟧⟦U+0020⟧ of tenant acme." in told
     assert sorted(LegalHold.objects.values_list("user_id", flat=True)) == sorted([" alice", "alice\u00a0", "   "])
     assert not LegalHold.objects.filter(user_id__in=["", "alice"]).exists()  # neither the tenant nor another person
     assert holds.hold_covering(tenant=tenant, user_id="alice") is None
