@@ -189,15 +189,14 @@ def counts_text(counts: dict[str, int]) -> str:
 # --- One subject's rows ------------------------------------------------------------------------
 
 
-def _hold_lookups(model: type[models.Model]) -> dict[str, str | None]:
-    """How a row of the declared model reaches what a hold names, by the map's ``via`` chain: its
-    tenant, its person, and the session it is or hangs off (``via``, ``hangs_off``), if any."""
+def _hold_lookups(model: type[models.Model]) -> tuple[str, str, str | None]:
+    """How a row of the declared model reaches what a hold names, by the map's ``via`` chain: the
+    lookups of its tenant, its person, and the session it is or hangs off (``via``, ``hangs_off``)."""
     declaration = _declared[model]
     if declaration.via:
-        via = declaration.via
-        return {"tenant": f"{via}__tenant", "user_id": f"{via}__user_id", "session": via}
+        return f"{declaration.via}__tenant", f"{declaration.via}__user_id", declaration.via
     is_root = any(d.via and d.root is model for d in _declared.values())
-    return {"session": "pk" if is_root else declaration.hangs_off or None}
+    return "tenant", "user_id", "pk" if is_root else declaration.hangs_off or None
 
 
 def rows_held(model: type[models.Model]) -> models.Exists:
@@ -205,7 +204,8 @@ def rows_held(model: type[models.Model]) -> models.Exists:
     its tenant or person, or on the session it is or hangs off (a session hold covers the session
     and everything that hangs off it). The one rule every deletion applies to every category:
     erasure, retention's sweeps, the memories' TTL, and the API's deletes (``rows_hold_check``)."""
-    return held_by(**_hold_lookups(model))
+    tenant, user_id, session = _hold_lookups(model)
+    return held_by(tenant=tenant, user_id=user_id, session=session)
 
 
 def rows_hold_check(rows: models.QuerySet, *, tenant_pk: int, what: str) -> None:
@@ -213,8 +213,9 @@ def rows_hold_check(rows: models.QuerySet, *, tenant_pk: int, what: str) -> None
     does: take the tenant's hold lock and refuse (``Held``, with the hold's reference) while a hold
     covers any of them."""
     holds_lock(tenant_pk=tenant_pk, exclusive=False)
+    tenant, user_id, session = _hold_lookups(rows.model)
     reference = (
-        rows.annotate(hold_reference=held_reference(**_hold_lookups(rows.model)))
+        rows.annotate(hold_reference=held_reference(tenant=tenant, user_id=user_id, session=session))
         .filter(hold_reference__isnull=False)
         .values_list("hold_reference", flat=True)
         .first()

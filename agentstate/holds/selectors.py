@@ -56,7 +56,7 @@ def held(*, tenant: str = "tenant", user_id: str = "user_id", session: str | Non
     return Exists(_covering_row(tenant=tenant, user_id=user_id, session=session))
 
 
-def held_reference(*, tenant: str = "tenant", user_id: str = "user_id", session: str | None = None) -> Subquery:
+def held_reference(*, tenant: str, user_id: str, session: str | None) -> Subquery:
     """``held``'s rows, named: the reference of the oldest active hold covering the row, or NULL."""
     covering = _covering_row(tenant=tenant, user_id=user_id, session=session)
     return Subquery(covering.order_by("placed_at", "pk").values("reference")[:1])
