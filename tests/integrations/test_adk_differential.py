@@ -33,7 +33,7 @@ from agentstate.integrations.adk import AgentStateSessionService
 from tests.client.keys import api_key_new
 
 APPS = ("shop", "desk")
-USERS = ("ada", "bob")
+USERS = ("ada", "bob", "ada/x", "")  # the last two mapped to agentstate identifiers ("%2F", "%")
 IDS = ("s1", "s2", "auto")  # "auto": the (app, user)'s last session created without an id
 PADS = ("", " ", "\t ")  # around a session id: ADK's in-memory and SQLite services strip it
 KEYS = ("mood", "n", "app:plan", "user:lang", "temp:draft")
