@@ -74,10 +74,16 @@ class LegalHoldPlaceForm(forms.ModelForm):
             required, optional = IDS[covers]
             for name in ("user_id", "session_id", "app_name"):
                 value = cleaned.get(name)
+                label = self.fields[name].label or name
                 if name in required and value == "":
-                    self.add_error(name, f"A hold on {COVERS[covers]} names it: exactly as the API stored it.")
+                    self.add_error(
+                        name, f"Give the {label.lower()} for a hold on {COVERS[covers]}, as the API stored it."
+                    )
                 elif name not in required + optional and value:
-                    self.add_error(name, f"A hold on {COVERS[covers]} names none: clear it, or choose another cover.")
+                    self.add_error(
+                        name,
+                        f"A hold on {COVERS[covers]} names no {label.lower()}: clear it, or change what it covers.",
+                    )
         if covers == SESSION and not self.errors:
             cleaned["session_pk"] = self._session_pk(cleaned)
         if not self.errors:
@@ -110,6 +116,7 @@ class LegalHoldPlaceForm(forms.ModelForm):
 class LegalHoldReleaseForm(forms.ModelForm):
     release_reason_given = forms.CharField(
         label="release with reason",
+        required=False,  # the service's own message when blank
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="Releasing lets retention, erasure and deletions reach the data again. The hold stays, released.",
     )

@@ -121,11 +121,11 @@ def test_a_hold_placed_in_the_admin_lands_on_the_user_id_as_typed(client, office
 def test_the_whole_tenant_is_held_only_when_chosen(client, officer, tenant):
     client.force_login(officer)
     blank = _place(client, tenant, covers="person", user_id="")
-    assert blank.status_code == 200 and "names it: exactly as the API stored it" in blank.content.decode()
+    assert blank.status_code == 200 and "Give the user id for a hold on one person" in blank.content.decode()
     unchosen = _place(client, tenant, user_id="")
     assert unchosen.status_code == 200 and not LegalHold.objects.exists()
     mixed = _place(client, tenant, covers="tenant", user_id="alice")
-    assert mixed.status_code == 200 and "names none" in mixed.content.decode()
+    assert mixed.status_code == 200 and "A hold on the whole tenant names no user id" in mixed.content.decode()
     assert not LegalHold.objects.exists()
     assert _place(client, tenant, covers="tenant").status_code == 302
     assert LegalHold.objects.get().covers == "the whole tenant"
