@@ -19,7 +19,10 @@ from rest_framework.test import APIClient
 
 from agentstate import subject_data
 from agentstate.api.views import TenantAPIView, reads_declared
+from agentstate.tenancy.models import Tenant
+from tests.userdata_app.erasure_factories import verified_request
 from tests.userdata_app.test_erasure_residue import markers_of, store_everything
+from userdata_app.access_requests import access_request_create, access_request_verify
 
 SUBJECT = "erin-41\u2003"  # stored exactly as sent, as every id
 TENANT = "acme"
@@ -64,7 +67,8 @@ class Seeded:
 
 
 def seed(api: APIClient) -> Seeded:
-    """store_everything for SUBJECT, and a second ADK event (so a session read has a next page)."""
+    """store_everything for SUBJECT, a second ADK event (so a session read has a next page), and
+    a verified erasure request and access request for them (their export pages)."""
     unmarked = set(subject_data.categories()) - MARKED.keys()
     assert not unmarked, f"categories of the map with no marker seeded: {unmarked}"  # a new category: seed it
     marks = markers_of(41)
@@ -72,6 +76,9 @@ def seed(api: APIClient) -> Seeded:
     event = {"id": "e2", "invocation_id": "i2", "author": "agent", "timestamp": 1_700_000_001.0}
     response = api.post(_adk_session_url() + "events/", {"event": json.dumps(event)}, format="json")
     assert response.status_code == 201, response.content
+    tenant = Tenant.objects.get(slug=TENANT)
+    verified_request(subjects=[(tenant, SUBJECT)], scope="everything")
+    access_request_verify(request=access_request_create(subjects=[(tenant, SUBJECT)]), identity_check="by e-mail")
     return Seeded(marks)
 
 
