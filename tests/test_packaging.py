@@ -2,6 +2,7 @@
 top-level templates/ folder into the wheel), so a new package left off the list would be missing
 from an installed service while every test in the checkout passes."""
 
+import ast
 import subprocess
 import sys
 import tomllib
@@ -44,9 +45,44 @@ def _extra_of(module: str) -> str | None:
     return next((extra for extra in EXTRA_FRAMEWORKS if module.startswith(extra.replace("-", "_"))), None)
 
 
+def _absent(module: str) -> list[str]:
+    """What the module's extra does not install: the other extras' frameworks, and Django."""
+    own = EXTRA_FRAMEWORKS.get(_extra_of(module) or "")
+    return [*(name for name in EXTRA_FRAMEWORKS.values() if name != own), *NOT_IN_ANY_EXTRA]
+
+
+def _top_level_imports(module: str) -> set[str]:
+    """The modules ``module`` imports at its top level, through agentstate's own modules too (an
+    import inside a function or under ``if``/``try`` is left out: it is lazy or guarded)."""
+    found: set[str] = set()
+    todo, seen = [module], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = ROOT.joinpath(*name.split("."))
+        path = path.with_suffix(".py") if path.with_suffix(".py").exists() else path / "__init__.py"
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module)
+        todo += [name for name in found if name.startswith("agentstate.")]
+    return found
+
+
 def test_every_framework_named_here_is_an_extra():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert set(EXTRA_FRAMEWORKS) <= set(extras)
+
+
+@pytest.mark.parametrize("module", INTEGRATIONS)
+def test_no_integration_imports_what_its_extra_does_not_install(module):
+    """The rule below, read from the source for the quick loop."""
+    absent = _absent(module)
+    imported = _top_level_imports(f"agentstate.integrations.{module}")
+    assert not [name for name in imported if any(name == a or name.startswith(a + ".") for a in absent)]
 
 
 @pytest.mark.servers  # a fresh process each: this one has imported every framework
@@ -54,10 +90,8 @@ def test_every_framework_named_here_is_an_extra():
 def test_each_integration_imports_with_its_own_extra_alone(module):
     """``pip install agentstate-django[adk]`` gives ADK and none of LangGraph: every module of
     agentstate.integrations imports with the frameworks of the other extras (and Django) absent."""
-    own = EXTRA_FRAMEWORKS.get(_extra_of(module) or "")
-    blocked = [*(name for name in EXTRA_FRAMEWORKS.values() if name != own), *NOT_IN_ANY_EXTRA]
     run = subprocess.run(
-        [sys.executable, "-c", IMPORT_WITHOUT, f"agentstate.integrations.{module}", *blocked],
+        [sys.executable, "-c", IMPORT_WITHOUT, f"agentstate.integrations.{module}", *_absent(module)],
         cwd=ROOT,
         capture_output=True,
         text=True,
