@@ -6,7 +6,10 @@ import uuid
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langgraph.checkpoint.conformance.test_utils import generate_checkpoint, generate_config, generate_metadata
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.types import INTERRUPT
 
 from agentstate.client import Conflict, ValidationError
@@ -159,6 +162,24 @@ def test_escape_is_reversible(text):
     assert unescape_text(escaped) == text
     assert "\x00" not in escaped
     escaped.encode("utf-8")  # no lone surrogates left
+
+
+@given(counter=st.integers(0, 10**9), steps=st.integers(1, 4))
+def test_channel_versions_go_on_in_the_type_they_have_in_langgraphs_order(counter, steps):
+    """Integers count up; a database saver's string (an imported thread's) goes on as those savers'
+    own next version would, each sorting after the last (LangGraph compares a thread's versions)."""
+    theirs = InMemorySaver()  # the same get_next_version as SqliteSaver's and PostgresSaver's
+    with AgentStateSaver("http://127.0.0.1:9", "unused", default_user_id="ada") as saver:
+        assert saver.get_next_version(None, None) == 1
+        assert saver.get_next_version(counter, None) == counter + 1
+        version = theirs.get_next_version(counter, None)
+        for _ in range(steps):
+            following = saver.get_next_version(version, None)
+            assert isinstance(following, str) and following > version
+            assert following.split(".")[0] == theirs.get_next_version(version, None).split(".")[0]
+            version = following
+        with pytest.raises(ValueError, match="Channel version"):
+            saver.get_next_version("not a version", None)
 
 
 def test_any_identifier_and_payload_langgraph_accepts_round_trips(saver):
