@@ -143,7 +143,8 @@ class AdkPeerSession:
             events=[json.loads(event.model_dump_json(exclude_none=True)) for event in new_events],
             state=peer.state,
             last_update_time=peer.last_update_time,
-            **({"source": self.source.kind, "created_at": self.created_at} if result.created else {}),
+            source=self.source.kind if result.created else "",
+            created_at=self.created_at if result.created else None,
         )
         for seq, delta in imported.user_deltas:
             user_services.adk_user_state_update(

@@ -329,7 +329,7 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
                         "session_id",
                         "contents",
                         "created_at",
-                        *(["imported_shown"] if selectors.session_imported(obj) else []),
+                        *(["imported_shown"] if obj is not None and selectors.session_imported(obj) else []),
                         "updated_at",
                         "version",
                     )
