@@ -50,6 +50,8 @@ def test_a_subject_id_with_a_stray_space_that_holds_nothing_is_refused(client, o
 
     assert "begins or ends with a space and nothing is held under it" in page
     assert "type it without the space (ada)" in page
+    spaces = client.post(add, {**form, "subjects-0-user_id": "   "}).content.decode()
+    assert "is only spaces and nothing is held under it in tenant acme: type the person&#x27;s user id" in spaces
     assert not ErasureRequest.objects.exists()
 
 

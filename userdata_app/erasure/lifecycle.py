@@ -114,10 +114,13 @@ def subject_id_check(*, tenant: Tenant, user_id: str) -> str:
     user_id = clean_identifier(user_id, field="user_id")
     if user_id == user_id.strip() or any(subject_counts(tenant=tenant, user_id=user_id, kinds=KINDS).values()):
         return user_id
+    shown, where = identifier_visible(user_id), f"nothing is held under it in tenant {tenant.slug}"
+    if not user_id.strip():
+        raise InvalidInput.for_field("user_id", f"{shown} is only spaces and {where}: type the person's user id.")
     raise InvalidInput.for_field(
         "user_id",
-        f"{identifier_visible(user_id)} begins or ends with a space and nothing is held under it in tenant "
-        f"{tenant.slug}: type it without the space ({identifier_visible(user_id.strip())}).",
+        f"{shown} begins or ends with a space and {where}: type it without the space "
+        f"({identifier_visible(user_id.strip())}).",
     )
 
 
