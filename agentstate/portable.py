@@ -20,7 +20,7 @@ from typing import Any
 
 from django.apps import apps
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, models, transaction
+from django.db import DataError, IntegrityError, models, transaction
 
 from agentstate import streaming
 from agentstate.exceptions import InvalidInput, SubjectErased
@@ -320,13 +320,19 @@ def records_import(
     chunks; a person ``refused`` names (erased) is skipped and reported once. A bad record stops
     the import with its line, its block or chunk rolled back; what committed before it stays, and
     a re-run once the file is mended skips that."""
-    summary = committed = PortableImportSummary()
+    summary, committed = PortableImportSummary(), PortableImportSummary()
     known, roots = _by_record(), _roots()
     members = {m.model: name for root in roots for m, name in _members(root)}
     stream = Records(items)
     try:
-        while stream.peek() is not None:
-            _unit_import(tenant, stream, known, roots, members, refused, summary, dry_run)
+        while (ahead := stream.peek()) is not None:
+            try:
+                _unit_import(tenant, stream, known, roots, members, refused, summary, dry_run)
+            except (IntegrityError, DataError) as exc:  # rows the checks let through but the tables refuse
+                refusal = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise PortableError(
+                    ahead[0], f"the database refused this session's block or chunk: {refusal}"
+                ) from None
             committed = replace(summary, refused_users=list(summary.refused_users))
             on_unit(summary)
     except PortableError as exc:

@@ -333,3 +333,21 @@ def test_a_line_nested_past_a_request_bodys_depth_is_refused_by_its_number(six_s
     six_sessions[line - 1] = six_sessions[line - 1].replace('"value": "a@b"', '"value": ' + "[" * 5000 + "]" * 5000)
     message = _import_refused(six_sessions, tmp_path)
     assert f"line {line}: line: nests deeper than 64 levels." in message
+
+
+def test_a_record_the_tables_refuse_is_named_by_its_block_and_nothing_of_it_is_written(api, tenant, tmp_path):
+    """Two messages with one seq in a session's block: the checks pass each, the table refuses the pair."""
+    assert api.post("/api/v1/sessions/", {"user_id": "ann", "session_id": "s1"}, format="json").status_code == 201
+    messages = {"messages": [{"content": "one"}, {"content": "two"}]}
+    assert api.post("/api/v1/users/ann/sessions/s1/messages/", messages, format="json").status_code == 201
+    lines = exported().decode().splitlines(keepends=True)
+    empty_database()
+    block = next(i for i, line in enumerate(lines) if '"record":"session"' in line) + 1
+    second = max(i for i, line in enumerate(lines) if '"record":"message"' in line)
+    lines[second] = lines[second].replace('"seq":2', '"seq":1')
+
+    message = _import_refused(lines, tmp_path)
+
+    assert f"line {block}: the database refused this session's block or chunk" in message
+    assert "Written before it, and kept: 0 new erased-subject registry entries, 0 sessions" in message
+    assert not Session.objects.exists() and not Message.objects.exists()
