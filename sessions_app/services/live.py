@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from agentstate.exceptions import NotFound, PreconditionFailed, SessionEnded
 from agentstate.holds.models import LegalHold
-from agentstate.holds.selectors import held
 from agentstate.holds.services import hold_applying, hold_check, holds_lock, holds_lock_key, holds_lock_required
+from agentstate.subject_data import rows_held
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from sessions_app import working_state
@@ -142,7 +142,7 @@ def session_held(session: Session) -> LegalHold | None:
 def sessions_hold_check(*, tenant: Tenant, session_pks: list[int], what: str) -> None:
     """``session_hold_check`` for many sessions of a tenant: one query while none is held."""
     holds_lock(tenant_pk=tenant.pk, exclusive=False)
-    first_held = Session.objects.filter(pk__in=session_pks).filter(held(session="pk")).order_by("pk").first()
+    first_held = Session.objects.filter(pk__in=session_pks).filter(rows_held(Session)).order_by("pk").first()
     if first_held is not None:
         session_hold_check(first_held, what=what)
 
