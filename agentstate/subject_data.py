@@ -28,11 +28,12 @@ from django.apps import apps
 from django.core import checks
 from django.db import models
 
-from agentstate.exceptions import Held
+from agentstate.exceptions import Held, InvalidInput
 from agentstate.holds.selectors import held as held_by
 from agentstate.holds.selectors import held_reference
 from agentstate.holds.services import holds_lock
 from agentstate.subjects import PROCESS_STATE, USER_DATA
+from agentstate.validation import clean_identifier, identifier_visible
 
 if TYPE_CHECKING:
     from agentstate.search import TextIndex
@@ -270,6 +271,23 @@ def subject_counts(
                     d, tenant=tenant, user_id=user_id, existed_at=when, held=held
                 ).count()
     return dict(counts)
+
+
+def subject_id_check(*, tenant: Tenant, user_id: str) -> str:
+    """A user id staff typed (a request's subject, a hold's person), exactly as typed; one that
+    begins or ends with whitespace is taken only when data is held under it ("ada " is another
+    person than "ada", but usually a slip)."""
+    user_id = clean_identifier(user_id, field="user_id")
+    if user_id == user_id.strip() or any(subject_counts(tenant=tenant, user_id=user_id, kinds=KINDS).values()):
+        return user_id
+    shown, where = identifier_visible(user_id), f"nothing is held under it in tenant {tenant.slug}"
+    if not user_id.strip():
+        raise InvalidInput.for_field("user_id", f"{shown} is only spaces and {where}: type the person's user id.")
+    raise InvalidInput.for_field(
+        "user_id",
+        f"{shown} begins or ends with a space and {where}: type it without the space "
+        f"({identifier_visible(user_id.strip())}).",
+    )
 
 
 def subject_erase(

@@ -86,6 +86,11 @@ class LegalHoldPlaceForm(forms.ModelForm):
                     )
         if covers == SESSION and not self.errors:
             cleaned["session_pk"] = self._session_pk(cleaned)
+        if covers == PERSON and not self.errors:
+            try:  # " alice" is a person of her own when data is held under her; else a slip for "alice"
+                subject_data.subject_id_check(tenant=cleaned["tenant"], user_id=cleaned["user_id"])
+            except InvalidInput as exc:
+                self.add_error("user_id", exc.fields["user_id"])
         if not self.errors:
             try:
                 services.legal_hold_clean(

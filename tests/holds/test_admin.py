@@ -104,18 +104,25 @@ def _place(client, tenant, **fields):
 
 
 def test_a_hold_placed_in_the_admin_lands_on_the_user_id_as_typed(client, officer, tenant):
-    """Finding 2 of issue 41: " alice" was stored as "alice", and her own deletes then passed."""
+    """Finding 2 of issue 41: " alice" was stored as "alice", and her own deletes then passed; spaces
+    alone became a hold on the whole tenant."""
     client.force_login(officer)
-    subject_data_create(tenant=tenant, user_id=" alice", sessions=1)
-    subject_data_create(tenant=tenant, user_id="alice", sessions=1)
-    for user_id in (" alice", "alice\u00a0", "   "):
+    for user_id in (" alice", "alice", "alice\u00a0"):
+        subject_data_create(tenant=tenant, user_id=user_id, sessions=1)
+    for user_id in (" alice", "alice\u00a0"):
         placed = _place(client, tenant, covers="person", user_id=user_id)
         assert placed.status_code == 302
+    assert sorted(LegalHold.objects.values_list("user_id", flat=True)) == [" alice", "alice\u00a0"]
+    assert holds.hold_covering(tenant=tenant, user_id="alice") is None  # neither the tenant nor another person
     told = [str(m) for m in get_messages(placed.wsgi_request)]
-    assert "Legal hold CASE-9 covers everything of user ⟦U+0020⟧⟦U+0020⟧⟦U+0020⟧ of tenant acme." in told
-    assert sorted(LegalHold.objects.values_list("user_id", flat=True)) == sorted([" alice", "alice\u00a0", "   "])
-    assert not LegalHold.objects.filter(user_id__in=["", "alice"]).exists()  # neither the tenant nor another person
-    assert holds.hold_covering(tenant=tenant, user_id="alice") is None
+    assert "Legal hold CASE-9 covers everything of user alice⟦U+00A0⟧ of tenant acme." in told
+
+    # Spaces alone, or an id with a stray space that holds nothing, are refused and say why.
+    spaces = _place(client, tenant, covers="person", user_id="   ").content.decode()
+    assert "⟦U+0020⟧⟦U+0020⟧⟦U+0020⟧ is only spaces and nothing is held under it in tenant acme" in spaces
+    slip = _place(client, tenant, covers="person", user_id="alice ").content.decode()
+    assert "begins or ends with a space and nothing is held under it" in slip
+    assert LegalHold.objects.count() == 2
 
 
 def test_the_whole_tenant_is_held_only_when_chosen(client, officer, tenant):

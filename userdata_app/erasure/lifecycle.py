@@ -16,9 +16,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput
-from agentstate.subject_data import KINDS, subject_counts
+from agentstate.subject_data import subject_id_check
 from agentstate.tenancy.models import Tenant
-from agentstate.validation import clean_identifier, identifier_visible
 from userdata_app.erasure.access_entries import step_logged, subjects_added_logged
 from userdata_app.models import ErasureEvent, ErasureRequest, ErasureSubject
 
@@ -106,22 +105,6 @@ def transition(request: ErasureRequest, *, step: str, actor, note: str = "", **f
             at=now,
         )
     return request
-
-
-def subject_id_check(*, tenant: Tenant, user_id: str) -> str:
-    """A request's user id, exactly as typed; one that begins or ends with whitespace is taken
-    only when data is held under it ("ada " is another person than "ada", but usually a slip)."""
-    user_id = clean_identifier(user_id, field="user_id")
-    if user_id == user_id.strip() or any(subject_counts(tenant=tenant, user_id=user_id, kinds=KINDS).values()):
-        return user_id
-    shown, where = identifier_visible(user_id), f"nothing is held under it in tenant {tenant.slug}"
-    if not user_id.strip():
-        raise InvalidInput.for_field("user_id", f"{shown} is only spaces and {where}: type the person's user id.")
-    raise InvalidInput.for_field(
-        "user_id",
-        f"{shown} begins or ends with a space and {where}: type it without the space "
-        f"({identifier_visible(user_id.strip())}).",
-    )
 
 
 def clean_reason(value, *, field: str) -> str:
