@@ -183,6 +183,13 @@ def test_a_chain_deleted_whole_head_and_all_is_named(tenant, other_tenant):
 
     assert "acme: BROKEN at #1: its whole chain and its head are gone" in out and error
     assert "globex: 2 entries verify." in out and "the roster of chains: 2 entries verify." in out
+    one = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("verify_access_log", "--tenant", "acme", stdout=one)
+    assert one.getvalue().startswith("acme: BROKEN at #1: its whole chain and its head are gone")
+    one = io.StringIO()
+    call_command("verify_access_log", "--tenant", "globex", stdout=one)
+    assert one.getvalue() == "globex: 2 entries verify.\n"
 
 
 def test_the_roster_deleted_with_the_chain_breaks_too(tenant, other_tenant):

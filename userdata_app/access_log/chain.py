@@ -208,7 +208,7 @@ def chain_tenants() -> list[str]:
 
 
 def chains_verify(*, tenant: str | None = None) -> list[Verdict]:
-    """The roster's chain, then every tenant's (or ``tenant``'s): a tenant the roster recorded
+    """The roster's chain, then every tenant's (or only ``tenant``'s): a tenant the roster recorded
     beginning a chain that is gone whole, head and all, or whose chain the roster never recorded,
     does not verify either. A log deleted whole, roster and all, leaves nothing to tell."""
     present = chain_tenants()
@@ -216,11 +216,12 @@ def chains_verify(*, tenant: str | None = None) -> list[Verdict]:
     for seq, detail in AccessEntry.objects.filter(tenant=ROSTER, action=CHAIN).values_list("seq", "detail"):
         rostered.setdefault(detail.get("tenant"), seq)
     verdicts = []
-    if AccessChainHead.objects.filter(tenant=ROSTER).exists() or rostered:
-        verdicts.append(chain_verify(tenant=ROSTER))
-    elif present:
-        gone = "it is gone, head and all, while tenants' chains remain."
-        verdicts.append(Verdict(ROSTER, 0, broken_at=1, problem=gone))
+    if tenant is None:  # one tenant's: its chain only, and whether the roster says it is gone
+        if AccessChainHead.objects.filter(tenant=ROSTER).exists() or rostered:
+            verdicts.append(chain_verify(tenant=ROSTER))
+        elif present:
+            gone = "it is gone, head and all, while tenants' chains remain."
+            verdicts.append(Verdict(ROSTER, 0, broken_at=1, problem=gone))
     for slug in [tenant] if tenant is not None else sorted(set(present) | set(rostered)):
         if slug in rostered and slug not in present:
             gone = f"its whole chain and its head are gone (the roster recorded it beginning, at #{rostered[slug]})."
