@@ -41,7 +41,7 @@ from userdata_app.erasure import erasure_request_create
 PROJECT = ("agentstate", "sessions_app", "userdata_app", "agentstate_site")
 VALUES = [" alice ", "alice\u00a0", "   "]
 QUICK = [VALUES[0]]  # the quick loop's one value; the others run in the slow set
-ALL = [pytest.param(v, marks=() if v in QUICK else pytest.mark.slow) for v in VALUES]
+ALL = [pytest.param(v, marks=() if v in QUICK else pytest.mark.crosscheck) for v in VALUES]
 
 
 def variants(value: str) -> set[str]:
