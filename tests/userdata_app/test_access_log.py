@@ -19,7 +19,14 @@ from agentstate.tenancy.services import api_key_create
 from sessions_app import services
 from tests.admin.staff import login, staff
 from tests.threads import in_threads
-from userdata_app.access_log.chain import ROSTER, Pending, chain_prune, chain_verify, entries_append
+from userdata_app.access_log.chain import (
+    ROSTER,
+    Pending,
+    chain_prune,
+    chain_verify,
+    chains_roster_unrecorded,
+    entries_append,
+)
 from userdata_app.access_log.models import AccessChainHead, AccessEntry, AccessPolicy
 from userdata_app.erasure import erasure_request_verify
 from userdata_app.erasure.registry import subject_hash
@@ -208,6 +215,23 @@ def test_the_roster_deleted_with_the_chain_breaks_too(tenant, other_tenant):
     AccessChainHead.objects.filter(tenant=ROSTER).delete()
     out, error = verify_command()
     assert "the roster of chains: BROKEN at #1: it is gone" in out and "globex: BROKEN at #1" in out and error
+
+
+def test_chains_begun_before_the_roster_are_recorded_on_upgrade_and_verify(tenant, other_tenant):
+    """A deployment upgraded with chains already kept: they are not reported as unrecorded."""
+    chain_of(tenant, 3)
+    chain_of(other_tenant, 2)
+    AccessEntry.objects.filter(tenant=ROSTER).delete()  # as before the roster existed
+    AccessChainHead.objects.filter(tenant=ROSTER).delete()
+    out, error = verify_command()
+    assert "acme: BROKEN at #1: the roster of chains never recorded it." in out and error
+
+    assert chains_roster_unrecorded() == ["acme", "globex"]
+    assert chains_roster_unrecorded() == []  # once
+
+    out, error = verify_command()
+    assert not error, out
+    assert "acme: 3 entries verify." in out and "the roster of chains: 2 entries verify." in out
 
 
 def test_retention_removes_a_prefix_and_verification_says_so(tenant):

@@ -113,6 +113,27 @@ def entries_append(*, pending: dict[str, list[Pending]]) -> list[AccessEntry]:
     return entries
 
 
+def chains_roster_unrecorded() -> list[str]:
+    """Record on the roster every tenant chain it does not hold yet: chains begun before the roster
+    existed (migration ``0004``, once, on upgrade), so that verification does not call them
+    unrecorded. A chain deleted whole before then has nothing left to record. Returns the tenants."""
+    if not log_kept():
+        return []
+    with transaction.atomic():
+        roster = _heads_locked([ROSTER])[ROSTER]
+        recorded = {
+            detail.get("tenant")
+            for detail in AccessEntry.objects.filter(tenant=ROSTER).values_list("detail", flat=True)
+        }
+        unrecorded = [slug for slug in chain_tenants() if slug not in recorded]
+        if unrecorded:
+            AccessEntry.objects.bulk_create(
+                _chained(roster, [Pending("agentstate", CHAIN, detail=(("tenant", slug),)) for slug in unrecorded])
+            )
+            roster.save(update_fields=["seq", "mac"])
+    return unrecorded
+
+
 def subjects_entries_append(
     *, subjects: dict[tuple[str, str], list[Any]], actor: str, action: str, model: str, purpose: str = "", detail=()
 ) -> None:
