@@ -153,9 +153,7 @@ def call(saver, step) -> object:
     if kind == "list":
         thread, ns, number, filter, before, limit = args
         listed = None if thread is None else config(thread, ns, number)
-        before_config = (
-            None if before is None else {"configurable": {"checkpoint_id": checkpoint_id(before, *THREADS[:1], "")}}
-        )
+        before_config = None if before is None else {"configurable": {"checkpoint_id": checkpoint_id(before, "t1", "")}}
         return comparable(saver.list(listed, filter=filter, before=before_config, limit=limit))
     return saver.delete_thread(args[0])
 
@@ -298,21 +296,24 @@ class ReferenceStore:
     def _answer(self, op, found):
         if not isinstance(op, SearchOp):
             return comparable_item(found)
-        if op.query:
-            words = set(op.query.lower().split())
+        if words := query_words(op):
             found = [i for i in found if words & {str(v).lower() for v in i.value.values() if isinstance(v, str)}]
             return sorted(comparable_item(found) or [])
         found = sorted(found, key=lambda i: (-self.updated[(i.namespace, i.key)], i.namespace, i.key))
         return comparable_item(found[op.offset : op.offset + op.limit])
 
 
+def query_words(op) -> set[str]:
+    """A search's query words (none for a query of punctuation only, which searches as none)."""
+    if not isinstance(op, SearchOp) or not op.query:
+        return set()
+    return {word for word in op.query.lower().split() if word.strip("!")}
+
+
 def store_answers_alike(store, reference, batches) -> None:
     for batch in batches:
         answers = [comparable_item(found) for found in store.batch(batch)]
-        answers = [
-            sorted(a) if isinstance(op, SearchOp) and op.query and a else a
-            for op, a in zip(batch, answers, strict=True)
-        ]
+        answers = [sorted(a) if query_words(op) and a else a for op, a in zip(batch, answers, strict=True)]
         assert answers == reference.batch(batch), batch
 
 
@@ -346,6 +347,7 @@ A_BATCH = [
         SearchOp(("users",), None, limit=2, offset=1),
         SearchOp(("users", "u1"), {"n": {"$gte": 1}}, limit=1, offset=0),
         SearchOp((), None, limit=100, offset=0, query="X y"),
+        SearchOp(("users",), {"n": {"$gt": 0}}, limit=100, offset=0, query="!"),
         PutOp(("users", "u1", "a"), "k2", None),
         ListNamespacesOp((MatchCondition("suffix", ("*",)),), max_depth=2, limit=100, offset=0),
     ],
