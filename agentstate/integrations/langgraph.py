@@ -25,7 +25,7 @@ import random
 import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, overload
 
 import httpx
 import ormsgpack
@@ -267,7 +267,7 @@ class _AsyncGroupCommit(_GroupCommit):
             turn.set()
 
 
-class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int | str]):
+class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
     """LangGraph checkpointer on an agentstate server; ``default_user_id`` owns threads whose
     first checkpoint names no ``configurable["user_id"]``."""
 
@@ -291,6 +291,10 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int | str]):
         self._writes = _SyncGroupCommit(self._run)
         self._async_writes: tuple[asyncio.AbstractEventLoop, _AsyncGroupCommit] | None = None
 
+    @overload
+    def get_next_version(self, current: int | None, channel: None = None) -> int: ...
+    @overload
+    def get_next_version(self, current: str, channel: None = None) -> str: ...
     def get_next_version(self, current: int | str | None, channel: None = None) -> int | str:
         """The channel version after ``current``, of its type: LangGraph compares a thread's versions
         with each other, so a thread begun here counts integers (the ``BaseCheckpointSaver``
