@@ -4,15 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('access_log', '0002_compliance_grants'),
+        ("access_log", "0002_compliance_grants"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='accessentry',
-            name='action',
-            field=models.CharField(choices=[('view', 'Opened a record'), ('list', 'Listed records'), ('search', 'Searched records'), ('export', "Exported a subject's data"), ('erasure', 'Erasure request step'), ('api', 'Compliance key API call'), ('lookup', "Looked up who saw a subject's data"), ('retention', 'Retention removed older entries'), ('chain', "A tenant's chain began (the roster of chains)")], max_length=16),
+            model_name="accessentry",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("view", "Opened a record"),
+                    ("list", "Listed records"),
+                    ("search", "Searched records"),
+                    ("export", "Exported a subject's data"),
+                    ("erasure", "Erasure request step"),
+                    ("api", "Compliance key API call"),
+                    ("lookup", "Looked up who saw a subject's data"),
+                    ("retention", "Retention removed older entries"),
+                    ("chain", "A tenant's chain began (the roster of chains)"),
+                ],
+                max_length=16,
+            ),
         ),
     ]
