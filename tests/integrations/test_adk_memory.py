@@ -405,7 +405,7 @@ def comparable(response) -> list[dict]:
     return sorted((entry.model_dump() for entry in response.memories), key=lambda entry: entry["id"])
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=steps)
 @example(  # forgotten, then its session added again (issue #6949's "deleted memories come back")
     steps=[
@@ -418,6 +418,18 @@ def comparable(response) -> list[dict]:
     ]
 )
 def test_random_sequences_answer_as_adks_in_memory_service(live_server, memory_key, steps):
+    answers_as_adks_in_memory_service(live_server, memory_key, steps)
+
+
+@pytest.mark.slow
+@pytest.mark.crosscheck
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=steps)
+def test_many_random_sequences_answer_as_adks_in_memory_service(live_server, memory_key, steps):
+    answers_as_adks_in_memory_service(live_server, memory_key, steps)
+
+
+def answers_as_adks_in_memory_service(live_server, memory_key, steps) -> None:
     """At most 9 events per user here, so both services' limit of 10 never cuts; results are
     compared as sets (ADK's ranks by words in common, this one newest first until the engine ranks)."""
     MemoryItem.objects.all().delete()
