@@ -21,6 +21,8 @@ building them only when missing, and skips the append cost). memory times LangGr
 (put, search by filter and by query) through AgentStateStore (gunicorn, one worker) against
 InMemoryStore and PostgresStore, and ADK's search_memory through AgentStateMemoryService against
 InMemoryMemoryService and SqliteMemoryService, on the same data, on DATABASE_URL's PostgreSQL.
+testloop times the quick loop (pytest -m "not slow", SQLite) and counts the whole suite's tests for
+the README.
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there (--markdown as
 docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generated tables). Suites
@@ -55,6 +57,7 @@ SUITES = (
     "frameworks",
     "search",
     "memory",
+    "testloop",
 )
 
 
@@ -67,6 +70,7 @@ IN_DATABASE: dict[str, tuple[str, Callable[[argparse.Namespace], dict[str, Any]]
     "latency": ("latency", lambda args: {"quick": args.quick}),
     "search": ("search", lambda args: {"reuse": args.reuse_db, **({"sizes": (10_000,)} if args.quick else {})}),
     "memory": ("memory", lambda args: {"quick": args.quick}),
+    "testloop": ("testloop", lambda args: {}),
 }
 
 

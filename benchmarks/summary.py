@@ -354,6 +354,33 @@ def _latency(vendor: str, runs: list[dict]) -> list[Table]:
     ]
 
 
+@summary("testloop")
+def _testloop(vendor: str, runs: list[dict]) -> list[Table]:
+    """The quick loop's time and size, and the whole suite's, per kept run (the README's figures)."""
+    rows = [
+        [
+            _stamp_time(run["_stamp"]),
+            f"{run['quick_tests']:,}",
+            f"{run['quick'].get('passed', 0):,}",
+            f"{run['quick'].get('skipped', 0):,}",
+            f"{run['quick'].get('failed', 0):,}",
+            f"{run['seconds']:.0f} s",
+            f"{run['load_before'][0]:.1f} / {run['machine']['load_average'][0]:.1f}",
+            f"{run['all_tests']:,}",
+            f"{run['machine']['nproc']} × {run['machine']['cpu']}",
+        ]
+        for run in runs
+    ]
+    return [
+        Table(
+            f"The quick loop (`{runs[-1]['command']}`) on {vendor}, each kept run (`python -m benchmarks "
+            "testloop`; load: the 1-minute load average of the cores the run shared).",
+            ["UTC", "tests", "passed", "skipped", "failed", "time", "load before / after", "whole suite", "machine"],
+            rows,
+        )
+    ]
+
+
 FRAMEWORKS = ("Google ADK", "LangGraph", "OpenAI Agents SDK")
 ROLES = ("agentstate", "peer", "beside")
 

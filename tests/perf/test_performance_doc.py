@@ -1,6 +1,6 @@
-"""docs/PERFORMANCE.md's tables are what ``python -m benchmarks summary --markdown`` makes of the
-runs kept in benchmarks/results/: edit a figure by hand, or keep a run without regenerating the
-doc, and this fails."""
+"""docs/PERFORMANCE.md's tables, and the README's figures of the test suite, are what ``python -m
+benchmarks summary --markdown`` makes of the runs kept in benchmarks/results/: edit a figure by hand,
+or keep a run without regenerating the docs, and this fails."""
 
 import ast
 import io
@@ -12,9 +12,11 @@ import sys
 import tokenize
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "PERFORMANCE.md"
-REGENERATE = "python -m benchmarks summary --write docs/PERFORMANCE.md"
+GENERATED_DOCS = (DOC, ROOT / "README.md")  # every document with generated regions
 OPENING = re.compile(r"<!-- benchmarks:summary [\w-]+ \w+ -->")
 
 
@@ -30,20 +32,23 @@ def summary(*args: str | Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_every_generated_table_in_the_doc_is_what_the_kept_runs_give(tmp_path):
-    regenerated = tmp_path / "PERFORMANCE.md"
-    shutil.copy(DOC, regenerated)
+@pytest.mark.parametrize("doc", GENERATED_DOCS, ids=lambda doc: doc.name)
+def test_every_generated_table_in_the_docs_is_what_the_kept_runs_give(tmp_path, doc):
+    regenerated = tmp_path / doc.name
+    shutil.copy(doc, regenerated)
     run = summary("--write", regenerated)
     assert run.returncode == 0, run.stderr
-    assert OPENING.search(DOC.read_text()), "docs/PERFORMANCE.md has no generated region"
-    assert regenerated.read_text() == DOC.read_text(), f"tables differ from the kept runs: {REGENERATE}"
+    assert OPENING.search(doc.read_text()), f"{doc.name} has no generated region"
+    rerun = f"python -m benchmarks summary --write {doc.relative_to(ROOT)}"
+    assert regenerated.read_text() == doc.read_text(), f"tables differ from the kept runs: {rerun}"
 
 
-def test_every_suite_with_kept_runs_has_its_table_in_the_doc():
+def test_every_suite_with_kept_runs_has_its_table_in_a_doc():
     run = summary("--markdown")
     assert run.returncode == 0, run.stderr
-    missing = sorted(set(OPENING.findall(run.stdout)) - set(OPENING.findall(DOC.read_text())))
-    assert not missing, f"kept runs of {missing} have no region in the doc"
+    shown = {region for doc in GENERATED_DOCS for region in OPENING.findall(doc.read_text())}
+    missing = sorted(set(OPENING.findall(run.stdout)) - shown)
+    assert not missing, f"kept runs of {missing} have no region in docs/PERFORMANCE.md or the README"
 
 
 def _doc(body: str) -> str:
