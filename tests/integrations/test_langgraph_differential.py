@@ -191,7 +191,7 @@ def test_the_saver_answers_as_in_memory_saver(live_server, fresh_key, steps):
 
 @pytest.mark.slow
 @pytest.mark.crosscheck
-@examples(max_examples=150)
+@examples(max_examples=50)
 @given(steps=st.lists(saver_calls, min_size=5, max_size=25))
 def test_random_calls_through_the_saver_answer_as_in_memory_saver(live_server, fresh_key, steps):
     saver_answers_alike(live_server, fresh_key(), steps)
@@ -365,7 +365,7 @@ def test_the_store_answers_as_in_memory_store(live_server, fresh_key, batches):
 
 @pytest.mark.slow
 @pytest.mark.crosscheck
-@examples(max_examples=100)
+@examples(max_examples=40)
 @given(batches=batches)
 def test_random_batches_answer_as_langgraphs_in_memory_store(live_server, fresh_key, batches):
     with AgentStateStore(live_server.url, fresh_key()) as store:

@@ -97,7 +97,7 @@ def test_the_session_answers_as_sqlite_session(live_server, fresh_key, tmp_path,
 
 @pytest.mark.slow
 @pytest.mark.crosscheck
-@examples(max_examples=100)
+@examples(max_examples=40)
 @given(steps=st.lists(calls, min_size=5, max_size=25))
 def test_random_calls_answer_as_sqlite_session(live_server, fresh_key, tmp_path, steps):
     sessions_answer_alike(live_server, fresh_key(), tmp_path, steps)
