@@ -101,9 +101,13 @@ class AdkSource:
 
 def _utc(value: Any) -> datetime | None:
     """A store's creation time as an aware UTC datetime: ADK writes UTC, naive where the database
-    keeps no zone."""
+    keeps no zone. A number no datetime can hold (NaN, past the year 9999) is an unknown time: the
+    session is imported, and its page says the time is the import's."""
     if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, UTC)
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, ValueError, OSError):
+            return None
     if isinstance(value, datetime):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     return None

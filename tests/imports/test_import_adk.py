@@ -246,3 +246,19 @@ def test_an_imported_session_shows_adks_creation_time_and_the_import_time_as_suc
     imported_at = re.search(r"Imported at: (\S+ \S+), by import_sessions from " + kind, read)
     assert imported_at and imported_at[1] >= before.strftime("%Y-%m-%d %H:%M:%S")
     assert "Created at is the framework's own creation time, read from its store." in read
+
+
+def test_a_creation_time_no_datetime_can_hold_imports_the_session_with_the_import_time(tenant, tmp_path):
+    """A store's file may hold any number: NaN or a year past 9999 is an unknown creation time, not a
+    traceback that stops the import."""
+    kind, location, service = _sqlite_store(tmp_path)
+    asyncio.run(_fill(service))
+    path = location.removeprefix("sqlite+aiosqlite:///")
+    with closing(sqlite3.connect(path)) as store, store:
+        store.execute("UPDATE sessions SET create_time = 1e300 WHERE id = 'trip'")
+    before = timezone.now()
+
+    _import(tenant, kind, location, "--quiet")
+
+    session = Session.objects.get(tenant=tenant, app_name="weather", user_id="ana", session_id="trip")
+    assert session.created_at >= before
