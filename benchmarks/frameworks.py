@@ -10,8 +10,8 @@ not targeted:
   list_sessions (a user with 300 sessions) and a turn (whole get_session + 4 append_event) at
   100 and 2,000 events.
 - LangGraph: ``AgentStateSaver`` / ``PostgresSaver`` / ``SqliteSaver`` under one 2-node graph
-  whose state grows with the thread: a graph step (one ``invoke``) and ``get_state_history`` of
-  the 50 newest at 10 and 1,000 steps.
+  whose state grows by a question and a reply of 200 characters a step: a graph step (one
+  ``invoke``) and ``get_state_history`` of the 50 newest at 10 and 1,000 steps.
 - OpenAI Agents SDK: ``AgentStateSession`` / ``SQLAlchemySession`` (asyncpg) / ``SQLiteSession``:
   add_items (2 items), get_items (limit 20 and whole), pop_item and a ``Runner`` turn with a
   scripted model and one tool call, at 100 and 2,000 items.
@@ -51,6 +51,7 @@ AGENTSTATE, PEER, BESIDE = "agentstate", "peer", "beside"
 APP, USER = "bench_app", "bench-user"
 RECENT = 20  # ADK's and the SDK's recent read
 HISTORY_LIMIT = 50  # LangGraph's get_state_history(limit=...)
+TURN_CHARS = 200  # a LangGraph step adds a question and a reply of this many characters
 
 
 @dataclass(frozen=True)
@@ -320,7 +321,7 @@ def _graph(checkpointer: Any):
     from langgraph.graph import END, START, StateGraph
 
     def agent(state: _GraphState) -> dict[str, Any]:
-        return {"messages": [f"A reply to {state['messages'][-1]}, about as long as a short chat turn."]}
+        return {"messages": [f"A reply to {state['messages'][-1].rstrip('?')}".ljust(TURN_CHARS, ".")]}
 
     def tool(state: _GraphState) -> dict[str, Any]:
         return {"steps": state.get("steps", 0) + 1}
@@ -342,7 +343,7 @@ def _langgraph_columns(checkpointer: Any, *, role: str, store: str, scale: Scale
         return {"configurable": {"thread_id": f"thread-{size}", "user_id": USER}}
 
     def step(size: int) -> None:
-        graph.invoke({"messages": [f"question {next(numbers)}"]}, config(size))
+        graph.invoke({"messages": [f"question {next(numbers)}".ljust(TURN_CHARS, "?")]}, config(size))
 
     def history(size: int) -> None:
         assert list(graph.get_state_history(config(size), limit=HISTORY_LIMIT))
