@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("agentstate", "agentstate_site", "sessions_app", "userdata_app", "backends")
@@ -58,7 +59,7 @@ def _literal_text(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return " ".join(part.value if isinstance(part, ast.Constant) else "x" for part in node.values)
+        return " ".join(str(part.value) if isinstance(part, ast.Constant) else "x" for part in node.values)
     return None
 
 
@@ -82,7 +83,7 @@ def module_sites(path: Path, root: Path = ROOT) -> Iterator[Site]:
     for node in ast.walk(tree):
         text = None if id(node) in not_statements else _literal_text(node)
         if text is not None and STATEMENT_START.match(text) and STATEMENT_BODY.search(text):
-            found.append(Site(module, node.lineno, "statement", " ".join(text.split())[:80]))
+            found.append(Site(module, getattr(node, "lineno", 0), "statement", " ".join(text.split())[:80]))
         if isinstance(node, ast.Call):
             name = _callee(node)
             method_call = isinstance(node.func, ast.Attribute) and name in SQL_METHODS
@@ -103,7 +104,7 @@ def service_sources(root: Path = ROOT) -> Iterator[Path]:
                 yield path
 
 
-def count(root: Path = ROOT) -> dict[str, object]:
+def count(root: Path = ROOT) -> dict[str, Any]:
     sites = [site for path in service_sources(root) for site in module_sites(path, root)]
     sql = [site for site in sites if site.kind == "sql"]
     statements = [site for site in sites if site.kind == "statement"]
@@ -124,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print the counts and sites as JSON")
     args = parser.parse_args(argv)
     result = count()
-    sites = [Site(**site) for site in result["sites"]]  # type: ignore[attr-defined]
+    sites = [Site(**site) for site in result["sites"]]
     if args.json:
         sys.stdout.write(json.dumps(result, indent=1) + "\n")
         return
