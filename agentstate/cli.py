@@ -1,5 +1,6 @@
 """The ``agentstate`` command: what ``manage.py`` does, for an installed service (a wheel has no
-manage.py); and ``agentstate adk-services AGENTS_DIR``, which needs only the client.
+manage.py); ``agentstate adk-services AGENTS_DIR`` and ``agentstate mcp`` (the MCP server,
+agentstate.integrations.mcp_server), which need only the client.
 
 ADK 2.13 finds a custom URI scheme only in an agents directory's ``services.py`` or
 ``services.yaml`` (its ``service_registry.load_services_module``); it reads no entry point and no
@@ -46,6 +47,13 @@ def main() -> None:
         if len(sys.argv) != 3:
             sys.exit("usage: agentstate adk-services AGENTS_DIR")
         print(write_adk_services(sys.argv[2]))  # noqa: T201 (a command's answer)
+        return
+    if sys.argv[1:2] == ["mcp"]:
+        try:
+            from agentstate.integrations.mcp_server import main as mcp_main
+        except ImportError:
+            sys.exit("agentstate mcp needs its extra: pip install 'agentstate-django[mcp]'")
+        mcp_main(sys.argv[2:])
         return
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentstate.settings")
     try:
