@@ -6,7 +6,8 @@ database store on the same server; the framework's in-process SQLite store is me
 not targeted:
 
 - Google ADK: ``AgentStateSessionService`` / ``DatabaseSessionService`` (asyncpg) /
-  ``SqliteSessionService``: create_session, append_event, get_session (recent 20 and whole),
+  ``SqliteSessionService``: create_session, append_event (without a state delta, and with a
+  session key and a ``user:`` key in it), get_session (recent 20 and whole),
   list_sessions (a user with 300 sessions) and a turn (whole get_session + 4 append_event) at
   100 and 2,000 events.
 - LangGraph: ``AgentStateSaver`` / ``PostgresSaver`` / ``SqliteSaver`` under one 2-node graph
@@ -75,6 +76,7 @@ SPEEDUPS = (
     (SDK, "get_items (whole)", 1, 1.0),
 )
 STEP = "graph step (invoke)"
+APPEND_USER = "append_event (user: state delta)"
 STEP_RATIO = 1.3  # a LangGraph step's cost at the large size over the small one, at most
 
 
@@ -184,6 +186,16 @@ def _adk_event(i: int):
     )
 
 
+def _adk_user_event(i: int):
+    """A tool's answer as ADK's Runner appends it: a state delta with a session key and a ``user:``
+    key (the user's data, stored apart from the session's)."""
+    from google.adk.events.event_actions import EventActions
+
+    event = _adk_event(i)
+    event.actions = EventActions(state_delta={"lookups": i, "user:last_city": f"City {i % 7}"})
+    return event
+
+
 def _adk_turn_events(turn: int) -> list[Any]:
     """One turn with a tool call, as ADK's Runner appends it: the question, the call, its
     response with a state delta, the answer."""
@@ -232,8 +244,8 @@ def _adk_columns(
     def get(size: int, config: Any = None):
         return service.get_session(app_name=APP, user_id=USER, session_id=f"events-{size}", config=config)
 
-    async def append(size: int) -> None:
-        await service.append_event(latest[size], _adk_event(next(numbers)))
+    async def append(size: int, event: Callable[[int], Any] = _adk_event) -> None:
+        await service.append_event(latest[size], event(next(numbers)))
 
     async def whole(size: int) -> None:
         session = await get(size)
@@ -257,6 +269,7 @@ def _adk_columns(
     for size in scale.adk_events:
         columns += [
             column("append_event", lambda size=size: append(size), size),
+            column(APPEND_USER, lambda size=size: append(size, _adk_user_event), size),
             column(
                 f"get_session (recent {RECENT})",
                 lambda size=size: get(size, GetSessionConfig(num_recent_events=RECENT)),
