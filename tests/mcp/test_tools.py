@@ -69,3 +69,30 @@ async def test_each_tool_reaches_the_persons_data_only(stored):
     async with Client(with_bo) as mcp:
         found = structured(await mcp.call_tool("search_memory", {"query": "figs"}))["memories"]
         assert [m["value"]["text"] for m in found] == ["bo is vegan and likes figs"]
+
+
+@pytest.fixture
+def compliance_key(stored, tenant) -> str:
+    from agentstate.tenancy.services import api_key_create
+
+    return api_key_create(tenant=tenant, name="dpo", scope="compliance")[1]
+
+
+def api_entries(tenant) -> list[tuple[str, str]]:
+    from userdata_app.access_log.models import AccessEntry
+    from userdata_app.access_log.recorder import hash_of
+
+    person = hash_of(tenant_slug=tenant.slug, user_id=PERSON)
+    rows = AccessEntry.objects.filter(tenant=tenant.slug, action="api", subject_hash=person).order_by("seq")
+    return [(row.detail["route"], row.detail["status"]) for row in rows]
+
+
+@pytest.mark.asyncio
+async def test_reads_through_mcp_with_a_compliance_key_are_in_the_access_log(stored, compliance_key, tenant):
+    from asgiref.sync import sync_to_async
+
+    server = build_server(Settings(api_url=stored.url, api_key=compliance_key, user_id=PERSON))
+    async with Client(server) as mcp:
+        structured(await mcp.call_tool("search_memory", {"query": "figs"}))
+        structured(await mcp.call_tool("recent_history", {"session_id": "chat-1"}))
+    assert await sync_to_async(api_entries)(tenant) == [("memory-search", 200), ("message-list", 200)]
