@@ -263,3 +263,15 @@ def test_gunicorn_workers_keep_their_heartbeat_file_in_memory(collected_static, 
         for worker in workers:
             files = [os.readlink(fd) for fd in Path(f"/proc/{worker}/fd").iterdir()]
             assert any(name.startswith("/dev/shm/wgunicorn-") for name in files), files
+
+
+def test_gunicorn_as_shipped_answers_a_clients_requests_on_one_kept_connection(collected_static, tmp_path):
+    """gunicorn's default sync worker closed the connection after every answer, so every call of an
+    agent paid a new one; the shipped threaded worker keeps it (docs/OPERATIONS.md)."""
+    with gunicorn(tmp_path, collected_static) as (base, _, _), httpx.Client(base_url=base) as client:
+        ports = []
+        for _ in range(3):
+            answer = client.get("/livez", headers={"Host": HOST})
+            assert answer.status_code == 200 and answer.headers.get("connection", "").lower() != "close"
+            ports.append(answer.extensions["network_stream"].get_extra_info("client_addr")[1])
+        assert len(set(ports)) == 1, ports
