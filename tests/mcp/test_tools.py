@@ -4,6 +4,8 @@ arguments and REST refusals come back as tool errors with a clear message."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from mcp import Client
 
@@ -87,12 +89,12 @@ def api_entries(tenant) -> list[tuple[str, str]]:
     return [(row.detail["route"], row.detail["status"]) for row in rows]
 
 
-@pytest.mark.asyncio
-async def test_reads_through_mcp_with_a_compliance_key_are_in_the_access_log(stored, compliance_key, tenant):
-    from asgiref.sync import sync_to_async
+def test_reads_through_mcp_with_a_compliance_key_are_in_the_access_log(stored, compliance_key, tenant):
+    async def read() -> None:
+        server = build_server(Settings(api_url=stored.url, api_key=compliance_key, user_id=PERSON))
+        async with Client(server) as mcp:
+            structured(await mcp.call_tool("search_memory", {"query": "figs"}))
+            structured(await mcp.call_tool("recent_history", {"session_id": "chat-1"}))
 
-    server = build_server(Settings(api_url=stored.url, api_key=compliance_key, user_id=PERSON))
-    async with Client(server) as mcp:
-        structured(await mcp.call_tool("search_memory", {"query": "figs"}))
-        structured(await mcp.call_tool("recent_history", {"session_id": "chat-1"}))
-    assert await sync_to_async(api_entries)(tenant) == [("memory-search", 200), ("message-list", 200)]
+    asyncio.run(read())
+    assert api_entries(tenant) == [("memory-search", 200), ("message-list", 200)]
