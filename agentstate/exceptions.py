@@ -73,6 +73,15 @@ class Held(Conflict):
         )
 
 
+class PersonKeyRefused(DomainError):
+    """A key scoped to one person naming another person or calling a tenant-wide route
+    (agentstate.api.people), or a request confined to one person reaching past them. The same
+    answer whether that other person has data or not."""
+
+    status_code = 403
+    code = "person_key"
+
+
 class PreconditionFailed(DomainError):
     """The caller's ``If-Match`` version no longer matches the stored one."""
 

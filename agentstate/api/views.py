@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentstate import access, subject_data
-from agentstate.api import json_rows
+from agentstate.api import json_rows, people
 from agentstate.exceptions import InvalidInput
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.models import APIKey, Tenant
@@ -52,6 +52,11 @@ class TenantAPIView(APIView):
     # every compliance key's call is. Every routed view says (the system check agentstate.E003).
     reads: ClassVar[tuple[str, ...] | None] = None
 
+    # Where this route's requests name a person (agentstate.api.people: PATH, QUERY, BODY or a path
+    # into the body, NO_PERSON, TENANT_WIDE): a person key is held to its person there, and refused
+    # where a view says nothing.
+    person_named_in: ClassVar[tuple[str, ...] | None] = None
+
     # DRF reads an empty body as {}: a PUT of working state would wipe it, a POST would store an
     # empty message. Writes need a JSON body unless a view says it takes none.
     body_required = True
@@ -66,6 +71,8 @@ class TenantAPIView(APIView):
         if self.body_required and request.method in ("POST", "PUT", "PATCH") and not _has_body(request):
             raise exceptions.ParseError("The request has no body: send a JSON document.")
         cast(TenantRequest, request).tenant = self._tenant_of(request)  # what makes it a TenantRequest
+        places = people.TENANT_WIDE if self.person_named_in is None else self.person_named_in  # unsaid: refused
+        people.person_check(request, self, places)
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         response = super().finalize_response(request, response, *args, **kwargs)

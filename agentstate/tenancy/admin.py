@@ -37,7 +37,7 @@ class TenantAdmin(admin.ModelAdmin):
 @admin.register(APIKey)
 class TenantAPIKeyAdmin(APIKeyModelAdmin):
     # The ignores below: the library's admin types these attributes as tuples of its own lengths.
-    list_display = ("prefix", "name", "tenant", "scope", "created", "expiry_date", "_has_expired", "revoked")  # type: ignore[assignment]
+    list_display = ("prefix", "name", "tenant", "scope", "user_id", "created", "expiry_date", "_has_expired", "revoked")  # type: ignore[assignment]
     list_filter = ("scope", "revoked", "created")  # type: ignore[assignment]
     list_select_related = ("tenant",)
     search_fields = ("name", "prefix", "tenant__slug")  # type: ignore[assignment]
@@ -48,7 +48,7 @@ class TenantAPIKeyAdmin(APIKeyModelAdmin):
         # Revocation is the action's job (it also clears this process's key cache).
         readonly: tuple[str, ...] = ("prefix", "revoked")
         if obj is not None:
-            readonly += ("tenant", "scope")
+            readonly += ("tenant", "scope", "user_id")  # whom a key reaches is fixed when it is made
         if isinstance(obj, APIKey) and obj.revoked:
             readonly += ("name", "expiry_date")
         return readonly

@@ -45,7 +45,8 @@ class APIKeyManager(api_key_models.APIKeyManager):
 
 class APIKey(AbstractAPIKey):
     """A tenant's API key (djangorestframework-api-key): only a SHA-512 hash of it is stored, the
-    key itself is shown once at creation. ``scope`` says what it may reach."""
+    key itself is shown once at creation. ``scope`` says what it may reach; ``user_id``, when set,
+    narrows it to that one person's data (agentstate.api.people), for an agent acting for one person."""
 
     class Scope(models.TextChoices):
         AGENT = "agent", "Agent (sessions, state, user data)"
@@ -55,6 +56,12 @@ class APIKey(AbstractAPIKey):
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
     scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.AGENT)
+    user_id = IdentifierField(
+        null=True,
+        blank=True,
+        verbose_name="user id",
+        help_text="Only this person's data (kept exactly as typed). Empty: the whole tenant.",
+    )
 
     class Meta(AbstractAPIKey.Meta):
         verbose_name = "API key"

@@ -13,6 +13,7 @@ from django.utils.text import slugify
 from agentstate.exceptions import InvalidInput
 from agentstate.tenancy import selectors
 from agentstate.tenancy.models import APIKey, Tenant
+from agentstate.validation import clean_identifier
 
 
 def tenant_get_or_create(*, slug: str) -> Tenant:
@@ -32,14 +33,23 @@ def _clean_key_name(name: str) -> str:
 
 
 def api_key_create(
-    *, tenant: Tenant, name: str, scope: str = "agent", expires_at: datetime | None = None
+    *,
+    tenant: Tenant,
+    name: str,
+    scope: str = "agent",
+    expires_at: datetime | None = None,
+    user_id: str | None = None,
 ) -> tuple[APIKey, str]:
-    """Create a key for ``tenant``; returns it with the key itself, which is stored only as a hash
-    and cannot be shown again."""
+    """Create a key for ``tenant`` (for that one person when ``user_id`` is given, kept as typed);
+    returns it with the key itself, which is stored only as a hash and cannot be shown again."""
     name = _clean_key_name(name)
     if scope not in APIKey.Scope.values:
         raise InvalidInput.for_field("scope", f"must be one of: {', '.join(APIKey.Scope.values)}.")
-    api_key, key = APIKey.objects.create_key(tenant=tenant, name=name, scope=scope, expiry_date=expires_at)
+    if user_id is not None:
+        user_id = clean_identifier(user_id, field="user_id")
+    api_key, key = APIKey.objects.create_key(
+        tenant=tenant, name=name, scope=scope, expiry_date=expires_at, user_id=user_id
+    )
     return cast(APIKey, api_key), key  # the library types its base class
 
 
@@ -64,6 +74,15 @@ def api_key_delete(*, api_key: APIKey) -> None:
     """Delete a key, taking effect like a revocation (which keeps the key listed: prefer it)."""
     api_key.delete()
     selectors.api_key_cache_clear()
+
+
+def api_keys_forget_subject(*, tenant: Tenant, user_id: str) -> int:
+    """An erasure of the person: the keys scoped to them are deleted (a revoked one would keep
+    their id), taking effect like a revocation."""
+    deleted = APIKey.objects.filter(tenant=tenant, user_id=user_id).delete()[0]
+    if deleted:
+        selectors.api_key_cache_clear()
+    return deleted
 
 
 def tenant_delete(*, tenant: Tenant) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import transaction
@@ -21,6 +21,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentstate.api import people
 from agentstate.api.renderers import JSONRenderer
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
@@ -37,6 +38,8 @@ from userdata_app.adk import services as user_services
 
 class AdkView(TenantAPIView):
     """A view under ``adk/apps/{app_name}/``."""
+
+    person_named_in: ClassVar[tuple[str, ...] | None] = (people.PATH,)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -96,6 +99,7 @@ def _cursor(cursor: selectors.EventCursor | None) -> str | None:
 
 class SessionListView(AdkView):
     reads = ("sessions", "adk_user_state")
+    person_named_in = (people.QUERY,)
 
     @extend_schema(
         summary="ADK: an app's sessions (one user's or all), oldest update first, without events",
@@ -322,6 +326,7 @@ class UserStateView(AdkView):
 
 class AppStateView(AdkView):
     reads = ()  # app: state is about no one
+    person_named_in = people.NO_PERSON
 
     @extend_schema(summary="ADK: the app's app: state (keys without the prefix)", responses={200: s.AdkStateOutput})
     def get(self, request: TenantRequest, app_name: str) -> Response:

@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from agentstate.api import people
 from agentstate.api.permissions import HasComplianceScope
 from agentstate.api.views import TenantAPIView, TenantRequest
 from sessions_app.selectors import retention_policy_as_dict
@@ -35,6 +36,7 @@ class RetentionPolicySerializer(serializers.Serializer):
 
 class RetentionPolicyView(TenantAPIView):
     reads = ()
+    person_named_in = people.TENANT_WIDE
     permission_classes = [HasComplianceScope]
     staff_permission = "sessions_app.view_retentionpolicy"  # as the admin's policy page
 

@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstate import streaming
-from agentstate.api import etags, json_rows
+from agentstate.api import etags, json_rows, people
 from agentstate.api.pagination import (
     InsertionPagination,
     RoundPagination,
@@ -63,6 +63,8 @@ def session_if_match(request: Request) -> int | None:
 class SessionScopedView(TenantAPIView):
     """A view under ``users/{user_id}/sessions/{session_id}/``."""
 
+    person_named_in = (people.PATH,)
+
     def get_session(self) -> Session:
         return selectors.session_get(
             tenant=self.request.tenant, user_id=self.kwargs["user_id"], session_id=self.kwargs["session_id"]
@@ -74,6 +76,7 @@ class SessionScopedView(TenantAPIView):
 
 class SessionListView(TenantAPIView, generics.GenericAPIView):
     reads = ("sessions",)
+    person_named_in = (people.QUERY, people.BODY)
     serializer_class = s.SessionSerializer
     pagination_class = SessionPagination
     filter_backends = [DjangoFilterBackend]
@@ -247,6 +250,7 @@ class MessageListView(SessionScopedView):
 
 class MessageSearchView(TenantAPIView):
     reads = ("messages",)
+    person_named_in = (people.PATH,)
 
     @extend_schema(
         summary="Search a user's messages",

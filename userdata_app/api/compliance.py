@@ -10,6 +10,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 
 from agentstate import streaming
+from agentstate.api import people
 from agentstate.api.permissions import HasComplianceScope
 from agentstate.api.views import EVERY_CATEGORY, TenantAPIView, TenantRequest
 from userdata_app.portable import subject_export_lines
@@ -18,6 +19,7 @@ from userdata_app.selectors import subject_export_lazy
 
 class SubjectExportView(TenantAPIView):
     reads = EVERY_CATEGORY
+    person_named_in = people.TENANT_WIDE
     permission_classes = [HasComplianceScope]
     staff_permission = "userdata_app.export_subject_data"  # as the admin's export action
 

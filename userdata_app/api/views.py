@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
+from agentstate.api import people
 from agentstate.api.pagination import KeyPagination
 from agentstate.api.serializers import validated
 from agentstate.api.views import TenantAPIView, TenantRequest
@@ -15,6 +16,7 @@ from userdata_app.api.serializers import UserDatumInput, UserDatumSerializer
 
 class UserDataListView(TenantAPIView):
     reads = ("user_data",)
+    person_named_in = (people.PATH,)
     pagination_class = KeyPagination
 
     @extend_schema(
@@ -29,6 +31,7 @@ class UserDataListView(TenantAPIView):
 
 class UserDatumView(TenantAPIView):
     reads = ("user_data",)
+    person_named_in = (people.PATH,)
 
     @extend_schema(summary="Get one key of a user", responses={200: UserDatumSerializer})
     def get(self, request: TenantRequest, user_id: str, key: str) -> Response:

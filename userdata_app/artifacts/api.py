@@ -15,6 +15,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentstate.api import people
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import StrictInput, StringField, validated
 from agentstate.api.views import TenantAPIView, TenantRequest
@@ -72,6 +73,7 @@ class ArtifactView(TenantAPIView):
     """A view under ``adk/apps/{app_name}/users/{user_id}/artifacts/``."""
 
     reads = ("artifacts",)
+    person_named_in = (people.PATH,)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

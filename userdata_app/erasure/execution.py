@@ -40,6 +40,7 @@ from agentstate.postgresql.base import ReplicationUnconfirmed
 from agentstate.subject_data import counts_text
 from agentstate.subjects import PROCESS_STATE, USER_DATA, subjects_lock
 from agentstate.tenancy.models import Tenant
+from agentstate.tenancy.services import api_keys_forget_subject
 from sessions_app.working_state import WorkingStateUnavailable
 from userdata_app.erasure.lifecycle import actor_name, step_allowed, transition
 from userdata_app.erasure.registry import grace_until, subject_hash
@@ -311,6 +312,7 @@ def _record_execution(
             legal_holds_forget_subject(
                 tenant=subject.tenant, user_id=subject.user_id, subject_hash=subject.subject_hash
             )
+            api_keys_forget_subject(tenant=subject.tenant, user_id=subject.user_id)
         subject.user_id = ""
     ErasureSubject.objects.bulk_update(subjects, ["user_id", "subject_hash", "hash_key_id"])
     ErasedSubject.objects.bulk_create(

@@ -7,9 +7,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from agentstate.api import people
 from agentstate.api.pagination import SearchPageQuery, search_page
 from agentstate.api.schema import error_responses
-from agentstate.api.serializers import Output, StrictInput, validated
+from agentstate.api.serializers import Output, StrictInput, StringField, validated
 from agentstate.api.views import TenantAPIView, TenantRequest
 from agentstate.search import search_memories
 from userdata_app.memory import selectors, services
@@ -25,6 +26,12 @@ class StoreBatchInput(StrictInput):
         '{"op": "list_namespaces", prefix, suffix, max_depth, limit, offset}. A stored item\'s '
         'namespace must start with ["users", "<user_id>"].',
     )
+    user_id = StringField(
+        required=False,
+        help_text="Confine the batch to this person: every namespace and prefix within "
+        '["users", "<user_id>"], searches and listings of every person narrowed to them (a key scoped to '
+        "one person always means its own).",
+    )
 
 
 class StoreBatchOut(serializers.Serializer):
@@ -37,6 +44,7 @@ class StoreBatchOut(serializers.Serializer):
 
 class StoreBatchView(TenantAPIView):
     reads = ("memories",)
+    person_named_in = (people.BODY,)
 
     @extend_schema(
         summary="LangGraph store: run a batch of operations (BaseStore.batch)",
@@ -44,8 +52,8 @@ class StoreBatchView(TenantAPIView):
         responses={200: StoreBatchOut, **error_responses(400)},
     )
     def post(self, request: TenantRequest) -> Response:
-        ops = validated(StoreBatchInput, request.data)["ops"]
-        return Response({"results": services.memory_batch(tenant=request.tenant, ops=ops)})
+        data = validated(StoreBatchInput, request.data)
+        return Response({"results": services.memory_batch(tenant=request.tenant, **data)})
 
 
 class MemorySearchQuery(SearchPageQuery):
@@ -75,6 +83,7 @@ class MemorySearchPage(serializers.Serializer):
 
 class MemorySearchView(TenantAPIView):
     reads = ("memories",)
+    person_named_in = (people.PATH,)
 
     @extend_schema(
         summary="Search a user's memories",

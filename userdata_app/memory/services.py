@@ -25,7 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentstate import search
-from agentstate.exceptions import InvalidInput
+from agentstate.exceptions import InvalidInput, PersonKeyRefused
 from agentstate.holds.services import hold_check, holds_lock
 from agentstate.subject_data import rows_held
 from agentstate.subjects import USER_DATA, subject_write_check
@@ -292,11 +292,32 @@ def _search(tenant: Tenant, op: dict[str, Any]) -> list[tuple[MemoryItem, float 
     return [(hit.item, hit.score) for hit in hits]
 
 
+def memory_ops_confine(ops: list[dict[str, Any]], *, user_id: str) -> list[dict[str, Any]]:
+    """A batch confined to one person (its ``user_id``; always a person key's own): each op's
+    namespace or prefix within ``("users", <user_id>)``, a search or listing of every person
+    narrowed to them; anything else is refused (403)."""
+    own = [selectors.USERS, selectors.user_label(clean_identifier(user_id, field="user_id"))]
+    for i, op in enumerate(ops):
+        name = {"search": "namespace_prefix", "list_namespaces": "prefix"}.get(op["op"], "namespace")
+        labels = op[name] or []
+        if name != "namespace" and labels == own[: len(labels)]:
+            op[name] = labels = own  # every person's, or every namespace: this person's
+        if labels[:2] != own:
+            raise PersonKeyRefused(
+                f"{_field(i, name)}: outside the batch's user_id.",
+                fields={_field(i, name): ['must start with ["users", "<the batch\'s user_id>"].']},
+            )
+    return ops
+
+
 @transaction.atomic
-def memory_batch(*, tenant: Tenant, ops: Any) -> list[Any]:
+def memory_batch(*, tenant: Tenant, ops: Any, user_id: str | None = None) -> list[Any]:
     """Run a batch: the result of each operation in order (an item or null for a get, a list of
-    items for a search, of namespaces for list_namespaces, null for a put or a forget)."""
+    items for a search, of namespaces for list_namespaces, null for a put or a forget). With
+    ``user_id``, the batch is confined to that person (``memory_ops_confine``)."""
     cleaned = memory_ops_clean(ops)
+    if user_id is not None:
+        cleaned = memory_ops_confine(cleaned, user_id=user_id)
     now = timezone.now()
     results: list[Any] = []
     refreshed: list[MemoryItem] = []
