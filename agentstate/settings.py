@@ -276,6 +276,16 @@ if OPERATOR_TOKEN and (len(OPERATOR_TOKEN) < 32 or len(set(OPERATOR_TOKEN)) < 5)
 REPLICA_LOST_SECONDS = float(os.environ.get("AGENTSTATE_REPLICA_LOST_SECONDS", "30"))
 # PgBouncer's admin console (a stats_users role), read for pool saturation: SHOW POOLS.
 PGBOUNCER_ADMIN_URL = os.environ.get("AGENTSTATE_PGBOUNCER_ADMIN_URL", "").strip()
+# OpenTelemetry spans of requests, SQL statements and Redis commands (agentstate_site.tracing, the
+# otel extra): on when an OTLP endpoint is set, in OpenTelemetry's own variables (which also say
+# where and how to send), unless OTEL_SDK_DISABLED=true. Unset, nothing is instrumented.
+TRACING = (
+    bool(
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+        or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    )
+    and os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() != "true"
+)
 
 # --- Cache and working state ----------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")

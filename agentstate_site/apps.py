@@ -11,6 +11,12 @@ class SiteConfig(AppConfig):
     verbose_name = "agentstate site"
 
     def ready(self) -> None:
+        from django.conf import settings
+
+        if settings.TRACING:  # once per process, before the first request builds the middleware
+            from agentstate_site.tracing import tracing_start
+
+            tracing_start()
         # Models and admins exist only once the registry is ready (the admin's AppConfig, earlier
         # in INSTALLED_APPS, has registered them by now).
         from django.contrib import admin

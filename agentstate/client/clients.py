@@ -16,15 +16,17 @@ import httpx
 from agentstate.client.calls import Call
 from agentstate.client.endpoints import Endpoints
 from agentstate.client.models import Page
+from agentstate.client.tracing import async_request_hooks, request_hooks
 
 USER_AGENT = "agentstate-client/0.1"
 
 
-def _http_options(base_url: str, api_key: str, timeout: float) -> dict[str, Any]:
+def _http_options(base_url: str, api_key: str, timeout: float, event_hooks: dict[str, Any]) -> dict[str, Any]:
     return {
         "base_url": base_url,
         "timeout": timeout,
         "headers": {"X-Api-Key": api_key, "Accept": "application/json", "User-Agent": USER_AGENT},
+        "event_hooks": event_hooks,  # the caller's trace context (agentstate.client.tracing)
     }
 
 
@@ -78,7 +80,7 @@ class AgentStateClient(Endpoints):
         transport: httpx.BaseTransport | None = None,
     ):
         self.retries = retries
-        self._http = _Client(transport=transport, **_http_options(base_url, api_key, timeout))
+        self._http = _Client(transport=transport, **_http_options(base_url, api_key, timeout, request_hooks()))
         self._base_url = _base_url_of(self._http)
 
     def _call(self, call: Call[Any]) -> Any:
@@ -126,7 +128,9 @@ class AsyncAgentStateClient(Endpoints):
         transport: httpx.AsyncBaseTransport | None = None,
     ):
         self.retries = retries
-        self._http = _AsyncClient(transport=transport, **_http_options(base_url, api_key, timeout))
+        self._http = _AsyncClient(
+            transport=transport, **_http_options(base_url, api_key, timeout, async_request_hooks())
+        )
         self._base_url = _base_url_of(self._http)
 
     async def _call(self, call: Call[Any]) -> Any:

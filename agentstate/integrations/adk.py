@@ -46,6 +46,7 @@ from agentstate.client.calls import NOTHING_SENT, segment
 from agentstate.client.clients import USER_AGENT
 from agentstate.client.errors import AgentStateError, error_from_response, network_error
 from agentstate.client.loops import LoopClients
+from agentstate.client.tracing import async_request_hooks
 
 __all__ = ["AgentStateSessionService", "identifier_decode", "identifier_encode", "register"]
 
@@ -103,6 +104,7 @@ class AgentStateHttp:
             "timeout": timeout,
             "transport": transport,
             "headers": {"X-Api-Key": api_key, "Accept": "application/json", "User-Agent": USER_AGENT},
+            "event_hooks": async_request_hooks(),  # the caller's trace context
         }
         # One connection pool per event loop, closed with it: a pool is bound to the loop that opened it.
         self._clients = LoopClients(lambda: httpx.AsyncClient(**self._options))
