@@ -1,7 +1,7 @@
 """python -m benchmarks
     {scaling,http,erasure,admin,edits,replicas,retention,latency,frameworks,search,memory,all,summary}
     [--quick] [--keep-db] [--reuse-db] [--workers N] [--threads N] [--no-profile] [--note TEXT]
-    [--framework NAME] [--markdown] [--write FILE] [--results DIR]
+    [--framework NAME] [--proxy] [--markdown] [--write FILE] [--results DIR]
 
 scaling, erasure, admin and edits (fork and rewind at 100,000 messages) run on SQLite by default and
 on PostgreSQL when DATABASE_URL is set; retention (a sweep of 10,000 ended sessions, 1,000,000
@@ -13,7 +13,8 @@ operation: the client against gunicorn, the service layer and ADK's services in 
 default, PostgreSQL when DATABASE_URL is set). frameworks drives Google ADK, LangGraph and the
 OpenAI Agents SDK through their own interfaces against agentstate (gunicorn, one worker) and against
 each framework's own store on the same PostgreSQL (DATABASE_URL's server, or a private one), their
-SQLite stores beside, and computes issue 26's targets (--note keeps a line about the run with it).
+SQLite stores beside, and computes issue 26's targets (--note keeps a line about the run with it;
+--proxy puts HAProxy, set up as docs/SCALING.md's recipe does, in front of gunicorn).
 search times the message search at 10,000, 100,000 and 1,000,000 messages per tenant (--quick:
 10,000), and what its index costs an append beside 100,000 (SQLite by default, PostgreSQL when
 DATABASE_URL is set; --reuse-db searches the messages a kept run left in the benchmark database,
@@ -23,6 +24,8 @@ InMemoryStore and PostgresStore, and ADK's search_memory through AgentStateMemor
 InMemoryMemoryService and SqliteMemoryService, on the same data, on DATABASE_URL's PostgreSQL.
 testloop times the quick loop (pytest -m "not slow", SQLite) and counts the whole suite's tests for
 the README.
+Every gunicorn is the shipped one (gunicorn -c gunicorn.conf.py) changed only by GUNICORN_*
+variables (the shell's, and --workers/--threads for http and replicas), and each run records them.
 all runs each suite in its own process. Every suite prints a table and writes JSON to
 benchmarks/results/; summary prints the median and spread of every run kept there (--markdown as
 docs/PERFORMANCE.md shows them; --write docs/PERFORMANCE.md rewrites its generated tables). Suites
@@ -114,7 +117,7 @@ def _frameworks(args) -> None:
         with bench_database(keep=args.keep_db):
             from benchmarks import frameworks, report
 
-            result = frameworks.run(quick=args.quick, note=args.note, only=args.framework)
+            result = frameworks.run(quick=args.quick, note=args.note, only=args.framework, proxy=args.proxy)
             frameworks.print_table(result)
             print(f"results: {report.write_results('frameworks', result, args.results)}")
 
@@ -130,8 +133,7 @@ def _http(args) -> None:
             result = http_load.run(
                 cluster=cluster,
                 quick=args.quick,
-                workers=args.workers,
-                threads=args.threads,
+                settings=server_settings(args),
                 profile=not args.no_profile,
             )
             http_load.print_table(result)
@@ -161,18 +163,24 @@ def _replicas(args) -> None:
                 bouncer=bouncer,
                 redis_url=redis_url,
                 quick=args.quick,
-                workers=args.workers,
-                threads=args.threads,
+                settings=server_settings(args),
             )
             replicas.print_table(result)
             print(f"results: {report.write_results('replicas', result, args.results)}")
+
+
+def server_settings(args: argparse.Namespace) -> dict[str, str]:
+    """--workers and --threads as the GUNICORN_* variables an operator would set."""
+    given = {"GUNICORN_WORKERS": args.workers, "GUNICORN_THREADS": args.threads}
+    return {name: str(value) for name, value in given.items() if value is not None}
 
 
 def results_dir(args: argparse.Namespace) -> Path | None:
     """Where a suite writes its run: ``--results``, else benchmarks/results/ (None) for a complete
     run. A partial one (``--quick``, ``--framework``) goes to a scratch directory instead and is
     refused in benchmarks/results/, where the summary and docs/PERFORMANCE.md read complete runs."""
-    partial = [flag for flag, given in (("--quick", args.quick), ("--framework", args.framework)) if given]
+    flags = (("--quick", args.quick), ("--framework", args.framework), ("--proxy", args.proxy))
+    partial = [flag for flag, given in flags if given]
     if not partial:
         return args.results
     from benchmarks.report import RESULTS_DIR
@@ -214,12 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         help="search (PostgreSQL): measure on the data a kept run left in the benchmark database "
         "(built when missing, kept after)",
     )
-    parser.add_argument("--workers", type=int, default=3, help="http, replicas: gunicorn workers (default 3)")
     parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="http, replicas: gthread threads per worker (default 1; 0 = sync workers)",
+        "--workers", type=int, help="http, replicas: GUNICORN_WORKERS for the servers (default: gunicorn.conf.py's)"
+    )
+    parser.add_argument(
+        "--threads", type=int, help="http, replicas: GUNICORN_THREADS for the servers (default: gunicorn.conf.py's)"
     )
     parser.add_argument(
         "--sessions", type=int, default=0, help="retention: ended sessions of 100 messages each (default 10,000)"
@@ -233,6 +240,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help="frameworks: measure one framework alone, adk, langgraph or sdk (a before/after comparison; a "
         "partial run, written to a scratch directory or --results, never to benchmarks/results/)",
+    )
+    parser.add_argument(
+        "--proxy",
+        action="store_true",
+        help="frameworks: through HAProxy as docs/SCALING.md sets it up (a partial run, like --framework)",
     )
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
     parser.add_argument(
@@ -249,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         type=Path,
         help="summary: read the kept runs from DIR; a suite: write its run there (default benchmarks/results/ for a "
-        "complete run, a scratch directory for a partial one: --quick, --framework)",
+        "complete run, a scratch directory for a partial one: --quick, --framework, --proxy)",
     )
     args, _ = parser.parse_known_args(argv)
     # A terminated run still stops its servers and drops its database (the finally blocks run).

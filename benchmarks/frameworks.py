@@ -45,7 +45,7 @@ from typing import Annotated, Any, TypedDict
 import httpx
 
 from benchmarks import report
-from benchmarks.http_load import gunicorn
+from benchmarks.http_load import documented_proxy, gunicorn
 
 ADK, LANGGRAPH, SDK, HTTP = "Google ADK", "LangGraph", "OpenAI Agents SDK", "HTTP"
 AGENTSTATE, PEER, BESIDE = "agentstate", "peer", "beside"
@@ -589,24 +589,29 @@ def targets(columns: list[dict[str, Any]], floor_ms: float, scale: dict[str, Any
 
 
 @contextlib.contextmanager
-def agentstate_server(tmp: Path) -> Iterator[tuple[str, int]]:
-    """agentstate under gunicorn, one worker of one thread, on the run's database, no rate limit;
-    yield (URL, master pid)."""
+def agentstate_server(tmp: Path, *, proxy: bool = False) -> Iterator[tuple[str, int]]:
+    """agentstate as it ships, with one worker (``GUNICORN_WORKERS=1``), on the run's database, no
+    rate limit; with ``proxy``, behind HAProxy as docs/SCALING.md sets it up. Yields (URL, master pid)."""
     from django.db import connections
 
     connections.close_all()  # gunicorn's worker opens its own
     env = {k: v for k, v in os.environ.items() if k != "AGENTSTATE_API_RATE"}
-    env.update(DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", GUNICORN_LOG_LEVEL="warning", GUNICORN_MAX_REQUESTS="0")
-    with gunicorn(app="agentstate.wsgi:application", env=env, workers=1, threads=1, log=tmp / "gunicorn.log") as served:
-        yield served
+    env.update(DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost")
+    settings = {"GUNICORN_WORKERS": "1", "GUNICORN_LOG_LEVEL": "warning", "GUNICORN_MAX_REQUESTS": "0"}
+    with contextlib.ExitStack() as stack:
+        url, master, _ = stack.enter_context(gunicorn(env=env, settings=settings, log=tmp / "gunicorn.log"))
+        if proxy:
+            url = stack.enter_context(documented_proxy(url, tmp))
+        yield url, master
 
 
 FRAMEWORK_NAMES = {"adk": ADK, "langgraph": LANGGRAPH, "sdk": SDK}  # --framework's choices
 
 
-def run(*, quick: bool = False, note: str = "", only: str | None = None) -> dict[str, Any]:
+def run(*, quick: bool = False, note: str = "", only: str | None = None, proxy: bool = False) -> dict[str, Any]:
     """The suite; ``only`` (a key of ``FRAMEWORK_NAMES``) measures that framework's part alone (a
-    profile's before and after, not a kept run: the summary reads complete runs)."""
+    profile's before and after, not a kept run: the summary reads complete runs); ``proxy`` sends
+    agentstate's calls through HAProxy as docs/SCALING.md sets it up (TLS, keep-alive both sides)."""
     from django.db import connection
 
     if connection.vendor != "postgresql":
@@ -617,7 +622,7 @@ def run(*, quick: bool = False, note: str = "", only: str | None = None) -> dict
     loop = asyncio.new_event_loop()
     with (
         tempfile.TemporaryDirectory(prefix="frameworks-bench-") as tmp,
-        agentstate_server(Path(tmp)) as (url, master),
+        agentstate_server(Path(tmp), proxy=proxy) as (url, master),
         contextlib.ExitStack() as stack,
     ):
         common = {"url": url, "key": key, "pg_url": pg_url, "tmp": Path(tmp), "scale": scale}
@@ -656,7 +661,7 @@ def run(*, quick: bool = False, note: str = "", only: str | None = None) -> dict
         "reps": scale.reps,
         "sizes": sizes,
         "adk_listed": scale.adk_listed,
-        "server": "gunicorn, 1 gthread worker, 1 thread",
+        "proxy": "HAProxy, docs/SCALING.md's recipe" if proxy else None,
         "fill_s": fill_s,
         "measure_s": measure_s,
         "client_caches": cache_info,

@@ -27,7 +27,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentstate_site import bulk_data
 from benchmarks import report
@@ -42,6 +42,14 @@ PACED_FRACTIONS = (0.25, 0.5, 0.75)
 TARGET_HELLO_RATIO = 0.2
 TARGET_P99_MS = 20.0
 _TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class Served(NamedTuple):
+    """A gunicorn the benchmark started: its URL, its master's pid, and what it was configured with."""
+
+    url: str
+    pid: int
+    config: dict[str, Any]
 
 
 # --- Processes and CPU -------------------------------------------------------------------------
@@ -74,24 +82,34 @@ def _cpu_seconds(pid: int) -> float:
     return (ticks(pid, True) + sum(ticks(child, False) for child in _children(pid))) / _TICKS
 
 
+def server_config(env: dict[str, str]) -> dict[str, Any]:
+    """What gunicorn makes of the shipped gunicorn.conf.py under ``env`` (read by gunicorn itself, in
+    a process of its own): the GUNICORN_* variables set and the settings they give, as a run records
+    them."""
+    code = (
+        "import json, sys; from gunicorn.app.wsgiapp import WSGIApplication; "
+        "sys.argv = ['gunicorn', '-c', 'gunicorn.conf.py']; c = WSGIApplication().cfg; "
+        "print(json.dumps({'worker_class': c.worker_class_str, 'workers': c.workers, 'threads': c.threads, "
+        "'keepalive': c.keepalive, 'timeout': c.timeout, 'max_requests': c.max_requests}))"
+    )
+    read = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    variables = {k: v for k, v in sorted(env.items()) if k.startswith("GUNICORN_") and k != "GUNICORN_BIND"}
+    served = {"config": "gunicorn.conf.py", "app": env.get("DJANGO_SETTINGS_MODULE", "agentstate.settings")}
+    return {**served, "environment": variables, **json.loads(read.stdout.splitlines()[-1])}
+
+
 @contextlib.contextmanager
-def gunicorn(*, app: str, env: dict[str, str], workers: int, threads: int, log: Path) -> Iterator[tuple[str, int]]:
-    """Serve ``app`` with the project's gunicorn.conf.py on a free port; yield (URL, master pid).
-    ``threads`` 0 means sync workers (one connection at a time, closed after each response);
-    1 or more means gthread workers (keep-alive, idle connections parked in a poller)."""
+def gunicorn(*, env: dict[str, str], settings: dict[str, str], log: Path) -> Iterator[Served]:
+    """Serve the app of ``env``'s DJANGO_SETTINGS_MODULE as it ships: ``gunicorn -c gunicorn.conf.py``,
+    changed only by the GUNICORN_* variables of ``settings`` (and of ``env``: an operator's shell), on
+    a free port. The run records what it served (``report.SERVERS``, written with the results)."""
+    if unknown := [name for name in settings if not name.startswith("GUNICORN_")]:
+        raise ValueError(f"a benchmark's server is set as an operator sets one, by GUNICORN_* variables: {unknown}")
     port = free_port()
-    worker_class = ["--worker-class", "gthread", "--threads", str(threads)] if threads else ["--worker-class", "sync"]
-    command = [
-        str(Path(sys.executable).with_name("gunicorn")),
-        "-c",
-        str(REPO / "gunicorn.conf.py"),
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(workers),
-        *worker_class,
-        app,
-    ]
+    env = {**env, **settings, "GUNICORN_BIND": f"127.0.0.1:{port}"}
+    config = server_config(env)
+    report.SERVERS.append(config)
+    command = [str(Path(sys.executable).with_name("gunicorn")), "-c", str(REPO / "gunicorn.conf.py")]
     with log.open("ab") as out:
         server = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -105,12 +123,55 @@ def gunicorn(*, app: str, env: dict[str, str], workers: int, threads: int, log: 
                 break  # any answer means the workers are up
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"gunicorn {app} did not start; see {log}") from None
+                    raise SystemExit(f"gunicorn did not start; see {log}") from None
                 time.sleep(0.2)
-        yield url, server.pid
+        yield Served(url=url, pid=server.pid, config=config)
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def documented_proxy(app_url: str, workdir: Path) -> Iterator[str]:
+    """HAProxy in front of ``app_url`` (as both of its app servers), set up by docs/SCALING.md's
+    recipe steps as written (``python -m tools.recipe``: its self-signed certificate, its
+    configuration); yields its HTTPS URL. Meanwhile SSL_CERT_FILE names the certificate, which
+    httpx's clients trust as an operator's would."""
+    https, app = free_port(), app_url.removeprefix("http://")
+    site = {"HAPROXY_ETC": str(workdir), "HAPROXY_LOG": "stdout format raw", "PROXY_NAME": "127.0.0.1"}
+    site |= {"PROXY_SAN": "IP:127.0.0.1", "HTTPS_BIND": f"127.0.0.1:{https}", "HTTP_BIND": f"127.0.0.1:{free_port()}"}
+    site |= {"APP1": app, "APP2": app}
+    for step in ("proxy-cert", "proxy"):
+        script = subprocess.run(
+            [sys.executable, "-m", "tools.recipe", step], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout
+        subprocess.run(["bash", "-euo", "pipefail", "-c", script], env={**os.environ, **site}, check=True)
+    with (workdir / "haproxy.log").open("ab") as out:
+        proxy = subprocess.Popen(["haproxy", "-db", "-f", str(workdir / "haproxy.cfg")], stdout=out, stderr=out)
+    trusted = os.environ.get("SSL_CERT_FILE")
+    os.environ["SSL_CERT_FILE"] = str(workdir / "agentstate.crt")
+    url = f"https://127.0.0.1:{https}"
+    try:
+        import httpx
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(url + "/livez", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proxy.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"HAProxy did not pass requests on; see {workdir / 'haproxy.log'}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        if trusted is None:
+            os.environ.pop("SSL_CERT_FILE", None)
+        else:
+            os.environ["SSL_CERT_FILE"] = trusted
+        proxy.terminate()
+        proxy.wait(timeout=30)
 
 
 class StatementCounter:
@@ -312,8 +373,9 @@ def summarize_profile(path: Path) -> dict[str, Any]:
 
 
 def run(
-    *, cluster: Cluster, quick: bool = False, workers: int = 3, threads: int = 0, profile: bool = True
+    *, cluster: Cluster, quick: bool = False, settings: dict[str, str] | None = None, profile: bool = True
 ) -> dict[str, Any]:
+    """``settings``: the GUNICORN_* variables both servers run with (the shipped defaults otherwise)."""
     from django.db import connection
 
     seconds = 5 if quick else 12
@@ -336,19 +398,13 @@ def run(
     profile_result: dict[str, Any] = {}
     with (
         gunicorn(
-            app="benchmarks.baseline:application",
-            env={**env, "DJANGO_SETTINGS_MODULE": "benchmarks.baseline_settings"},
-            workers=workers,
-            threads=threads,
-            log=log,
-        ) as (hello_url, hello_pid),
-        gunicorn(
-            app="agentstate.wsgi:application",
-            env={**env, "DJANGO_SETTINGS_MODULE": "agentstate.settings"},
-            workers=workers,
-            threads=threads,
-            log=log,
-        ) as (service_url, service_pid),
+            env={**env, "DJANGO_SETTINGS_MODULE": "benchmarks.baseline_settings"}, settings=settings or {}, log=log
+        ) as (hello_url, hello_pid, _),
+        gunicorn(env={**env, "DJANGO_SETTINGS_MODULE": "agentstate.settings"}, settings=settings or {}, log=log) as (
+            service_url,
+            service_pid,
+            served,
+        ),
     ):
         targets = [
             {
@@ -411,8 +467,8 @@ def run(
     }
     ratio = peaks["append"]["rps"] / peaks["hello"]["rps"]
     return {
-        "workers": workers,
-        "threads": threads,
+        "workers": served["workers"],
+        "threads": served["threads"],
         "conn_health_checks": connection.settings_dict["CONN_HEALTH_CHECKS"],
         "seconds_per_point": seconds,
         "sessions": SESSIONS,

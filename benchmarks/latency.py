@@ -213,14 +213,12 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         env = {k: v for k, v in os.environ.items() if k != "AGENTSTATE_API_RATE"}
         env.update(DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", GUNICORN_LOG_LEVEL="warning", GUNICORN_MAX_REQUESTS="0")
         with (
-            gunicorn(app="agentstate.wsgi:application", env=env, workers=1, threads=1, log=log) as (url, _),
+            gunicorn(env=env, settings={"GUNICORN_WORKERS": "1"}, log=log) as (url, _, _),
             gunicorn(
-                app="benchmarks.baseline:application",
                 env={**env, "DJANGO_SETTINGS_MODULE": "benchmarks.baseline_settings"},
-                workers=1,
-                threads=1,
+                settings={"GUNICORN_WORKERS": "1"},
                 log=log,
-            ) as (bare_url, _),
+            ) as (bare_url, _, _),
         ):
             services[f"agentstate over HTTP (gunicorn, {vendor})"] = _over_http(url, key, n)
             results["probes"] = _probes(url, bare_url, n[0])

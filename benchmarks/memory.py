@@ -14,7 +14,7 @@ added with ``add_session_to_memory``) and answers ``search_memory`` for the same
 (``SqliteMemoryService`` with ``max_results=10``, on a file, FTS5 ranking; ``InMemoryMemoryService``
 scans every event). ADK's Vertex AI services (Memory Bank, RAG) need Google Cloud: not measured.
 
-agentstate serves over HTTP (gunicorn, one worker of one thread, on the run's PostgreSQL);
+agentstate serves over HTTP (the shipped gunicorn, one worker, on the run's PostgreSQL);
 ``PostgresStore`` talks to the same server through psycopg; ``InMemoryStore`` is a dict in the
 caller. Every (operation, store) is a column; the columns are measured interleaved, one rep each
 per round, so machine noise hits them alike; the first round warms connections and is dropped.
@@ -193,7 +193,6 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "quick": quick,
         "items": scale["items"],
         "reps": scale["reps"],
-        "server": "gunicorn, 1 gthread worker, 1 thread",
         "fill_s": fill_s,
         "not_measured": NOT_MEASURED,
         "columns": [

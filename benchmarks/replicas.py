@@ -75,8 +75,7 @@ def run(
     bouncer: Server,
     redis_url: str,
     quick: bool = False,
-    workers: int = 3,
-    threads: int = 1,
+    settings: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     seconds = 4 if quick else 10
     repeats = 1 if quick else 3
@@ -116,10 +115,7 @@ def run(
     points: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         servers = {
-            name: stack.enter_context(
-                gunicorn(app="agentstate.wsgi:application", env=env, workers=workers, threads=threads, log=log)
-            )
-            for name, env in envs.items()
+            name: stack.enter_context(gunicorn(env=env, settings=settings or {}, log=log)) for name, env in envs.items()
         }
         for deployment in DEPLOYMENTS:  # warm every worker's connections and caches
             for workload in WORKLOADS:
@@ -127,7 +123,7 @@ def run(
         for repeat in range(repeats):
             for workload in WORKLOADS:
                 for deployment in DEPLOYMENTS:
-                    url, app_pid = servers[deployment]
+                    url, app_pid, _ = servers[deployment]
                     print(
                         f"replicas: {workload} on {deployment} ({repeat + 1}/{repeats}), "
                         f"{CONNECTIONS} connections, {seconds} s"
@@ -151,8 +147,8 @@ def run(
     append = summary["append/primary"]
     primary_ms = append["cpu_ms_per_request"]["primary"]
     return {
-        "workers": workers,
-        "threads": threads,
+        "workers": servers["primary"].config["workers"],
+        "threads": servers["primary"].config["threads"],
         "connections": CONNECTIONS,
         "seconds_per_point": seconds,
         "repeats": repeats,

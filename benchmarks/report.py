@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# Every gunicorn the run started, as it was configured (benchmarks.http_load.gunicorn appends):
+# written with the results, so a kept run says what it measured.
+SERVERS: list[dict[str, Any]] = []
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -98,7 +101,8 @@ def write_results(name: str, payload: dict[str, Any], directory: Path | None = N
     directory.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = directory / f"{name}-{connection.vendor}-{stamp}.json"
-    path.write_text(json.dumps({"benchmark": name, "machine": machine(), **payload}, indent=2, default=str))
+    servers = {"servers": SERVERS} if SERVERS else {}
+    path.write_text(json.dumps({"benchmark": name, "machine": machine(), **servers, **payload}, indent=2, default=str))
     return path
 
 
