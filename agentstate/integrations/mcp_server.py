@@ -26,6 +26,7 @@ from typing import Annotated, Any
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -221,7 +222,15 @@ def _undeclared_arguments_refused(server: MCPServer) -> ServerMiddleware[Any]:
 def http_app(server: MCPServer, *, host: str) -> Callable[..., Awaitable[None]]:
     """The streamable-HTTP ASGI app at ``/mcp``, stateless (any of several processes behind a proxy
     answers any request), refusing a request without a bearer key with 401 before MCP reads it."""
-    app = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, host=host)
+    # No DNS-rebinding check of the Host header (the SDK's default on a loopback address): behind a
+    # proxy the Host is the public name, and every call needs an agentstate key the page would
+    # have to hold already, so a rebound page reaches nothing it could not reach itself.
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        host=host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
 
     async def bearer_required(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":

@@ -54,6 +54,11 @@ async def test_streamable_http_takes_each_callers_bearer_key(stored):
             found = structured(await mcp.call_tool("search_memory", {"query": "vegan"}))["memories"]
             assert found == []  # Bo's word: not in Ana's memory
 
+        # Behind a proxy the Host is the public name: served all the same.
+        proxied = httpx2.AsyncClient(headers={"Authorization": f"Bearer {stored.tenant_key}", "Host": "agents.example"})
+        async with proxied, Client(streamable_http_client(endpoint, http_client=proxied)) as mcp:
+            assert structured(await mcp.call_tool("list_sessions", {}))["sessions"][0]["session_id"] == "chat-1"
+
         wrong = httpx2.AsyncClient(headers={"Authorization": "Bearer not-a-key"})
         async with wrong, Client(streamable_http_client(endpoint, http_client=wrong)) as mcp:
             assert "agentstate refused (401" in error(await mcp.call_tool("list_sessions", {}))
