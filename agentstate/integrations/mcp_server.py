@@ -29,6 +29,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from agentstate.client import AgentStateError, AsyncAgentStateClient, NetworkError
 from agentstate.integrations.store_batch import StoreBatch, user_namespace
@@ -221,7 +223,13 @@ def _undeclared_arguments_refused(server: MCPServer) -> ServerMiddleware[Any]:
 
 def http_app(server: MCPServer, *, host: str) -> Callable[..., Awaitable[None]]:
     """The streamable-HTTP ASGI app at ``/mcp``, stateless (any of several processes behind a proxy
-    answers any request), refusing a request without a bearer key with 401 before MCP reads it."""
+    answers any request), refusing a request without a bearer key with 401 before MCP reads it;
+    ``/livez`` answers a proxy's health check without a key."""
+
+    @server.custom_route("/livez", methods=["GET"])
+    async def livez(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
     # No DNS-rebinding check of the Host header (the SDK's default on a loopback address): behind a
     # proxy the Host is the public name, and every call needs an agentstate key the page would
     # have to hold already, so a rebound page reaches nothing it could not reach itself.
@@ -233,7 +241,7 @@ def http_app(server: MCPServer, *, host: str) -> Callable[..., Awaitable[None]]:
     )
 
     async def bearer_required(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and scope["path"] != "/livez":
             headers = dict(scope["headers"])
             scheme, _, key = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
             if scheme.lower() != "bearer" or not key.strip():

@@ -67,3 +67,5 @@ async def test_streamable_http_takes_each_callers_bearer_key(stored):
             answer = await http.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert answer.status_code == 401
         assert "Authorization: Bearer" in answer.json()["error"]["message"]
+        async with httpx.AsyncClient() as http:  # a proxy's health check needs no key
+            assert (await http.get(endpoint.replace("/mcp", "/livez"))).json() == {"status": "ok"}
