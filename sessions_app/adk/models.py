@@ -4,8 +4,6 @@ The models belong to ``sessions_app`` (``Meta.app_label``): their tables, migrat
 URLs are that app's, while their code lives with the backend.
 """
 
-from typing import Any
-
 from django.db import models
 from django.db.models.functions import Substr
 from django.utils import timezone
@@ -15,22 +13,6 @@ from agentstate.tenancy.models import Tenant
 from sessions_app.models import SessionOwned
 
 ADK_EVENT_ID_INDEXED = 100  # characters of an event id in the index (at most 400 bytes)
-
-
-class EventIdPrefix(models.Func):
-    """The indexed prefix of an event id, as a query spells it: its bounds written into the SQL as
-    the index's DDL has them. SQLite matches an expression index only against the same literals;
-    Django's ``Substr`` sends them as parameters, and SQLite then scanned every event of the session."""
-
-    function = "SUBSTRING"
-    template = f"%(function)s(%(expressions)s, 1, {ADK_EVENT_ID_INDEXED})"
-    output_field = models.TextField()
-
-    def __init__(self, expression: Any = "event_id") -> None:
-        super().__init__(expression)
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
-        return super().as_sql(compiler, connection, function="SUBSTR", **extra_context)
 
 
 class AdkEvent(SessionOwned):

@@ -16,18 +16,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput, NotFound, SessionAlreadyExists
+from agentstate.statements import execute_all
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_timestamp
-from sessions_app.adk.models import ADK_EVENT_ID_INDEXED, AdkAppState, AdkEvent, EventIdPrefix
+from sessions_app.adk.models import ADK_EVENT_ID_INDEXED, AdkAppState, AdkEvent
 from sessions_app.adk.state import USER_PREFIX, json_object, json_text, state_split
 from sessions_app.models import Session
-from sessions_app.selectors import IMPORTED
+from sessions_app.selectors import IMPORTED, model_columns, row_as_model
 from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED
 from sessions_app.services.sessions import new_session_id_clean, session_insert
 
@@ -252,18 +253,18 @@ def adk_event_append(
     Stale writers are refused as ADK's database service refuses them: by the version the writer
     last read (``expected_version``, with the ``last_update_time`` it read if given), or, for a
     session object that never carried one, when the stored session moved past ``last_update_time``
-    to an event other than ``last_event_id``."""
-    locked = (
-        Session.objects.select_for_update()
-        .filter(tenant=tenant, user_id=user_id, session_id=session_id, app_name=app_name, framework=FRAMEWORK)
-        .first()
-    )
-    if locked is None:
-        raise NotFound("Session not found.")
-    _check_not_stale(locked, expected_version, last_update_time, last_event_id)
+    to an event other than ``last_event_id``. Two written-out round trips on PostgreSQL besides
+    the transaction's (the lock with the event id's lookup, then the writes), where the ORM's four
+    made an append with a state delta three times one without (docs/PERFORMANCE.md)."""
     timestamp, delta = _event_fields(event)
     event_id = _text(event["id"])
-    if _event_id_taken(locked, event_id):
+    locked, same_prefix = _lock_with_event_ids(
+        identity=[tenant.pk, user_id, session_id, app_name, FRAMEWORK], event_id=event_id
+    )
+    _check_not_stale(locked, expected_version, last_update_time, last_event_id)
+    # The whole id is compared here: the index holds a prefix of each id (a whole long id would
+    # not fit in a PostgreSQL index row). Ids sharing their first 100 characters are rare.
+    if event_id in same_prefix:
         raise EventAlreadyExists(f"The session already holds an event with id {event['id']!r}.")
     parts = state_split(delta)
     if parts["user"]:  # user: values are user data: the stored event never holds them
@@ -272,48 +273,72 @@ def adk_event_append(
         }
     session_state = json_object(locked.durable_state)
     session_state.update(parts["session"])
-    # Under the row lock the stored values are the locked ones: set them on the object too. The
-    # event is activity: it moves updated_at and reopens a session retention ended.
-    locked.durable_state, locked.last_update_time, locked.updated_at = (
-        json_text(session_state),
-        timestamp,
-        timezone.now(),
-    )
-    if locked.ended_by_retention:
-        locked.ended_at, locked.ended_by_retention = None, False
+    # The event is activity: it moves updated_at and reopens a session retention ended.
     locked.last_seq += 1
     locked.version += 1
-    locked.save(
-        update_fields=[
-            "durable_state",
-            "last_update_time",
-            "updated_at",
-            "ended_at",
-            "ended_by_retention",
-            "last_seq",
-            "version",
-        ]
+    at = connection.ops.adapt_datetimefield_value(timezone.now())
+    quote = connection.ops.quote_name
+    execute_all(
+        (
+            f"UPDATE {quote(Session._meta.db_table)} SET durable_state = %s, last_update_time = %s, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+            f"updated_at = %s, last_seq = %s, version = %s, {REOPEN_IF_RETENTION_ENDED} WHERE id = %s",
+            [json_text(session_state), timestamp, at, locked.last_seq, locked.version, locked.pk],
+        ),
+        (
+            f"INSERT INTO {quote(AdkEvent._meta.db_table)} (session_id, tenant_id, user_id, created_at, seq, "  # noqa: S608 (as above)
+            f"event_id, invocation_id, author, timestamp, text, data) VALUES ({', '.join(['%s'] * 11)})",
+            [
+                *(locked.pk, locked.tenant_id, locked.user_id, at, locked.last_seq, event_id),
+                *(_text(event.get("invocation_id")), _text(event.get("author")), timestamp),
+                *(_preview(event), json_text(event)),
+            ],
+        ),
     )
     if parts["app"]:
         _app_state_update(tenant_id=locked.tenant_id, app_name=locked.app_name, delta=parts["app"])
-    AdkEvent.objects.create(
-        session=locked,
-        tenant_id=locked.tenant_id,
-        user_id=locked.user_id,
-        seq=locked.last_seq,
-        event_id=event_id,
-        invocation_id=_text(event.get("invocation_id")),
-        author=_text(event.get("author")),
-        timestamp=timestamp,
-        text=_preview(event),
-        data=json_text(event),
-    )
     return AdkEventAppended(
         session_pk=locked.pk,
         seq=locked.last_seq,
         version=locked.version,
         last_update_time=timestamp,
         user_delta=parts["user"],
+    )
+
+
+_SESSION_BY_IDENTITY = "tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s AND framework = %s"
+
+
+def _lock_with_event_ids(*, identity: list[Any], event_id: str) -> tuple[Session, list[str]]:
+    """Inside a transaction: the ADK session of ``identity`` under its row lock, and the ids of its
+    events that share ``event_id``'s indexed prefix. On PostgreSQL both statements go in one round
+    trip, the lookup a statement of its own after the lock (READ COMMITTED: it sees an event a
+    concurrent append committed while the lock waited)."""
+    sessions = connection.ops.quote_name(Session._meta.db_table)
+    for_update = " FOR UPDATE" if connection.features.has_select_for_update else ""  # SQLite: the write lock
+    lock = (
+        f"SELECT {model_columns(Session, 's')} FROM {sessions} s WHERE {_SESSION_BY_IDENTITY}{for_update}",  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        identity,
+    )
+    row, ids_found = execute_all(lock, event_ids_statement(identity=identity, event_id=event_id))
+    if not row:
+        raise NotFound("Session not found.")
+    return row_as_model(Session, connections[DEFAULT_DB_ALIAS], row[0]), [found for (found,) in ids_found]
+
+
+def event_ids_statement(*, identity: list[Any], event_id: str) -> tuple[str, list[Any]]:
+    """The ids of the events of the ADK session of ``identity`` sharing ``event_id``'s indexed
+    prefix, as SQL and parameters, read on the (session, prefix) index: the prefix's bounds are
+    written into the text as the index's DDL has them. SQLite matches an expression index only
+    against the same literals; sent as parameters (Django's ``Substr``), it scanned every event."""
+    sessions, events = (
+        connection.ops.quote_name(Session._meta.db_table),
+        connection.ops.quote_name(AdkEvent._meta.db_table),
+    )
+    substring = "SUBSTR" if connection.vendor == "sqlite" else "SUBSTRING"
+    return (
+        f"SELECT event_id FROM {events} WHERE session_id = (SELECT id FROM {sessions} WHERE {_SESSION_BY_IDENTITY}) "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"AND {substring}(event_id, 1, {ADK_EVENT_ID_INDEXED}) = %s",
+        [*identity, event_id[:ADK_EVENT_ID_INDEXED]],
     )
 
 
@@ -362,18 +387,6 @@ def _event_fields(event: Any) -> tuple[float, dict[str, Any]]:
     if not isinstance(delta, dict):
         raise InvalidInput.for_field("event.actions.state_delta", "must be an object.")
     return timestamp, delta
-
-
-def _event_id_taken(locked: Session, event_id: str) -> bool:
-    """Whether the session holds ``event_id`` already; under the session's row lock, so no append
-    can slip in between. The index holds a prefix of each id (a whole long id would not fit in a
-    PostgreSQL index row)."""
-    same_prefix = AdkEvent.objects.alias(id_prefix=EventIdPrefix()).filter(
-        session=locked, id_prefix=event_id[:ADK_EVENT_ID_INDEXED]
-    )
-    # The whole id is compared here, not in SQL: beside an equality on the column itself, SQLite
-    # leaves the expression index unused. Ids sharing their first 100 characters are rare.
-    return event_id in same_prefix.values_list("event_id", flat=True)
 
 
 def _text(value: Any) -> str:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from agentstate.statements import execute_all
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from sessions_app.adk.state import json_object, json_text
@@ -25,8 +26,48 @@ def adk_user_state_update(
 ) -> None:
     """dict.update() of the user's state in the app, under its row lock; with an event
     (``session_pk``, ``event_seq``) the delta is also kept as that event's, so the event reads back
-    whole until the user's data is erased."""
+    whole until the user's data is erased. After the erasure guard, two round trips on PostgreSQL:
+    the row locked (created when missing) as it is read, then its update with the event's delta."""
+    if session_pk is not None and event_seq is None:
+        raise TypeError("an event's delta needs the event's event_seq")
     subject_write_check(tenant=tenant, user_id=user_id, category=USER_DATA)
+    row_pk, state_text = _locked_state(tenant=tenant, app_name=app_name, user_id=user_id)
+    state = json_object(state_text)
+    state.update(delta)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    quote = connection.ops.quote_name
+    statements = [
+        (
+            f"UPDATE {quote(AdkUserState._meta.db_table)} SET state = %s, updated_at = %s WHERE id = %s",  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+            [json_text(state), now, row_pk],
+        )
+    ]
+    if session_pk is not None:
+        statements.append(
+            (
+                f"INSERT INTO {quote(AdkEventUserDelta._meta.db_table)} "  # noqa: S608 (as above)
+                "(tenant_id, user_id, app_name, session_pk, event_seq, delta, created_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                [tenant.pk, user_id, app_name, session_pk, event_seq, json_text(delta), now],
+            )
+        )
+    execute_all(*statements)
+
+
+def _locked_state(*, tenant: Tenant, app_name: str, user_id: str) -> tuple[int, str]:
+    """Inside a transaction: the primary key and state of the user's row in the app, under its row
+    lock; a missing row is created empty. On PostgreSQL one statement: an insert that, on the
+    unique (tenant, user, app), locks the row it met and returns its latest state."""
+    if connection.vendor == "postgresql":
+        table = connection.ops.quote_name(AdkUserState._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} AS u (tenant_id, user_id, app_name, state, updated_at) "  # noqa: S608 (a quoted table name; values are parameters)
+                "VALUES (%s, %s, %s, '{}', %s) ON CONFLICT (tenant_id, user_id, app_name) "
+                "DO UPDATE SET state = u.state RETURNING id, state",
+                [tenant.pk, user_id, app_name, connection.ops.adapt_datetimefield_value(timezone.now())],
+            )
+            return cursor.fetchone()
     rows = AdkUserState.objects.select_for_update().filter(tenant=tenant, app_name=app_name, user_id=user_id)
     row = rows.first()
     if row is None:
@@ -35,17 +76,4 @@ def adk_user_state_update(
                 row = AdkUserState.objects.create(tenant=tenant, app_name=app_name, user_id=user_id, state="{}")
         except IntegrityError:  # created meanwhile by another writer
             row = rows.get()
-    state = json_object(row.state)
-    state.update(delta)
-    AdkUserState.objects.filter(pk=row.pk).update(state=json_text(state), updated_at=timezone.now())
-    if session_pk is not None:
-        if event_seq is None:
-            raise TypeError("an event's delta needs the event's event_seq")
-        AdkEventUserDelta.objects.create(
-            tenant=tenant,
-            app_name=app_name,
-            user_id=user_id,
-            session_pk=session_pk,
-            event_seq=event_seq,
-            delta=json_text(delta),
-        )
+    return row.pk, row.state
