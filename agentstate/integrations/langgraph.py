@@ -8,8 +8,11 @@ Sync and async methods, including the extended ``copy_thread``, ``prune`` and
 ``delete_for_runs``. A thread belongs to one user: ``config["configurable"]["user_id"]`` of its
 first checkpoint, else ``default_user_id``. Checkpoints and writes are stored as LangGraph's
 serializer wrote them (type and bytes: the round trip is exact); the server renders staff's JSON
-view of them when staff read them, never on the write path. Reads ask for msgpack, which carries the
-bytes as they are (JSON would carry them in base64).
+view of them when staff read them, never on the write path. As in LangGraph's own database savers, a
+checkpoint's channel values are stored apart from it, by version: a ``put`` sends only the channels
+``new_versions`` names (primitive values stay in the checkpoint), a read gets the ones the checkpoint
+names. Requests and answers are msgpack, which carries the bytes as they are (JSON would carry them
+in base64).
 
 Text the database cannot hold (NUL, lone surrogates) is mapped reversibly in every identifier,
 metadata key and value: each such character, and the private-use character U+E000 used as the
@@ -20,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
+import math
 import random
 import re
 import threading
@@ -41,12 +46,13 @@ from langgraph.checkpoint.base import (
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
-from agentstate.client.calls import API, Call, as_json, as_nothing
+from agentstate.client.calls import API, Call, T, as_json, as_nothing
 from agentstate.client.models import Page
 from agentstate.integrations.transport import ClientTransport
 
-__all__ = ["AgentStateSaver", "escape_json", "escape_text", "unescape_text"]
+__all__ = ["AgentStateSaver", "escape_json", "escape_text", "split_checkpoint", "unescape_text"]
 
 BASE = f"{API}/langgraph"
 PAGE_SIZE = 100
@@ -88,10 +94,6 @@ def _unescape_json(value: Any) -> Any:
     return _map_json(value, unescape_text)
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
 MSGPACK = "application/msgpack"
 MSGPACK_BIG_INT = 1  # the server's msgpack extension type for an integer past 64 bits
 
@@ -109,7 +111,53 @@ def _read(response: httpx.Response) -> Any:
     return as_json(response)
 
 
+def _big_int_ext(value: Any) -> Any:
+    if isinstance(value, int):
+        return ormsgpack.Ext(MSGPACK_BIG_INT, str(value).encode("ascii"))
+    raise TypeError(f"{type(value).__name__} is not carried in msgpack")
+
+
+@dataclasses.dataclass(frozen=True)
+class _MsgpackCall(Call[T]):
+    """A write whose body travels in msgpack: the serializer's bytes as they are, not in base64
+    inside JSON (a third more to send, and to decode in the server); an integer past 64 bits as
+    the extension type the reads use."""
+
+    def request_on(self, base_url: str) -> dict[str, Any]:
+        request = super().request_on(base_url)
+        body = ormsgpack.packb(request.pop("json"), default=_big_int_ext, option=ormsgpack.OPT_PASSTHROUGH_BIG_INT)
+        return {**request, "content": body, "headers": {**(self.headers or {}), "Content-Type": MSGPACK}}
+
+
+def _inline(value: Any) -> bool:
+    """A channel value kept in the checkpoint itself, as ``PostgresSaver`` keeps it: a primitive."""
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def split_checkpoint(
+    serde: SerializerProtocol, checkpoint: Checkpoint, channels: Any = None
+) -> tuple[tuple[str, bytes], list[dict[str, Any]]]:
+    """The checkpoint serialized without the channel values stored apart, and those of
+    ``channels`` (default: all of them) as ``{"channel", "type", "data"}``, as ``PostgresSaver``
+    splits them: a primitive stays in the checkpoint, any other value (and a ``DeltaChannel``
+    snapshot, whose place in the checkpoint keeps a ``True`` marker) goes apart."""
+    values = dict(checkpoint["channel_values"])
+    apart = {}
+    for channel, value in checkpoint["channel_values"].items():
+        if isinstance(value, _DeltaSnapshot):
+            apart[channel] = value
+            values[channel] = True
+        elif not _inline(value):
+            apart[channel] = values.pop(channel)
+    blobs = []
+    for channel in apart if channels is None else [c for c in channels if c in apart]:
+        type_, data = serde.dumps_typed(apart[channel])
+        blobs.append({"channel": escape_text(channel), "type": type_, "data": data})
+    return serde.dumps_typed({**checkpoint, "channel_values": values}), blobs
+
+
 MAX_BATCH_CALLS = 64  # the server's bound on one batch
+SEPARATE = {"channel_values": "separate"}  # a read's answer carries channel values apart (required)
 
 
 class _Pending:
@@ -163,7 +211,7 @@ class _GroupCommit:
         if len(batch) == 1:
             return batch[0].call
         calls = [{"path": p.call.url.rstrip("/").rsplit("/", 1)[-1], "body": p.call.json} for p in batch]
-        return Call("POST", f"{BASE}/batch/", _batch_responses, json={"calls": calls}, idempotent=True)
+        return _MsgpackCall("POST", f"{BASE}/batch/", _batch_responses, json={"calls": calls}, idempotent=True)
 
     @staticmethod
     def settle(batch: list[_Pending], answer: Any, error: BaseException | None) -> None:
@@ -267,7 +315,7 @@ class _AsyncGroupCommit(_GroupCommit):
             turn.set()
 
 
-class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
+class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
     """LangGraph checkpointer on an agentstate server; ``default_user_id`` owns threads whose
     first checkpoint names no ``configurable["user_id"]``."""
 
@@ -292,22 +340,24 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
         self._async_writes: tuple[asyncio.AbstractEventLoop, _AsyncGroupCommit] | None = None
 
     @overload
-    def get_next_version(self, current: int | None, channel: None = None) -> int: ...
+    def get_next_version(self, current: str | None, channel: None = None) -> str: ...
     @overload
-    def get_next_version(self, current: str, channel: None = None) -> str: ...
-    def get_next_version(self, current: int | str | None, channel: None = None) -> int | str:
-        """The channel version after ``current``, of its type: LangGraph compares a thread's versions
-        with each other, so a thread begun here counts integers (the ``BaseCheckpointSaver``
-        default) and one imported from ``SqliteSaver`` or ``PostgresSaver`` goes on with their
-        strings, a 32-digit counter then a random part, which sort as they count."""
-        if current is None:
-            return 1
-        if isinstance(current, str):
-            counter = _STRING_VERSION.fullmatch(current)
+    def get_next_version(self, current: float, channel: None = None) -> float: ...
+    def get_next_version(self, current: float | str | None, channel: None = None) -> float | str:
+        """The channel version after ``current``. Values are stored by version, so a fork's new
+        version must not be one its thread's other line used already: as LangGraph's own savers, a
+        version has a random part. A thread begins with their strings (a 32-digit counter, ``.``, a
+        random part, which sort as they count), and one imported from ``SqliteSaver`` or
+        ``PostgresSaver`` goes on with them. A thread begun with integers (earlier versions of this
+        saver) goes on with numbers, since LangGraph compares a thread's versions with each other:
+        the next integer plus a random fraction of six digits (which PostgreSQL's and SQLite's JSON
+        write as Python does, so the stored values are found by them)."""
+        if current is None or isinstance(current, str):
+            counter = _STRING_VERSION.fullmatch(current or "0")
             if counter is None:
-                raise ValueError(f"Channel version {current!r} is neither an integer nor LangGraph's 'counter.random'.")
+                raise ValueError(f"Channel version {current!r} is neither a number nor LangGraph's 'counter.random'.")
             return f"{int(counter.group(1)) + 1:032}.{random.random():016}"  # noqa: S311 (a tie-break, as LangGraph's)
-        return current + 1
+        return float(f"{math.floor(current) + 1}.{random.randint(1, 999_999):06}")  # noqa: S311 (idem)
 
     # --- transports -------------------------------------------------------------------------
 
@@ -322,32 +372,38 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
 
     def _typed(self, value: Any) -> dict[str, Any]:
         type_, data = self.serde.dumps_typed(value)
-        return {"type": type_, "data": _b64(data)}
+        return {"type": type_, "data": data}
 
     def _users(self, config: RunnableConfig) -> dict[str, str | None]:
         user_id = config["configurable"].get("user_id")
         return {"user_id": None if user_id is None else str(user_id), "default_user_id": self.default_user_id}
 
     def _put_call(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
     ) -> tuple[Call[None], RunnableConfig]:
         configurable = config["configurable"]
         thread_id, checkpoint_ns = configurable["thread_id"], configurable.get("checkpoint_ns", "")
         parent_id = configurable.get("checkpoint_id")
+        (type_, data), channel_values = split_checkpoint(self.serde, checkpoint, new_versions)
         body = {
             "thread_id": escape_text(str(thread_id)),
             **self._users(config),
             "checkpoint_ns": escape_text(checkpoint_ns),
             "checkpoint_id": escape_text(checkpoint["id"]),
             "parent_checkpoint_id": None if parent_id is None else escape_text(parent_id),
-            "checkpoint": self._typed(checkpoint),
+            "checkpoint": {"type": type_, "data": data},
             "metadata": escape_json(get_serializable_checkpoint_metadata(config, metadata)),
             "channel_versions": escape_json(checkpoint["channel_versions"]),
+            "channel_values": channel_values,
         }
         stored: RunnableConfig = {
             "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}
         }
-        return Call("POST", f"{BASE}/checkpoints/", as_nothing, json=body, idempotent=True), stored
+        return _MsgpackCall("POST", f"{BASE}/checkpoints/", as_nothing, json=body, idempotent=True), stored
 
     def _writes_call(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
@@ -367,11 +423,12 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
                 for idx, (channel, value) in enumerate(writes)
             ],
         }
-        return Call("POST", f"{BASE}/writes/", as_json, json=body, idempotent=True)
+        return _MsgpackCall("POST", f"{BASE}/writes/", as_json, json=body, idempotent=True)
 
     def _get_call(self, config: RunnableConfig) -> Call[CheckpointTuple | None]:
         configurable = config["configurable"]
         params = {
+            **SEPARATE,
             "thread_id": escape_text(str(configurable["thread_id"])),
             "checkpoint_ns": escape_text(configurable.get("checkpoint_ns", "")),
         }
@@ -393,7 +450,7 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
         before: RunnableConfig | None,
         limit: int | None,
     ) -> Call[dict[str, Any]]:
-        params: dict[str, str] = {"page_size": str(min(limit, PAGE_SIZE) if limit else PAGE_SIZE)}
+        params: dict[str, str] = {**SEPARATE, "page_size": str(min(limit, PAGE_SIZE) if limit else PAGE_SIZE)}
         configurable = (config or {}).get("configurable") or {}
         if configurable.get("thread_id") is not None:
             params["thread_id"] = escape_text(str(configurable["thread_id"]))
@@ -426,10 +483,16 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
             data = typed["data"]  # bytes in msgpack, base64 in JSON
             return self.serde.loads_typed((typed["type"], data if isinstance(data, bytes) else base64.b64decode(data)))
 
+        checkpoint = value(item["checkpoint"])
+        if item["channel_values"]:
+            checkpoint["channel_values"] = {
+                **checkpoint.get("channel_values", {}),
+                **{unescape_text(c["channel"]): value(c["value"]) for c in item["channel_values"]},
+            }
         parent = item["parent_checkpoint_id"]
         return CheckpointTuple(
             config=config(item["checkpoint_id"]),
-            checkpoint=value(item["checkpoint"]),
+            checkpoint=checkpoint,
             metadata=_unescape_json(item["metadata"]),
             parent_config=config(parent) if parent else None,
             pending_writes=[
@@ -510,7 +573,7 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        call, stored = self._put_call(config, checkpoint, metadata)
+        call, stored = self._put_call(config, checkpoint, metadata, new_versions)
         self._writes.run(call)
         return stored
 
@@ -561,7 +624,7 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[int]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        call, stored = self._put_call(config, checkpoint, metadata)
+        call, stored = self._put_call(config, checkpoint, metadata, new_versions)
         await self._async_group_commit().run(call)
         return stored
 

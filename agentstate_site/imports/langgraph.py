@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-from agentstate.integrations.langgraph import escape_json, escape_text
+from agentstate.integrations.langgraph import escape_json, escape_text, split_checkpoint
 from agentstate.tenancy.models import Tenant
 from agentstate_site.imports import Imported
 from sessions_app.langgraph import selectors, services
@@ -114,6 +114,8 @@ class LangGraphPeerThread:
         owner = {"user_id": self.user_id, "default_user_id": self.source.default_user_id}
         for t in checkpoints:
             parent = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
+            # Every channel's value: a version stored already is kept, so a thread's are stored once.
+            stored, channel_values = split_checkpoint(self.source.saver.serde, t.checkpoint)
             services.checkpoint_put(
                 tenant=tenant,
                 thread_id=self.thread_id,
@@ -121,9 +123,10 @@ class LangGraphPeerThread:
                 checkpoint_ns=escape(t.config["configurable"]["checkpoint_ns"]),
                 checkpoint_id=escape(t.checkpoint["id"]),
                 parent_checkpoint_id=None if parent is None else escape(parent),
-                checkpoint=_typed(*self.source.saver.serde.dumps_typed(t.checkpoint)),
+                checkpoint=_typed(*stored),
                 metadata=escape_json(t.metadata),
                 channel_versions=escape_json(t.checkpoint["channel_versions"]),
+                channel_values=channel_values,
             )
         for checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type_, value in writes:
             services.writes_put(

@@ -131,6 +131,7 @@ class LangGraphCheckpointAdmin(SessionChildAdmin):
 
     @admin.display(description="state (channel values)")
     def state(self, obj: LangGraphCheckpoint) -> SafeString:
+        langgraph_selectors.checkpoint_blobs([obj])  # the values it names, stored apart
         return stored_value(obj.value_type, obj.value, obj.rendered)
 
     @admin.display(description="pending writes")

@@ -1,7 +1,10 @@
 """REST endpoints of the LangGraph checkpointer under /api/v1/langgraph/: thin views over
 sessions_app.langgraph's services and selectors. Identifiers travel in bodies and query strings,
 never in paths, so any LangGraph id (with ``/``, any length) fits. The reads answer JSON, or msgpack
-with the serialized bytes as they are when the caller asks for it (``Accept: application/msgpack``)."""
+with the serialized bytes as they are when the caller asks for it (``Accept: application/msgpack``);
+the writes take JSON (bytes in base64) or msgpack (``Content-Type: application/msgpack``, bytes as
+they are). A checkpoint's channel values travel apart from it, each channel's at its version: a put
+sends the channels it changed, a read answers the ones the checkpoint names."""
 
 from __future__ import annotations
 
@@ -9,16 +12,19 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+import ormsgpack
+from django.conf import settings
 from django.db.models import Expression
 from drf_spectacular.utils import extend_schema, extend_schema_field
-from rest_framework import serializers, status
+from rest_framework import exceptions, parsers, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstate import streaming
 from agentstate.api.errors import exception_handler
 from agentstate.api.pagination import ModelsPagination
-from agentstate.api.renderers import JSONRenderer, MsgpackRenderer
+from agentstate.api.parsers import JSONParser, PayloadTooLarge
+from agentstate.api.renderers import MSGPACK_BIG_INT, JSONRenderer, MsgpackRenderer
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import JSONTextField, StrictInput, StringField, validated
 from agentstate.api.views import TenantAPIView, TenantRequest
@@ -34,6 +40,45 @@ LANGGRAPH_CONFLICTS = ("thread_owned_by_another_user", "subject_erased")  # a wr
 def _text(**kwargs: Any) -> StringField:
     """An identifier exactly as sent: blank allowed (the root namespace), no whitespace trimmed."""
     return StringField(allow_blank=True, **kwargs)
+
+
+class MsgpackParser(parsers.BaseParser):
+    """A msgpack body (the saver's writes): bytes as msgpack's binary, no base64. The body limit
+    of the JSON parser holds; a body that is not msgpack is a 400."""
+
+    media_type = "application/msgpack"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        body = stream.read() if limit is None else stream.read(limit + 1)
+        if limit is not None and len(body) > limit:
+            raise PayloadTooLarge(f"The request body is larger than {limit} bytes.")
+        try:
+            return ormsgpack.unpackb(body, ext_hook=_big_int)
+        except (ValueError, TypeError) as exc:  # msgpack's decode errors, an unknown extension
+            raise exceptions.ParseError(f"The body is not msgpack: {exc}") from None
+
+
+def _big_int(code: int, data: bytes) -> int:
+    """An integer past 64 bits, as the reads carry it (``MSGPACK_BIG_INT``: its decimal digits)."""
+    if code != MSGPACK_BIG_INT:
+        raise ValueError(f"unknown msgpack extension type {code}")
+    return int(data)
+
+
+WRITE_PARSERS = [JSONParser, MsgpackParser]
+
+
+@extend_schema_field({"type": "object"})
+class PassedOn(serializers.Field):
+    """A value the service checks itself (its messages name the part at fault): typed values
+    whose data is bytes in msgpack, base64 in JSON, which DRF's JSONField cannot hold."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
 
 
 class TypedValueSerializer(serializers.Serializer):
@@ -54,11 +99,35 @@ class ThreadWriteInput(StrictInput):
     checkpoint_id = _text()
 
 
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "channel": {"type": "string"},
+                "type": {"type": "string"},
+                "data": {"type": "string", "format": "byte"},
+            },
+            "required": ["channel", "type", "data"],
+        },
+    }
+)
+class ChannelValuesField(PassedOn):
+    """A list checked by ``services.checkpoint_put``."""
+
+
 class CheckpointPutInput(ThreadWriteInput):
     parent_checkpoint_id = _text(allow_null=True, required=False, default=None)
-    checkpoint = serializers.JSONField()
+    checkpoint = PassedOn(help_text="The checkpoint as the serializer wrote it, without the values sent apart.")
     metadata = serializers.JSONField()
     channel_versions = serializers.JSONField()
+    channel_values = ChannelValuesField(
+        required=False,
+        default=(),
+        help_text="The values of the channels this checkpoint changed, each stored at its channel's version "
+        "(none: the checkpoint holds all its values, as savers from before this field send it).",
+    )
 
 
 @extend_schema_field(
@@ -80,7 +149,7 @@ class CheckpointPutInput(ThreadWriteInput):
         "example": [{"idx": 0, "channel": "messages", "value": {"type": "msgpack", "data": "kaJoaQ=="}}],
     }
 )
-class WritesField(serializers.JSONField):
+class WritesField(PassedOn):
     """A JSON list checked by ``services.writes_put`` (its messages name the write at fault)."""
 
 
@@ -97,13 +166,26 @@ class StoredOut(serializers.Serializer):
     checkpoint_id = serializers.CharField()
 
 
-class CheckpointQuery(serializers.Serializer):
+SEPARATE = "separate"
+
+
+class ReadQuery(serializers.Serializer):
+    channel_values = serializers.ChoiceField(
+        choices=[SEPARATE],
+        required=False,
+        help_text="`separate`: each checkpoint's channel values stored apart come apart (`channel_values`), as "
+        "the saver asks. Absent: they are put back inside the checkpoint, as savers from before this field read "
+        "it (saver_upgrade_required where its format cannot be put together: not msgpack).",
+    )
+
+
+class CheckpointQuery(ReadQuery):
     thread_id = _text()
     checkpoint_ns = _text(required=False, default="")
     checkpoint_id = _text(required=False)
 
 
-class ListQuery(serializers.Serializer):
+class ListQuery(ReadQuery):
     thread_id = _text(required=False)
     checkpoint_ns = _text(required=False, help_text="Absent: every namespace.")
     checkpoint_id = _text(
@@ -123,13 +205,19 @@ class WriteOut(serializers.Serializer):
     value = TypedValueSerializer()
 
 
+class ChannelValueOut(serializers.Serializer):
+    channel = serializers.CharField()
+    value = TypedValueSerializer()
+
+
 class CheckpointTupleOut(serializers.Serializer):
     thread_id = serializers.CharField()
     checkpoint_ns = serializers.CharField()
     checkpoint_id = serializers.CharField()
     parent_checkpoint_id = serializers.CharField(allow_null=True)
     metadata = serializers.JSONField()
-    checkpoint = TypedValueSerializer()
+    checkpoint = TypedValueSerializer(help_text="Without the channel values stored apart (channel_values).")
+    channel_values = ChannelValueOut(many=True, help_text="The values of the channels it names, at their versions.")
     pending_writes = WriteOut(many=True)
 
 
@@ -165,17 +253,24 @@ def _b64(data) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def _tuple_data(item: selectors.CheckpointTuple, *, binary: bool) -> dict:
-    """A checkpoint with its pending writes; their bytes in base64 for JSON, as they are for msgpack."""
+def _tuple_data(item: selectors.CheckpointTuple, *, binary: bool, separate: bool) -> dict:
+    """A checkpoint with its channel values (apart when ``separate``, else back inside it) and
+    its pending writes; their bytes in base64 for JSON, as they are for msgpack."""
     encoded: Callable[[Any], Any] = bytes if binary else _b64
     c = item.checkpoint
+    value, blobs = (
+        (c.value, item.blobs) if separate else (services.checkpoint_whole(c.value_type, c.value, item.blobs), [])
+    )
     return {
         "thread_id": item.thread_id,
         "checkpoint_ns": c.checkpoint_ns,
         "checkpoint_id": c.checkpoint_id,
         "parent_checkpoint_id": c.parent_checkpoint_id,
         "metadata": c.metadata,
-        "checkpoint": {"type": c.value_type, "data": encoded(c.value)},
+        "checkpoint": {"type": c.value_type, "data": encoded(value)},
+        "channel_values": [
+            {"channel": b.channel, "value": {"type": b.value_type, "data": encoded(b.value)}} for b in blobs
+        ],
         "pending_writes": [
             {
                 "task_id": w.task_id,
@@ -240,6 +335,7 @@ class CheckpointReadView(TenantAPIView):
 
 
 class CheckpointListView(CheckpointReadView):
+    parser_classes = WRITE_PARSERS
     pagination_class = CheckpointPagination
 
     @extend_schema(
@@ -261,8 +357,8 @@ class CheckpointListView(CheckpointReadView):
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
         tuples = selectors.checkpoint_tuples(page or [], thread_id=query.get("thread_id"))
-        binary = self.binary(request)
-        return paginator.get_paginated_response([_tuple_data(t, binary=binary) for t in tuples])
+        binary, separate = self.binary(request), query.get("channel_values") == SEPARATE
+        return paginator.get_paginated_response([_tuple_data(t, binary=binary, separate=separate) for t in tuples])
 
     @extend_schema(
         summary="LangGraph: store a checkpoint (aput)",
@@ -282,13 +378,15 @@ class CheckpointDetailView(CheckpointReadView):
     )
     def get(self, request: TenantRequest) -> Response:
         query = validated(CheckpointQuery, request.query_params)
+        separate = query.pop("channel_values", None) == SEPARATE
         found = selectors.checkpoint_tuple_get(tenant=request.tenant, **query)
         if found is None:
             raise NotFound("No such checkpoint.")
-        return Response(_tuple_data(found, binary=self.binary(request)))
+        return Response(_tuple_data(found, binary=self.binary(request), separate=separate))
 
 
 class WritesView(TenantAPIView):
+    parser_classes = WRITE_PARSERS
     reads = ()
 
     @extend_schema(
@@ -309,15 +407,28 @@ MAX_BATCH_CALLS = 64
 
 class BatchCallInput(StrictInput):
     path = serializers.ChoiceField(choices=sorted(BATCHED_WRITES), help_text="The endpoint the call would go to.")
-    body = serializers.JSONField(help_text="The body it would send.")
+    body = PassedOn(help_text="The body it would send.")
 
     def validate_body(self, value: Any) -> Any:
         """A malformed document (overflow, lone surrogate, too deep) refuses the whole batch, as
-        any body; what the call's own endpoint would refuse is that call's answer."""
+        any body; what the call's own endpoint would refuse is that call's answer. Bytes (a msgpack
+        body's values) are checked by the call's endpoint."""
         try:
-            return clean_json(value, field="body", require_object=True)
+            clean_json(_bytes_as_text(value), field="body", require_object=True)
         except InvalidInput as exc:
             raise serializers.ValidationError(exc.fields["body"]) from None
+        return value
+
+
+def _bytes_as_text(value: Any) -> Any:
+    """``value`` with each bytes value as an empty string: JSON's checks apply to the rest."""
+    if isinstance(value, bytes):
+        return ""
+    if isinstance(value, dict):
+        return {k: _bytes_as_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_bytes_as_text(v) for v in value]
+    return value
 
 
 class CheckpointBatchInput(StrictInput):
@@ -334,6 +445,7 @@ class CheckpointBatchOut(serializers.Serializer):
 
 
 class BatchView(TenantAPIView):
+    parser_classes = WRITE_PARSERS
     reads = ()
 
     @extend_schema(

@@ -74,9 +74,47 @@ class LangGraphCheckpoint(SessionOwned):
 
     @cached_property
     def rendered(self) -> Any:
-        """The channel values as JSON for staff and subject exports, None without a JSON form."""
+        """The channel values as JSON for staff and subject exports, None without a JSON form: the
+        values kept in the checkpoint itself, with those stored by version when the caller attached
+        them (``blobs``, from ``selectors.checkpoint_blobs``)."""
         view = staff_view(self.value_type, self.value)
-        return view.get("channel_values") if isinstance(view, dict) else None
+        values = view.get("channel_values") if isinstance(view, dict) else None
+        if values is None or not isinstance(values, dict):
+            return values
+        for blob in getattr(self, "blobs", ()):
+            values[blob.channel] = blob.rendered
+        return values
+
+
+class LangGraphBlob(SessionOwned):
+    """A channel's value at one version, as LangGraph's database savers keep them: a checkpoint
+    names each channel's version (``channel_versions``) and a step stores only the channels it
+    changed, so an unchanged history is never sent or stored again. Primitive values (None, text,
+    numbers, booleans) stay in the checkpoint's own value, as in ``PostgresSaver``."""
+
+    checkpoint_ns = models.TextField(blank=True, default="")
+    channel = models.TextField()
+    # The version as text: a string as it is, a number as Python writes it (PostgresSaver's str()).
+    version = models.TextField()
+    value_type = models.CharField(max_length=32)
+    value = models.BinaryField()
+
+    class Meta:
+        app_label = "sessions_app"
+        verbose_name = "LangGraph channel value"
+        constraints = [
+            # Serves: a checkpoint's values (session, namespace, channel, version from channel_versions);
+            # a retried put stores nothing twice.
+            models.UniqueConstraint(fields=["session", "checkpoint_ns", "channel", "version"], name="lg_blob_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"LangGraph channel value #{self.pk}"
+
+    @cached_property
+    def rendered(self) -> Any:
+        """The value as JSON for staff and subject exports, None without a JSON form."""
+        return staff_view(self.value_type, self.value)
 
 
 class LangGraphWrite(SessionOwned):

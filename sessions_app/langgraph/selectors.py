@@ -17,8 +17,8 @@ from django.db.models.functions import Coalesce, Length
 
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
-from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
-from sessions_app.langgraph.services import MAX_ID_BYTES, MAX_NS_BYTES, clean_text, thread_key
+from sessions_app.langgraph.models import LangGraphBlob, LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from sessions_app.langgraph.services import MAX_ID_BYTES, MAX_NS_BYTES, clean_text, server_cursor, thread_key
 from sessions_app.models import Session
 
 
@@ -86,6 +86,42 @@ class CheckpointTuple:
     checkpoint: LangGraphCheckpoint
     thread_id: str
     writes: list[LangGraphWrite]
+    blobs: list[LangGraphBlob]  # the values of the channels it names a version of, stored apart
+
+
+def _blobs_join(checkpoint: str) -> str:
+    """SQL joining the checkpoint ``checkpoint`` (an alias) to the channel values it names: each
+    (channel, version) of its ``channel_versions``, the version as text as ``version_text`` writes
+    it (a JSON string as it is, a number in its digits)."""
+    blob = connection.ops.quote_name(LangGraphBlob._meta.db_table)
+    if connection.vendor == "postgresql":
+        pairs, version = f"jsonb_each_text({checkpoint}.channel_versions) AS cv(key, value)", "cv.value"
+    else:
+        pairs, version = f"json_each({checkpoint}.channel_versions) AS cv", "CAST(cv.value AS TEXT)"
+    return (
+        f"CROSS JOIN {pairs} JOIN {blob} b ON b.session_id = {checkpoint}.session_id "
+        f"AND b.checkpoint_ns = {checkpoint}.checkpoint_ns AND b.channel = cv.key AND b.version = {version}"
+    )
+
+
+def checkpoint_blobs(checkpoints: Sequence[LangGraphCheckpoint]) -> None:
+    """Attach to each checkpoint the channel values it names (``blobs``: its ``rendered`` shows
+    them), in one query: what staff and exports read of a checkpoint's state."""
+    found: dict[int, list[LangGraphBlob]] = {}
+    if checkpoints:
+        table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+        marks = ", ".join(["%s"] * len(checkpoints))
+        sql = (
+            f"SELECT c.id, b.channel, b.version, b.value_type, b.value FROM {table} c {_blobs_join('c')} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+            f"WHERE c.id IN ({marks})"
+        )
+        for pk, channel, version, value_type, value in _binary_rows(connection, sql, [c.pk for c in checkpoints]):
+            found.setdefault(pk, []).append(
+                LangGraphBlob(channel=channel, version=version, value_type=value_type, value=value)
+            )
+    for checkpoint in checkpoints:
+        checkpoint.blobs = found.get(checkpoint.pk, [])  # type: ignore[attr-defined]
+        checkpoint.__dict__.pop("rendered", None)
 
 
 def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str | None = None) -> list[CheckpointTuple]:
@@ -102,9 +138,15 @@ def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str 
     unread = [c.pk for c in checkpoints if "value" in c.get_deferred_fields()]
     values: dict[int, bytes] = {}
     writes: dict[tuple[int, str, str], list[LangGraphWrite]] = {}
-    sql, params = _values_and_writes_sql(unread, sorted(session_pks), sorted({c.checkpoint_id for c in checkpoints}))
+    blobs: dict[int, list[LangGraphBlob]] = {}
+    sql, params = _values_and_writes_sql(
+        unread, sorted(session_pks), sorted({c.checkpoint_id for c in checkpoints}), [c.pk for c in checkpoints]
+    )
     rows = _binary_rows(connections[checkpoints[0]._state.db or DEFAULT_DB_ALIAS], sql, params)  # where they came from
     for pk, session_id, ns, checkpoint_id, task_id, task_path, idx, channel, value_type, value in rows:
+        if task_id is None and channel is not None:
+            blobs.setdefault(pk, []).append(LangGraphBlob(channel=channel, value_type=value_type, value=value))
+            continue
         if task_id is None:
             values[pk] = value
             continue
@@ -120,16 +162,18 @@ def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str 
             checkpoint=c,
             thread_id=thread_ids[c.session_id],
             writes=sorted(writes.get((c.session_id, c.checkpoint_ns, c.checkpoint_id), []), key=_writes_order),
+            blobs=blobs.get(c.pk, []),
         )
         for c in checkpoints
     ]
 
 
 def _values_and_writes_sql(
-    checkpoint_pks: list[int], session_pks: list[int], checkpoint_ids: list[str]
+    checkpoint_pks: list[int], session_pks: list[int], checkpoint_ids: list[str], blobs_of: list[int]
 ) -> tuple[str, list[Any]]:
-    """One statement: the values of ``checkpoint_pks`` (rows without a task id), then the writes of
-    those sessions' checkpoints with those ids, on the (session, checkpoint id) index."""
+    """One statement: the values of ``checkpoint_pks`` (rows without a task id or channel), the
+    writes of those sessions' checkpoints with those ids, on the (session, checkpoint id) index,
+    and the channel values ``blobs_of``'s checkpoints name (rows with a channel and no task id)."""
 
     def marks(values: list[Any]) -> str:
         return ", ".join(["%s"] * len(values))
@@ -147,7 +191,12 @@ def _values_and_writes_sql(
             f"FROM {quote(LangGraphCheckpoint._meta.db_table)} WHERE id IN ({marks(checkpoint_pks)})"
         )
         params += checkpoint_pks
-    return sql, params
+    table = quote(LangGraphCheckpoint._meta.db_table)
+    sql += (
+        f" UNION ALL SELECT c.id, NULL, NULL, NULL, NULL, NULL, NULL, b.channel, b.value_type, b.value "  # noqa: S608 (as above)
+        f"FROM {table} c {_blobs_join('c')} WHERE c.id IN ({marks(blobs_of)})"
+    )
+    return sql, [*params, *blobs_of]
 
 
 def _binary_rows(connection: BaseDatabaseWrapper, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
@@ -160,14 +209,7 @@ def _binary_rows(connection: BaseDatabaseWrapper, sql: str, params: list[Any]) -
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
-    import psycopg
-
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    raw = psycopg.Cursor(connection.connection)
-    raw.format = psycopg.pq.Format.BINARY
-    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
-    with wrap(raw) as cursor:  # type: ignore[arg-type]  # the stubs want a wrapper; Django passes a DB-API cursor
+    with server_cursor(connection, binary_results=True) as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 
@@ -189,7 +231,7 @@ def checkpoint_tuple_get(
     quote = connection.ops.quote_name
     sql = (
         f"WITH c AS (SELECT session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, metadata, value_type, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"value FROM {quote(LangGraphCheckpoint._meta.db_table)} "
+        f"value, channel_versions FROM {quote(LangGraphCheckpoint._meta.db_table)} "
         f"WHERE session_id = (SELECT session_id FROM {quote(LangGraphThread._meta.db_table)} "
         f"WHERE tenant_id = %s AND thread_key = %s) AND checkpoint_ns = %s {chosen}"
         f"ORDER BY checkpoint_ns DESC, checkpoint_id DESC LIMIT 1) "
@@ -197,11 +239,12 @@ def checkpoint_tuple_get(
         f"NULL AS task_id, NULL AS task_path, NULL AS idx, NULL AS channel FROM c "
         f"UNION ALL SELECT 1, NULL, NULL, NULL, w.value_type, w.value, w.task_id, w.task_path, w.idx, w.channel "
         f"FROM {quote(LangGraphWrite._meta.db_table)} w JOIN c ON w.session_id = c.session_id "
-        f"AND w.checkpoint_id = c.checkpoint_id AND w.checkpoint_ns = c.checkpoint_ns ORDER BY kind"
+        f"AND w.checkpoint_id = c.checkpoint_id AND w.checkpoint_ns = c.checkpoint_ns "
+        f"UNION ALL SELECT 2, NULL, NULL, NULL, b.value_type, b.value, NULL, NULL, NULL, b.channel "
+        f"FROM c {_blobs_join('c')} "
+        f"ORDER BY kind"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    rows = _binary_rows(connection, sql, params)
     if not rows:
         return None
     _, checkpoint_id, parent, metadata, value_type, value, *_ = rows[0]
@@ -209,15 +252,24 @@ def checkpoint_tuple_get(
         checkpoint_ns=checkpoint_ns,
         checkpoint_id=checkpoint_id,
         parent_checkpoint_id=parent,
-        metadata=json.loads(metadata),  # JSON text on both databases, as Django reads it
+        # JSON text from SQLite; PostgreSQL's binary rows carry jsonb parsed
+        metadata=json.loads(metadata) if isinstance(metadata, str) else metadata,
         value_type=value_type,
         value=value,
     )
     writes = [
         LangGraphWrite(task_id=task_id, task_path=task_path, idx=idx, channel=channel, value_type=type_, value=data)
-        for _, _, _, _, type_, data, task_id, task_path, idx, channel in rows[1:]
+        for kind, _, _, _, type_, data, task_id, task_path, idx, channel in rows[1:]
+        if kind == 1
     ]
-    return CheckpointTuple(checkpoint=checkpoint, thread_id=thread_id, writes=sorted(writes, key=_writes_order))
+    blobs = [
+        LangGraphBlob(channel=channel, value_type=type_, value=data)
+        for kind, _, _, _, type_, data, _, _, _, channel in rows[1:]
+        if kind == 2
+    ]
+    return CheckpointTuple(
+        checkpoint=checkpoint, thread_id=thread_id, writes=sorted(writes, key=_writes_order), blobs=blobs
+    )
 
 
 def checkpoint_counts(sessions: Sequence[Session]) -> dict[int, int]:
@@ -229,6 +281,21 @@ def checkpoint_counts(sessions: Sequence[Session]) -> dict[int, int]:
         .values_list("session_id", "n")
         .order_by()
     )
+
+
+def _blob_sizes(checkpoints: Sequence[LangGraphCheckpoint]) -> dict[int, int]:
+    """The bytes of the channel values each checkpoint names, stored apart from it."""
+    if not checkpoints:
+        return {}
+    table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+    marks = ", ".join(["%s"] * len(checkpoints))
+    sql = (
+        f"SELECT c.id, SUM(LENGTH(b.value)) FROM {table} c {_blobs_join('c')} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"WHERE c.id IN ({marks}) GROUP BY c.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [c.pk for c in checkpoints])
+        return {pk: int(size) for pk, size in cursor.fetchall()}
 
 
 TIMELINE_VALUES_BYTES = 8 * 1024 * 1024  # of stored state one timeline page reads, newest first
@@ -245,8 +312,10 @@ def thread_timeline(*, session_pk: int, limit: int) -> list[LangGraphCheckpoint]
         .defer("value", "channel_versions")
         .annotate(value_bytes=Length("value"))[:limit]
     )
+    apart = _blob_sizes(newest)
     budget, wanted = TIMELINE_VALUES_BYTES, []
     for checkpoint in newest:
+        checkpoint.value_bytes += apart.get(checkpoint.pk, 0)  # type: ignore[attr-defined]  # the whole state
         size: int = checkpoint.value_bytes  # type: ignore[attr-defined]  # annotated above
         if size > budget:
             break
@@ -257,6 +326,7 @@ def thread_timeline(*, session_pk: int, limit: int) -> list[LangGraphCheckpoint]
         checkpoint.state_read = checkpoint.pk in values  # type: ignore[attr-defined]
         if checkpoint.state_read:  # type: ignore[attr-defined]
             checkpoint.value = values[checkpoint.pk]
+    checkpoint_blobs([c for c in newest if c.state_read])  # type: ignore[attr-defined]
     return newest
 
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+import ormsgpack
 from django.db import IntegrityError, connection, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Exists, Field, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
@@ -19,7 +22,7 @@ from agentstate.exceptions import Conflict, InvalidInput
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
-from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from sessions_app.langgraph.models import LangGraphBlob, LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from sessions_app.models import Session, SessionOwned
 from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED, sessions_hold_check
 from sessions_app.services.retention import rows_past_latest
@@ -37,6 +40,42 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 class ThreadOwnedByAnotherUser(Conflict):
     code = "thread_owned_by_another_user"
+
+
+class SaverUpgradeRequired(InvalidInput):
+    """A read asking for a whole checkpoint (as savers from before channel values were stored by
+    version do) that the server cannot put together: its values are not all msgpack."""
+
+    code = "saver_upgrade_required"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This checkpoint's channel values are stored apart in a format the server cannot join into it: "
+            "upgrade agentstate's AgentStateSaver (the client package) to the server's version, whose reads ask "
+            "for them apart (channel_values=separate)."
+        )
+
+
+_MSGPACK_OPTIONS = ormsgpack.OPT_NON_STR_KEYS
+
+
+def _kept_ext(code: int, data: bytes) -> ormsgpack.Ext:
+    return ormsgpack.Ext(code, data)
+
+
+def checkpoint_whole(value_type: str, value: bytes | memoryview, blobs: Sequence[Any]) -> bytes:
+    """The checkpoint as a saver from before the change stored and reads it: its channel values
+    back inside it. LangGraph's msgpack is put together without decoding a value (extension
+    values are kept byte for byte); any other format cannot be, and the caller must upgrade."""
+    if not blobs:
+        return bytes(value)
+    if value_type != "msgpack" or any(b.value_type != "msgpack" for b in blobs):
+        raise SaverUpgradeRequired()
+    checkpoint = ormsgpack.unpackb(bytes(value), ext_hook=_kept_ext, option=_MSGPACK_OPTIONS)
+    values = checkpoint.setdefault("channel_values", {})
+    for blob in blobs:
+        values[blob.channel] = ormsgpack.unpackb(bytes(blob.value), ext_hook=_kept_ext, option=_MSGPACK_OPTIONS)
+    return ormsgpack.packb(checkpoint, option=_MSGPACK_OPTIONS)
 
 
 # --- Identifiers and values --------------------------------------------------------------------
@@ -68,18 +107,33 @@ class TypedValue:
 
 
 def clean_typed_value(value: Any, *, field: str) -> TypedValue:
-    """``{"type", "data" (base64)}``: the bytes are the round trip. A ``rendered`` view that earlier
-    savers sent is ignored: the server renders staff's view from the bytes (``staff_view``)."""
-    if not isinstance(value, dict) or not isinstance(value.get("type"), str) or not isinstance(value.get("data"), str):
-        raise InvalidInput.for_field(field, 'must be {"type": str, "data": base64 str}.')
+    """``{"type", "data"}``, the data binary in msgpack, base64 in JSON: the bytes are the round
+    trip. A ``rendered`` view that earlier savers sent is ignored: the server renders staff's view
+    from the bytes (``staff_view``)."""
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise InvalidInput.for_field(field, 'must be {"type": str, "data": bytes, or base64 str in JSON}.')
     type_ = clean_text(value["type"], field=field, allow_empty=False)
     if len(type_) > MAX_TYPE_LENGTH:
         raise InvalidInput.for_field(field, f"type must be at most {MAX_TYPE_LENGTH} characters.")
+    data = value.get("data")
+    if isinstance(data, bytes):
+        return TypedValue(type=type_, data=data)
+    if not isinstance(data, str):
+        raise InvalidInput.for_field(field, 'must be {"type": str, "data": bytes, or base64 str in JSON}.')
     try:
-        data = base64.b64decode(value["data"], validate=True)
+        return TypedValue(type=type_, data=base64.b64decode(data, validate=True))
     except (binascii.Error, ValueError):
         raise InvalidInput.for_field(field, "data must be base64.") from None
-    return TypedValue(type=type_, data=data)
+
+
+def version_text(version: Any) -> str:
+    """A channel version as the blobs' key holds it: a string as it is, a number as Python writes
+    it (as ``PostgresSaver`` does; the reads join on the same text of ``channel_versions``)."""
+    if isinstance(version, str):
+        return version
+    if isinstance(version, (int, float)) and not isinstance(version, bool):
+        return str(version)
+    raise InvalidInput.for_field("channel_versions", "each version must be a string or a number.")
 
 
 def thread_key(thread_id: str) -> str:
@@ -195,8 +249,8 @@ def _column(model: type[SessionOwned], name: str) -> str:
 @dataclass(frozen=True)
 class _Insert:
     """Rows of one of a thread's tables, as the two pieces of a statement that reads the thread's
-    session from a CTE ``s(id, user_id)``: the CTE ``v`` of their values, and the ``INSERT ...
-    SELECT ... FROM s, v`` that stores them."""
+    session from a CTE ``s(id, user_id)``: the CTE of their values (named ``name``), and the
+    ``INSERT ... SELECT ... FROM s, <name>`` that stores them."""
 
     values: str
     values_params: list[Any]
@@ -212,12 +266,13 @@ def _insert(
     tenant: Tenant,
     conflict: tuple[str, ...],
     update: tuple[str, ...] = (),
+    name: str = "v",
 ) -> _Insert:
     """``rows`` (values of ``fields``) for ``model``; a row whose ``conflict`` key is stored already
     is kept as it is, or takes the ``update`` columns (a retried put replaces, as LangGraph's
-    savers do)."""
+    savers do). ``name``: the CTE of the values, one per table of a statement."""
     concrete = [cast(Field, model._meta.get_field(name)) for name in fields]
-    values, insert = _insert_sql(model, fields, len(rows), conflict, update, connection.vendor)
+    values, insert = _insert_sql(model, fields, len(rows), conflict, update, connection.vendor, name)
     return _Insert(
         values=values,
         values_params=[
@@ -236,6 +291,7 @@ def _insert_sql(
     conflict: tuple[str, ...],
     update: tuple[str, ...],
     vendor: str,
+    name: str,
 ) -> tuple[str, str]:
     """The SQL of ``_insert``, worked out once per shape (a step's writes repeat a few shapes).
     ``WHERE true`` tells SQLite that ``ON CONFLICT`` is not a join's."""
@@ -246,47 +302,68 @@ def _insert_sql(
         for name in fields
     ]
     row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    selected = ", ".join(f"v.{column}{cast}" for column, cast in zip(columns, casts, strict=True))
+    selected = ", ".join(f"{name}.{column}{cast}" for column, cast in zip(columns, casts, strict=True))
     keys = ", ".join(_column(model, name) for name in conflict)
     updated = [_column(model, name) for name in update]
     action = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in updated) if updated else "DO NOTHING"
     table = connection.ops.quote_name(model._meta.db_table)
     return (
-        f"v({', '.join(columns)}) AS (VALUES {', '.join([row] * rows)})",
+        f"{name}({', '.join(columns)}) AS (VALUES {', '.join([row] * rows)})",
         f"INSERT INTO {table} (session_id, tenant_id, user_id, created_at, {', '.join(columns)}) "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"SELECT s.id, %s, s.user_id, %s, {selected} FROM s, v WHERE true ON CONFLICT ({keys}) {action}",
+        f"SELECT s.id, %s, s.user_id, %s, {selected} FROM s, {name} WHERE true ON CONFLICT ({keys}) {action}",
     )
 
 
-def _thread_write(*, tenant: Tenant, thread_id: str, user_id: str | None, default_user_id: str, rows: _Insert) -> None:
-    """Store ``rows`` in the thread as its owner's, the write recorded as the session's activity.
-    On PostgreSQL, when the thread exists and the write names no other user (every write after a
-    thread's first), that is one statement, atomic by itself: no BEGIN and COMMIT round trips.
-    Otherwise a transaction finds or creates the thread (``thread_for_write``: its first write, the
+def _thread_write(
+    *, tenant: Tenant, thread_id: str, user_id: str | None, default_user_id: str, inserts: Sequence[_Insert]
+) -> None:
+    """Store the ``inserts`` in the thread as its owner's, the write recorded as the session's
+    activity. On PostgreSQL, when the thread exists and the write names no other user (every write
+    after a thread's first), that is one statement, atomic by itself: no BEGIN and COMMIT round
+    trips, its values bound as parameters (``server_cursor``), not spliced into its text. Otherwise
+    a transaction finds or creates the thread (``thread_for_write``: its first write, the
     erased-subject guard, a 409 for another user) and then stores the rows."""
     thread_id = clean_text(thread_id, field="thread_id", allow_empty=False)
     default_user_id = clean_identifier(default_user_id, field="default_user_id")
     if user_id is not None:
         user_id = clean_identifier(user_id, field="user_id")
+    values = ", ".join(i.values for i in inserts)
+    values_params = [p for i in inserts for p in i.values_params]
     if connection.vendor == "postgresql":
-        sql = (
-            f"WITH s AS ({_thread_lock_sql(user_check=True)}), {rows.values}, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-            f"w AS ({rows.insert}) SELECT count(*) FROM s"
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(
-                sql, [_now(), tenant.pk, thread_key(thread_id), user_id, *rows.values_params, *rows.insert_params]
-            )
+        stores = ", ".join(f"w{n} AS ({i.insert})" for n, i in enumerate(inserts))
+        sql = f"WITH s AS ({_thread_lock_sql(user_check=True)}), {values}, {stores} SELECT count(*) FROM s"  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        params = [_now(), tenant.pk, thread_key(thread_id), user_id, *values_params]
+        with server_cursor(connection) as cursor:
+            cursor.execute(sql, params + [p for i in inserts for p in i.insert_params])
             (found,) = cursor.fetchone()
         if found:
             return
     with transaction.atomic():
         thread = thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"WITH s(id, user_id) AS (VALUES (%s, %s)), {rows.values} {rows.insert}",
-                [thread.pk, thread.user_id, *rows.values_params, *rows.insert_params],
-            )
+            for insert in inserts:  # SQLite's WITH holds one INSERT; a transaction holds them all
+                cursor.execute(
+                    f"WITH s(id, user_id) AS (VALUES (%s, %s)), {insert.values} {insert.insert}",
+                    [thread.pk, thread.user_id, *insert.values_params, *insert.insert_params],
+                )
+
+
+@contextlib.contextmanager
+def server_cursor(connection: BaseDatabaseWrapper, *, binary_results: bool = False) -> Iterator[Any]:
+    """A PostgreSQL cursor that binds parameters in the server: bytes travel as binary parameters
+    rather than hex spliced into the statement's text (Django's cursor binds them in the client),
+    and with ``binary_results`` the rows come in binary too, bytea as it is rather than hex, twice
+    its size. Wrapped as Django wraps its own (timeouts, query logging)."""
+    import psycopg
+
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    raw = psycopg.Cursor(connection.connection)
+    if binary_results:
+        raw.format = psycopg.pq.Format.BINARY
+    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
+    with wrap(raw) as cursor:  # type: ignore[arg-type]  # the stubs want a wrapper; Django passes a DB-API cursor
+        yield cursor
 
 
 _CHECKPOINT_FIELDS = (
@@ -315,14 +392,19 @@ def checkpoint_put(
     checkpoint: Any,
     metadata: Any,
     channel_versions: Any,
+    channel_values: Any = (),
 ) -> None:
-    """Store a checkpoint (a repeated put of the same key replaces it, as LangGraph's savers do)."""
+    """Store a checkpoint (a repeated put of the same key replaces it, as LangGraph's savers do)
+    with the values of the channels it changed, ``[{"channel", "type", "data"}]``, each stored at
+    the version ``channel_versions`` gives it (a version stored already is kept: a version names
+    one value). ``checkpoint`` holds the other channels' values (all of them, without any apart)."""
     checkpoint_ns, checkpoint_id = _clean_key(checkpoint_ns, checkpoint_id)
     if parent_checkpoint_id is not None:
         parent_checkpoint_id = clean_text(parent_checkpoint_id, field="parent_checkpoint_id", max_bytes=MAX_ID_BYTES)
     value = clean_typed_value(checkpoint, field="checkpoint")
     metadata = clean_json(metadata, field="metadata", require_object=True)
     channel_versions = clean_json(channel_versions, field="channel_versions", require_object=True)
+    blobs = _clean_blobs(channel_values, checkpoint_ns=checkpoint_ns, channel_versions=channel_versions)
     columns = _metadata_columns(metadata)
     row = (
         checkpoint_ns,
@@ -344,7 +426,39 @@ def checkpoint_put(
         conflict=("session", "checkpoint_ns", "checkpoint_id"),
         update=_CHECKPOINT_FIELDS[2:],
     )
-    _thread_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id, rows=rows)
+    inserts = [rows]
+    if blobs:
+        inserts.append(
+            _insert(
+                LangGraphBlob,
+                _BLOB_FIELDS,
+                blobs,
+                tenant=tenant,
+                conflict=("session", "checkpoint_ns", "channel", "version"),
+                name="b",
+            )
+        )
+    _thread_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id, inserts=inserts)
+
+
+_BLOB_FIELDS = ("checkpoint_ns", "channel", "version", "value_type", "value")
+
+
+def _clean_blobs(values: Any, *, checkpoint_ns: str, channel_versions: dict[str, Any]) -> list[tuple]:
+    """A put's channel values as blob rows, each at its channel's version (one per channel)."""
+    if not isinstance(values, (list, tuple)):
+        raise InvalidInput.for_field("channel_values", 'must be a list of {"channel", "type", "data"}.')
+    rows: dict[str, tuple] = {}
+    for item in values:
+        if not isinstance(item, dict):
+            raise InvalidInput.for_field("channel_values", 'each is {"channel": str, "type": str, "data": bytes}.')
+        channel = clean_text(item.get("channel"), field="channel_values")
+        if channel not in channel_versions:
+            raise InvalidInput.for_field("channel_values", f"channel {channel!r} has no version in channel_versions.")
+        value = clean_typed_value(item, field="channel_values")
+        version = version_text(channel_versions[channel])
+        rows[channel] = (checkpoint_ns, channel, version, value.type, value.data)
+    return list(rows.values())
 
 
 _WRITE_FIELDS = (
@@ -416,7 +530,9 @@ def writes_put(
             conflict=("session", "checkpoint_id", "checkpoint_ns", "task_id", "idx"),
             update=("task_path", "channel", "value_type", "value") if replace else (),
         )
-        _thread_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id, rows=insert)
+        _thread_write(
+            tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id, inserts=[insert]
+        )
     else:
         with transaction.atomic():
             thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
@@ -455,7 +571,7 @@ def thread_copy(*, tenant: Tenant, source_thread_id: str, target_thread_id: str)
         tenant=tenant, thread_id=target_thread_id, user_id=source.user_id, default_user_id=source.user_id
     )
     copied = 0
-    for model in (LangGraphCheckpoint, LangGraphWrite):
+    for model in (LangGraphCheckpoint, LangGraphWrite, LangGraphBlob):
         columns = [
             f.column
             for f in model._meta.concrete_fields
@@ -485,17 +601,19 @@ def _threads_find(*, tenant: Tenant, thread_ids: Any) -> list[int]:
 def checkpoints_keep_latest(session_pks: list[int], keep: int, dry_run: bool) -> int:
     """Retention's ``keep_latest_checkpoints`` over these sessions (locked by the sweep): the
     ``keep`` newest checkpoints of each namespace stay with their writes, orphaned writes go, so
-    every thread's latest state can still be rebuilt. Returns the checkpoints and writes removed
-    (dry: counted, the same rows)."""
+    every thread's latest state can still be rebuilt; channel values no kept checkpoint names go too.
+    Returns the checkpoints, writes and channel values removed (dry: counted, the same rows)."""
     doomed = rows_past_latest(
         LangGraphCheckpoint, session_pks, partition=["session_id", "checkpoint_ns"], order="checkpoint_id", keep=keep
     )
     if not doomed:
         return 0
-    writes = orphan_writes(session_pks, checkpoints=LangGraphCheckpoint.objects.exclude(pk__in=doomed))
+    kept = LangGraphCheckpoint.objects.exclude(pk__in=doomed)
+    writes = orphan_writes(session_pks, checkpoints=kept)
+    blobs = orphan_blobs(session_pks, checkpoints=kept)
     if dry_run:
-        return len(doomed) + writes.count()
-    return LangGraphCheckpoint.objects.filter(pk__in=doomed).delete()[0] + writes.delete()[0]
+        return len(doomed) + writes.count() + blobs.count()
+    return LangGraphCheckpoint.objects.filter(pk__in=doomed).delete()[0] + writes.delete()[0] + blobs.delete()[0]
 
 
 def orphan_writes(session_pks, *, checkpoints: QuerySet | None = None) -> QuerySet:
@@ -508,9 +626,36 @@ def orphan_writes(session_pks, *, checkpoints: QuerySet | None = None) -> QueryS
     return LangGraphWrite.objects.filter(session_id__in=session_pks).exclude(Exists(has_checkpoint))
 
 
-def orphan_writes_delete(session_pks) -> int:
-    """Writes whose checkpoint is gone."""
-    return orphan_writes(session_pks).delete()[0]
+def _version_key(version: Any) -> str | None:
+    """``version_text`` of a stored version; None for one no blob can have (not a string or number)."""
+    try:
+        return version_text(version)
+    except InvalidInput:
+        return None
+
+
+def orphan_blobs(session_pks, *, checkpoints: QuerySet | None = None) -> QuerySet:
+    """These sessions' channel values that no checkpoint among ``checkpoints`` (default: every
+    stored one) names in its ``channel_versions``. Worked out here rather than in SQL: the versions
+    are JSON, read the same way on both databases."""
+    named = set()
+    kept = LangGraphCheckpoint.objects.all() if checkpoints is None else checkpoints
+    kept = kept.filter(session_id__in=session_pks)
+    for session_id, ns, versions in kept.values_list("session_id", "checkpoint_ns", "channel_versions").iterator():
+        for channel, version in (versions if isinstance(versions, dict) else {}).items():
+            named.add((session_id, ns, channel, _version_key(version)))
+    stored = LangGraphBlob.objects.filter(session_id__in=session_pks)
+    orphans = [
+        pk
+        for pk, *key in stored.values_list("pk", "session_id", "checkpoint_ns", "channel", "version").iterator()
+        if tuple(key) not in named
+    ]
+    return LangGraphBlob.objects.filter(pk__in=orphans)
+
+
+def orphans_delete(session_pks) -> int:
+    """Writes whose checkpoint is gone, and channel values no checkpoint names any more."""
+    return orphan_writes(session_pks).delete()[0] + orphan_blobs(session_pks).delete()[0]
 
 
 @transaction.atomic
@@ -536,7 +681,7 @@ def threads_prune(*, tenant: Tenant, thread_ids: Any, strategy: Any) -> int:
         )
         doomed = doomed.exclude(checkpoint_id=Subquery(latest))
     deleted = doomed.delete()[0]
-    orphan_writes_delete(session_pks)
+    orphans_delete(session_pks)
     return deleted
 
 
@@ -555,5 +700,5 @@ def runs_delete(*, tenant: Tenant, run_ids: Any) -> int:
     list(Session.objects.select_for_update().filter(pk__in=session_pks).order_by("pk").values_list("pk", flat=True))
     sessions_hold_check(tenant=tenant, session_pks=session_pks, what="these runs' checkpoints")
     deleted = doomed.delete()[0]
-    orphan_writes_delete(session_pks)
+    orphans_delete(session_pks)
     return deleted

@@ -1,5 +1,6 @@
-"""LangGraph's rows in the map of people's data: a thread, its checkpoints and pending writes hang
-off the thread's session and go with it; the export nests them under ``langgraph``."""
+"""LangGraph's rows in the map of people's data: a thread, its checkpoints, their channel values
+and pending writes hang off the thread's session and go with it; the export nests them under
+``langgraph``, each checkpoint with its whole state (the values it keeps and those it names)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from django.db.models import QuerySet
 from django.db.models.functions import Length
 
 from agentstate.subject_data import Portable, register
-from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from sessions_app.langgraph.models import LangGraphBlob, LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from sessions_app.langgraph.selectors import checkpoint_blobs
 from sessions_app.langgraph.services import FRAMEWORK
 from sessions_app.selectors import iso
 from sessions_app.subject_data import SessionPart, process_state
@@ -22,6 +24,7 @@ def _stored_value(rows: QuerySet[Any]) -> QuerySet[Any]:
 
 def _checkpoint(c: LangGraphCheckpoint) -> dict[str, Any]:
     """A checkpoint with its JSON view, or the serializer's type and size where there is none."""
+    checkpoint_blobs([c])
     return {
         "checkpoint_ns": c.checkpoint_ns,
         "checkpoint_id": c.checkpoint_id,
@@ -47,6 +50,18 @@ def _write(w: LangGraphWrite) -> dict[str, Any]:
         "value_type": w.value_type,
         "value_bytes": w.value_bytes,  # type: ignore[attr-defined]
         "created_at": iso(w.created_at),
+    }
+
+
+def _blob(b: LangGraphBlob) -> dict[str, Any]:
+    return {
+        "checkpoint_ns": b.checkpoint_ns,
+        "channel": b.channel,
+        "version": b.version,
+        "value": b.rendered,
+        "value_type": b.value_type,
+        "value_bytes": b.value_bytes,  # type: ignore[attr-defined]
+        "created_at": iso(b.created_at),
     }
 
 
@@ -89,5 +104,20 @@ def declare() -> None:
             label="LangGraph writes",
             retention="keep_latest_checkpoints",  # a checkpoint's pending writes go with it
             portable=Portable("langgraph_write", order=("checkpoint_ns", "checkpoint_id", "task_id", "idx")),
+        ),
+        process_state(
+            LangGraphBlob,
+            "langgraph_channel_values",
+            SessionPart(
+                "channel_values",
+                _blob,
+                order=("checkpoint_ns", "channel", "version"),
+                large=("value",),
+                rows=_stored_value,
+                group=FRAMEWORK,
+            ),
+            label="LangGraph channel values",
+            retention="keep_latest_checkpoints",  # a value goes once no kept checkpoint names it
+            portable=Portable("langgraph_channel_value", order=("checkpoint_ns", "channel", "version")),
         ),
     )

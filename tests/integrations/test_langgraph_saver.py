@@ -104,8 +104,9 @@ def test_reads_travel_in_msgpack_and_give_back_what_was_put(live_server, langgra
     with AgentStateSaver(live_server.url, langgraph_key, default_user_id="alice", transport=Recording()) as saver:
         values = {"blob": bytes(range(256)) * 40, "n": 2**40}
         config = generate_config("t-msgpack")
-        checkpoint = generate_checkpoint(channel_values=values, channel_versions=dict.fromkeys(values, 1))
-        stored = saver.put(config, checkpoint, {"source": "input", "step": -1, "big": -(2**80)}, {})
+        versions = dict.fromkeys(values, 1)
+        checkpoint = generate_checkpoint(channel_values=values, channel_versions=versions)
+        stored = saver.put(config, checkpoint, {"source": "input", "step": -1, "big": -(2**80)}, versions)
         saver.put_writes(stored, [("blob", b"\x00\xff")], "task-1")
 
         latest = saver.get_tuple(config)
@@ -164,14 +165,20 @@ def test_escape_is_reversible(text):
     escaped.encode("utf-8")  # no lone surrogates left
 
 
-@given(counter=st.integers(0, 10**9), steps=st.integers(1, 4))
+@given(counter=st.integers(0, 10**8), steps=st.integers(1, 4))
 def test_channel_versions_go_on_in_the_type_they_have_in_langgraphs_order(counter, steps):
-    """Integers count up; a database saver's string (an imported thread's) goes on as those savers'
-    own next version would, each sorting after the last (LangGraph compares a thread's versions)."""
+    """A thread begins with LangGraph's database savers' strings; a number (a thread begun by an
+    earlier saver) goes on as the next integer plus a random fraction, so that a fork's version is
+    not the other line's (values are stored by version); a string (an imported thread's) goes on as
+    those savers' own next version would, each sorting after the last (LangGraph compares a
+    thread's versions)."""
     theirs = InMemorySaver()  # the same get_next_version as SqliteSaver's and PostgresSaver's
     with AgentStateSaver("http://127.0.0.1:9", "unused", default_user_id="ada") as saver:
-        assert saver.get_next_version(None, None) == 1
-        assert saver.get_next_version(counter, None) == counter + 1
+        first = saver.get_next_version(None, None)
+        assert first.split(".")[0] == theirs.get_next_version(None, None).split(".")[0]
+        forks = {saver.get_next_version(counter, None) for _ in range(3)}
+        assert len(forks) == 3 and all(counter + 1 < v < counter + 2 for v in forks)
+        assert all(str(v) == f"{v:.6f}".rstrip("0") for v in forks)  # six digits, as the databases write it
         version = theirs.get_next_version(counter, None)
         for _ in range(steps):
             following = saver.get_next_version(version, None)

@@ -27,6 +27,7 @@ SUBJECT_DATA_COUNTS = {
     "langgraph_threads": 0,
     "langgraph_checkpoints": 0,
     "langgraph_writes": 0,
+    "langgraph_channel_values": 0,
     "adk_user_state": 0,
     "memories": 1,
     "artifacts": 1,

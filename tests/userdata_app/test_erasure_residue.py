@@ -89,8 +89,8 @@ def _graph_value(note: str) -> dict:
 
 def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> None:
     """Through the API: two sessions, each with messages, a round, working state, a checkpoint
-    (promoted from the working state), a transition and a turn's usage; a LangGraph thread with a checkpoint and a
-    pending write; a popped message; an ADK session with an event (and its user: state); and two
+    (promoted from the working state), a transition and a turn's usage; a LangGraph thread with a checkpoint, its
+    channel value and a pending write; a popped message; an ADK session with an event (and its user: state); and two
     keys of user data."""
     user = quote(user_id, safe="")
     graph = {
@@ -107,7 +107,8 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
                 **graph,
                 "checkpoint": _graph_value(marks["graph"]),
                 "metadata": {"source": "input", "step": 0},
-                "channel_versions": {},
+                "channel_versions": {"messages": 1},
+                "channel_values": [{"channel": "messages", **_graph_value(marks["graph"])}],
             },
         ),
         (
@@ -221,6 +222,7 @@ FULL = {
     "langgraph_threads": 1,
     "langgraph_checkpoints": 1,
     "langgraph_writes": 1,
+    "langgraph_channel_values": 1,
     "adk_events": 1,
     "adk_user_state": 2,
     "memories": 2,
