@@ -10,6 +10,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from agentstate.api.errors import api_not_found
+from agentstate.tenancy.api import KeyView
 from agentstate_site.health import HealthView, livez
 from agentstate_site.home import HomeView
 from agentstate_site.metrics import metrics_view
@@ -32,6 +33,7 @@ urlpatterns = [
     path("api/v1/langgraph/", include("sessions_app.langgraph.urls")),
     path("api/v1/adk/", include("agentstate_site.adk.urls")),
     path("api/v1/", include("userdata_app.memory.urls")),  # LangGraph's store (memories), their search
+    re_path(r"^api/v1/key/?$", KeyView.as_view(), name="api-key"),  # the calling key: its tenant, scope, person
     re_path(r"^api/", api_not_found),  # last: JSON 404s under /api/ whatever DEBUG says
 ]
 

@@ -86,6 +86,7 @@ EXTRA = [
         SERVED,
     ),
     ("store-batch", "post", "/api/v1/store/batch/", {"ops": [], "user_id": OTHER}, REFUSED),
+    ("api-key", "get", "/api/v1/key/", None, SERVED),  # the key's own tenant, scope and person
 ]
 # cross_tenant.CASES name the other person in their path or body; a list that names no one is narrowed.
 TABLE = [
@@ -264,3 +265,9 @@ def test_an_erasure_of_the_person_deletes_their_keys(tenant):
     api_key_create(tenant=tenant, name="tenant-wide")
     erasure_execute(request=verified_request(subjects=[(tenant, "gone")], scope="everything"))
     assert list(APIKey.objects.values_list("name", flat=True)) == ["tenant-wide"]
+
+
+def test_a_key_reads_its_own_tenant_scope_and_person(two_people, api):
+    mine = person_client(OWN).get("/api/v1/key/")
+    assert mine.json() == {"tenant": "acme", "scope": "agent", "user_id": OWN}
+    assert api.get("/api/v1/key/").json() == {"tenant": "acme", "scope": "agent", "user_id": None}
