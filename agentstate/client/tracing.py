@@ -27,6 +27,11 @@ def context_source_add(source: Callable[[], Context | None]) -> None:
         _sources.append(source)
 
 
+def context_source_remove(source: Callable[[], Context | None]) -> None:
+    if source in _sources:
+        _sources.remove(source)
+
+
 def _inject(request: httpx.Request) -> None:
     context = next((found for source in _sources if (found := source()) is not None), None)
     propagate.inject(request.headers, context=context)

@@ -1,35 +1,17 @@
 """The caller's trace context crosses to the service (agentstate.client.tracing): a LangGraph step
 on AgentStateSaver, traced in the caller, finds the service's request spans under its own span."""
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypedDict
 
-import httpx
 import pytest
-from django.core.handlers.wsgi import WSGIHandler
-from django.db import connection, connections
+from django.db import connection
 from langgraph.graph import END, START, StateGraph
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentstate.integrations.langgraph import AgentStateSaver
-
-
-class InProcessServer(httpx.WSGITransport):
-    """The service in this process, answering on a thread of its own as a live server does: that
-    thread knows of the caller's spans only what a request's headers say. One request at a time."""
-
-    def __init__(self) -> None:
-        super().__init__(app=WSGIHandler())  # made after tracing started: its middleware is traced
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="server")
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        return self._thread.submit(super().handle_request, request).result()
-
-    def close(self) -> None:
-        self._thread.submit(connections.close_all).result()
-        self._thread.shutdown()
+from tests.tracing.conftest import InProcessServer
 
 
 @pytest.fixture
