@@ -53,8 +53,8 @@ class TenantAPIView(APIView):
     reads: ClassVar[tuple[str, ...] | None] = None
 
     # Where this route's requests name a person (agentstate.api.people: PATH, QUERY, BODY or a path
-    # into the body, NO_PERSON, TENANT_WIDE): a person key is held to its person there, and refused
-    # where a view says nothing.
+    # into the body, NO_PERSON, TENANT_WIDE): a person key is held to its person there. Every
+    # routed view says (the system check agentstate.E004); one that does not refuses person keys.
     person_named_in: ClassVar[tuple[str, ...] | None] = None
 
     # DRF reads an empty body as {}: a PUT of working state would wipe it, a POST would store an
@@ -139,6 +139,27 @@ def check_reads_declared(app_configs=None, **kwargs) -> list[checks.CheckMessage
         elif set(reads) - known:
             unknown = ", ".join(sorted(set(reads) - known))
             errors.append(checks.Error(f"{name} reads {unknown}: no category of the map.", id="agentstate.E003"))
+    return errors
+
+
+def check_person_declared(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """System check: every routed view of this API says where its requests name a person
+    (``person_named_in``), so that a key scoped to one person is held to that person on every
+    route, and a new route is refused to such keys until someone decides (docs/API.md)."""
+    errors: list[checks.CheckMessage] = []
+    for pattern in _url_patterns(get_resolver().url_patterns):
+        view_class = getattr(pattern.callback, "view_class", None) or getattr(pattern.callback, "cls", None)
+        if not (isinstance(view_class, type) and issubclass(view_class, TenantAPIView)):
+            continue
+        places = view_class.person_named_in
+        if places is None or not people.valid_places(places):
+            errors.append(
+                checks.Error(
+                    f"{view_class.__module__}.{view_class.__qualname__} does not say where its requests name a person.",
+                    hint="Set its `person_named_in`: places or a sentinel of agentstate.api.people.",
+                    id="agentstate.E004",
+                )
+            )
     return errors
 
 

@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstate import streaming
+from agentstate.api import people
 from agentstate.api.errors import exception_handler
 from agentstate.api.pagination import ModelsPagination
 from agentstate.api.parsers import JSONParser, PayloadTooLarge
@@ -179,13 +180,18 @@ class ReadQuery(serializers.Serializer):
     )
 
 
+OWNER_HELP = "Only this user's threads (a key scoped to one person always means its own)."
+
+
 class CheckpointQuery(ReadQuery):
+    user_id = StringField(required=False, help_text=OWNER_HELP)
     thread_id = _text()
     checkpoint_ns = _text(required=False, default="")
     checkpoint_id = _text(required=False)
 
 
 class ListQuery(ReadQuery):
+    user_id = StringField(required=False, help_text=OWNER_HELP)
     thread_id = _text(required=False)
     checkpoint_ns = _text(required=False, help_text="Absent: every namespace.")
     checkpoint_id = _text(
@@ -335,6 +341,7 @@ class CheckpointReadView(TenantAPIView):
 
 
 class CheckpointListView(CheckpointReadView):
+    person_named_in = (people.QUERY, people.BODY)
     parser_classes = WRITE_PARSERS
     pagination_class = CheckpointPagination
 
@@ -353,6 +360,7 @@ class CheckpointListView(CheckpointReadView):
             checkpoint_id=query.get("checkpoint_id"),
             before=query.get("before"),
             metadata_filter=selectors.clean_filter(query.get("filter")),
+            user_id=query.get("user_id"),
         ).defer("channel_versions", "value")  # the first not in the answer, the second read with the writes
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
@@ -370,6 +378,8 @@ class CheckpointListView(CheckpointReadView):
 
 
 class CheckpointDetailView(CheckpointReadView):
+    person_named_in = (people.QUERY,)
+
     @extend_schema(
         summary="LangGraph: one checkpoint with its pending writes, or the newest (aget_tuple)",
         description=READ_FORMATS,
@@ -386,6 +396,7 @@ class CheckpointDetailView(CheckpointReadView):
 
 
 class WritesView(TenantAPIView):
+    person_named_in = (people.BODY,)
     parser_classes = WRITE_PARSERS
     reads = ()
 
@@ -445,6 +456,7 @@ class CheckpointBatchOut(serializers.Serializer):
 
 
 class BatchView(TenantAPIView):
+    person_named_in = ("body.calls.*.body",)
     parser_classes = WRITE_PARSERS
     reads = ()
 
@@ -472,6 +484,7 @@ class BatchView(TenantAPIView):
 
 
 class ThreadDeleteView(TenantAPIView):
+    person_named_in = people.TENANT_WIDE
     reads = ()
 
     @extend_schema(
@@ -485,6 +498,7 @@ class ThreadDeleteView(TenantAPIView):
 
 
 class ThreadCopyView(TenantAPIView):
+    person_named_in = people.TENANT_WIDE
     reads = ()
 
     @extend_schema(
@@ -497,6 +511,7 @@ class ThreadCopyView(TenantAPIView):
 
 
 class PruneView(TenantAPIView):
+    person_named_in = people.TENANT_WIDE
     reads = ()
 
     @extend_schema(
@@ -509,6 +524,7 @@ class PruneView(TenantAPIView):
 
 
 class RunsDeleteView(TenantAPIView):
+    person_named_in = people.TENANT_WIDE
     reads = ()
 
     @extend_schema(

@@ -43,11 +43,15 @@ def checkpoint_list(
     checkpoint_id: str | None = None,
     before: str | None = None,
     metadata_filter: dict[str, Any] | None = None,
+    user_id: str | None = None,
 ) -> QuerySet[LangGraphCheckpoint]:
-    """Checkpoints newest first (descending id, as LangGraph lists them): of one thread, of one
-    namespace, of one id when given, before a checkpoint id, whose metadata has the given key
-    values. The caller pages it with a cursor on the id, so no thread is ever read whole."""
+    """Checkpoints newest first (descending id, as LangGraph lists them): of one user's threads,
+    of one thread, of one namespace, of one id when given, before a checkpoint id, whose metadata
+    has the given key values. The caller pages it with a cursor on the id, so no thread is ever
+    read whole."""
     rows = LangGraphCheckpoint.objects.filter(tenant=tenant)
+    if user_id is not None:
+        rows = rows.filter(user_id=user_id)
     if thread_id is not None:
         rows = rows.filter(session_id=_thread_pk(tenant=tenant, thread_id=thread_id))
     if checkpoint_ns is not None:
@@ -215,15 +219,25 @@ def _binary_rows(connection: BaseDatabaseWrapper, sql: str, params: list[Any]) -
 
 
 def checkpoint_tuple_get(
-    *, tenant: Tenant, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None = None
+    *,
+    tenant: Tenant,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str | None = None,
+    user_id: str | None = None,
 ) -> CheckpointTuple | None:
     """One checkpoint with its pending writes, or the namespace's newest when no id is given; None
-    when missing. One statement (LangGraph's runner starts every run with this read): the
-    checkpoint's row, then its writes', found on the (session, namespace, id) and (session, id)
-    indexes."""
+    when missing (or another user's thread, when ``user_id`` is given). One statement
+    (LangGraph's runner starts every run with this read): the checkpoint's row, then its writes',
+    found on the (session, namespace, id) and (session, id) indexes."""
     key = thread_key(clean_text(thread_id, field="thread_id"))
     checkpoint_ns = clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES)
-    params: list[Any] = [tenant.pk, key, checkpoint_ns]
+    params: list[Any] = [tenant.pk, key]
+    owner = ""
+    if user_id is not None:
+        owner = "AND user_id = %s "
+        params.append(user_id)
+    params.append(checkpoint_ns)
     chosen = ""
     if checkpoint_id is not None:
         chosen = "AND checkpoint_id = %s "
@@ -233,7 +247,7 @@ def checkpoint_tuple_get(
         f"WITH c AS (SELECT session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, metadata, value_type, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"value, channel_versions FROM {quote(LangGraphCheckpoint._meta.db_table)} "
         f"WHERE session_id = (SELECT session_id FROM {quote(LangGraphThread._meta.db_table)} "
-        f"WHERE tenant_id = %s AND thread_key = %s) AND checkpoint_ns = %s {chosen}"
+        f"WHERE tenant_id = %s AND thread_key = %s {owner}) AND checkpoint_ns = %s {chosen}"
         f"ORDER BY checkpoint_ns DESC, checkpoint_id DESC LIMIT 1) "
         f"SELECT 0 AS kind, c.checkpoint_id, c.parent_checkpoint_id, c.metadata, c.value_type, c.value, "
         f"NULL AS task_id, NULL AS task_path, NULL AS idx, NULL AS channel FROM c "

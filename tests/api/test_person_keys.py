@@ -16,6 +16,7 @@ from agentstate import subject_data
 from agentstate.tenancy.models import APIKey
 from agentstate.tenancy.services import api_key_create
 from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread
+from sessions_app.langgraph.services import thread_key
 from sessions_app.models import Session
 from tests.api.assertions import assert_error
 from tests.api.cross_tenant import CASES
@@ -25,7 +26,8 @@ pytestmark = pytest.mark.django_db
 
 OTHER, OWN = "u1", "me"  # the victim fixture's person, and the key's
 MARKERS = ("secret", "mine", "me@example.com", "adk-of-u1", "thread-of-u1")
-REFUSED, SERVED = "refused", "served"  # 403 naming the rule; 2xx with nothing of the other person's
+# 403 naming the rule; 2xx with nothing of the other person's; 404, as for an id no one has
+REFUSED, SERVED, NOT_FOUND = "refused", "served", "not found"
 
 ADK = "/api/v1/adk/apps/app/"
 LG = "/api/v1/langgraph/"
@@ -50,7 +52,8 @@ EXTRA = [
     ("compliance-subject-export", "get", f"/api/v1/compliance/users/{OTHER}/export/", None, REFUSED),
     ("compliance-subject-export-portable", "get", f"/api/v1/compliance/users/{OTHER}/export/portable/", None, REFUSED),
     ("compliance-subject-export", "get", f"/api/v1/compliance/users/{OWN}/export/", None, REFUSED),
-    ("langgraph-checkpoint-list", "get", LG + f"checkpoints/?{READ}", None, REFUSED),
+    ("langgraph-checkpoint-list", "get", LG + f"checkpoints/?{READ}", None, SERVED),
+    ("langgraph-checkpoint", "get", LG + f"checkpoint/?{READ}&thread_id=thread-of-u1", None, NOT_FOUND),
     ("langgraph-checkpoint-list", "get", LG + f"checkpoints/?{READ}&user_id={OTHER}", None, REFUSED),
     (
         "langgraph-checkpoint-list",
@@ -115,17 +118,9 @@ def two_people(victim, tenant, api):
     assert answer.status_code == 201, answer.content
     for user_id, thread in ((OTHER, "thread-of-u1"), (OWN, "thread-of-me")):
         session = Session.objects.create(tenant=tenant, user_id=user_id, session_id=thread, framework="langgraph")
-        LangGraphThread.objects.create(
-            session=session, tenant=tenant, user_id=user_id, thread_id=thread, thread_key="k" + thread
-        )
-        LangGraphCheckpoint.objects.create(
-            session=session,
-            tenant=tenant,
-            user_id=user_id,
-            checkpoint_id="c1",
-            value_type="json",
-            value=thread.encode(),
-        )
+        owned = {"session": session, "tenant": tenant, "user_id": user_id}
+        LangGraphThread.objects.create(**owned, thread_id=thread, thread_key=thread_key(thread))
+        LangGraphCheckpoint.objects.create(**owned, checkpoint_id="c1", value_type="json", value=thread.encode())
     assert api.post("/api/v1/sessions/", {"user_id": OWN, "session_id": "s9"}, format="json").status_code == 201
     mine = {"op": "put", "namespace": ["users", OWN, "facts"], "key": "k", "value": {"own": "note"}}
     assert api.post("/api/v1/store/batch/", {"ops": [mine]}, format="json").status_code == 200
@@ -156,6 +151,16 @@ def test_the_table_classifies_every_route_and_method_of_the_url_configuration():
     assert walked == {(name, method) for name, method, *_ in TABLE}
 
 
+def test_a_view_that_does_not_say_where_it_names_a_person_fails_the_check(monkeypatch):
+    from agentstate.api.views import check_person_declared
+    from userdata_app.api.views import UserDataListView
+
+    assert check_person_declared() == []
+    monkeypatch.setattr(UserDataListView, "person_named_in", None)
+    (error,) = check_person_declared()
+    assert error.id == "agentstate.E004" and "UserDataListView" in error.msg
+
+
 def walk(cases, two_people) -> list[str]:
     client = person_client(
         OWN, scope="compliance"
@@ -168,6 +173,8 @@ def walk(cases, two_people) -> list[str]:
         text = content(response)
         if outcome == REFUSED and not (response.status_code == 403 and '"person_key"' in text):
             problems.append(f"{method} {name}: {response.status_code} {text[:200]}, not refused")
+        if outcome == NOT_FOUND and response.status_code != 404:
+            problems.append(f"{method} {name}: {response.status_code} {text[:200]}, not 404")
         if outcome == SERVED and response.status_code >= 300:
             problems.append(f"{method} {name}: {response.status_code} {text[:200]}, not served")
         if any(marker in text for marker in MARKERS):
@@ -200,6 +207,9 @@ def test_a_person_key_reaches_its_own_person(two_people):
     assert client.put(f"/api/v1/users/{OWN}/data/email/", {"value": "x@example.com"}, format="json").status_code == 200
     found = client.post("/api/v1/store/batch/", {"ops": [{"op": "search", "namespace_prefix": []}]}, format="json")
     assert [item["value"] for item in found.json()["results"][0]] == [{"own": "note"}]
+    threads = client.get(f"/api/v1/langgraph/checkpoints/?{READ}").json()["results"]
+    assert [t["thread_id"] for t in threads] == ["thread-of-me"]
+    assert client.get(f"/api/v1/langgraph/checkpoint/?{READ}&thread_id=thread-of-me").status_code == 200
     created = client.post("/api/v1/sessions/", {"session_id": "s10"}, format="json")  # names no one: the key's person
     assert created.status_code == 201 and created.json()["user_id"] == OWN
     # Another person's session id under the key's own person is no session of theirs: 404, as any unknown one.
