@@ -523,6 +523,11 @@ class Endpoints(abc.ABC):
         return self._call(Call("GET", f"{API}/compliance/users/{calls.segment(user_id)}/export/", as_json))
 
     # --- service --------------------------------------------------------------------------------
+    def key_get(self) -> dict[str, Any]:
+        """The calling key: ``{"tenant", "scope", "user_id"}``, ``user_id`` the one person a key
+        scoped to a person reaches (None for a tenant key)."""
+        return self._call(Call("GET", f"{API}/key/", as_json))
+
     def health(self) -> dict[str, str]:
         """The server's health report (``{"status": "ok", ...}``, or the failing part when it is 503)."""
         return self._call(Call("GET", "/healthz", as_json, answers=frozenset({503})))

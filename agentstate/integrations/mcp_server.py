@@ -33,11 +33,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from agentstate.client import AgentStateError, AsyncAgentStateClient, NetworkError
+from agentstate.client.clients import AsyncEndpoints
 from agentstate.integrations.store_batch import StoreBatch, user_namespace
 
 API_KEY_ENV = "AGENTSTATE_API_KEY"
 URL_ENV = "AGENTSTATE_URL"
 NO_KEY = "No API key: send your agentstate API key as 'Authorization: Bearer <key>'."
+NO_PERSON = (
+    "This key covers a whole tenant and the server was given no person: start it with --user, or use "
+    "a key made for one person (create_api_key --user)."
+)
 MEMORY_LABEL = "memories"  # remember's namespace: ("users", <user_id>, "memories")
 MAX_RESULTS = 50
 MAX_HISTORY = 100
@@ -58,7 +63,7 @@ class Settings:
 
 @dataclass(frozen=True)
 class Caller:
-    client: Any  # an AsyncAgentStateClient: its methods are awaited (agentstate.client.clients)
+    client: AsyncEndpoints  # an AsyncAgentStateClient, its methods awaited
     store: StoreBatch
     user_id: str
 
@@ -94,9 +99,10 @@ def build_server(settings: Settings) -> MCPServer:
                 AsyncAgentStateClient(settings.api_url, key) as client,
                 StoreBatch(settings.api_url, key) as store,
             ):
-                user_id = settings.user_id
+                calls: AsyncEndpoints = client  # its methods' results are awaited
+                user_id = settings.user_id or (await calls.key_get())["user_id"]
                 if user_id is None:
-                    raise ToolError("This server has no person: start it with --user USER_ID.")
+                    raise ToolError(NO_PERSON)
                 yield Caller(client, store, user_id)
         except AgentStateError as exc:
             raise _refused(exc) from None

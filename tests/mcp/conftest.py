@@ -9,6 +9,7 @@ import pytest
 
 from agentstate.client import AgentStateClient
 from agentstate.integrations.store_batch import StoreBatch, user_namespace
+from agentstate.tenancy.services import api_key_create
 from tests.client.keys import api_key_new
 
 PERSON, OTHER = "ana.lima@example.com", "bo"
@@ -18,6 +19,7 @@ PERSON, OTHER = "ana.lima@example.com", "bo"
 class Stored:
     url: str
     tenant_key: str
+    person_keys: dict[str, str]  # a key scoped to each person (create_api_key --user)
 
 
 def _store(url: str, key: str, user_id: str, words: str) -> None:
@@ -39,4 +41,5 @@ def stored(live_server, transactional_db, tenant) -> Stored:
     key = api_key_new(tenant)
     _store(live_server.url, key, PERSON, "ana is vegetarian and likes figs")
     _store(live_server.url, key, OTHER, "bo is vegan and likes figs")
-    return Stored(url=live_server.url, tenant_key=key)
+    people = {user_id: api_key_create(tenant=tenant, name="mcp", user_id=user_id)[1] for user_id in (PERSON, OTHER)}
+    return Stored(url=live_server.url, tenant_key=key, person_keys=people)

@@ -1,6 +1,6 @@
-"""The MCP server's five tools, called with the mcp SDK's own client in-process (the quick loop's
-one MCP test) against a live agentstate: each tool reaches Ana's data and never Bo's, bad
-arguments and REST refusals come back as tool errors with a clear message."""
+"""The MCP server's five tools, called with the mcp SDK's own client in-process against a live
+agentstate (the first test is the quick loop's one MCP test): each tool reaches Ana's data and
+never Bo's, bad arguments and REST refusals come back as tool errors with a clear message."""
 
 from __future__ import annotations
 
@@ -73,6 +73,24 @@ async def test_each_tool_reaches_the_persons_data_only(stored):
         assert [m["value"]["text"] for m in found] == ["bo is vegan and likes figs"]
 
 
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_person_key_reaches_its_person_only(stored):
+    """The person is the key's own when the server is given none; a person key with another
+    person fixed at start is refused by the API, and a tenant key with no person by the server."""
+    own = build_server(Settings(api_url=stored.url, api_key=stored.person_keys[PERSON]))
+    async with Client(own) as mcp:
+        found = structured(await mcp.call_tool("search_memory", {"query": "figs"}))["memories"]
+        assert [m["value"]["text"] for m in found] == ["ana is vegetarian and likes figs"]
+    elsewhere = build_server(Settings(api_url=stored.url, api_key=stored.person_keys[PERSON], user_id=OTHER))
+    async with Client(elsewhere) as mcp:
+        assert "agentstate refused (403 person_key)" in error(await mcp.call_tool("list_sessions", {}))
+        assert "agentstate refused (403 person_key)" in error(await mcp.call_tool("search_memory", {"query": "figs"}))
+    nobody = build_server(Settings(api_url=stored.url, api_key=stored.tenant_key))
+    async with Client(nobody) as mcp:
+        assert "--user" in error(await mcp.call_tool("list_sessions", {}))
+
+
 @pytest.fixture
 def compliance_key(stored, tenant) -> str:
     from agentstate.tenancy.services import api_key_create
@@ -89,6 +107,7 @@ def api_entries(tenant) -> list[tuple[str, str]]:
     return [(row.detail["route"], row.detail["status"]) for row in rows]
 
 
+@pytest.mark.slow
 def test_reads_through_mcp_with_a_compliance_key_are_in_the_access_log(stored, compliance_key, tenant):
     async def read() -> None:
         server = build_server(Settings(api_url=stored.url, api_key=compliance_key, user_id=PERSON))

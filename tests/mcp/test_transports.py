@@ -4,8 +4,10 @@ the MCP process imports no Django."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 
 import httpx
 import httpx2
@@ -43,29 +45,43 @@ async def test_stdio_serves_the_person_fixed_at_start(stored):
         assert "limit" in error(await mcp.call_tool("search_memory", {"query": "figs", "limit": 10_000}))
 
 
+@contextlib.asynccontextmanager
+async def connected(endpoint: str, key: str, **headers: str) -> AsyncIterator[Client]:
+    """The SDK's client over streamable HTTP, sending ``key`` as a bearer token on every request."""
+    bearer = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}", **headers})
+    async with bearer, Client(streamable_http_client(endpoint, http_client=bearer)) as mcp:
+        yield mcp
+
+
+async def texts(endpoint: str, key: str, **headers: str) -> list[str]:
+    """The memories found for "figs" by a caller with ``key``."""
+    async with connected(endpoint, key, **headers) as mcp:
+        found = structured(await mcp.call_tool("search_memory", {"query": "figs"}))["memories"]
+    return [m["value"]["text"] for m in found]
+
+
 @pytest.mark.asyncio
-async def test_streamable_http_takes_each_callers_bearer_key(stored):
-    with http_server(stored.url, "--user", PERSON) as endpoint:
-        bearer = httpx2.AsyncClient(headers={"Authorization": f"Bearer {stored.tenant_key}"})
-        async with bearer, Client(streamable_http_client(endpoint, http_client=bearer)) as mcp:
+async def test_streamable_http_serves_each_caller_the_person_of_their_bearer_key(stored):
+    """One HTTP server for everyone: each request's key says whose data it reaches."""
+    with http_server(stored.url) as endpoint:
+        async with connected(endpoint, stored.person_keys[PERSON]) as mcp:
             assert len((await mcp.list_tools()).tools) == 5
             sessions = structured(await mcp.call_tool("list_sessions", {}))["sessions"]
             assert [s["session_id"] for s in sessions] == ["chat-1"]
-            found = structured(await mcp.call_tool("search_memory", {"query": "vegan"}))["memories"]
-            assert found == []  # Bo's word: not in Ana's memory
-
+            assert "Unknown argument(s) user_id" in error(await mcp.call_tool("list_sessions", {"user_id": OTHER}))
+        assert await texts(endpoint, stored.person_keys[PERSON]) == ["ana is vegetarian and likes figs"]
+        assert await texts(endpoint, stored.person_keys[OTHER]) == ["bo is vegan and likes figs"]
         # Behind a proxy the Host is the public name: served all the same.
-        proxied = httpx2.AsyncClient(headers={"Authorization": f"Bearer {stored.tenant_key}", "Host": "agents.example"})
-        async with proxied, Client(streamable_http_client(endpoint, http_client=proxied)) as mcp:
-            assert structured(await mcp.call_tool("list_sessions", {}))["sessions"][0]["session_id"] == "chat-1"
+        assert await texts(endpoint, stored.person_keys[OTHER], Host="agents.example") == ["bo is vegan and likes figs"]
 
-        wrong = httpx2.AsyncClient(headers={"Authorization": "Bearer not-a-key"})
-        async with wrong, Client(streamable_http_client(endpoint, http_client=wrong)) as mcp:
+        async with connected(endpoint, stored.tenant_key) as mcp:
+            assert "--user" in error(await mcp.call_tool("list_sessions", {}))  # a tenant key names no person
+        async with connected(endpoint, "not-a-key") as mcp:
             assert "agentstate refused (401" in error(await mcp.call_tool("list_sessions", {}))
 
         async with httpx.AsyncClient() as http:
             answer = await http.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-        assert answer.status_code == 401
-        assert "Authorization: Bearer" in answer.json()["error"]["message"]
-        async with httpx.AsyncClient() as http:  # a proxy's health check needs no key
+            assert answer.status_code == 401
+            assert "Authorization: Bearer" in answer.json()["error"]["message"]
+            # A proxy's health check needs no key.
             assert (await http.get(endpoint.replace("/mcp", "/livez"))).json() == {"status": "ok"}
