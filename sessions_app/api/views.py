@@ -286,7 +286,7 @@ class MessagePopView(SessionScopedView):
     )
     def post(self, request: TenantRequest, user_id: str, session_id: str) -> Response:
         data = validated(s.MessagePopInput, request.data or {})
-        popped = services.message_pop(session=self.get_session(), **data)
+        popped = services.message_pop_from(tenant=request.tenant, user_id=user_id, session_id=session_id, **data)
         return Response(s.MessagePoppedSerializer({"message": popped}).data)
 
 

@@ -3,7 +3,14 @@ working state lives in exactly one function of this package, one module per enti
 and commands call them through this package (``from sessions_app import services``)."""
 
 from sessions_app.services.checkpoints import checkpoint_create
-from sessions_app.services.history import HistoryEdit, message_clear, message_pop, message_rewind, session_fork
+from sessions_app.services.history import (
+    HistoryEdit,
+    message_clear,
+    message_pop,
+    message_pop_from,
+    message_rewind,
+    session_fork,
+)
 from sessions_app.services.live import working_state_clear_refused
 from sessions_app.services.messages import MAX_MESSAGES_PER_APPEND, AppendResult, message_append, message_append_to
 from sessions_app.services.retention import retention_apply, retention_policy_clean, retention_policy_save
@@ -28,6 +35,7 @@ __all__ = [
     "message_append_to",
     "message_clear",
     "message_pop",
+    "message_pop_from",
     "message_rewind",
     "retention_apply",
     "retention_policy_clean",

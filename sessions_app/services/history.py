@@ -20,13 +20,15 @@ from django.db.models import F, Max, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agentstate.exceptions import Held, InvalidInput, PreconditionFailed, SessionAlreadyExists, SessionEnded
+from agentstate.exceptions import Held, InvalidInput, NotFound, PreconditionFailed, SessionAlreadyExists, SessionEnded
 from agentstate.holds.selectors import COVERING_HOLD_SQL
+from agentstate.holds.services import holds_lock_key, holds_lock_required
 from agentstate.subjects import PROCESS_STATE, subject_write_check
+from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json, clean_round_id
 from sessions_app.models import Message, MessagePop, Round, RunUsage, Session
-from sessions_app.selectors import column_converter, message_as_dict, model_columns, row_as_model
-from sessions_app.services.live import lock_session, session_hold_check, session_touch
+from sessions_app.selectors import column_converter, message_as_dict, model_columns, row_as_model, session_get
+from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED, lock_session, session_hold_check, session_touch
 from sessions_app.services.sessions import new_session_id_clean
 from sessions_app.services.usage import run_usage_drop_removed_turns
 
@@ -94,14 +96,70 @@ def message_pop(
     message or None. With ``idempotency_key``, the answer is kept: a retry with the same key
     returns it again and pops nothing. Three statements on PostgreSQL at any history size: the
     row lock with the hold lock, the checks with the newest message, the edit."""
+    key, expected_last_seq = _pop_arguments(idempotency_key, expected_last_seq)
+    locked = session_touch(session, holds_lock_shared=True)
+    newest, found = _pop_read(session, key)
+    return _pop(locked, newest, found, key=key, expected_last_seq=expected_last_seq)
+
+
+@transaction.atomic
+def message_pop_from(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    session_id: str,
+    idempotency_key: str | None = None,
+    expected_last_seq: int | None = None,
+) -> dict[str, Any] | None:
+    """``message_pop`` of the REST API's session ``session_id`` of ``user_id``. On PostgreSQL the
+    session is found by its lock, and the lock and the pop's read go in one round trip (two
+    statements, the read after the lock): with the edit, a pop is three round trips besides the
+    transaction's, where a lookup, the lock and the read were one each."""
+    if connection.vendor != "postgresql":
+        session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
+        return message_pop(session=session, idempotency_key=idempotency_key, expected_last_seq=expected_last_seq)
+    key, expected_last_seq = _pop_arguments(idempotency_key, expected_last_seq)
+    holds_lock_required()
+    database = connections[DEFAULT_DB_ALIAS]
+    params = {
+        "now": connection.ops.adapt_datetimefield_value(timezone.now()),
+        "tenant": tenant.pk,
+        "user_id": user_id,
+        "session_id": session_id,
+        "holds": holds_lock_key(tenant.pk),
+        "key": key,
+    }
+    with database.cursor() as cursor:
+        cursor.execute(_POP_LOCK_READ_SQL, params)
+        touched = cursor.fetchone()
+        cursor.nextset()
+        read = cursor.fetchone()
+    if touched is None:
+        raise NotFound("Session not found.")
+    locked = row_as_model(Session, database, touched[: len(Session._meta.concrete_fields)])
+    newest, found = _pop_found(database, read)
+    return _pop(locked, newest, found, key=key, expected_last_seq=expected_last_seq)
+
+
+def _pop_arguments(idempotency_key: str | None, expected_last_seq: int | None) -> tuple[str | None, int | None]:
     key = None if idempotency_key is None else clean_identifier(idempotency_key, field="idempotency_key")
     if expected_last_seq is not None:
         expected_last_seq = _clean_seq(expected_last_seq, field="expected_last_seq")
-    locked = session_touch(session, holds_lock_shared=True)
-    newest, found = _pop_read(session, key)
+    return key, expected_last_seq
+
+
+def _pop(
+    session: Session,
+    newest: Message | None,
+    found: dict[str, Any],
+    *,
+    key: str | None,
+    expected_last_seq: int | None,
+) -> dict[str, Any] | None:
+    """The pop's rules and its edit, under the session's row lock (``session`` as locked)."""
     if key is not None and found["answered"]:
         return found["answer"]
-    if locked.ended_at is not None:
+    if session.ended_at is not None:
         raise SessionEnded(ENDED)
     if found["hold_reference"] is not None:
         raise Held.of(found["hold_reference"], what="this session's messages")
@@ -136,7 +194,12 @@ def _pop_read(session: Session, key: str | None) -> tuple[Message | None, dict[s
             _POP_READ_SQL,
             {"tenant": session.tenant_id, "user_id": session.user_id, "session_pk": session.pk, "key": key},
         )
-        *message, hold_reference, answered, answer = cursor.fetchone()
+        return _pop_found(database, cursor.fetchone())
+
+
+def _pop_found(database: Any, row: tuple[Any, ...]) -> tuple[Message | None, dict[str, Any]]:
+    """``_POP_READ_SQL``'s row: the newest message and what decides the pop."""
+    *message, hold_reference, answered, answer = row
     newest = None if message[0] is None else row_as_model(Message, database, message)
     convert = column_converter(database, MessagePop._meta.get_field("message"))
     if answer is not None and convert is not None:
@@ -150,6 +213,20 @@ _POP_READ_SQL = (
     f'FROM (SELECT 1) one LEFT JOIN "{_MESSAGES}" m ON m.id = '
     f'(SELECT n.id FROM "{_MESSAGES}" n WHERE n.session_id = %(session_pk)s ORDER BY n.seq DESC LIMIT 1) '
     f'LEFT JOIN "{_POPS}" p ON p.session_id = %(session_pk)s AND p.key = %(key)s'
+)
+
+
+_SESSION_IDENTITY = "tenant_id = %(tenant)s AND user_id = %(user_id)s AND session_id = %(session_id)s AND app_name = ''"
+# The REST API's session found by its lock (as ``session_touch`` takes it, with the hold lock),
+# then the pop's read of it as a statement of its own: one round trip, two snapshots.
+_POP_LOCK_READ_SQL = (
+    f'UPDATE "{Session._meta.db_table}" SET updated_at = %(now)s, {REOPEN_IF_RETENTION_ENDED} '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+    f"WHERE {_SESSION_IDENTITY} RETURNING {model_columns(Session, Session._meta.db_table)}, "
+    "pg_advisory_xact_lock_shared(%(holds)s); "
+    + _POP_READ_SQL.replace(
+        "%(session_pk)s",
+        f'(SELECT id FROM "{Session._meta.db_table}" WHERE {_SESSION_IDENTITY})',  # noqa: S608 (as above)
+    )
 )
 
 
