@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import dataclasses
 import json
 import math
@@ -157,6 +158,9 @@ def split_checkpoint(
 
 
 MAX_BATCH_CALLS = 64  # the server's bound on one batch
+# How long a task's writes wait for the checkpoint LangGraph puts right after them (the end of the
+# superstep), so that the two go in one request: a step's writes and checkpoints in half the requests.
+LINGER_SECONDS = 0.002
 SEPARATE = {"channel_values": "separate"}  # a read's answer carries channel values apart (required)
 
 
@@ -181,8 +185,10 @@ class _GroupCommit:
     tasks while it runs the next node: a write made while another of the saver's requests is in
     flight waits for that request, then goes with every write queued meanwhile as one batch. No
     write waits for more than the request before it, and each returns only once the server
-    committed it, with the answer (or the error) it would have had alone. The sync and async
-    savers share this bookkeeping; each only sends and waits in its own way."""
+    committed it, with the answer (or the error) it would have had alone. A task's writes
+    (``put_writes``) that would go alone wait up to ``LINGER_SECONDS`` for company: LangGraph puts
+    the superstep's checkpoint right after its tasks' writes, and the two then take one request. The
+    sync and async savers share this bookkeeping; each only sends and waits in its own way."""
 
     def __init__(self) -> None:
         self._busy = False
@@ -192,9 +198,21 @@ class _GroupCommit:
         """Lead at once when nothing is in flight, else queue (callers hold the lock, if any)."""
         if self._busy:
             self._queue.append(pending)
+            self._joined()
         else:
             self._busy = True
             pending.batch = [pending]
+
+    @staticmethod
+    def lingers(batch: list[_Pending]) -> bool:
+        """A batch of a task's writes alone, which the superstep's checkpoint soon follows."""
+        return len(batch) == 1 and batch[0].call.url.endswith("/writes/")
+
+    def _gather(self, batch: list[_Pending]) -> None:
+        """Take the writes queued meanwhile into ``batch`` (callers hold the lock, if any)."""
+        room = MAX_BATCH_CALLS - len(batch)
+        batch += self._queue[:room]
+        self._queue = self._queue[room:]
 
     def _next(self) -> _Pending | None:
         """After a batch: the leader of the next one, or None and idle."""
@@ -204,6 +222,9 @@ class _GroupCommit:
             return None
         batch[0].batch = batch
         return batch[0]
+
+    def _joined(self) -> None:
+        """A write queued: wake a leader that lingers."""
 
     @staticmethod
     def call(batch: list[_Pending]) -> Call[Any]:
@@ -242,7 +263,11 @@ class _SyncGroupCommit(_GroupCommit):
         super().__init__()
         self._send = send
         self._lock = threading.Lock()
+        self._company = threading.Condition(self._lock)
         self._turns: dict[int, threading.Event] = {}
+
+    def _joined(self) -> None:
+        self._company.notify()
 
     def run(self, call: Call[Any]) -> Any:
         pending = _Pending(call)
@@ -257,6 +282,10 @@ class _SyncGroupCommit(_GroupCommit):
         return pending.result()
 
     def _lead(self, batch: list[_Pending]) -> None:
+        if self.lingers(batch):
+            with self._company:
+                self._company.wait_for(lambda: self._queue, timeout=LINGER_SECONDS)
+                self._gather(batch)
         answer, error = None, None
         try:
             answer = self._send(self.call(batch))
@@ -277,6 +306,11 @@ class _AsyncGroupCommit(_GroupCommit):
         super().__init__()
         self._send = send
         self._turns: dict[int, asyncio.Event] = {}
+        self._company: asyncio.Event | None = None
+
+    def _joined(self) -> None:
+        if self._company is not None:
+            self._company.set()
 
     async def run(self, call: Call[Any]) -> Any:
         pending = _Pending(call)
@@ -301,6 +335,12 @@ class _AsyncGroupCommit(_GroupCommit):
             asyncio.ensure_future(self._lead(pending.batch))  # noqa: RUF006 (the batch settles every write it holds)
 
     async def _lead(self, batch: list[_Pending]) -> None:
+        if self.lingers(batch):
+            self._company = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._company.wait(), LINGER_SECONDS)
+            self._company = None
+            self._gather(batch)
         answer, error = None, None
         try:
             answer = await self._send(self.call(batch))

@@ -146,3 +146,30 @@ def test_async_writes_made_during_a_request_go_in_one_request(live_server, langg
 
     assert asyncio.run(scenario()) == ["first", "task-0", "task-1", "task-2"]
     assert held.paths[:2] == ["/api/v1/langgraph/writes/", "/api/v1/langgraph/batch/"]
+
+
+def test_a_tasks_writes_wait_for_the_checkpoint_that_follows_and_go_with_it(live_server, langgraph_key, monkeypatch):
+    """LangGraph puts a superstep's checkpoint right after its tasks' writes: writes that would go
+    alone wait (``LINGER_SECONDS``, long here so the test does not race) and the two take one
+    request; writes nobody follows go alone once the wait ends."""
+    from agentstate.integrations import langgraph as integration
+
+    held = Held()
+    with AgentStateSaver(
+        live_server.url, langgraph_key, default_user_id="alice", transport=HeldTransport(held)
+    ) as saver:
+        stored = saver.put(*first_checkpoint("t-linger", "alice"), {})
+        monkeypatch.setattr(integration, "LINGER_SECONDS", 30)
+        held.paths.clear()
+        writer = threading.Thread(target=saver.put_writes, args=(stored, [("messages", "hi")], "task-1"))
+        writer.start()
+        until(lambda: saver._writes._busy)  # the writes lead, waiting for company
+        following = generate_checkpoint(channel_values={}, channel_versions={})
+        saver.put(stored, following, generate_metadata(step=1), {})
+        writer.join(10)
+        assert held.paths == ["/api/v1/langgraph/batch/"]
+        assert saver.get_tuple(stored).pending_writes == [("task-1", "messages", "hi")]
+
+        monkeypatch.setattr(integration, "LINGER_SECONDS", 0.05)
+        saver.put_writes(stored, [("messages", "again")], "task-2")
+        assert held.paths[-1] == "/api/v1/langgraph/writes/"
