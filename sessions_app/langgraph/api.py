@@ -292,14 +292,19 @@ def _tuple_data(item: selectors.CheckpointTuple, *, binary: bool, separate: bool
 
 class CheckpointPagination(ModelsPagination):
     """Newest first: LangGraph's checkpoint ids grow with time. A page ends early once its
-    checkpoints and their pending writes hold ``PAGE_MAX_BYTES``. The page's values are counted
-    here but read with its writes, in binary (``selectors.checkpoint_tuples``)."""
+    checkpoints, the channel values they name and their pending writes hold ``PAGE_MAX_BYTES``. The
+    page's values are counted here but read with its writes, in binary (``selectors.checkpoint_tuples``)."""
 
     ordering = "-checkpoint_id"
     large = ("metadata",)
 
     def size(self) -> Expression:
-        return super().size() + streaming.stored_size(LangGraphCheckpoint, "value") + selectors.checkpoint_writes_size()
+        return (
+            super().size()
+            + streaming.stored_size(LangGraphCheckpoint, "value")
+            + selectors.checkpoint_writes_size()
+            + selectors.checkpoint_blobs_size()
+        )
 
 
 def _checkpoint_put(tenant: Tenant, body: Any) -> dict[str, Any]:

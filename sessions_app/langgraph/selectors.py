@@ -11,7 +11,8 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import BigIntegerField, Count, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce, Length
 
@@ -97,15 +98,28 @@ def _blobs_join(checkpoint: str) -> str:
     """SQL joining the checkpoint ``checkpoint`` (an alias) to the channel values it names: each
     (channel, version) of its ``channel_versions``, the version as text as ``version_text`` writes
     it (a JSON string as it is, a number in its digits)."""
+    return f"CROSS JOIN {_blobs_of(checkpoint)}"
+
+
+def _blobs_of(checkpoint: str) -> str:
+    """``_blobs_join`` without its CROSS JOIN: the FROM of a subquery correlated to ``checkpoint``."""
     blob = connection.ops.quote_name(LangGraphBlob._meta.db_table)
     if connection.vendor == "postgresql":
         pairs, version = f"jsonb_each_text({checkpoint}.channel_versions) AS cv(key, value)", "cv.value"
     else:
         pairs, version = f"json_each({checkpoint}.channel_versions) AS cv", "CAST(cv.value AS TEXT)"
     return (
-        f"CROSS JOIN {pairs} JOIN {blob} b ON b.session_id = {checkpoint}.session_id "
+        f"{pairs} JOIN {blob} b ON b.session_id = {checkpoint}.session_id "
         f"AND b.checkpoint_ns = {checkpoint}.checkpoint_ns AND b.channel = cv.key AND b.version = {version}"
     )
+
+
+def checkpoint_blobs_size() -> RawSQL:
+    """The bytes of the channel values a checkpoint names (in a query of checkpoints): a page of
+    checkpoints is bounded by what its answer holds, its values stored apart included."""
+    table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+    sql = f"(SELECT COALESCE(SUM(LENGTH(b.value)), 0) FROM {_blobs_of(table)})"  # noqa: S608 (quoted identifiers and constant SQL)
+    return RawSQL(sql, [], output_field=BigIntegerField())  # noqa: S611 (idem)
 
 
 def checkpoint_blobs(checkpoints: Sequence[LangGraphCheckpoint]) -> None:

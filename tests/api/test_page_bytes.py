@@ -109,3 +109,34 @@ def test_transition_pages_end_early_at_the_byte_budget(api, tenant, settings):
     pages = _read_all(api, "/api/v1/users/u1/sessions/s1/transitions/")
     assert [t["to_agent"] for page in pages for t in page] == [f"a{i}" for i in range(6)]
     assert all(len(page) == 2 for page in pages)
+
+
+def test_langgraph_pages_count_the_channel_values_their_checkpoints_name(api, tenant, settings):
+    """Values stored apart (one per channel and version) count in the page of each checkpoint
+    naming them, as they travel in its answer."""
+    value = {"type": "bytes", "data": b"\x00" * 600}
+    for i in range(6):
+        langgraph_services.checkpoint_put(
+            tenant=tenant,
+            thread_id="t",
+            user_id=None,
+            default_user_id="u1",
+            checkpoint_ns="",
+            checkpoint_id=f"c{i:03}",
+            parent_checkpoint_id=None,
+            checkpoint={"type": "bytes", "data": b""},
+            metadata={"step": i},
+            channel_versions={"ch": i},
+            channel_values=[{"channel": "ch", **value}],
+        )
+    settings.PAGE_MAX_BYTES = 1_000
+
+    pages = _read_all(api, "/api/v1/langgraph/checkpoints/?thread_id=t&page_size=100&channel_values=separate")
+    assert [c["checkpoint_id"] for page in pages for c in page] == [f"c{i:03}" for i in reversed(range(6))]
+    assert len(pages) >= 3  # at most two checkpoints of 600 bytes each in a page of 1,000
+    assert all(
+        c["channel_values"]
+        == [{"channel": "ch", "value": {"type": "bytes", "data": base64.b64encode(b"\x00" * 600).decode()}}]
+        for page in pages
+        for c in page
+    )
