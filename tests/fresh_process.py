@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every variable the settings read starts with one of these: none is inherited from the test run.
-ENV_PREFIXES = ("DJANGO_", "DATABASE_", "REDIS_URL", "AGENTSTATE_")
+ENV_PREFIXES = ("DJANGO_", "DATABASE_", "REDIS_URL", "AGENTSTATE_", "OTEL_")
 
 
 def settings_process(fields: str, **env: str) -> subprocess.CompletedProcess:

@@ -72,3 +72,6 @@ if STORAGES["artifacts"]["BACKEND"].endswith("FileSystemStorage"):  # noqa: F405
             "OPTIONS": {"location": tempfile.mkdtemp(prefix="agentstate-test-artifacts-")},
         },
     }
+
+# The tests turn tracing on themselves (tests/tracing), never from an OTEL_* variable of the shell's.
+TRACING = False
