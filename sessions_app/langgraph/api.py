@@ -233,22 +233,29 @@ class CheckpointPage(serializers.Serializer):
     results = CheckpointTupleOut(many=True)
 
 
+OF_USER = "Only if the thread is this user's (a key scoped to one person always means its own)."
+
+
 class ThreadInput(StrictInput):
     thread_id = _text()
+    user_id = StringField(required=False, help_text=OF_USER)
 
 
 class CopyInput(StrictInput):
     source_thread_id = _text()
     target_thread_id = _text()
+    user_id = StringField(required=False, help_text=OF_USER)
 
 
 class PruneInput(StrictInput):
     thread_ids = serializers.ListField(child=_text(), allow_empty=True)
     strategy = StringField(default="keep_latest")
+    user_id = StringField(required=False, help_text="Only this user's threads (a person key: its own).")
 
 
 class RunsInput(StrictInput):
     run_ids = serializers.ListField(child=_text(), allow_empty=True)
+    user_id = StringField(required=False, help_text="Only this user's checkpoints (a person key: its own).")
 
 
 class CountOut(serializers.Serializer):
@@ -489,7 +496,7 @@ class BatchView(TenantAPIView):
 
 
 class ThreadDeleteView(TenantAPIView):
-    person_named_in = people.TENANT_WIDE
+    person_named_in = (people.BODY,)
     reads = ()
 
     @extend_schema(
@@ -503,7 +510,7 @@ class ThreadDeleteView(TenantAPIView):
 
 
 class ThreadCopyView(TenantAPIView):
-    person_named_in = people.TENANT_WIDE
+    person_named_in = (people.BODY,)
     reads = ()
 
     @extend_schema(
@@ -516,7 +523,7 @@ class ThreadCopyView(TenantAPIView):
 
 
 class PruneView(TenantAPIView):
-    person_named_in = people.TENANT_WIDE
+    person_named_in = (people.BODY,)
     reads = ()
 
     @extend_schema(
@@ -529,7 +536,7 @@ class PruneView(TenantAPIView):
 
 
 class RunsDeleteView(TenantAPIView):
-    person_named_in = people.TENANT_WIDE
+    person_named_in = (people.BODY,)
     reads = ()
 
     @extend_schema(

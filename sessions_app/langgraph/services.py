@@ -542,15 +542,21 @@ def writes_put(
 # --- Thread-wide operations ----------------------------------------------------------------------
 
 
-def _thread_find(*, tenant: Tenant, thread_id: str) -> LangGraphThread | None:
+def _of_user(rows: QuerySet[Any], user_id: str | None) -> QuerySet[Any]:
+    """``rows`` of that user only (the ``user_id`` a caller confines itself to), or all of them."""
+    return rows if user_id is None else rows.filter(user_id=user_id)
+
+
+def _thread_find(*, tenant: Tenant, thread_id: str, user_id: str | None = None) -> LangGraphThread | None:
     thread_id = clean_text(thread_id, field="thread_id")
-    return LangGraphThread.objects.filter(tenant=tenant, thread_key=thread_key(thread_id)).first()
+    return _of_user(LangGraphThread.objects.filter(tenant=tenant, thread_key=thread_key(thread_id)), user_id).first()
 
 
 @transaction.atomic
-def thread_delete(*, tenant: Tenant, thread_id: str) -> bool:
-    """Delete the thread (its session, checkpoints and writes); a missing thread is no error."""
-    thread = _thread_find(tenant=tenant, thread_id=thread_id)
+def thread_delete(*, tenant: Tenant, thread_id: str, user_id: str | None = None) -> bool:
+    """Delete the thread (its session, checkpoints and writes); a missing thread, or with
+    ``user_id`` another user's, is no error."""
+    thread = _thread_find(tenant=tenant, thread_id=thread_id, user_id=user_id)
     if thread is None:
         return False
     session_delete(session=thread.session)
@@ -558,12 +564,12 @@ def thread_delete(*, tenant: Tenant, thread_id: str) -> bool:
 
 
 @transaction.atomic
-def thread_copy(*, tenant: Tenant, source_thread_id: str, target_thread_id: str) -> int:
+def thread_copy(*, tenant: Tenant, source_thread_id: str, target_thread_id: str, user_id: str | None = None) -> int:
     """Copy every checkpoint and write of a thread to another, owned by the source's user (a
     target owned by someone else is refused). Two INSERT ... SELECT statements whatever the size;
-    rows the target already has are kept. Returns the checkpoints copied; a missing source copies
-    nothing."""
-    source = _thread_find(tenant=tenant, thread_id=source_thread_id)
+    rows the target already has are kept. Returns the checkpoints copied; a missing source (or
+    with ``user_id`` another user's) copies nothing."""
+    source = _thread_find(tenant=tenant, thread_id=source_thread_id, user_id=user_id)
     if source is None:
         clean_text(target_thread_id, field="target_thread_id", allow_empty=False)
         return 0
@@ -591,11 +597,12 @@ def thread_copy(*, tenant: Tenant, source_thread_id: str, target_thread_id: str)
     return copied
 
 
-def _threads_find(*, tenant: Tenant, thread_ids: Any) -> list[int]:
+def _threads_find(*, tenant: Tenant, thread_ids: Any, user_id: str | None) -> list[int]:
     if not isinstance(thread_ids, list):
         raise InvalidInput.for_field("thread_ids", "must be a list of thread ids.")
     keys = [thread_key(clean_text(t, field="thread_ids")) for t in thread_ids]
-    return list(LangGraphThread.objects.filter(tenant=tenant, thread_key__in=keys).values_list("pk", flat=True))
+    threads = _of_user(LangGraphThread.objects.filter(tenant=tenant, thread_key__in=keys), user_id)
+    return list(threads.values_list("pk", flat=True))
 
 
 def checkpoints_keep_latest(session_pks: list[int], keep: int, dry_run: bool) -> int:
@@ -659,13 +666,13 @@ def orphans_delete(session_pks) -> int:
 
 
 @transaction.atomic
-def threads_prune(*, tenant: Tenant, thread_ids: Any, strategy: Any) -> int:
+def threads_prune(*, tenant: Tenant, thread_ids: Any, strategy: Any, user_id: str | None = None) -> int:
     """``keep_latest``: only the newest checkpoint of each namespace (with its writes) stays;
     ``delete``: every checkpoint and write goes (the thread itself stays). Returns checkpoints
-    deleted; unknown threads are skipped."""
+    deleted; unknown threads (with ``user_id``, other users' too) are skipped."""
     if strategy not in PRUNE_STRATEGIES:
         raise InvalidInput.for_field("strategy", f"must be one of {', '.join(PRUNE_STRATEGIES)}.")
-    session_pks = _threads_find(tenant=tenant, thread_ids=thread_ids)
+    session_pks = _threads_find(tenant=tenant, thread_ids=thread_ids, user_id=user_id)
     if not session_pks:
         return 0
     list(Session.objects.select_for_update().filter(pk__in=session_pks).order_by("pk").values_list("pk", flat=True))
@@ -686,14 +693,15 @@ def threads_prune(*, tenant: Tenant, thread_ids: Any, strategy: Any) -> int:
 
 
 @transaction.atomic
-def runs_delete(*, tenant: Tenant, run_ids: Any) -> int:
-    """Delete the tenant's checkpoints made by these runs (``metadata.run_id``) with their writes."""
+def runs_delete(*, tenant: Tenant, run_ids: Any, user_id: str | None = None) -> int:
+    """Delete the tenant's (with ``user_id``, that user's) checkpoints made by these runs
+    (``metadata.run_id``) with their writes."""
     if not isinstance(run_ids, list):
         raise InvalidInput.for_field("run_ids", "must be a list of run ids.")
     run_ids = [clean_text(r, field="run_ids", max_bytes=MAX_ID_BYTES) for r in run_ids]
     if not run_ids:
         return 0
-    doomed = LangGraphCheckpoint.objects.filter(tenant=tenant, run_id__in=run_ids)
+    doomed = _of_user(LangGraphCheckpoint.objects.filter(tenant=tenant, run_id__in=run_ids), user_id)
     session_pks = list(doomed.values_list("session_id", flat=True).distinct())
     if not session_pks:
         return 0

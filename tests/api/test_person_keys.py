@@ -71,16 +71,18 @@ EXTRA = [
         {"calls": [{"path": "writes", "body": {**THREAD, "user_id": OTHER, "task_id": "t", "writes": []}}]},
         REFUSED,
     ),
-    ("langgraph-thread-delete", "post", LG + "threads/delete/", {"thread_id": "thread-of-u1"}, REFUSED),
+    ("langgraph-thread-delete", "post", LG + "threads/delete/", {"thread_id": "thread-of-u1"}, SERVED),
+    ("langgraph-thread-delete", "post", LG + "threads/delete/", {"thread_id": "t", "user_id": OTHER}, REFUSED),
     (
         "langgraph-thread-copy",
         "post",
         LG + "threads/copy/",
         {"source_thread_id": "thread-of-u1", "target_thread_id": "mine"},
-        REFUSED,
+        SERVED,
     ),
-    ("langgraph-prune", "post", LG + "threads/prune/", {"thread_ids": ["thread-of-u1"]}, REFUSED),
-    ("langgraph-runs-delete", "post", LG + "runs/delete/", {"run_ids": ["r1"]}, REFUSED),
+    ("langgraph-prune", "post", LG + "threads/prune/", {"thread_ids": ["thread-of-u1"], "strategy": "delete"}, SERVED),
+    ("langgraph-prune", "post", LG + "threads/prune/", {"thread_ids": [], "user_id": OTHER}, REFUSED),
+    ("langgraph-runs-delete", "post", LG + "runs/delete/", {"run_ids": ["r1"]}, SERVED),
     (
         "store-batch",
         "post",
@@ -120,7 +122,9 @@ def two_people(victim, tenant, api):
         session = Session.objects.create(tenant=tenant, user_id=user_id, session_id=thread, framework="langgraph")
         owned = {"session": session, "tenant": tenant, "user_id": user_id}
         LangGraphThread.objects.create(**owned, thread_id=thread, thread_key=thread_key(thread))
-        LangGraphCheckpoint.objects.create(**owned, checkpoint_id="c1", value_type="json", value=thread.encode())
+        LangGraphCheckpoint.objects.create(
+            **owned, checkpoint_id="c1", run_id="r1", value_type="json", value=thread.encode()
+        )
     assert api.post("/api/v1/sessions/", {"user_id": OWN, "session_id": "s9"}, format="json").status_code == 201
     mine = {"op": "put", "namespace": ["users", OWN, "facts"], "key": "k", "value": {"own": "note"}}
     assert api.post("/api/v1/store/batch/", {"ops": [mine]}, format="json").status_code == 200
