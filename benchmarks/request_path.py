@@ -133,7 +133,7 @@ def _data() -> Requests:
         services.message_append(session=session, messages=batch)
     requests = Requests(key)
     adk = adk_session_create(tenant=tenant, app_name=APP, user_id=USER, session_id=SESSION, state={}).session
-    requests.version, requests.time = adk.version, adk.last_update_time
+    requests.version, requests.time = adk.version, adk.last_update_time or 0.0
     return requests
 
 
