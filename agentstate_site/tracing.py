@@ -1,12 +1,13 @@
 """OpenTelemetry for the service: each request, SQL statement (psycopg) and Redis command a span,
 sent by OTLP/HTTP. Off unless ``settings.TRACING`` (an OTLP endpoint set, docs/OPERATIONS.md); then
-``SiteConfig.ready`` calls ``tracing_start`` once per process, as Django sets up (in each gunicorn
-worker, in runserver's serving process). Off, this module is never imported and nothing is patched.
+``SiteConfig.ready`` calls ``tracing_start`` once per process, as Django sets up: in each gunicorn
+worker (the master never loads the app), runserver, a management command. Off, this module is never
+imported and nothing is patched.
 
 No person's data leaves in a span: a request's URL, path and query become its route pattern
 (``/api/v1/users/{user_id}/sessions/``, as the request log writes it), the caller's address and user
-agent are dropped, the person a request names is the access log's keyed hash of them
-(``agentstate.subject``), and an error is its type alone (a database error's message quotes the
+agent are dropped, the person a request's path or query names is the access log's keyed hash of
+them (``agentstate.subject``), and an error is its type alone (a database error's message quotes the
 values that caused it). SQL spans carry the statement with its placeholders, never the values, and
 Redis spans the command name only (both instrumentations' defaults).
 """
@@ -20,6 +21,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from agentstate.logging import route_template
 from agentstate.middleware import request_tenant_slug
+from userdata_app.access_log.recorder import hash_of
 
 try:
     from opentelemetry import context, trace
@@ -146,8 +148,6 @@ def _request_span_subject(span: Any, request: Any, response: Any) -> None:
     user_id = (match.kwargs.get("user_id") if match else None) or request.GET.get("user_id")
     if not isinstance(user_id, str) or not user_id:
         return
-    from userdata_app.access_log.recorder import hash_of
-
     try:
         span.set_attribute("agentstate.subject", hash_of(tenant_slug=tenant, user_id=user_id))
     except ImproperlyConfigured:  # no erasure HMAC key to hash with: the person goes unnamed
