@@ -17,7 +17,7 @@ from agentstate.exceptions import InvalidInput
 from sessions_app import selectors, services
 from sessions_app.adk.models import AdkEvent
 from sessions_app.langgraph import services as langgraph
-from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphWrite
+from sessions_app.langgraph.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
 from sessions_app.models import Message, MessagePop, RetentionPolicy, RetentionRun, Round, Session
 from userdata_app.adk.models import AdkEventUserDelta, AdkUserState
 from userdata_app.models import ErasedSubject, ErasureRequest
@@ -106,6 +106,9 @@ def typed(text):
 
 
 def put_checkpoint(tenant, ns, checkpoint_id, parent=None, thread="t1"):
+    """A checkpoint naming ``messages`` at a version of its own (sent with it) and ``notes`` at
+    version 1 (sent by the thread's first checkpoint only)."""
+    n = int(checkpoint_id[1:])
     langgraph.checkpoint_put(
         tenant=tenant,
         thread_id=thread,
@@ -116,7 +119,11 @@ def put_checkpoint(tenant, ns, checkpoint_id, parent=None, thread="t1"):
         parent_checkpoint_id=parent,
         checkpoint=typed(checkpoint_id),
         metadata={"step": 0},
-        channel_versions={},
+        channel_versions={"messages": n, "notes": 1},
+        channel_values=[
+            {"channel": "messages", **typed(f"messages of {checkpoint_id}")},
+            *([{"channel": "notes", **typed("notes")}] if n == 1 else []),
+        ],
     )
     langgraph.writes_put(
         tenant=tenant,
@@ -163,7 +170,16 @@ def test_only_the_latest_k_checkpoints_per_namespace_stay_with_their_writes(tena
         ("child:1", "c4"),
         ("", "c1"),
     }
-    assert run.counts["acme"]["checkpoints_deleted"] == 4 + 4  # the checkpoints and their writes
+    # The values no kept checkpoint names are gone; those they name stay, however old.
+    assert set(
+        LangGraphBlob.objects.values_list("session__langgraph_thread__thread_id", "checkpoint_ns", "channel", "version")
+    ) == {
+        *{("t1", ns, "messages", v) for ns in ("", "child:1") for v in ("3", "4")},
+        *{("t1", ns, "notes", "1") for ns in ("", "child:1")},
+        ("t2", "", "messages", "1"),
+        ("t2", "", "notes", "1"),
+    }
+    assert run.counts["acme"]["checkpoints_deleted"] == 4 + 4 + 4  # the checkpoints, their writes and values
 
 
 def test_old_messages_are_dropped_and_the_counters_stay_true(tenant):
@@ -291,7 +307,7 @@ def test_the_dry_run_reports_what_the_real_run_then_removes_rule_by_rule(tenant)
         "ended_sessions_deleted": 1 + 4 + 3,  # the session, its messages and rounds
         "idle_sessions_ended": 2,  # "live" and the LangGraph thread's session
         "rounds_deleted": 1,
-        "checkpoints_deleted": 2 + 2,  # two checkpoints and their writes
+        "checkpoints_deleted": 2 + 2 + 2,  # two checkpoints, their writes and the values only they named
         "messages_dropped": 3,  # the live session's only: the ended session's went with it
     }
     assert dry.total == real.total
