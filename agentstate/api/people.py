@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from django.http import QueryDict
+
 from agentstate.exceptions import PersonKeyRefused
 from agentstate.tenancy.models import APIKey
 
@@ -50,9 +52,7 @@ def person_check(request: Any, view: Any, places: tuple[str, ...]) -> None:
     if person is None:
         return
     if places == TENANT_WIDE:
-        raise PersonKeyRefused(
-            "This API key is scoped to one person: tenant-wide routes need a tenant key.", fields={}
-        )
+        raise PersonKeyRefused("This API key is scoped to one person: tenant-wide routes need a tenant key.", fields={})
     for place in places:
         if place == PATH:
             if FIELD in view.kwargs and view.kwargs[FIELD] != person:
@@ -73,7 +73,9 @@ def _query_narrow(request: Any, person: str) -> None:
     named = [value for value in request.query_params.getlist(FIELD) if value != ""]
     if any(value != person for value in named):
         raise _other_person()
-    query = request._request.GET.copy()  # the query DRF reads (``query_params``), made to name the person
+    query = QueryDict(mutable=True)  # the query DRF reads (``query_params``), made to name the person
+    for name, values in request.query_params.lists():
+        query.setlist(name, values)
     query.setlist(FIELD, [person])
     request._request.GET = query
 
