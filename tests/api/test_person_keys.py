@@ -285,3 +285,16 @@ def test_a_key_reads_its_own_tenant_scope_and_person(two_people, api):
     mine = person_client(OWN).get("/api/v1/key/")
     assert mine.json() == {"tenant": "acme", "scope": "agent", "user_id": OWN}
     assert api.get("/api/v1/key/").json() == {"tenant": "acme", "scope": "agent", "user_id": None}
+
+
+def test_a_compliance_person_keys_reads_are_in_the_access_log_under_its_person(two_people, tenant):
+    from userdata_app.access_log.chain import ROSTER
+    from userdata_app.access_log.models import AccessEntry
+    from userdata_app.erasure.registry import subject_hash
+
+    entries = AccessEntry.objects.exclude(tenant=ROSTER)  # the tenant's chain, not the roster of chains
+    before = entries.count()
+    assert person_client(OWN, scope="compliance").get("/api/v1/sessions/").status_code == 200
+    (entry,) = entries.order_by("seq")[before:]
+    assert entry.detail["route"] == "session-list"
+    assert entry.subject_hash == subject_hash(tenant_slug=tenant.slug, user_id=OWN)[1]  # the list, narrowed to them
