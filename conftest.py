@@ -18,6 +18,14 @@ SLOW_KINDS = ("fuzz", "servers", "browser", "conformance", "crosscheck", "scale"
 DATABASE_FIXTURES = frozenset(
     {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server"}
 )
+# The many-example forms (fuzzing, cross products, many random sequences) of the rules a test
+# checks on the database run on one database, PostgreSQL, the one deployed, where a database error
+# turns into a 5xx: on SQLite they skip, and the same rules' few fixed examples (the quick loop's)
+# run there. CI's PostgreSQL stage runs them; a run on SQLite alone says where they ran.
+MANY_EXAMPLES = ("fuzz", "crosscheck")
+ON_POSTGRESQL_ONLY = pytest.mark.skip(
+    reason="many examples: run on PostgreSQL only (set DATABASE_URL); the same rules' fixed examples run on SQLite"
+)
 # A skip that names the configured stores: the test runs only on PostgreSQL or with Redis.
 SKIPPED_FOR_THE_STORES = re.compile(r"\b(DATABASE_URL|REDIS_URL)\b|needs PostgreSQL|on PostgreSQL")
 
@@ -32,11 +40,14 @@ def uses_the_stores(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before -m reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    on_sqlite = connection.vendor == "sqlite"
     for item in items:
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
         if uses_the_stores(item) and not item.get_closest_marker("database"):
             item.add_marker(pytest.mark.database)
+        if on_sqlite and item.get_closest_marker("database") and any(map(item.get_closest_marker, MANY_EXAMPLES)):
+            item.add_marker(ON_POSTGRESQL_ONLY)
 
 
 @pytest.hookimpl(wrapper=True)

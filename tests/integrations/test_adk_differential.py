@@ -311,6 +311,7 @@ def test_random_calls_answer_as_adks_in_memory_service(live_server, adk_key, ste
 
 
 @pytest.mark.slow
+@pytest.mark.crosscheck  # more random call sequences than the quick loop's five
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=steps)
 def test_many_random_calls_answer_as_adks_in_memory_service(live_server, adk_key, steps):
