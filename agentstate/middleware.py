@@ -5,6 +5,9 @@ through), else a fresh one; it is echoed in the response's ``X-Request-ID``. The
 method, the route pattern the request matched (``/api/v1/users/{user_id}/sessions/``, never the path
 itself), status, duration and tenant: never paths, headers, query strings or bodies, so user and
 session ids, API keys and stored contents stay out of the logs (and an erasure leaves none there).
+
+Django's session, authentication and messages middleware are here too, as subclasses that a
+request to the API naming an API key skips: what a login needs, an agent's call does not.
 """
 
 from __future__ import annotations
@@ -14,12 +17,18 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable
+from typing import Any
 
-from django.http import HttpResponse, JsonResponse
+from django.contrib.auth import middleware as auth
+from django.contrib.messages import middleware as messages
+from django.contrib.sessions import middleware as sessions
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.html import escape
 
 from agentstate import metrics
 from agentstate.api import errors
+from agentstate.api.authentication import carries_key
 from agentstate.logging import request_id_var, route_of
 from agentstate.postgresql.base import ReplicationUnconfirmed
 
@@ -81,6 +90,35 @@ def _unavailable_count(response) -> None:
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict) and isinstance(error.get("code"), str):
         metrics.UNAVAILABLE_RESPONSES.labels(code=error["code"]).inc()
+
+
+API_PREFIX = "/api/v1/"
+
+
+class _LoginOnly:
+    """Middleware a login needs and an API key does not: a request to the API that names a key skips
+    it. DRF answers such a request by the key alone (``agentstate.api.authentication.carries_key``),
+    so the session, the user and the messages store built for it were never read, on every call an
+    agent makes (``python -m benchmarks.request_path`` measures what they cost)."""
+
+    get_response: Callable[[HttpRequest], Any]
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if request.path_info.startswith(API_PREFIX) and carries_key(request):
+            return self.get_response(request)
+        return super().__call__(request)  # type: ignore[misc]  # the Django middleware it is mixed into
+
+
+class SessionMiddleware(_LoginOnly, sessions.SessionMiddleware):
+    pass
+
+
+class AuthenticationMiddleware(_LoginOnly, auth.AuthenticationMiddleware):
+    pass
+
+
+class MessageMiddleware(_LoginOnly, messages.MessageMiddleware):
+    pass
 
 
 class UnavailableMiddleware:

@@ -81,12 +81,14 @@ MIDDLEWARE = [
     "agentstate.middleware.UnavailableMiddleware",  # a page the database failed under: 503 and Retry-After
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's session, authentication and messages middleware, skipped by a request to the API that
+    # names an API key (agentstate.middleware: the key alone answers for it).
+    "agentstate.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "agentstate.middleware.AuthenticationMiddleware",
     "agentstate.access.ViewerMiddleware",  # what a login may read, for as long as its page renders
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "agentstate.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -235,7 +237,7 @@ for _alias in DATABASES:
 DATABASE_ROUTERS = ["agentstate.db_router.ReplicaRouter"]
 # Marks callers that wrote; it needs request.user, so it goes right after authentication.
 MIDDLEWARE.insert(
-    MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+    MIDDLEWARE.index("agentstate.middleware.AuthenticationMiddleware") + 1,
     "agentstate.db_router.ReadYourWritesMiddleware",
 )
 # Apps whose rows are never read from a replica, even inside replica_reads: user data and the

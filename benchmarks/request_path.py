@@ -38,9 +38,9 @@ HISTORY = 2_000  # messages in the SDK's session, as in the frameworks suite's l
 # Middleware taken away together: a layer and what needs it (the login's middleware need sessions).
 WITHOUT = {
     "the login's middleware (sessions, authentication, messages, viewer)": (
-        "django.contrib.sessions.middleware.SessionMiddleware",
-        "django.contrib.auth.middleware.AuthenticationMiddleware",
-        "django.contrib.messages.middleware.MessageMiddleware",
+        "agentstate.middleware.SessionMiddleware",
+        "agentstate.middleware.AuthenticationMiddleware",
+        "agentstate.middleware.MessageMiddleware",
         "agentstate.access.ViewerMiddleware",
     ),
     "CSRF": ("django.middleware.csrf.CsrfViewMiddleware",),

@@ -35,6 +35,14 @@ def key_from_headers(request) -> str | None:
     return keys.pop() if keys else None
 
 
+def carries_key(request) -> bool:
+    """Whether the request names an API key in either header. ``ApiKeyAuthentication`` comes first
+    and then answers for it alone: a valid key authenticates it, any other is refused, and a login
+    (a session cookie) is never consulted."""
+    meta = request.META
+    return "HTTP_X_API_KEY" in meta or meta.get("HTTP_AUTHORIZATION", "").partition(" ")[0].lower() == KEYWORD.lower()
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[AnonymousUser, APIKey] | None:
         key = key_from_headers(request)

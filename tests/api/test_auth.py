@@ -151,6 +151,26 @@ def test_staff_log_in_from_the_browsable_api(staff, client):
     assert response.status_code == 302 and client.session.get("_auth_user_id") == str(staff.pk)
 
 
+def test_a_request_naming_a_key_is_answered_by_the_key_alone_beside_a_login(staff, tenant, other_tenant):
+    """An API request naming a key skips the login's middleware (agentstate.middleware): a login
+    beside the key changes nothing, a bad key is refused whatever the login, and outside the API
+    the same headers leave the login's pages working."""
+    staff.user_permissions.add(Permission.objects.get(codename="use_api_as_tenant"))
+    client = APIClient()
+    client.force_login(staff)
+    _, key = api_key_create(tenant=tenant, name="k")
+    client.credentials(HTTP_X_API_KEY=key)
+    assert (
+        client.put(f"/api/v1/users/u1/data/k/?tenant={other_tenant.slug}", {"value": 1}, format="json").status_code
+        == 200
+    )
+    assert UserDatum.objects.get(user_id="u1").tenant == tenant  # the key's tenant, not the one staff named
+    client.credentials(HTTP_AUTHORIZATION="Api-Key nope")
+    assert_error(client.get(f"{URL}?tenant=acme"), 401, "not_authenticated")
+    client.credentials(HTTP_X_API_KEY=key)
+    assert client.get("/admin/").status_code == 200 and client.get("/api/auth/login/").status_code == 200
+
+
 def test_browsable_api_renders_for_a_superuser(tenant):
     admin = User.objects.create_superuser("root", password="pw-root-123")
     client = APIClient()
