@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import sys
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -34,6 +36,7 @@ from starlette.responses import JSONResponse, Response
 
 from agentstate.client import AgentStateError, AsyncAgentStateClient, NetworkError
 from agentstate.client.clients import AsyncEndpoints
+from agentstate.client.loops import LoopClients
 from agentstate.integrations.store_batch import StoreBatch, user_namespace
 
 API_KEY_ENV = "AGENTSTATE_API_KEY"
@@ -44,6 +47,7 @@ NO_PERSON = (
     "a key made for one person (create_api_key --user)."
 )
 MEMORY_LABEL = "memories"  # remember's namespace: ("users", <user_id>, "memories")
+MAX_KEYS = 256  # callers whose connections an HTTP server keeps
 MAX_RESULTS = 50
 MAX_HISTORY = 100
 
@@ -72,6 +76,36 @@ class Caller:
         return list(user_namespace(self.user_id, *labels))
 
 
+@dataclass
+class _Kept:
+    clients: LoopClients[AsyncAgentStateClient]
+    store: StoreBatch
+    person: str | None = None  # the key's own, once asked: a key's person never changes
+
+
+class _Connections:
+    """The API clients of each key the server was called with, kept between tool calls (a call
+    reuses the connection of the last) and closed with their event loop; at most ``MAX_KEYS``
+    keys, the least recently used closed first. A key revoked since it was kept is refused by the
+    API on the call itself."""
+
+    def __init__(self, api_url: str) -> None:
+        self._api_url = api_url
+        self._by_key: OrderedDict[str, _Kept] = OrderedDict()
+
+    async def of(self, key: str) -> _Kept:
+        kept = self._by_key.get(key)
+        if kept is None:
+            make = functools.partial(AsyncAgentStateClient, self._api_url, key)
+            kept = self._by_key[key] = _Kept(LoopClients(make), StoreBatch(self._api_url, key))
+            if len(self._by_key) > MAX_KEYS:
+                _, dropped = self._by_key.popitem(last=False)
+                await dropped.clients.aclose()
+                await dropped.store.aclose()
+        self._by_key.move_to_end(key)
+        return kept
+
+
 def _bearer(ctx: Context) -> str:
     header = (ctx.headers or {}).get("authorization", "")
     scheme, _, key = header.partition(" ")
@@ -91,19 +125,20 @@ def _refused(exc: AgentStateError) -> ToolError:
 def build_server(settings: Settings) -> MCPServer:
     """The MCP server with its five tools, each a REST call or two as ``settings`` says who calls."""
 
+    connections = _Connections(settings.api_url)
+
     @contextlib.asynccontextmanager
     async def caller(ctx: Context) -> AsyncIterator[Caller]:
         key = settings.api_key or _bearer(ctx)
         try:
-            async with (
-                AsyncAgentStateClient(settings.api_url, key) as client,
-                StoreBatch(settings.api_url, key) as store,
-            ):
-                calls: AsyncEndpoints = client  # its methods' results are awaited
-                user_id = settings.user_id or (await calls.key_get())["user_id"]
-                if user_id is None:
-                    raise ToolError(NO_PERSON)
-                yield Caller(client, store, user_id)
+            kept = await connections.of(key)
+            client: AsyncEndpoints = kept.clients.get()  # its methods' results are awaited
+            if settings.user_id is None and kept.person is None:
+                kept.person = (await client.key_get())["user_id"]
+            user_id = settings.user_id or kept.person
+            if user_id is None:
+                raise ToolError(NO_PERSON)
+            yield Caller(client, kept.store, user_id)
         except AgentStateError as exc:
             raise _refused(exc) from None
 
