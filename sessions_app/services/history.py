@@ -115,10 +115,10 @@ def message_pop_from(
     session is found by its lock, and the lock and the pop's read go in one round trip (two
     statements, the read after the lock): with the edit, a pop is three round trips besides the
     transaction's, where a lookup, the lock and the read were one each."""
+    key, expected_last_seq = _pop_arguments(idempotency_key, expected_last_seq)  # first, on every database
     if connection.vendor != "postgresql":
         session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
-        return message_pop(session=session, idempotency_key=idempotency_key, expected_last_seq=expected_last_seq)
-    key, expected_last_seq = _pop_arguments(idempotency_key, expected_last_seq)
+        return message_pop(session=session, idempotency_key=key, expected_last_seq=expected_last_seq)
     holds_lock_required()
     database = connections[DEFAULT_DB_ALIAS]
     params = {
