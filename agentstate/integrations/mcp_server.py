@@ -1,6 +1,6 @@
 """agentstate as an MCP server: one person's memory and history as tools any MCP client can call
 (a desktop client, ADK's ``McpToolset``, the Agents SDK's ``MCPServerStdio`` /
-``MCPServerStreamableHttp``). ``agentstate mcp`` runs it (docs/CLIENT.md, "MCP").
+``MCPServerStreamableHttp``). ``agentstate mcp`` runs it (docs/CLIENT.md, "MCP server").
 
 It is a client of the REST API (``AsyncAgentStateClient``), with no Django in its process, so every
 rule the API keeps (tenancy, person keys, holds, the access log of compliance reads) holds here
