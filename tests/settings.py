@@ -3,14 +3,16 @@ from the same environment, with only what the tests need changed, each change sa
 
 Tests that start a process of the service (manage.py, gunicorn) name ``agentstate.settings``
 themselves: they test the settings a deployment gets, not these. Anything such a process must read
-back stays as the service has it: e.g. the password hashers (tests/multinode's app servers check
-passwords this process hashed), so there is no faster test hasher here.
+back stays readable by the service: e.g. passwords (tests/multinode's app servers check passwords
+this process hashed), hashed here in the service's own format, only with fewer iterations.
 """
 
 import os
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from django.conf import global_settings
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.core.exceptions import ImproperlyConfigured
 
 from agentstate.settings import *  # noqa: F403
@@ -75,3 +77,15 @@ if STORAGES["artifacts"]["BACKEND"].endswith("FileSystemStorage"):  # noqa: F405
 
 # The tests turn tracing on themselves (tests/tracing), never from an OTEL_* variable of the shell's.
 TRACING = False
+
+
+class OneIterationPBKDF2PasswordHasher(PBKDF2PasswordHasher):
+    """The service's hasher (PBKDF2-SHA256, the same algorithm name and hash format) at one
+    iteration instead of a million: each password a test sets or checks costs microseconds, not
+    about 0.3 s. A hash records its iterations, so the service's own hasher still checks the ones
+    made here (tests/multinode), and a hash the service made is checked here."""
+
+    iterations = 1
+
+
+PASSWORD_HASHERS = ["tests.settings.OneIterationPBKDF2PasswordHasher", *global_settings.PASSWORD_HASHERS]
