@@ -1,7 +1,8 @@
 """The MCP server as each framework consumes it, each agent with a scripted model (no network, no
 mock of the framework): ADK's ``McpToolset`` and the Agents SDK's ``MCPServerStdio`` start
-``agentstate mcp`` over stdio; the model's tool calls reach the person's memory, and a delete under
-a legal hold comes back to the model as the tool's error."""
+``agentstate mcp`` over stdio, and the SDK's ``MCPServerStreamableHttp`` calls it over HTTP with a
+person's key; the model's tool calls reach the person's data, and a delete under a legal hold comes
+back to the model as the tool's error."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 
 import pytest
 from agents import Agent, Runner, set_tracing_disabled
-from agents.mcp import MCPServerStdio
+from agents.mcp import MCPServerStdio, MCPServerStreamableHttp
 from agents.testing import ScriptedModel, assistant_message, function_call
 from google.adk.agents import LlmAgent
 from google.adk.models import BaseLlm, LlmRequest, LlmResponse
@@ -18,8 +19,8 @@ from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
 from google.genai import types
 
 from agentstate.holds import services as holds
-from tests.mcp.conftest import PERSON
-from tests.mcp.servers import stdio_params
+from tests.mcp.conftest import OTHER, PERSON
+from tests.mcp.servers import http_server, stdio_params
 
 pytestmark = [pytest.mark.slow, pytest.mark.servers]
 
@@ -86,3 +87,22 @@ async def test_an_agents_sdk_agent_remembers_and_is_refused_a_held_forget(held):
     async with MCPServerStdio(params=params.model_dump(), client_session_timeout_seconds=30) as server:
         found = await server.call_tool("search_memory", {"query": "vegetarian window"})
     assert {m["key"] for m in json.loads(found.content[0].text)["memories"]} == {"diet", "seat"}
+
+
+@pytest.mark.asyncio
+async def test_an_agents_sdk_agent_reads_history_over_http_with_its_persons_key(stored):
+    set_tracing_disabled(True)
+    model = ScriptedModel(
+        [
+            [function_call("recent_history", {"session_id": "chat-1", "count": 2}, call_id="c1")],
+            [assistant_message("You said 4 and 5.", item_id="m1")],
+        ]
+    )
+    with http_server(stored.url) as endpoint:
+        headers = {"Authorization": f"Bearer {stored.person_keys[OTHER]}"}
+        async with MCPServerStreamableHttp(params={"url": endpoint, "headers": headers}) as server:
+            agent = Agent(name="a", instructions="help", model=model, mcp_servers=[server])
+            result = await Runner.run(agent, "What did I say last?")
+    output = next(item.output for item in result.new_items if item.type == "tool_call_output_item")
+    assert output["type"] == "text"  # the tool's one text content, as the SDK hands it to the model
+    assert [m["content"] for m in json.loads(output["text"])["messages"]] == [f"{OTHER} says 4", f"{OTHER} says 5"]
