@@ -185,9 +185,9 @@ class _GroupCommit:
     tasks while it runs the next node: a write made while another of the saver's requests is in
     flight waits for that request, then goes with every write queued meanwhile as one batch. No
     write waits for more than the request before it, and each returns only once the server
-    committed it, with the answer (or the error) it would have had alone. A task's writes
-    (``put_writes``) that would go alone wait up to ``LINGER_SECONDS`` for company: LangGraph puts
-    the superstep's checkpoint right after its tasks' writes, and the two then take one request. The
+    committed it, with the answer (or the error) it would have had alone. A batch of tasks' writes
+    (``put_writes``) only waits up to ``LINGER_SECONDS`` for company: LangGraph puts a superstep's
+    checkpoint right after its tasks' writes, and they then take one request. The
     sync and async savers share this bookkeeping; each only sends and waits in its own way."""
 
     def __init__(self) -> None:
@@ -205,8 +205,8 @@ class _GroupCommit:
 
     @staticmethod
     def lingers(batch: list[_Pending]) -> bool:
-        """A batch of a task's writes alone, which the superstep's checkpoint soon follows."""
-        return len(batch) == 1 and batch[0].call.url.endswith("/writes/")
+        """A batch of tasks' writes only, which a superstep's checkpoint soon follows."""
+        return all(p.call.url.endswith("/writes/") for p in batch)
 
     def _gather(self, batch: list[_Pending]) -> None:
         """Take the writes queued meanwhile into ``batch`` (callers hold the lock, if any)."""
