@@ -25,7 +25,7 @@ from tests.surfaces import routes
 pytestmark = pytest.mark.django_db
 
 OTHER, OWN = "u1", "me"  # the victim fixture's person, and the key's
-MARKERS = ("secret", "mine", "me@example.com", "adk-of-u1", "thread-of-u1")
+MARKERS = ("secret", "mine", "me@example.com", "adk-of-u1", "thread-of-u1", f'"{OTHER}"')  # their id, as a JSON string
 # 403 naming the rule; 2xx with nothing of the other person's; 404, as for an id no one has
 REFUSED, SERVED, NOT_FOUND = "refused", "served", "not found"
 
