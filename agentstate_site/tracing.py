@@ -5,11 +5,12 @@ worker (the master never loads the app), runserver, a management command. Off, t
 imported and nothing is patched.
 
 No person's data leaves in a span: a request's URL, path and query become its route pattern
-(``/api/v1/users/{user_id}/sessions/``, as the request log writes it), the caller's address and user
-agent are dropped, the person a request's path or query names is the access log's keyed hash of
-them (``agentstate.subject``), and an error is its type alone (a database error's message quotes the
-values that caused it). SQL spans carry the statement with its placeholders, never the values, and
-Redis spans the command name only (both instrumentations' defaults).
+(``/api/v1/users/{user_id}/sessions/``, as the request log writes it), the caller's address, user
+agent and any captured header are dropped, the person a request's path or query names is the access
+log's keyed hash of them (``agentstate.subject``), and an error is its type alone (a database
+error's message quotes the values that caused it). SQL spans carry the statement with its
+placeholders, never the values, and Redis spans the command name only (both instrumentations'
+defaults).
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ _DROPPED_ATTRIBUTES = frozenset(
         "network.peer.address",
     }
 )
+# Headers an operator may ask OpenTelemetry to capture (OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_*):
+# the API key, a Location naming a user, ... none is sent.
+_HEADER_PREFIXES = ("http.request.header.", "http.response.header.")
 _EXCEPTION_KEPT = ("exception.type", "exception.escaped")
 
 
@@ -112,7 +116,7 @@ def scrubbed(span: ReadableSpan) -> ReadableSpan:
             scheme = attributes.get("http.scheme") or attributes.get("url.scheme") or "http"
             host = attributes.get("http.host") or attributes.get("server.address") or attributes.get("http.server_name")
             attributes[key] = f"{scheme}://{host or ''}{route}"
-        elif key in _DROPPED_ATTRIBUTES:
+        elif key in _DROPPED_ATTRIBUTES or key.startswith(_HEADER_PREFIXES):
             del attributes[key]
     events = [_exception_typed(event) if event.name == "exception" else event for event in span.events]
     method = attributes.get("http.method") or attributes.get("http.request.method")
