@@ -123,7 +123,7 @@ def _fresh_key_cache():
 @pytest.fixture
 def admin_user(db, django_user_model):
     """pytest-django's superuser for ``admin_client``, without a password: ``admin_client`` logs in
-    with ``force_login``, and hashing one (PBKDF2, the service's own hasher) costs about 0.3 s."""
+    with ``force_login``, so none is hashed."""
     return django_user_model.objects.create_superuser("admin", "admin@example.invalid")
 
 
