@@ -51,9 +51,6 @@ MAX_KEYS = 256  # callers whose connections an HTTP server keeps
 MAX_RESULTS = 50
 MAX_HISTORY = 100
 
-Text = Annotated[str, Field(min_length=1, max_length=10_000)]
-Identifier = Annotated[str, Field(min_length=1, max_length=255)]
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -106,12 +103,17 @@ class _Connections:
         return kept
 
 
+def bearer_key(authorization: str) -> str | None:
+    """The key of an ``Authorization: Bearer <key>`` header; None for any other."""
+    scheme, _, key = authorization.partition(" ")
+    return key.strip() or None if scheme.lower() == "bearer" else None
+
+
 def _bearer(ctx: Context) -> str:
-    header = (ctx.headers or {}).get("authorization", "")
-    scheme, _, key = header.partition(" ")
-    if scheme.lower() != "bearer" or not key.strip():
+    key = bearer_key((ctx.headers or {}).get("authorization", ""))
+    if key is None:
         raise ToolError(NO_KEY)
-    return key.strip()
+    return key
 
 
 def _refused(exc: AgentStateError) -> ToolError:
@@ -283,9 +285,8 @@ def http_app(server: MCPServer, *, host: str) -> Callable[..., Awaitable[None]]:
 
     async def bearer_required(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] != "/livez":
-            headers = dict(scope["headers"])
-            scheme, _, key = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-            if scheme.lower() != "bearer" or not key.strip():
+            authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            if bearer_key(authorization) is None:
                 body = json.dumps({"error": {"code": "not_authenticated", "message": NO_KEY}}).encode()
                 await send(
                     {
