@@ -30,6 +30,10 @@ async def test_each_tool_reaches_the_persons_data_only(stored):
         tools = {tool.name: tool for tool in (await mcp.list_tools()).tools}
         assert set(tools) == {"search_memory", "remember", "forget", "recent_history", "list_sessions"}
         assert all("user_id" not in tool.input_schema["properties"] for tool in tools.values())
+        # Each tool and each of its arguments says what it is, for the model that chooses them.
+        assert all(tool.description for tool in tools.values())
+        arguments = [arg for tool in tools.values() for arg in tool.input_schema["properties"].values()]
+        assert all(arg.get("description") for arg in arguments)
 
         found = structured(await mcp.call_tool("search_memory", {"query": "figs vegan"}))["memories"]
         assert [(m["namespace"], m["key"], m["value"]["text"]) for m in found] == [
