@@ -105,12 +105,17 @@ def _blobs_of(checkpoint: str) -> str:
     """``_blobs_join`` without its CROSS JOIN: the FROM of a subquery correlated to ``checkpoint``."""
     blob = connection.ops.quote_name(LangGraphBlob._meta.db_table)
     if connection.vendor == "postgresql":
-        pairs, version = f"jsonb_each_text({checkpoint}.channel_versions) AS cv(key, value)", "cv.value"
-    else:
-        pairs, version = f"json_each({checkpoint}.channel_versions) AS cv", "CAST(cv.value AS TEXT)"
+        # Each value found on the unique index: PostgreSQL would otherwise hash-join every value of
+        # the thread to every pair (LIMIT 1, a key's one row, keeps the lookup a nested loop).
+        return (
+            f"jsonb_each_text({checkpoint}.channel_versions) AS cv(key, value) CROSS JOIN LATERAL "  # noqa: S608 (quoted identifiers and constant SQL)
+            f"(SELECT channel, version, value_type, value FROM {blob} WHERE session_id = {checkpoint}.session_id "
+            f"AND checkpoint_ns = {checkpoint}.checkpoint_ns AND channel = cv.key AND version = cv.value LIMIT 1) b"
+        )
     return (
-        f"{pairs} JOIN {blob} b ON b.session_id = {checkpoint}.session_id "
-        f"AND b.checkpoint_ns = {checkpoint}.checkpoint_ns AND b.channel = cv.key AND b.version = {version}"
+        f"json_each({checkpoint}.channel_versions) AS cv JOIN {blob} b ON b.session_id = {checkpoint}.session_id "
+        f"AND b.checkpoint_ns = {checkpoint}.checkpoint_ns AND b.channel = cv.key "
+        f"AND b.version = CAST(cv.value AS TEXT)"
     )
 
 
