@@ -161,8 +161,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Bounded waits (docs/SCALING.md, "Every wait is bounded") --------------------------------
-# Seconds, each below gunicorn's timeout (30 s), which is below the proxy's: a request that would
-# wait longer gets a 503 with Retry-After (agentstate.api.errors) instead of a killed worker.
+# Seconds, each below the proxy's timeout (a threaded worker's requests are bounded by these, not
+# by gunicorn's): a request that would wait longer gets a 503 with Retry-After (agentstate.api.errors).
 # PostgreSQL applies the first three to the app's own sessions: sent at connect time here, and
 # through PgBouncer (which drops these startup options) by its per-database connect_query.
 DATABASE_STATEMENT_TIMEOUT = float(os.environ.get("DATABASE_STATEMENT_TIMEOUT", "10"))
@@ -292,7 +292,7 @@ TRACING = (
 # --- Cache and working state ----------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 # Every Redis wait is bounded (docs/SCALING.md, "Every wait is bounded"): a frozen or unreachable
-# Redis answers the caller within these seconds, never holds a worker until gunicorn kills it.
+# Redis answers the caller within these seconds, never holds a worker's thread until the proxy gives up.
 REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "1.5"))
 REDIS_CONNECT_TIMEOUT = float(os.environ.get("REDIS_CONNECT_TIMEOUT", "0.5"))
 # redis-py's connection-pool options, for the cache and the working state alike: keepalives as
