@@ -87,6 +87,28 @@ class Portable:
 
 
 @dataclass(frozen=True)
+class DerivedFrom:
+    """Rows made from sessions (a memory item from the conversations it was learnt in). ``link``
+    is the model whose rows name a row's source session by a foreign key with
+    ``on_delete=derived_cascade``; ``on_source_deleted(collector, field, links, using)`` decides, in
+    the session delete's own collection and transaction, what goes with the session (the rows
+    made only from it) and what stays. Every way a session is deleted (the API, a framework's
+    delete, retention, erasure) is a Django delete, so each reaches it, and a dry run counts it."""
+
+    link: type[models.Model]
+    on_source_deleted: Callable[..., None]
+
+
+def derived_cascade(collector: Any, field: Any, sub_objs: Any, using: str) -> None:
+    """``on_delete`` of a ``DerivedFrom.link``'s session: its declaration's ``on_source_deleted``."""
+    for d in _declared.values():
+        if d.derived_from is not None and d.derived_from.link is field.model:
+            d.derived_from.on_source_deleted(collector, field, sub_objs, using)
+            return
+    models.CASCADE(collector, field, sub_objs, using)
+
+
+@dataclass(frozen=True)
 class SubjectData:
     """One model that holds a person's data.
 
@@ -105,7 +127,8 @@ class SubjectData:
     ``text_index`` is the full-text index the database keeps of the rows (``agentstate.search``):
     its entries go with the rows, in their transaction; the storage clean-up after an erasure
     compacts it, so that no erased word stays in its pages. ``portable`` says how the rows travel
-    in the portable format.
+    in the portable format. ``derived_from``: the rows are made from sessions, and a session's
+    deletion reaches them (``DerivedFrom``).
     """
 
     model: type[models.Model]
@@ -122,6 +145,7 @@ class SubjectData:
     erase_roots: Callable[[list[Any]], int] | None = None
     text_index: TextIndex | None = None
     portable: Portable | None = None
+    derived_from: DerivedFrom | None = None
 
     @property
     def root(self) -> type[models.Model]:

@@ -14,7 +14,9 @@ As ADK's in-memory service: an event is remembered once (by its id) and only if 
 text; a memory forgotten with ``delete_memory`` stays forgotten when its session is added again
 (the item keeps its id and loses its content); ``search_memory`` finds memories sharing a word with
 the query, ranked by the store's search engine, at most ``max_results`` (10). Where it differs is
-in docs/CLIENT.md.
+in docs/CLIENT.md. A memory made from a session's events records the session and the event as its
+sources (``add_session_to_memory``, ``add_events_to_memory`` with a ``session_id``): deleting the
+session deletes the memories made only from it. ``add_memory``'s have none.
 """
 
 from __future__ import annotations
@@ -137,6 +139,15 @@ class AgentStateMemoryService(BaseMemoryService):
         in ADK, so an event remembered once is left as it is."""
         namespace, ttl = memory_namespace(app_name, user_id), self._ttl(custom_metadata)
         ops: dict[str, dict[str, Any]] = {}
+
+        def sources(event_id: str) -> list[dict[str, str]]:
+            """The session and event a memory was made from (none without a session id): the
+            server deletes the memory with its session."""
+            if session_id is None:
+                return []
+            session = {"session_id": identifier_encode(session_id), "app_name": identifier_encode(app_name)}
+            return [{**session, "ref": event_id}]
+
         for event in events:
             text = _event_text(event)
             if not text or event.id in ops:
@@ -156,6 +167,7 @@ class AgentStateMemoryService(BaseMemoryService):
                 "value": value,
                 "ttl": ttl,
                 "only_if": "absent",
+                "sources": sources(event.id),
             }
         await self._run(list(ops.values()))
 

@@ -16,6 +16,13 @@ whose value's strings hold any of the query's words (whole, any case, no stemmin
 with ``score`` set, filter, limit and offset applied to them. TTLs are in minutes, refreshed on
 read unless ``ttl={"refresh_on_read": False}`` or ``refresh_ttl=False`` says otherwise
 (docs/CLIENT.md).
+
+A memory that comes from a conversation can record it: with ``record_thread=True`` a put inside a
+graph run (a node's ``store.put(namespace, key, value)``) records the run's thread
+(``config["configurable"]["thread_id"]``) as the item's source, and deleting that thread on the
+server deletes the items made only from it::
+
+    store = AgentStateStore(url, api_key, record_thread=True)
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import httpx
+from langgraph.config import get_config
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -43,13 +51,24 @@ from agentstate.integrations.store_batch import StoreBatch, user_namespace
 __all__ = ["AgentStateStore", "user_namespace"]
 
 
-def _op_data(op: Op) -> dict[str, Any]:
+def _run_thread() -> str | None:
+    """The thread of the graph run this call is made in, if any."""
+    try:
+        thread_id = get_config().get("configurable", {}).get("thread_id")
+    except RuntimeError:  # not inside a run
+        return None
+    return None if thread_id is None else str(thread_id)
+
+
+def _op_data(op: Op, *, record_thread: bool = False) -> dict[str, Any]:
     validate_op_namespace(op)  # a label with "." or NUL, or empty: LangGraph's InvalidNamespaceError
     if isinstance(op, GetOp):
         return {"op": "get", "namespace": list(op.namespace), "key": op.key, "refresh_ttl": op.refresh_ttl}
     if isinstance(op, PutOp):
         value = None if op.value is None else dict(op.value)
-        return {"op": "put", "namespace": list(op.namespace), "key": op.key, "value": value, "ttl": op.ttl}
+        data = {"op": "put", "namespace": list(op.namespace), "key": op.key, "value": value, "ttl": op.ttl}
+        thread_id = _run_thread() if record_thread and value is not None else None
+        return data if thread_id is None else {**data, "sources": [{"thread_id": thread_id}]}
     if isinstance(op, SearchOp):
         return {
             "op": "search",
@@ -82,7 +101,8 @@ def _result(op: Op, data: Any) -> Result:
 
 class AgentStateStore(StoreBatch, BaseStore):
     """LangGraph store on an agentstate server; ``ttl`` is LangGraph's ``TTLConfig`` (a default
-    TTL in minutes, whether reads refresh it)."""
+    TTL in minutes, whether reads refresh it); ``record_thread``: a put inside a graph run records
+    the run's thread as the item's source."""
 
     supports_ttl = True
 
@@ -96,22 +116,24 @@ class AgentStateStore(StoreBatch, BaseStore):
         retries: int = 2,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
+        record_thread: bool = False,
     ) -> None:
         super().__init__(
             base_url, api_key, timeout=timeout, retries=retries, transport=transport, async_transport=async_transport
         )
         self.ttl_config = ttl
+        self.record_thread = record_thread
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         if not ops:
             return []
-        results = self.batch_raw([_op_data(op) for op in ops])
+        results = self.batch_raw([_op_data(op, record_thread=self.record_thread) for op in ops])
         return [_result(op, data) for op, data in zip(ops, results, strict=True)]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         if not ops:
             return []
-        results = await self.abatch_raw([_op_data(op) for op in ops])
+        results = await self.abatch_raw([_op_data(op, record_thread=self.record_thread) for op in ops])
         return [_result(op, data) for op, data in zip(ops, results, strict=True)]

@@ -30,6 +30,12 @@ def _thread_pk(*, tenant: Tenant, thread_id: str) -> Subquery:
     return Subquery(LangGraphThread.objects.filter(tenant=tenant, thread_key=key).values("pk"))
 
 
+def thread_session_pk(*, tenant: Tenant, thread_id: str, user_id: str) -> int | None:
+    """The session of the tenant's thread, when ``user_id`` owns it (a memory item's source)."""
+    threads = LangGraphThread.objects.filter(tenant=tenant, thread_key=thread_key(thread_id), user_id=user_id)
+    return threads.values_list("pk", flat=True).first()
+
+
 def clean_filter(value: dict[str, Any] | None) -> dict[str, Any]:
     """The ``filter`` query parameter (parsed from its JSON text): metadata keys and the values
     they equal; none when absent or blank."""

@@ -159,7 +159,8 @@ def session_end(*, session: Session, expected_version: int | None = None) -> Ses
 def session_delete(*, session: Session, expected_version: int | None = None) -> dict[str, int]:
     """Delete the session with its messages, rounds, checkpoints, transitions and working state,
     with ``expected_version`` only if nobody changed it meanwhile. User data (userdata_app) is a
-    different lifecycle and is never touched."""
+    different lifecycle: only what the map declares derived from the session goes with it (the
+    memories made only from it, ``agentstate.subject_data.DerivedFrom``)."""
     check_version(lock_session(session), expected_version)
     session_hold_check(session)
     working_state_clear_on_commit([session.pk])

@@ -19,10 +19,12 @@ from userdata_app.memory import selectors, services
 class StoreBatchInput(StrictInput):
     ops = serializers.ListField(
         child=serializers.JSONField(),
-        help_text='Operations run in one transaction: {"op": "get", namespace, key, refresh_ttl}, '
-        '{"op": "put", namespace, key, value (object, or null to delete), ttl (minutes or null), only_if}, '
+        help_text='Operations run in one transaction: {"op": "get", namespace, key, refresh_ttl, with_sources}, '
+        '{"op": "put", namespace, key, value (object, or null to delete), ttl (minutes or null), only_if, '
+        "sources ([{session_id, app_name, ref} or {thread_id, ref}]: what the item was made from, added to "
+        "its own; deleting such a session here deletes the items made only from it)}, "
         '{"op": "forget", namespace, key, ttl} (a live item\'s value becomes {"forgotten": true}), '
-        '{"op": "search", namespace_prefix, filter, limit, offset, query, refresh_ttl}, '
+        '{"op": "search", namespace_prefix, filter, limit, offset, query, refresh_ttl, with_sources}, '
         '{"op": "list_namespaces", prefix, suffix, max_depth, limit, offset}. A stored item\'s '
         'namespace must start with ["users", "<user_id>"].',
     )
@@ -37,7 +39,8 @@ class StoreBatchInput(StrictInput):
 class StoreBatchOut(serializers.Serializer):
     results = serializers.ListField(
         child=serializers.JSONField(allow_null=True),
-        help_text="One per operation, in order: an item or null (get), a list of items (search), a list "
+        help_text="One per operation, in order: an item or null (get), a list of items (search; an item "
+        "read with_sources carries its sources, [] for none), a list "
         "of namespaces (list_namespaces), null (put, forget).",
     )
 

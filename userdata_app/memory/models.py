@@ -8,6 +8,7 @@ models belong to ``userdata_app`` (``Meta.app_label``), their code lives with th
 from django.db import models
 from django.utils import timezone
 
+from agentstate.subject_data import derived_cascade
 from agentstate.tenancy.models import SubjectOwned
 
 NAMESPACE_MAX_LENGTH = 1024
@@ -45,3 +46,61 @@ class MemoryItem(SubjectOwned):
     def __str__(self) -> str:
         # No namespace or key: they name the person (staff's admin log keeps this text).
         return f"Memory item #{self.pk}"
+
+
+class MemorySource(models.Model):
+    """What a memory item was made from: a session (ADK's ``session_id`` under its ``app_name``, or
+    a LangGraph ``thread_id``) and, where known, the event, message or checkpoint within it
+    (``ref``). ``linked_session`` links the source to the session when it is kept here: deleting the
+    session deletes the items made only from it (``services.memory_sources_session_deleted``). A source naming a session
+    kept elsewhere stays text."""
+
+    item = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="sources", db_index=False)
+    linked_session = models.ForeignKey(
+        "sessions_app.Session", null=True, blank=True, on_delete=derived_cascade, related_name="+", db_index=False
+    )
+    app_name = models.CharField(max_length=KEY_MAX_LENGTH, blank=True, default="")
+    session_id = models.CharField(max_length=KEY_MAX_LENGTH, blank=True, default="")
+    thread_id = models.TextField(blank=True, default="")
+    ref = models.CharField(max_length=KEY_MAX_LENGTH, blank=True, default="")
+    # The session was deleted and the tenant's memory policy kept the item (made only from deleted
+    # sessions, it waits for review).
+    session_deleted = models.BooleanField(default=False)
+
+    class Meta:
+        app_label = "userdata_app"
+        verbose_name = "memory source"
+        constraints = [
+            # Serves: an item's sources (export, the admin, a put adding a source again: idempotent).
+            models.UniqueConstraint(
+                fields=["item", "app_name", "session_id", "thread_id", "ref"], name="memory_source_unique"
+            ),
+        ]
+        indexes = [
+            # Serves: a session's derived memories (its delete, the admin).
+            models.Index(
+                fields=["linked_session"],
+                name="memory_source_session",
+                condition=models.Q(linked_session__isnull=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Source #{self.pk} of memory item #{self.item_id}"
+
+
+class MemoryPolicy(models.Model):
+    """The tenant's memory policy (the user-data layer's, not process state's ``RetentionPolicy``):
+    ``keep_derived`` keeps a memory whose last source session is deleted, for review (its sources
+    marked ``session_deleted``), rather than deleting it with the session."""
+
+    tenant = models.OneToOneField("tenancy.Tenant", on_delete=models.CASCADE, related_name="+")
+    keep_derived = models.BooleanField(default=False)
+
+    class Meta:
+        app_label = "userdata_app"
+        verbose_name = "memory policy"
+        verbose_name_plural = "memory policies"
+
+    def __str__(self) -> str:
+        return f"Memory policy of tenant #{self.tenant_id}"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 from django.db import connections, router
@@ -18,10 +20,11 @@ from agentstate.subject_data import rows_held
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 from userdata_app.memory import filters
-from userdata_app.memory.models import MemoryItem
+from userdata_app.memory.models import MemoryItem, MemorySource
 
 SEPARATOR = "."  # between a namespace's labels; LangGraph refuses it inside a label
 USERS = "users"  # the first label of every namespace that names its person: ("users", <user_id>, ...)
+SOURCE_COLUMNS = ("session_id", "app_name", "thread_id", "ref")  # a source as the API writes it
 WILDCARD = "*"  # matches any one label in list_namespaces' prefix and suffix
 
 
@@ -80,6 +83,18 @@ def item_data(item: MemoryItem) -> dict[str, Any]:
         "created_at": item.created_at.isoformat(),
         "updated_at": item.updated_at.isoformat(),
     }
+
+
+def items_sources(pks: Iterable[int]) -> dict[int, list[dict[str, str]]]:
+    """The sources of these items (lineage), in one query: each a session (``session_id`` and
+    ``app_name``, or ``thread_id``) and a ``ref`` within it, ``session_deleted`` true where the
+    session is gone and the memory policy kept the item; an item made of none has []."""
+    found: dict[int, list[dict[str, str]]] = defaultdict(list)
+    columns = (*SOURCE_COLUMNS, "session_deleted")
+    rows = MemorySource.objects.filter(item__in=list(pks)).order_by("item", "pk")
+    for item_pk, *values in rows.values_list("item", *columns):
+        found[item_pk].append({name: value for name, value in zip(columns, values, strict=True) if value})
+    return found
 
 
 def filtered(
@@ -217,8 +232,12 @@ def memory_namespaces(
 def subject_memory_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str, Any]]:
     """The person's items (expired ones not yet swept included: they are still held)."""
     rows = MemoryItem.objects.filter(tenant=tenant, user_id=user_id).order_by("namespace", "key")
-    for item in rows.iterator(chunk_size=500):
-        yield {**item_data(item), "expires_at": item.expires_at.isoformat() if item.expires_at else None}
+    items = rows.iterator(chunk_size=500)
+    while chunk := list(islice(items, 500)):
+        sources = items_sources(item.pk for item in chunk)
+        for item in chunk:
+            expires_at = item.expires_at.isoformat() if item.expires_at else None
+            yield {**item_data(item), "expires_at": expires_at, "sources": sources.get(item.pk, [])}
 
 
 def memory_items_expired_held() -> int:

@@ -21,18 +21,22 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import models, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from agentstate import search
-from agentstate.exceptions import InvalidInput, PersonKeyRefused
+from agentstate.exceptions import InvalidInput, NotFound, PersonKeyRefused
 from agentstate.holds.services import hold_check, holds_lock
 from agentstate.subject_data import rows_held
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
+from sessions_app.langgraph.selectors import thread_session_pk
+from sessions_app.selectors import session_get
 from userdata_app.memory import filters, selectors
-from userdata_app.memory.models import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, MemoryItem
+from userdata_app.memory.models import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, MemoryItem, MemoryPolicy, MemorySource
+from userdata_app.memory.selectors import SOURCE_COLUMNS
 
 MAX_OPS = 1000
 MAX_LIMIT = 1000
@@ -41,6 +45,8 @@ MAX_TTL_MINUTES = 100 * 365 * 24 * 60  # a century: beyond it, no expiry means t
 ABSENT, PRESENT = "absent", "present"
 CONDITIONS = (ABSENT, PRESENT)  # a put's only_if
 FORGOTTEN = {"forgotten": True}  # a forgotten item's value: its key kept, its content gone
+MAX_SOURCES = 100  # a put's sources
+THREAD_ID_MAX_LENGTH = 4096  # a source's LangGraph thread id
 
 
 def _field(i: int, name: str) -> str:
@@ -136,10 +142,10 @@ def _ttl(value: Any, *, field: str) -> float | None:
 
 def _op(i: int, op: Any) -> dict[str, Any]:
     fields = {
-        "get": {"namespace", "key", "refresh_ttl"},
-        "put": {"namespace", "key", "value", "ttl", "only_if"},
+        "get": {"namespace", "key", "refresh_ttl", "with_sources"},
+        "put": {"namespace", "key", "value", "ttl", "only_if", "sources"},
         "forget": {"namespace", "key", "ttl"},
-        "search": {"namespace_prefix", "filter", "limit", "offset", "query", "refresh_ttl"},
+        "search": {"namespace_prefix", "filter", "limit", "offset", "query", "refresh_ttl", "with_sources"},
         "list_namespaces": {"prefix", "suffix", "max_depth", "limit", "offset"},
     }
     kind = op.get("op") if isinstance(op, dict) else None
@@ -157,10 +163,11 @@ def _op(i: int, op: Any) -> dict[str, Any]:
             "key": _text(op.get("key"), field=_field(i, "key"), max_length=KEY_MAX_LENGTH),
         }
         if kind == "get":
-            return {"op": kind, **clean, "refresh_ttl": _flag(op.get("refresh_ttl"), field=_field(i, "refresh_ttl"))}
+            refresh_ttl = _flag(op.get("refresh_ttl"), field=_field(i, "refresh_ttl"))
+            return {"op": kind, **clean, "refresh_ttl": refresh_ttl, "with_sources": _with_sources(i, op)}
         if kind == "forget":  # a put of the forgotten value where a live item has the key
             ttl = _ttl(op.get("ttl"), field=_field(i, "ttl"))
-            return {"op": kind, **clean, "value": FORGOTTEN, "ttl": ttl, "only_if": PRESENT}
+            return {"op": kind, **clean, "value": FORGOTTEN, "ttl": ttl, "only_if": PRESENT, "sources": []}
         value = op.get("value")
         if value is not None:
             clean_json(value, field=_field(i, "value"), require_object=True)
@@ -171,7 +178,8 @@ def _op(i: int, op: Any) -> dict[str, Any]:
                 _field(i, "only_if"), f"must be null or one of {', '.join(CONDITIONS)}, on a put with a value."
             )
         ttl = _ttl(op.get("ttl"), field=_field(i, "ttl"))
-        return {"op": kind, **clean, "value": value, "ttl": ttl, "only_if": only_if}
+        sources = _sources(op.get("sources"), field=_field(i, "sources"), value=value)
+        return {"op": kind, **clean, "value": value, "ttl": ttl, "only_if": only_if, "sources": sources}
     limits = {"limit": (0, MAX_LIMIT, 10 if kind == "search" else 100), "offset": (0, MAX_OFFSET, 0)}
     clean = {
         name: _whole(op.get(name), field=_field(i, name), low=low, high=high, default=default)
@@ -192,6 +200,7 @@ def _op(i: int, op: Any) -> dict[str, Any]:
             "namespace_prefix": _namespace(op.get("namespace_prefix", []), field=_field(i, "namespace_prefix")),
             "filter": _filter(op.get("filter"), field=_field(i, "filter")),
             "refresh_ttl": _flag(op.get("refresh_ttl"), field=_field(i, "refresh_ttl")),
+            "with_sources": _with_sources(i, op),
         }
     paths = {
         name: None if op.get(name) is None else _namespace(op.get(name), field=_field(i, name))
@@ -199,6 +208,40 @@ def _op(i: int, op: Any) -> dict[str, Any]:
     }
     max_depth = _whole(op.get("max_depth"), field=_field(i, "max_depth"), low=1, high=MAX_OFFSET, default=None)
     return {"op": kind, **clean, **paths, "max_depth": max_depth}
+
+
+def _with_sources(i: int, op: dict[str, Any]) -> bool:
+    """Whether a read returns its items' sources: only when asked (false by default)."""
+    return _flag(op.get("with_sources", False), field=_field(i, "with_sources"))
+
+
+def _sources(sources: Any, *, field: str, value: Any) -> list[dict[str, str]]:
+    """A put's sources (lineage): each a session, ``{"session_id", "app_name"}`` (ADK's, or the REST
+    API's own with no app) or ``{"thread_id"}`` (LangGraph's), with a ``ref`` within it where known
+    (an event's id, a message's seq, a checkpoint's id)."""
+    if sources is None:
+        return []
+    if not isinstance(sources, list) or len(sources) > MAX_SOURCES:
+        raise InvalidInput.for_field(field, f"must be a list of at most {MAX_SOURCES} sources.")
+    if sources and value is None:
+        raise InvalidInput.for_field(field, "must be empty on a delete (a put with no value).")
+    clean = []
+    for j, source in enumerate(sources):
+        where = f"{field}[{j}]"
+        if not isinstance(source, dict) or set(source) - set(SOURCE_COLUMNS):
+            raise InvalidInput.for_field(where, f"must be an object of {', '.join(SOURCE_COLUMNS)}.")
+        if bool(source.get("session_id")) == bool(source.get("thread_id")):
+            raise InvalidInput.for_field(where, "must name one session: a session_id or a thread_id.")
+        limits = {"thread_id": THREAD_ID_MAX_LENGTH}
+        clean.append(
+            {
+                name: _text(source.get(name, ""), field=f"{where}.{name}", max_length=limits.get(name, KEY_MAX_LENGTH))
+                if source.get(name, "") != ""
+                else ""
+                for name in SOURCE_COLUMNS
+            }
+        )
+    return clean
 
 
 def memory_ops_clean(ops: Any) -> list[dict[str, Any]]:
@@ -277,6 +320,70 @@ def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> 
                 }
             ),
         )
+    _sources_record(tenant, [op for op in puts.values() if op["value"] is not None])
+
+
+def _sources_record(tenant: Tenant, ops: list[dict[str, Any]]) -> None:
+    """Add each put's sources to its item (a source it has already is kept once: ADK adds a
+    session again as it grows). A source naming a session of the item's person kept here is linked
+    to it, so that the session's deletion reaches the item (``models._derived_cascade``)."""
+    ops = [op for op in ops if op["sources"]]
+    if not ops:
+        return
+    wanted = Q()
+    for op in ops:
+        wanted |= Q(namespace=selectors.namespace_text(op["namespace"]), key=op["key"])
+    items = {(i.namespace, i.key): i for i in MemoryItem.objects.filter(wanted, tenant=tenant).only("pk", "user_id")}
+    sessions: dict[tuple[str, ...], int | None] = {}
+    rows = []
+    for op in ops:
+        item = items.get((selectors.namespace_text(op["namespace"]), op["key"]))
+        if item is None:  # a conditional put that stored nothing
+            continue
+        for source in op["sources"]:
+            found = (item.user_id, source["app_name"], source["session_id"], source["thread_id"])
+            if found not in sessions:
+                sessions[found] = _source_session_pk(tenant, item.user_id, source)
+            rows.append(MemorySource(item=item, linked_session_id=sessions[found], **source))
+    MemorySource.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def _source_session_pk(tenant: Tenant, user_id: str, source: dict[str, str]) -> int | None:
+    """The person's session a source names, when it is kept here."""
+    if source["thread_id"]:
+        return thread_session_pk(tenant=tenant, thread_id=source["thread_id"], user_id=user_id)
+    try:
+        return session_get(
+            tenant=tenant, user_id=user_id, session_id=source["session_id"], app_name=source["app_name"]
+        ).pk
+    except NotFound:
+        return None
+
+
+def memory_sources_session_deleted(collector: Any, field: Any, sub_objs: Any, using: str) -> None:
+    """A session being deleted (``DerivedFrom``): its sources go with it, and so do the items left
+    with no source (the memories made only from it), in the delete's own collection and
+    transaction; where the tenant's memory policy keeps them, they stay for review, their sources
+    unlinked and marked ``session_deleted``. A memory made from several sessions loses the deleted
+    one and stays. An item deleted takes its sources itself, so none is collected twice (a dry run
+    counts each once)."""
+    gone = {source.pk for source in (*sub_objs, *collector.data.get(MemorySource, ()))}
+    item_pks = {source.item_id for source in sub_objs}
+    others = MemorySource.objects.using(using).filter(item__in=item_pks).exclude(pk__in=gone)
+    orphans = MemoryItem.objects.using(using).filter(pk__in=item_pks).exclude(pk__in=others.values("item"))
+    kept = MemoryPolicy.objects.using(using).filter(keep_derived=True).values("tenant")
+    deleted = list(orphans.exclude(tenant__in=kept))
+    doomed = {item.pk for item in deleted}
+    reviewed = set(orphans.filter(tenant__in=kept).values_list("pk", flat=True))
+    marked = [source for source in sub_objs if source.item_id in reviewed]
+    going = MemorySource.objects.using(using).filter(
+        pk__in=[s.pk for s in sub_objs if s.item_id not in doomed | reviewed]
+    )
+    models.CASCADE(collector, field, going, using)
+    collector.collect(deleted, source=MemorySource, nullable=False)
+    if marked:
+        collector.add_field_update(field, None, marked)
+        collector.add_field_update(MemorySource._meta.get_field("session_deleted"), True, marked)
 
 
 def _search(tenant: Tenant, op: dict[str, Any]) -> list[tuple[MemoryItem, float | None]]:
@@ -290,6 +397,21 @@ def _search(tenant: Tenant, op: dict[str, Any]) -> list[tuple[MemoryItem, float 
     user_id = selectors.label_user(prefix[1]) if len(prefix) >= 2 and prefix[0] == selectors.USERS else None
     hits = search.search_memories(tenant, user_id, op["query"], **scope, **page)
     return [(hit.item, hit.score) for hit in hits]
+
+
+def _read(item: MemoryItem, op: dict[str, Any]) -> dict[str, Any]:
+    """An item as a get or search returns it; marked for its sources when the op asks for them
+    (``with_sources``: a client from before lineage builds LangGraph's ``Item`` of the fields it knew)."""
+    return {**selectors.item_data(item), **({"_pk": item.pk} if op["with_sources"] else {})}
+
+
+def _sources_attach(results: list[Any]) -> None:
+    """Each item read with ``with_sources`` gets its sources (one query for the batch's items)."""
+    read = [item for result in results if result for item in (result if isinstance(result, list) else [result])]
+    read = [item for item in read if isinstance(item, dict) and "_pk" in item]
+    sources = selectors.items_sources(item["_pk"] for item in read) if read else {}
+    for item in read:
+        item["sources"] = sources.get(item.pop("_pk"), [])
 
 
 def memory_ops_confine(ops: list[dict[str, Any]], *, user_id: str) -> list[dict[str, Any]]:
@@ -332,12 +454,12 @@ def memory_batch(*, tenant: Tenant, ops: Any, user_id: str | None = None) -> lis
             )
             if item is not None and op["refresh_ttl"]:
                 refreshed.append(item)
-            results.append(selectors.item_data(item) if item is not None else None)
+            results.append(_read(item, op) if item is not None else None)
         elif kind == "search":
             hits = _search(tenant, op)
             if op["refresh_ttl"]:
                 refreshed += [item for item, _ in hits]
-            results.append([{**selectors.item_data(item), "score": score} for item, score in hits])
+            results.append([{**_read(item, op), "score": score} for item, score in hits])
         elif kind == "list_namespaces":
             results.append(
                 selectors.memory_namespaces(
@@ -360,6 +482,7 @@ def memory_batch(*, tenant: Tenant, ops: Any, user_id: str | None = None) -> lis
             results.append(None)
     _refresh(refreshed, now)
     _write(tenant, puts, now)
+    _sources_attach(results)
     return results
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from agentstate.subject_data import Export, Portable, SubjectData, register
+from agentstate.subject_data import DerivedFrom, Export, Portable, SubjectData, register, register_not_personal
 from agentstate.subjects import USER_DATA
-from userdata_app.memory.models import MemoryItem
+from userdata_app.memory.models import MemoryItem, MemorySource
 from userdata_app.memory.selectors import MEMORY_INDEX, subject_memory_export
+from userdata_app.memory.services import memory_sources_session_deleted
 
 CATEGORY = "memories"
 
@@ -22,5 +23,12 @@ def declare() -> None:
             export=Export(CATEGORY, subject_memory_export),
             text_index=MEMORY_INDEX,
             portable=Portable("memory", order=("namespace", "key"), key=("namespace", "key")),
+            # A memory made from sessions goes with the last of them (or stays for review).
+            derived_from=DerivedFrom(MemorySource, memory_sources_session_deleted),
         ),
     )
+    register_not_personal(
+        "userdata_app.MemorySource",
+        "which sessions an item was made from: erased with its item (the cascade), exported in its record",
+    )
+    register_not_personal("userdata_app.MemoryPolicy", "a tenant's setting, nothing of a person")

@@ -1,0 +1,166 @@
+"""Memory lineage: an item records the sessions it was made from, and a session's deletion takes
+the items made only from it (the tenant's memory policy may keep them, flagged), whichever way
+the session goes: the API, retention, an erasure of process state."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from agentstate.exceptions import InvalidInput
+from sessions_app import services as sessions
+from sessions_app.models import RetentionPolicy, Session
+from sessions_app.services.retention import retention_apply
+from userdata_app.memory.models import MemoryItem, MemoryPolicy
+from userdata_app.memory.selectors import items_sources
+from userdata_app.memory.services import memory_batch
+
+NS = ["users", "ada", "facts"]
+
+
+def put(tenant, key: str, *sources: dict, value: dict | None = None) -> None:
+    op = {"op": "put", "namespace": NS, "key": key, "value": value or {"k": key}, "sources": list(sources)}
+    memory_batch(tenant=tenant, ops=[op])
+
+
+def get(tenant, key: str) -> dict | None:
+    [item] = memory_batch(tenant=tenant, ops=[{"op": "get", "namespace": NS, "key": key, "with_sources": True}])
+    return item
+
+
+def keys(tenant) -> list[str]:
+    return sorted(MemoryItem.objects.filter(tenant=tenant).values_list("key", flat=True))
+
+
+def of(session_id: str, ref: str = "") -> dict:
+    return {"session_id": session_id, **({"ref": ref} if ref else {})}
+
+
+@pytest.fixture
+def two_sessions(tenant):
+    return [sessions.session_create(tenant=tenant, user_id="ada", session_id=s) for s in ("s1", "s2")]
+
+
+@pytest.mark.django_db
+def test_an_item_made_only_from_a_deleted_session_goes_with_it_one_made_from_two_stays(tenant, two_sessions, api):
+    put(tenant, "only-s1", of("s1", "m1"))
+    put(tenant, "both", of("s1"))
+    put(tenant, "both", of("s2"))  # another run adds its session: the sources add up
+    put(tenant, "none")
+    assert get(tenant, "both")["sources"] == [{"session_id": "s1"}, {"session_id": "s2"}]
+    assert get(tenant, "only-s1")["sources"] == [{"session_id": "s1", "ref": "m1"}]
+    assert get(tenant, "none")["sources"] == []  # made of no session: says so
+
+    response = api.delete("/api/v1/users/ada/sessions/s1/")
+    assert response.status_code == 204, response.content
+    assert keys(tenant) == ["both", "none"]
+    assert get(tenant, "both")["sources"] == [{"session_id": "s2"}]
+
+    sessions.session_delete(session=two_sessions[1])
+    assert keys(tenant) == ["none"]
+
+
+@pytest.mark.django_db
+def test_a_source_is_recorded_once_however_often_it_is_put(tenant, two_sessions):
+    for _ in range(2):
+        put(tenant, "k", of("s1", "e1"), of("s1", "e1"))
+    assert get(tenant, "k")["sources"] == [{"session_id": "s1", "ref": "e1"}]
+
+
+@pytest.mark.django_db
+def test_a_read_returns_sources_only_when_asked_as_older_clients_expect(tenant, two_sessions):
+    put(tenant, "k", of("s1"))
+    [item, [hit]] = memory_batch(
+        tenant=tenant,
+        ops=[{"op": "get", "namespace": NS, "key": "k"}, {"op": "search", "namespace_prefix": NS}],
+    )
+    assert set(item) == {"namespace", "key", "value", "created_at", "updated_at"}
+    assert "sources" not in hit
+
+
+@pytest.mark.django_db
+def test_another_persons_session_or_one_kept_elsewhere_is_recorded_and_not_linked(tenant, two_sessions):
+    sessions.session_create(tenant=tenant, user_id="bob", session_id="b1")
+    put(tenant, "k", of("b1"), of("elsewhere"))
+    Session.objects.filter(user_id="bob").delete()
+    assert get(tenant, "k")["sources"] == [{"session_id": "b1"}, {"session_id": "elsewhere"}]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "sources, field",
+    [
+        ("s1", "ops[0].sources"),
+        ([{"session_id": "s1", "thread_id": "t"}], "ops[0].sources[0]"),
+        ([{}], "ops[0].sources[0]"),
+        ([{"session_id": 1}], "ops[0].sources[0].session_id"),
+        ([{"session": "s1"}], "ops[0].sources[0]"),
+    ],
+)
+def test_bad_sources_are_refused_and_nothing_is_stored(tenant, sources, field):
+    op = {"op": "put", "namespace": NS, "key": "k", "value": {}, "sources": sources}
+    with pytest.raises(InvalidInput) as refused:
+        memory_batch(tenant=tenant, ops=[op])
+    assert field in refused.value.fields
+    assert keys(tenant) == []
+
+
+@pytest.mark.django_db
+def test_the_tenants_memory_policy_keeps_an_orphan_flagged_for_review(tenant, two_sessions):
+    MemoryPolicy.objects.create(tenant=tenant, keep_derived=True)
+    put(tenant, "only-s1", of("s1"))
+    sessions.session_delete(session=two_sessions[0])
+    assert get(tenant, "only-s1")["sources"] == [{"session_id": "s1", "session_deleted": True}]
+
+
+@pytest.mark.django_db
+def test_retention_deleting_an_ended_session_takes_its_derived_items_and_counts_them(tenant, two_sessions):
+    put(tenant, "only-s1", of("s1"))
+    put(tenant, "both", of("s1"), of("s2"))
+    ended = timezone.now() - timedelta(days=40)
+    Session.objects.filter(pk=two_sessions[0].pk).update(ended_at=ended, updated_at=ended)
+    RetentionPolicy.objects.create(tenant=tenant, delete_ended_after_days=30)
+
+    dry = retention_apply(tenant=tenant, dry_run=True)
+    assert keys(tenant) == ["both", "only-s1"]
+    run = retention_apply(tenant=tenant)
+    assert keys(tenant) == ["both"]
+    assert run.counts == dry.counts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_derives_the_sources_of_adk_memories_stored_before_it(tenant):
+    """Migration 0018 on rows written before it: an ADK memory's session id (in its value) becomes
+    its source, linked where the session is kept here; other items have none."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("userdata_app", "0017_erasure_receipt_withheld")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        old = executor.loader.project_state(before).apps
+        old_session = old.get_model("sessions_app", "Session")
+        old_item = old.get_model("userdata_app", "MemoryItem")
+        kept = old_session.objects.create(tenant_id=tenant.pk, user_id="ada", session_id="a%2Fb", app_name="notes.app")
+        adk = "users.ada.adk-memory.notes%2Eapp"
+        for namespace, key, value in [
+            (adk, "e1", {"text": "kept here", "session_id": "a/b"}),
+            (adk, "e2", {"text": "kept elsewhere", "session_id": "other"}),
+            (adk, "m1", {"text": "add_memory's", "custom_metadata": {}}),
+            ("users.ada.facts", "lg", {"session_id": "a/b"}),  # not ADK's: its value is the caller's
+        ]:
+            old_item.objects.create(tenant_id=tenant.pk, user_id="ada", namespace=namespace, key=key, value=value)
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    items = {item.key: item.pk for item in MemoryItem.objects.all()}
+    sources = items_sources(items.values())
+    assert sources[items["e1"]] == [{"session_id": "a%2Fb", "app_name": "notes.app", "ref": "e1"}]
+    assert sources[items["e2"]] == [{"session_id": "other", "app_name": "notes.app", "ref": "e2"}]
+    assert items["m1"] not in sources and items["lg"] not in sources
+
+    sessions.session_delete(session=Session.objects.get(pk=kept.pk))
+    assert keys(tenant) == ["e2", "lg", "m1"]
