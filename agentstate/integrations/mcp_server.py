@@ -316,7 +316,10 @@ def main(argv: list[str]) -> None:
         import uvicorn
 
         server = build_server(Settings(api_url=args.url, user_id=args.user))
-        uvicorn.run(http_app(server, host=args.host), host=args.host, port=args.port, log_level="warning")
+        # An idle connection kept longer than a proxy keeps it (gunicorn's 75 s; uvicorn's default is
+        # 5 s), so the proxy closes first and never sends a tool call into a closing socket.
+        app = http_app(server, host=args.host)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_keep_alive=75)
         return
     key = os.environ.get(API_KEY_ENV)
     if not key:
