@@ -35,6 +35,7 @@ from langgraph.config import get_config
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     Op,
@@ -43,6 +44,9 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
     validate_op_namespace,
 )
 
@@ -89,6 +93,42 @@ def _op_data(op: Op, *, record_thread: bool = False) -> dict[str, Any]:
     raise ValueError(f"Unknown operation type: {type(op)}")
 
 
+class _Index:
+    """The caller's ``IndexConfig``, as LangGraph's ``InMemoryStore`` reads it: the embedder runs
+    here, in the caller's process; a put sends one vector per field path (a ``[*]`` path one per
+    element, ``path.0``, ``path.1``, ...), a search with a query the query's vector."""
+
+    def __init__(self, config: IndexConfig) -> None:
+        self.embeddings = ensure_embeddings(config.get("embed"))
+        self.fields = [(p, p if p == "$" else tokenize_path(p)) for p in (config.get("fields") or ["$"])]
+
+    def texts(self, ops: list[Op]) -> list[tuple[int, str, str]]:
+        """(op's position, field path, text) of every text a batch's puts index."""
+        found = []
+        for i, op in enumerate(ops):
+            if not isinstance(op, PutOp) or op.value is None or op.index is False:
+                continue
+            paths = self.fields if op.index is None else [(p, tokenize_path(p)) for p in op.index]
+            for path, tokens in paths:
+                texts = get_text_at_path(op.value, tokens)
+                named = [(f"{path}.{j}", text) for j, text in enumerate(texts)] if len(texts) > 1 else []
+                found += [(i, name, text) for name, text in named or [(path, t) for t in texts]]
+        return found
+
+    def queries(self, ops: list[Op]) -> list[str]:
+        return sorted({op.query for op in ops if isinstance(op, SearchOp) and op.query})
+
+    def attach(self, ops: list[Op], data: list[dict[str, Any]], texts, vectors, queries, query_vectors) -> None:
+        for (i, path, _), vector in zip(texts, vectors, strict=True):
+            data[i].setdefault("vectors", []).append({"path": path, "vector": [float(x) for x in vector]})
+        by_query = dict(zip(queries, query_vectors, strict=True))
+        for op, sent in zip(ops, data, strict=True):
+            if isinstance(op, PutOp) and op.value is not None:
+                sent.setdefault("vectors", [])  # a put the index leaves out keeps no vector
+            if isinstance(op, SearchOp) and op.query:
+                sent["vector"] = [float(x) for x in by_query[op.query]]
+
+
 def _result(op: Op, data: Any) -> Result:
     if isinstance(op, GetOp):
         return None if data is None else Item(**data)
@@ -117,23 +157,40 @@ class AgentStateStore(StoreBatch, BaseStore):
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
         record_thread: bool = False,
+        index: IndexConfig | None = None,
     ) -> None:
         super().__init__(
             base_url, api_key, timeout=timeout, retries=retries, transport=transport, async_transport=async_transport
         )
         self.ttl_config = ttl
         self.record_thread = record_thread
+        self.index_config = index
+        self._index = _Index(index) if index else None
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         if not ops:
             return []
-        results = self.batch_raw([_op_data(op, record_thread=self.record_thread) for op in ops])
+        data = [_op_data(op, record_thread=self.record_thread) for op in ops]
+        if self._index is not None:
+            texts, queries = self._index.texts(ops), self._index.queries(ops)
+            embed = self._index.embeddings
+            vectors = embed.embed_documents([text for *_, text in texts]) if texts else []
+            query_vectors = [embed.embed_query(query) for query in queries]
+            self._index.attach(ops, data, texts, vectors, queries, query_vectors)
+        results = self.batch_raw(data)
         return [_result(op, data) for op, data in zip(ops, results, strict=True)]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         if not ops:
             return []
-        results = await self.abatch_raw([_op_data(op, record_thread=self.record_thread) for op in ops])
+        data = [_op_data(op, record_thread=self.record_thread) for op in ops]
+        if self._index is not None:
+            texts, queries = self._index.texts(ops), self._index.queries(ops)
+            embed = self._index.embeddings
+            vectors = await embed.aembed_documents([text for *_, text in texts]) if texts else []
+            query_vectors = [await embed.aembed_query(query) for query in queries]
+            self._index.attach(ops, data, texts, vectors, queries, query_vectors)
+        results = await self.abatch_raw(data)
         return [_result(op, data) for op, data in zip(ops, results, strict=True)]

@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import shutil
+import struct
 import subprocess
 import uuid
 from pathlib import Path
@@ -75,6 +76,7 @@ def markers_of(person: int) -> dict[str, str]:
         "memory_key",
         "memory",
         "adk_memory",
+        "vector",
         "artifact_name",
         "artifact",
         "usage",
@@ -181,6 +183,9 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
         "value": {},
     }
     memory["value"] = {"note": marks["memory"]}
+    # Its embedding (semantic search): float32 bytes that spell the mark (ASCII bytes: finite floats).
+    spelled = marks["vector"].encode().ljust(-(-len(marks["vector"]) // 4) * 4)
+    memory["vectors"] = [{"path": "note", "vector": struct.unpack(f"<{len(spelled) // 4}f", spelled)}]
     # An ADK memory (AgentStateMemoryService): an item of the same table under the ADK layout.
     adk_memory = {
         "op": "put",

@@ -104,3 +104,26 @@ class MemoryPolicy(models.Model):
 
     def __str__(self) -> str:
         return f"Memory policy of tenant #{self.tenant_id}"
+
+
+class MemoryVector(models.Model):
+    """One embedding of a memory item: the vector the caller's embedder made of the text at one
+    field ``path`` of its value (LangGraph's ``IndexConfig["fields"]``; a ``[*]`` path gives one
+    per element, ``path.0``, ``path.1``, ...), as float32 bytes. The server holds no model: it keeps
+    what the client sent and ranks by it (``vectors``). Part of its item: erased with it (the
+    cascade), exported in its record."""
+
+    item = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="vectors", db_index=False)
+    path = models.CharField(max_length=KEY_MAX_LENGTH)
+    vector = models.BinaryField()
+
+    class Meta:
+        app_label = "userdata_app"
+        verbose_name = "memory vector"
+        constraints = [
+            # Serves: an item's vectors (a search's join, a put replacing them, export).
+            models.UniqueConstraint(fields=["item", "path"], name="memory_vector_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Vector #{self.pk} of memory item #{self.item_id}"

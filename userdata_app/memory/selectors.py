@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
+import numpy as np
 from django.db import connections, router
 from django.db.models import BooleanField, Q, QuerySet
 from django.db.models.expressions import RawSQL
@@ -20,7 +21,7 @@ from agentstate.subject_data import rows_held
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 from userdata_app.memory import filters
-from userdata_app.memory.models import MemoryItem, MemorySource
+from userdata_app.memory.models import MemoryItem, MemorySource, MemoryVector
 
 SEPARATOR = "."  # between a namespace's labels; LangGraph refuses it inside a label
 USERS = "users"  # the first label of every namespace that names its person: ("users", <user_id>, ...)
@@ -94,6 +95,15 @@ def items_sources(pks: Iterable[int]) -> dict[int, list[dict[str, str]]]:
     rows = MemorySource.objects.filter(item__in=list(pks)).order_by("item", "pk")
     for item_pk, *values in rows.values_list("item", *columns):
         found[item_pk].append({name: value for name, value in zip(columns, values, strict=True) if value})
+    return found
+
+
+def items_vectors(pks: Iterable[int]) -> dict[int, dict[str, list[float]]]:
+    """The vectors of these items that have any (semantic search's), by field path, as numbers."""
+    found: dict[int, dict[str, list[float]]] = defaultdict(dict)
+    rows = MemoryVector.objects.filter(item__in=list(pks)).order_by("item", "path")
+    for item_pk, path, blob in rows.values_list("item", "path", "vector"):
+        found[item_pk][path] = np.frombuffer(blob, dtype="<f4").tolist()
     return found
 
 
@@ -235,9 +245,11 @@ def subject_memory_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str,
     items = rows.iterator(chunk_size=500)
     while chunk := list(islice(items, 500)):
         sources = items_sources(item.pk for item in chunk)
+        vectors = items_vectors(item.pk for item in chunk)
         for item in chunk:
             expires_at = item.expires_at.isoformat() if item.expires_at else None
-            yield {**item_data(item), "expires_at": expires_at, "sources": sources.get(item.pk, [])}
+            found = {"vectors": vectors[item.pk]} if item.pk in vectors else {}
+            yield {**item_data(item), "expires_at": expires_at, "sources": sources.get(item.pk, []), **found}
 
 
 def memory_items_expired_held() -> int:

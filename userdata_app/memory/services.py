@@ -34,7 +34,7 @@ from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
 from sessions_app.langgraph.selectors import thread_session_pk
 from sessions_app.selectors import session_get
-from userdata_app.memory import filters, selectors
+from userdata_app.memory import filters, selectors, vectors
 from userdata_app.memory.models import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, MemoryItem, MemoryPolicy, MemorySource
 from userdata_app.memory.selectors import SOURCE_COLUMNS
 
@@ -143,9 +143,9 @@ def _ttl(value: Any, *, field: str) -> float | None:
 def _op(i: int, op: Any) -> dict[str, Any]:
     fields = {
         "get": {"namespace", "key", "refresh_ttl", "with_sources"},
-        "put": {"namespace", "key", "value", "ttl", "only_if", "sources"},
+        "put": {"namespace", "key", "value", "ttl", "only_if", "sources", "vectors"},
         "forget": {"namespace", "key", "ttl"},
-        "search": {"namespace_prefix", "filter", "limit", "offset", "query", "refresh_ttl", "with_sources"},
+        "search": {"namespace_prefix", "filter", "limit", "offset", "query", "vector", "refresh_ttl", "with_sources"},
         "list_namespaces": {"prefix", "suffix", "max_depth", "limit", "offset"},
     }
     kind = op.get("op") if isinstance(op, dict) else None
@@ -179,7 +179,16 @@ def _op(i: int, op: Any) -> dict[str, Any]:
             )
         ttl = _ttl(op.get("ttl"), field=_field(i, "ttl"))
         sources = _sources(op.get("sources"), field=_field(i, "sources"), value=value)
-        return {"op": kind, **clean, "value": value, "ttl": ttl, "only_if": only_if, "sources": sources}
+        index = vectors.vectors_clean(op.get("vectors"), field=_field(i, "vectors"), stored=value is not None)
+        return {
+            "op": kind,
+            **clean,
+            "value": value,
+            "ttl": ttl,
+            "only_if": only_if,
+            "sources": sources,
+            "vectors": index,
+        }
     limits = {"limit": (0, MAX_LIMIT, 10 if kind == "search" else 100), "offset": (0, MAX_OFFSET, 0)}
     clean = {
         name: _whole(op.get(name), field=_field(i, name), low=low, high=high, default=default)
@@ -187,7 +196,13 @@ def _op(i: int, op: Any) -> dict[str, Any]:
     }
     if kind == "search":
         query = op.get("query")
-        if query is not None:
+        vector = None
+        if op.get("vector") is not None:  # a search by meaning: the query's words are not read
+            vector = vectors.vector_clean(op["vector"], field=_field(i, "vector"))
+            if not isinstance(query, str) or not query:
+                raise InvalidInput.for_field(_field(i, "query"), "must be the text the vector embeds.")
+            _text(query, field=_field(i, "query"), max_length=search.MAX_WORDS_QUERY_LENGTH)
+        elif query is not None:
             _text(query, field=_field(i, "query"), max_length=search.MAX_WORDS_QUERY_LENGTH)
             if search.query_words(query):
                 search.words_clean(query, field=_field(i, "query"))
@@ -197,6 +212,7 @@ def _op(i: int, op: Any) -> dict[str, Any]:
             "op": kind,
             **clean,
             "query": query,
+            "vector": vector,
             "namespace_prefix": _namespace(op.get("namespace_prefix", []), field=_field(i, "namespace_prefix")),
             "filter": _filter(op.get("filter"), field=_field(i, "filter")),
             "refresh_ttl": _flag(op.get("refresh_ttl"), field=_field(i, "refresh_ttl")),
@@ -321,6 +337,7 @@ def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> 
             ),
         )
     _sources_record(tenant, [op for op in puts.values() if op["value"] is not None])
+    vectors.vectors_replace(tenant, [op for op in puts.values() if op["value"] is not None], now)
 
 
 def _sources_record(tenant: Tenant, ops: list[dict[str, Any]]) -> None:
@@ -387,12 +404,15 @@ def memory_sources_session_deleted(collector: Any, field: Any, sub_objs: Any, us
 
 
 def _search(tenant: Tenant, op: dict[str, Any]) -> list[tuple[MemoryItem, float | None]]:
-    """A search op's items and scores: ranked by the words of ``query`` when it has one (the
-    items holding none are left out), else most recently updated first with no score."""
+    """A search op's items and scores: ranked by cosine similarity to the query's ``vector`` when it
+    has one (``vectors``), else by the words of ``query`` when it has one (the items holding none
+    are left out), else most recently updated first with no score."""
     scope = {"namespace_prefix": op["namespace_prefix"], "filter": op["filter"]}
     page = {"limit": op["limit"], "offset": op["offset"]}
     if op["query"] is None:
         return [(item, None) for item in selectors.memory_search(tenant=tenant, **scope, **page)]
+    if op["vector"] is not None:
+        return vectors.memory_vector_search(tenant=tenant, vector=op["vector"], **scope, **page)
     prefix = op["namespace_prefix"]
     user_id = selectors.label_user(prefix[1]) if len(prefix) >= 2 and prefix[0] == selectors.USERS else None
     hits = search.search_memories(tenant, user_id, op["query"], **scope, **page)

@@ -31,4 +31,9 @@ def declare() -> None:
         "userdata_app.MemorySource",
         "which sessions an item was made from: erased with its item (the cascade), exported in its record",
     )
+    register_not_personal(
+        "userdata_app.MemoryVector",
+        "embeddings of an item's value (people's data as the value is): erased with its item (the cascade), "
+        "exported in its record",
+    )
     register_not_personal("userdata_app.MemoryPolicy", "a tenant's setting, nothing of a person")
