@@ -224,13 +224,24 @@ def _hold_lookups(model: type[models.Model]) -> tuple[str, str, str | None]:
     return "tenant", "user_id", "pk" if is_root else declaration.hangs_off or None
 
 
-def rows_held(model: type[models.Model]) -> models.Exists:
+def rows_held(model: type[models.Model]) -> models.Exists | models.Q:
     """Whether a legal hold (``agentstate.holds``) covers a row of the declared model: a hold on
     its tenant or person, or on the session it is or hangs off (a session hold covers the session
-    and everything that hangs off it). The one rule every deletion applies to every category:
-    erasure, retention's sweeps, the memories' TTL, and the API's deletes (``rows_hold_check``)."""
+    and everything that hangs off it), or on a session it was made from (``derived_from``). The
+    one rule every deletion applies to every category: erasure, retention's sweeps, the memories'
+    TTL, and the API's deletes (``rows_hold_check``)."""
     tenant, user_id, session = _hold_lookups(model)
-    return held_by(tenant=tenant, user_id=user_id, session=session)
+    held = held_by(tenant=tenant, user_id=user_id, session=session)
+    derived = _declared[model].derived_from
+    if derived is None:
+        return held
+    fields = derived.link._meta.concrete_fields
+    row = next(f.name for f in fields if f.is_relation and f.related_model is model)
+    source = next(f.name for f in fields if getattr(f.remote_field, "on_delete", None) is derived_cascade)
+    links = derived.link._default_manager.filter(**{row: models.OuterRef("pk")}).filter(
+        held_by(tenant=f"{row}__tenant", user_id=f"{row}__user_id", session=source)
+    )
+    return models.Q(held) | models.Q(models.Exists(links))
 
 
 def rows_hold_check(rows: models.QuerySet, *, tenant_pk: int, what: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agentstate.exceptions import InvalidInput
+from agentstate.exceptions import Held, InvalidInput
 from sessions_app import services as sessions
 from sessions_app.models import RetentionPolicy, Session
 from sessions_app.services.retention import retention_apply
@@ -164,3 +164,23 @@ def test_the_migration_derives_the_sources_of_adk_memories_stored_before_it(tena
 
     sessions.session_delete(session=Session.objects.get(pk=kept.pk))
     assert keys(tenant) == ["e2", "lg", "m1"]
+
+
+@pytest.mark.django_db
+def test_a_hold_on_a_session_keeps_the_memories_made_from_it_through_an_erasure(tenant, two_sessions, settings):
+    from agentstate.holds.services import legal_hold_place
+    from userdata_app.erasure import erasure_execute
+    from userdata_app.models import ErasureRequest, ErasureSubject
+
+    settings.ERASURE_HMAC_KEYS, settings.ERASURE_HMAC_KEY_ID = {"k1": "secret"}, "k1"
+    put(tenant, "from-s1", of("s1"))
+    put(tenant, "from-s2", of("s2"))
+    put(tenant, "none")
+    legal_hold_place(tenant=tenant, user_id="ada", session_pk=two_sessions[0].pk, reference="CASE-1", reason="r")
+    request = ErasureRequest.objects.create(scope=ErasureRequest.Scope.USER_DATA, due_on="2099-01-01")
+    ErasureSubject.objects.create(request=request, tenant=tenant, user_id="ada")
+    ErasureRequest.objects.filter(pk=request.pk).update(status=ErasureRequest.Status.VERIFIED)
+    with pytest.raises(Held, match="CASE-1 keeps the held sessions: 1 memories"):
+        erasure_execute(request=request)
+    assert erasure_execute(request=request, withhold_held=True).counts["memories"] == 2
+    assert keys(tenant) == ["from-s1"]
