@@ -20,6 +20,11 @@ caller. Every (operation, store) is a column; the columns are measured interleav
 per round, so machine noise hits them alike; the first round warms connections and is dropped.
 The floor, a bare ``GET /livez`` on a kept-alive connection to the same server, is a column too:
 what any HTTP call costs on the machine as loaded then.
+
+Forgetting that follows lineage: ``DELETE`` of a REST session with 100 memories made from it
+(each a store item whose source is the session, deleted with it in the same request), beside the
+delete of a session with none, interleaved with the rest; each round makes a new session (and its
+memories) before the timed call.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ FULL = {"items": 2_000, "reps": 60}
 QUICK = {"items": 200, "reps": 5}
 APP = "bench"
 SESSION_EVENTS = 20  # ADK events per session added to memory
+DERIVED = (0, 100)  # memories made from the session a timed delete deletes
 NOT_MEASURED = {
     "VertexAiMemoryBankService": "needs Google Cloud (a Vertex AI Agent Engine)",
     "VertexAiRagMemoryService": "needs Google Cloud (a Vertex AI RAG corpus)",
@@ -119,6 +125,32 @@ def _memory_column(loop: asyncio.AbstractEventLoop, service: Any, name: str) -> 
     return {"store": name, "operation": operation, "call": search, "samples": [], "results": 0}
 
 
+def _delete_column(http: httpx.Client, url: str, key: str, derived: int) -> dict[str, Any]:
+    """``DELETE`` of a session with ``derived`` memories made from it (made, untimed, by ``prepare``)."""
+    headers, made = {"Authorization": f"Api-Key {key}"}, []
+
+    def prepare() -> None:
+        session_id = f"forget-{derived}-{len(made)}"
+        body = {"user_id": USER, "session_id": session_id}
+        http.post(f"{url}/api/v1/sessions/", json=body, headers=headers).raise_for_status()
+        source = [{"session_id": session_id}]
+        ops = [
+            {"op": "put", "namespace": [*NAMESPACE, session_id], "key": str(i), "value": {"i": i}, "sources": source}
+            for i in range(derived)
+        ]
+        if ops:
+            http.post(f"{url}/api/v1/store/batch/", json={"ops": ops}, headers=headers).raise_for_status()
+        made.append(session_id)
+
+    def delete() -> int:
+        response = http.delete(f"{url}/api/v1/users/{USER}/sessions/{made[-1]}/", headers=headers)
+        return response.status_code
+
+    operation = f"DELETE a session with {derived} memories made from it"
+    column = {"store": "REST API", "operation": operation, "prepare": prepare, "call": delete}
+    return {**column, "samples": [], "results": 0}
+
+
 def _api_key() -> str:
     from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 
@@ -182,9 +214,12 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             floor,
             *(column for name, store in stores.items() for column in _columns(store, name)),
             *(_memory_column(loop, service, name) for name, service in services.items()),
+            *(_delete_column(http, url, key, derived) for derived in DERIVED),
         ]
         for rep in range(scale["reps"] + 1):  # the first round warms connections and caches
             for column in columns:
+                if "prepare" in column:
+                    column["prepare"]()
                 started = time.perf_counter_ns()
                 column["results"] = column["call"]()
                 if rep:
