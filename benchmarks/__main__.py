@@ -1,5 +1,5 @@
 """python -m benchmarks
-    {scaling,http,erasure,admin,edits,replicas,retention,latency,frameworks,search,memory,all,summary}
+    {scaling,http,erasure,admin,edits,replicas,retention,latency,frameworks,search,memory,semantic,all,summary}
     [--quick] [--keep-db] [--reuse-db] [--workers N] [--threads N] [--no-profile] [--note TEXT]
     [--framework NAME] [--proxy] [--markdown] [--write FILE] [--results DIR]
 
@@ -22,6 +22,9 @@ building them only when missing, and skips the append cost). memory times LangGr
 (put, search by filter and by query) through AgentStateStore (gunicorn, one worker) against
 InMemoryStore and PostgresStore, and ADK's search_memory through AgentStateMemoryService against
 InMemoryMemoryService and SqliteMemoryService, on the same data, on DATABASE_URL's PostgreSQL.
+semantic times the memory search by vector (768 dimensions) over a person's 10,000 items and tenant
+prefixes of 10,000 to 100,000, and a put with and without vectors (SQLite by default, PostgreSQL
+when DATABASE_URL is set).
 testloop times the quick loop (pytest -m "not slow", SQLite) and counts the whole suite's tests for
 the README.
 Every gunicorn is the shipped one (gunicorn -c gunicorn.conf.py) changed only by GUNICORN_*
@@ -60,6 +63,7 @@ SUITES = (
     "frameworks",
     "search",
     "memory",
+    "semantic",
     "testloop",
 )
 
@@ -73,6 +77,7 @@ IN_DATABASE: dict[str, tuple[str, Callable[[argparse.Namespace], dict[str, Any]]
     "latency": ("latency", lambda args: {"quick": args.quick}),
     "search": ("search", lambda args: {"reuse": args.reuse_db, **({"sizes": (10_000,)} if args.quick else {})}),
     "memory": ("memory", lambda args: {"quick": args.quick}),
+    "semantic": ("semantic", lambda args: {"tenant_sizes": (10_000,)} if args.quick else {}),
     "testloop": ("testloop", lambda args: {}),
 }
 

@@ -1,0 +1,135 @@
+"""Semantic search of memory items (issue 45): ``vectors.memory_vector_search`` (the store's
+search with a query vector, in process) over 768-dimension float32 vectors, one per item, top 10.
+
+A person's 10,000 items (target: p99 under 50 ms), and tenant prefixes (every person's items, the
+search an agent without a person's prefix makes) of growing size, the sizes searched in turns so
+drift on a shared machine hits each alike. The search is exact (no approximate index): its cost
+grows with the vectors under the prefix. Also the cost of a put without vectors (what every client
+from before semantic search sends) beside a put with one, alternating.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from django.db import connection, transaction
+from django.utils import timezone
+
+from benchmarks import report
+
+TARGET_P99_MS = 50.0
+DIMS = 768
+PERSON_ITEMS = 10_000
+TENANT_SIZES = (10_000, 50_000, 100_000)
+PEOPLE_ITEMS = 1_000  # items per person in a tenant prefix
+SEARCHES = 100
+FILL_BATCH = 2_000
+PUT_BLOCKS, PUT_BLOCK = 6, 50
+
+
+def _fill(tenant, people: list[tuple[str, int]], rng: np.random.Generator) -> None:
+    """Items and their vectors, ``count`` for each person, in bulk."""
+    from userdata_app.memory.models import MemoryItem, MemoryVector
+    from userdata_app.memory.selectors import namespace_text, user_label
+
+    now = timezone.now()
+    for user_id, count in people:
+        namespace = namespace_text(["users", user_label(user_id), "facts"])
+        for start in range(0, count, FILL_BATCH):
+            with transaction.atomic():
+                items = MemoryItem.objects.bulk_create(
+                    [
+                        MemoryItem(
+                            tenant=tenant,
+                            user_id=user_id,
+                            namespace=namespace,
+                            key=f"k{i}",
+                            value={"text": f"fact {i} of {user_id}"},
+                            created_at=now,
+                            updated_at=now,
+                        )
+                        for i in range(start, min(count, start + FILL_BATCH))
+                    ]
+                )
+                if connection.vendor != "postgresql":  # SQLite's bulk_create sets no pk
+                    pks = dict(MemoryItem.objects.filter(tenant=tenant, namespace=namespace).values_list("key", "pk"))
+                    for item in items:
+                        item.pk = pks[item.key]
+                vectors = rng.standard_normal((len(items), DIMS), dtype=np.float32)
+                MemoryVector.objects.bulk_create(
+                    [
+                        MemoryVector(item_id=item.pk, path="text", vector=vector.tobytes())
+                        for item, vector in zip(items, vectors, strict=True)
+                    ]
+                )
+
+
+def _time_searches(prefixes: dict[str, tuple[Any, list[str]]], rng: np.random.Generator) -> list[dict[str, Any]]:
+    from userdata_app.memory.vectors import memory_vector_search
+
+    samples: dict[str, list[int]] = {name: [] for name in prefixes}
+    for rep in range(SEARCHES + 1):  # the first round warms
+        for name, (tenant, prefix) in prefixes.items():
+            query = rng.standard_normal(DIMS, dtype=np.float32).tobytes()
+            started = time.perf_counter_ns()
+            found = memory_vector_search(
+                tenant=tenant, namespace_prefix=prefix, filter=None, vector=query, limit=10, offset=0
+            )
+            if rep:
+                samples[name].append(time.perf_counter_ns() - started)
+            assert len(found) == 10  # the benchmark measures a search that finds
+    return [{"scope": name, **report.summarize_ms(samples[name])} for name in prefixes]
+
+
+def _put_cost(tenant) -> dict[str, Any]:
+    """A one-item put without vectors (as before semantic search) and with a 768-dimension one,
+    in alternating blocks, through the store's batch service."""
+    from userdata_app.memory.services import memory_batch
+
+    rng = np.random.default_rng(1)
+    samples: dict[str, list[int]] = {"without vectors": [], "with a vector": []}
+    for block in range(PUT_BLOCKS * 2):
+        name = "with a vector" if block % 2 else "without vectors"
+        for n in range(PUT_BLOCK):
+            op: dict[str, Any] = {"op": "put", "namespace": ["users", "writer", "facts"], "key": f"k{n}"}
+            op["value"] = {"text": f"put {block} {n}"}
+            if block % 2:
+                op["vectors"] = [{"path": "text", "vector": rng.standard_normal(DIMS).tolist()}]
+            started = time.perf_counter_ns()
+            memory_batch(tenant=tenant, ops=[op])
+            samples[name].append(time.perf_counter_ns() - started)
+    return {name: report.summarize_ms(values) for name, values in samples.items()}
+
+
+def run(*, tenant_sizes: tuple[int, ...] = TENANT_SIZES) -> dict[str, Any]:
+    from agentstate.tenancy.services import tenant_get_or_create
+
+    rng = np.random.default_rng(45)
+    person_tenant = tenant_get_or_create(slug="semantic-person")
+    print(f"semantic: a person's {PERSON_ITEMS:,} items")
+    _fill(person_tenant, [("reader", PERSON_ITEMS)], rng)
+    prefixes = {f"a person's {PERSON_ITEMS:,} items": (person_tenant, ["users", "reader"])}
+    for size in tenant_sizes:
+        tenant = tenant_get_or_create(slug=f"semantic{size}")
+        print(f"semantic: a tenant of {size:,} items ({size // PEOPLE_ITEMS} people)")
+        _fill(tenant, [(f"p{n}", PEOPLE_ITEMS) for n in range(size // PEOPLE_ITEMS)], rng)
+        prefixes[f"a tenant prefix of {size:,} items"] = (tenant, ["users"])
+    from agentstate_site import bulk_data
+
+    bulk_data.analyze()
+    return {
+        "database": connection.vendor,
+        "dims": DIMS,
+        "target_p99_ms": TARGET_P99_MS,
+        "searches": _time_searches(prefixes, rng),
+        "puts": _put_cost(person_tenant),
+    }
+
+
+def print_table(result: dict[str, Any]) -> None:
+    rows = [[r["scope"], r["median_ms"], r["p99_ms"]] for r in result["searches"]]
+    print(report.table([f"semantic search, top 10 ({result['database']})", "median ms", "p99 ms"], rows))
+    puts = [[name, m["median_ms"], m["p99_ms"]] for name, m in result["puts"].items()]
+    print(report.table(["one-item put", "median ms", "p99 ms"], puts))
