@@ -224,6 +224,24 @@ def _hold_lookups(model: type[models.Model]) -> tuple[str, str, str | None]:
     return "tenant", "user_id", "pk" if is_root else declaration.hangs_off or None
 
 
+def derived_fields(model: type[models.Model]) -> tuple[type[models.Model], str, str]:
+    """A ``derived_from`` declaration's link model and its fields: the one naming the derived row,
+    and its session."""
+    derived = _declared[model].derived_from
+    assert derived is not None  # noqa: S101 (only asked of a declaration with derived_from)
+    fields = derived.link._meta.concrete_fields
+    row = next(f.name for f in fields if f.is_relation and f.related_model is model)
+    source = next(f.name for f in fields if getattr(f.remote_field, "on_delete", None) is derived_cascade)
+    return derived.link, row, source
+
+
+def rows_derived_from(model: type[models.Model], session_pk: int) -> models.QuerySet:
+    """The rows of a declared model made from the session (its memories): the admin's links."""
+    link, row, source = derived_fields(model)
+    links = link._default_manager.filter(**{source: session_pk})
+    return model._default_manager.filter(pk__in=links.values(row))
+
+
 def rows_held(model: type[models.Model]) -> models.Exists | models.Q:
     """Whether a legal hold (``agentstate.holds``) covers a row of the declared model: a hold on
     its tenant or person, or on the session it is or hangs off (a session hold covers the session
@@ -235,10 +253,8 @@ def rows_held(model: type[models.Model]) -> models.Exists | models.Q:
     derived = _declared[model].derived_from
     if derived is None:
         return held
-    fields = derived.link._meta.concrete_fields
-    row = next(f.name for f in fields if f.is_relation and f.related_model is model)
-    source = next(f.name for f in fields if getattr(f.remote_field, "on_delete", None) is derived_cascade)
-    links = derived.link._default_manager.filter(**{row: models.OuterRef("pk")}).filter(
+    link, row, source = derived_fields(model)
+    links = link._default_manager.filter(**{row: models.OuterRef("pk")}).filter(
         held_by(tenant=f"{row}__tenant", user_id=f"{row}__user_id", session=source)
     )
     return models.Q(held) | models.Q(models.Exists(links))

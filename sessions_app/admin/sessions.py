@@ -258,6 +258,7 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
                     "agent_id",
                     "workspace_id",
                     "contents",
+                    "derived_shown",
                     "last_seq",
                     "history_generation",
                     "created_at",
@@ -281,6 +282,7 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
         "user_id_linked",
         "framework_shown",
         "contents",
+        "derived_shown",
         "last_seq",
         "history_generation",
         "forked_from",
@@ -328,6 +330,7 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
                         "user_id_linked",
                         "session_id",
                         "contents",
+                        "derived_shown",
                         "created_at",
                         *(["imported_shown"] if obj is not None and selectors.session_imported(obj) else []),
                         "updated_at",
@@ -373,6 +376,26 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
             ),
         )
         return format_html("{} — {}", identifier_html(obj.user_id), links)
+
+    @admin.display(description="made from it")
+    def derived_shown(self, obj: Session) -> SafeString | str:
+        """What the map declares made from the session (memories, ``derived_from``), counted, each
+        kind the login being served may open linked to its list narrowed to this session."""
+        parts = [
+            (
+                reverse(f"admin:{d.model._meta.app_label}_{d.model._meta.model_name}_changelist")
+                + f"?derived_from_session={obj.pk}",
+                subject_data.rows_derived_from(d.model, obj.pk).count(),
+                d.label or d.category,
+            )
+            for d in subject_data.declared()
+            if d.derived_from is not None and self.admin_site.is_registered(d.model) and access.viewer_may_view(d.model)
+        ]
+        if not parts:
+            return "-"  # nothing this login may open
+        if not any(count for _, count, _ in parts):
+            return "nothing"
+        return format_html_join(" · ", '<a href="{}">{} {}</a>', parts)
 
     @admin.display(description="contains")
     def contents(self, obj: Session) -> str:

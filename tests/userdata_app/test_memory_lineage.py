@@ -184,3 +184,22 @@ def test_a_hold_on_a_session_keeps_the_memories_made_from_it_through_an_erasure(
         erasure_execute(request=request)
     assert erasure_execute(request=request, withhold_held=True).counts["memories"] == 2
     assert keys(tenant) == ["from-s1"]
+
+
+@pytest.mark.django_db
+def test_the_admin_links_a_session_to_its_memories_and_a_memory_to_its_sources(
+    tenant, two_sessions, client, admin_user
+):
+    put(tenant, "from-s1", of("s1", "m1"))
+    put(tenant, "none")
+    client.force_login(admin_user)
+    session_page = client.get(f"/admin/sessions_app/session/{two_sessions[0].pk}/change/").content.decode()
+    memories = f"/admin/userdata_app/memoryitem/?derived_from_session={two_sessions[0].pk}"
+    assert f'<a href="{memories}">1 memories</a>' in session_page
+
+    listed = client.get(memories).content.decode()
+    item = MemoryItem.objects.get(key="from-s1")
+    assert f"/admin/userdata_app/memoryitem/{item.pk}/change/" in listed
+    assert f"/admin/userdata_app/memoryitem/{MemoryItem.objects.get(key='none').pk}/change/" not in listed
+    item_page = client.get(f"/admin/userdata_app/memoryitem/{item.pk}/change/").content.decode()
+    assert f'<a href="/admin/sessions_app/session/{two_sessions[0].pk}/change/">session s1</a>, m1' in item_page
