@@ -25,10 +25,11 @@ SLOWEST = 30  # kept with the run: where the quick loop's time goes
 
 def _pytest(*args: str) -> tuple[subprocess.CompletedProcess, float, float]:
     """pytest in a fresh process with none of the benchmark's or the caller's stores: the SQLite
-    run a contributor gets from a checkout. Returns its wall seconds and the CPU seconds (user and
-    system) it and its xdist workers used: on a shared machine the wall time swings with the
-    neighbours' load, the CPU time much less."""
-    stores = ("DATABASE_", "REDIS_URL", "DJANGO_", "AGENTSTATE_")
+    run a contributor gets from a checkout, with Python's default of keeping compiled bytecode (a
+    machine-wide PYTHONDONTWRITEBYTECODE would have every worker compile its imports anew). Returns
+    its wall seconds and the CPU seconds (user and system) it and its xdist workers used: on a shared
+    machine the wall time swings with the neighbours' load, the CPU time much less."""
+    stores = ("DATABASE_", "REDIS_URL", "DJANGO_", "AGENTSTATE_", "PYTHONDONTWRITEBYTECODE")
     env = {k: v for k, v in os.environ.items() if not k.startswith(stores)}
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     run = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=ROOT, env=env, capture_output=True, text=True)
