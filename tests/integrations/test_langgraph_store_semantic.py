@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 
-import httpx
 import pytest
-from django.core.handlers.wsgi import WSGIHandler
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.store.memory import InMemoryStore
@@ -39,15 +37,17 @@ INDEX = {"dims": DIMS, "embed": embed, "fields": ["text", "tags[*]"]}
 
 
 @pytest.fixture
-def store_key(db, tenant) -> str:
+def store_key(transactional_db, tenant) -> str:
     from agentstate.tenancy.models import APIKey
 
     return APIKey.objects.create_key(name="semantic", tenant=tenant, scope="agent")[1]
 
 
-def in_process(store_key: str, **options) -> AgentStateStore:
-    """The store against the service in this process (no live server: one request at a time)."""
-    return AgentStateStore("http://testserver", store_key, transport=httpx.WSGITransport(app=WSGIHandler()), **options)
+@pytest.fixture
+def server(live_server):
+    """A store maker against the live server (a WSGI transport in the test's thread would share, and
+    close, the test's connection: PostgreSQL's tests need the server's own)."""
+    return lambda key, **options: AgentStateStore(live_server.url, key, **options)
 
 
 def ranked(items) -> list[tuple[str, float | None]]:
@@ -83,10 +83,10 @@ puts = st.lists(
 )
 
 
-def check_same_ranking_as_in_memory(store_key, entries, query, kind) -> None:
+def check_same_ranking_as_in_memory(server, store_key, entries, query, kind) -> None:
     MemoryItem.objects.all().delete()  # each example starts empty (its vectors go with the items)
     theirs = InMemoryStore(index=INDEX)
-    with in_process(store_key, index=INDEX) as ours:
+    with server(store_key, index=INDEX) as ours:
         for i, (namespace, value, index) in enumerate(entries):
             for store in (ours, theirs):
                 store.put(namespace, f"k{i}", value, index=index)
@@ -104,20 +104,20 @@ def check_same_ranking_as_in_memory(store_key, entries, query, kind) -> None:
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=puts, query=st.sampled_from(WORDS), kind=st.sampled_from([None, "a"]))
-def test_same_ranking_as_in_memory_store(store_key, entries, query, kind):
-    check_same_ranking_as_in_memory(store_key, entries, query, kind)
+def test_same_ranking_as_in_memory_store(server, store_key, entries, query, kind):
+    check_same_ranking_as_in_memory(server, store_key, entries, query, kind)
 
 
 @pytest.mark.slow
 @pytest.mark.crosscheck
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=puts, query=st.sampled_from(WORDS), kind=st.sampled_from([None, "a"]))
-def test_same_ranking_as_in_memory_store_many(store_key, entries, query, kind):
-    check_same_ranking_as_in_memory(store_key, entries, query, kind)
+def test_same_ranking_as_in_memory_store_many(server, store_key, entries, query, kind):
+    check_same_ranking_as_in_memory(server, store_key, entries, query, kind)
 
 
-def test_best_vector_scores_the_item_and_unindexed_items_come_last(store_key):
-    with in_process(store_key, index=INDEX) as store:
+def test_best_vector_scores_the_item_and_unindexed_items_come_last(server, store_key):
+    with server(store_key, index=INDEX) as store:
         store.put(U, "many", {"text": "rain", "tags": ["dog", "tea"]})
         store.put(U, "plain", {"text": "tea"}, index=False)
         store.put(U, "sun", {"text": "sun"})
@@ -128,8 +128,8 @@ def test_best_vector_scores_the_item_and_unindexed_items_come_last(store_key):
     assert set(MemoryVector.objects.values_list("path", flat=True)) == {"text", "tags[*].0", "tags[*].1"}
 
 
-def test_a_client_without_an_index_keeps_the_word_search(store_key):
-    with in_process(store_key, index=INDEX) as indexed, in_process(store_key) as plain:
+def test_a_client_without_an_index_keeps_the_word_search(server, store_key):
+    with server(store_key, index=INDEX) as indexed, server(store_key) as plain:
         indexed.put(U, "a", {"text": "tea lyon"})
         indexed.put(U, "b", {"text": "coffee"})
         words = plain.search(U, query="tea")  # no vector sent: words, the items holding none left out
@@ -207,13 +207,13 @@ def test_adk_memory_with_an_embedder_ranks_by_meaning(live_server, transactional
     assert words == []
 
 
-def test_vectors_are_exported_and_erased_with_their_person(store_key, tenant, settings):
+def test_vectors_are_exported_and_erased_with_their_person(server, store_key, tenant, settings):
     from userdata_app.erasure import erasure_execute
     from userdata_app.models import ErasureRequest, ErasureSubject
     from userdata_app.selectors import subject_export
 
     settings.ERASURE_HMAC_KEYS, settings.ERASURE_HMAC_KEY_ID = {"k1": "secret"}, "k1"
-    with in_process(store_key, index=INDEX) as store:
+    with server(store_key, index=INDEX) as store:
         store.put(("users", "alice"), "tea", {"text": "tea lyon"})
         store.put(("users", "bob"), "tea", {"text": "coffee paris"})
     [record] = subject_export(subjects=[(tenant, "alice")])["subjects"][0]["memories"]
