@@ -46,7 +46,7 @@ async def _session(key: str, tool: str | None, arguments: dict) -> object:
     bearer = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, verify=tls(), timeout=30)
     async with bearer, Client(streamable_http_client(MCP, http_client=bearer)) as mcp:
         if tool is None:
-            return {tool.name for tool in (await mcp.list_tools()).tools}
+            return {listed.name for listed in (await mcp.list_tools()).tools}
         result = await mcp.call_tool(tool, arguments)
     assert not result.is_error, result.content
     return result.structured_content
