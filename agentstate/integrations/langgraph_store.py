@@ -7,8 +7,12 @@ Compile a graph with it and its nodes read and write memories through ``runtime.
 Every item belongs to a person: a stored item's namespace must start with ``("users", user_id)``
 (``user_namespace`` builds it, writing the id's "%" and "." as "%25" and "%2E"), so erasing or
 exporting that person reaches it; a put under any other namespace is refused
-(``agentstate.client.ValidationError``). Each ``batch`` call is one request,
-run in one transaction; as in LangGraph's own stores, its reads see the data before its writes.
+(``agentstate.client.ValidationError``). Namespaces written otherwise take the store's ``owner``
+rule, set once: the position of the user id's label (``AgentStateStore(url, key, owner=1)`` for
+``("memories", user_id)``, ``owner=0`` for ``(user_id, "prefs")``) or a callable of the namespace
+returning the user id; the server reads the person at that position and refuses a put naming none.
+Each ``batch`` call is one request, run in one transaction; as in LangGraph's own stores, its
+reads see the data before its writes.
 ``search`` takes LangGraph's filters (equality, nested objects, ``$eq``, ``$ne``, ``$gt``,
 ``$gte``, ``$lt``, ``$lte``) and returns the most recently updated items first, ``score`` None.
 With ``query`` it is a full-text search until semantic ranking exists (a later step): the items
@@ -27,7 +31,7 @@ server deletes the items made only from it::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import httpx
@@ -64,13 +68,29 @@ def _run_thread() -> str | None:
     return None if thread_id is None else str(thread_id)
 
 
-def _op_data(op: Op, *, record_thread: bool = False) -> dict[str, Any]:
+Owner = int | Callable[[tuple[str, ...]], "str | None"]
+
+
+def _owner_position(owner: Owner, namespace: tuple[str, ...]) -> int:
+    """The position of the label naming the item's person, by the store's rule."""
+    if isinstance(owner, int):
+        return owner
+    user_id = owner(namespace)
+    label = None if user_id is None else user_namespace(user_id)[1]
+    if label not in namespace:
+        raise ValueError(f"The store's owner rule finds no person in the namespace {namespace!r}.")
+    return namespace.index(label)
+
+
+def _op_data(op: Op, *, record_thread: bool = False, owner: Owner | None = None) -> dict[str, Any]:
     validate_op_namespace(op)  # a label with "." or NUL, or empty: LangGraph's InvalidNamespaceError
     if isinstance(op, GetOp):
         return {"op": "get", "namespace": list(op.namespace), "key": op.key, "refresh_ttl": op.refresh_ttl}
     if isinstance(op, PutOp):
         value = None if op.value is None else dict(op.value)
         data = {"op": "put", "namespace": list(op.namespace), "key": op.key, "value": value, "ttl": op.ttl}
+        if owner is not None and value is not None:
+            data["owner"] = _owner_position(owner, op.namespace)
         thread_id = _run_thread() if record_thread and value is not None else None
         return data if thread_id is None else {**data, "sources": [{"thread_id": thread_id}]}
     if isinstance(op, SearchOp):
@@ -142,7 +162,7 @@ def _result(op: Op, data: Any) -> Result:
 class AgentStateStore(StoreBatch, BaseStore):
     """LangGraph store on an agentstate server; ``ttl`` is LangGraph's ``TTLConfig`` (a default
     TTL in minutes, whether reads refresh it); ``record_thread``: a put inside a graph run records
-    the run's thread as the item's source."""
+    the run's thread as the item's source; ``owner``: where a namespace names its person (above)."""
 
     supports_ttl = True
 
@@ -157,6 +177,7 @@ class AgentStateStore(StoreBatch, BaseStore):
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
         record_thread: bool = False,
+        owner: Owner | None = None,
         index: IndexConfig | None = None,
     ) -> None:
         super().__init__(
@@ -164,6 +185,7 @@ class AgentStateStore(StoreBatch, BaseStore):
         )
         self.ttl_config = ttl
         self.record_thread = record_thread
+        self.owner = owner
         self.index_config = index
         self._index = _Index(index) if index else None
 
@@ -171,7 +193,7 @@ class AgentStateStore(StoreBatch, BaseStore):
         ops = list(ops)
         if not ops:
             return []
-        data = [_op_data(op, record_thread=self.record_thread) for op in ops]
+        data = [_op_data(op, record_thread=self.record_thread, owner=self.owner) for op in ops]
         if self._index is not None:
             texts, queries = self._index.texts(ops), self._index.queries(ops)
             embed = self._index.embeddings
@@ -185,7 +207,7 @@ class AgentStateStore(StoreBatch, BaseStore):
         ops = list(ops)
         if not ops:
             return []
-        data = [_op_data(op, record_thread=self.record_thread) for op in ops]
+        data = [_op_data(op, record_thread=self.record_thread, owner=self.owner) for op in ops]
         if self._index is not None:
             texts, queries = self._index.texts(ops), self._index.queries(ops)
             embed = self._index.embeddings

@@ -107,3 +107,28 @@ def test_a_langgraph_item_put_in_a_run_records_its_thread_and_goes_with_it(live_
         saver.delete_thread("t1")
         assert sources_by_text() == {"lives in Lyon": [{"thread_id": "t2"}], "outside a run": []}
         assert store.get(user_namespace("ada", "facts"), "lives in Lyon").value == {"text": "lives in Lyon"}
+
+
+def test_a_store_finds_the_owner_where_its_rule_says_and_older_clients_keep_the_users_rule(live_server, key):
+    from agentstate.client import ValidationError
+    from agentstate.subject_data import subject_counts
+    from agentstate.subjects import USER_DATA
+    from agentstate.tenancy.models import Tenant
+
+    with (
+        AgentStateStore(live_server.url, key, owner=1) as by_position,
+        AgentStateStore(live_server.url, key, owner=lambda ns: ns[-1] if ns[0] == "prefs" else None) as by_rule,
+        AgentStateStore(live_server.url, key) as older,
+    ):
+        by_position.put(("memories", "ada"), "tea", {"likes": "tea"})
+        by_rule.put(("prefs", "dark", "ada"), "theme", {"dark": True})
+        older.put(user_namespace("ada", "facts"), "city", {"lives": "Lyon"})
+        with pytest.raises(ValidationError):
+            older.put(("memories", "ada"), "k", {})  # no rule: the server refuses, as before
+        with pytest.raises(ValidationError):
+            by_position.put(("memories",), "k", {})  # no label at the position
+        with pytest.raises(ValueError, match="no person"):
+            by_rule.put(("other", "ada"), "k", {})
+        assert by_position.get(("memories", "ada"), "tea").value == {"likes": "tea"}
+    tenant = Tenant.objects.get(slug="acme")
+    assert subject_counts(tenant=tenant, user_id="ada", kinds=[USER_DATA])["memories"] == 3

@@ -26,7 +26,8 @@ class StoreBatchInput(StrictInput):
         '{"op": "forget", namespace, key, ttl} (a live item\'s value becomes {"forgotten": true}), '
         '{"op": "search", namespace_prefix, filter, limit, offset, query, refresh_ttl, with_sources}, '
         '{"op": "list_namespaces", prefix, suffix, max_depth, limit, offset}. A stored item\'s '
-        'namespace must start with ["users", "<user_id>"].',
+        'namespace must start with ["users", "<user_id>"], or a put names the position of the label that '
+        'is its person\'s user id (owner: 1 for ["memories", "<user_id>"]).',
     )
     user_id = StringField(
         required=False,

@@ -46,6 +46,7 @@ ABSENT, PRESENT = "absent", "present"
 CONDITIONS = (ABSENT, PRESENT)  # a put's only_if
 FORGOTTEN = {"forgotten": True}  # a forgotten item's value: its key kept, its content gone
 MAX_SOURCES = 100  # a put's sources
+MAX_NAMESPACE_DEPTH = NAMESPACE_MAX_LENGTH // 2  # a label and a "." at least: the deepest owner position
 THREAD_ID_MAX_LENGTH = 4096  # a source's LangGraph thread id
 
 
@@ -76,9 +77,14 @@ def _namespace(value: Any, *, field: str, wildcards: bool = False) -> list[str]:
     return value
 
 
-def namespace_owner(namespace: list[str], *, field: str = "namespace") -> str:
-    """The person an item under ``namespace`` belongs to: its second label (``selectors.user_label``
-    of the user id), the first being "users"."""
+def namespace_owner(namespace: list[str], *, field: str = "namespace", owner: int | None = None) -> str:
+    """The person an item under ``namespace`` belongs to: the label at the ``owner`` position a
+    put names (a store's rule: 1 for ``("memories", <user_id>)``, 0 for ``(<user_id>, "prefs")``),
+    else the second label, the first being "users" (``selectors.user_label`` of the user id)."""
+    if owner is not None:
+        if owner >= len(namespace):
+            raise InvalidInput.for_field(field, f"has no label at the owner position {owner}: it names no person.")
+        return clean_identifier(selectors.label_user(namespace[owner]), field=field)
     if len(namespace) < 2 or namespace[0] != selectors.USERS:
         raise InvalidInput.for_field(
             field,
@@ -143,7 +149,7 @@ def _ttl(value: Any, *, field: str) -> float | None:
 def _op(i: int, op: Any) -> dict[str, Any]:
     fields = {
         "get": {"namespace", "key", "refresh_ttl", "with_sources"},
-        "put": {"namespace", "key", "value", "ttl", "only_if", "sources", "vectors"},
+        "put": {"namespace", "key", "value", "ttl", "only_if", "sources", "vectors", "owner"},
         "forget": {"namespace", "key", "ttl"},
         "search": {"namespace_prefix", "filter", "limit", "offset", "query", "vector", "refresh_ttl", "with_sources"},
         "list_namespaces": {"prefix", "suffix", "max_depth", "limit", "offset"},
@@ -167,11 +173,13 @@ def _op(i: int, op: Any) -> dict[str, Any]:
             return {"op": kind, **clean, "refresh_ttl": refresh_ttl, "with_sources": _with_sources(i, op)}
         if kind == "forget":  # a put of the forgotten value where a live item has the key
             ttl = _ttl(op.get("ttl"), field=_field(i, "ttl"))
-            return {"op": kind, **clean, "value": FORGOTTEN, "ttl": ttl, "only_if": PRESENT, "sources": []}
+            forget: dict[str, Any] = {"value": FORGOTTEN, "ttl": ttl, "only_if": PRESENT, "sources": [], "owner": None}
+            return {"op": kind, **clean, **forget}
         value = op.get("value")
+        owner = _whole(op.get("owner"), field=_field(i, "owner"), low=0, high=MAX_NAMESPACE_DEPTH, default=None)
         if value is not None:
             clean_json(value, field=_field(i, "value"), require_object=True)
-            namespace_owner(clean["namespace"], field=_field(i, "namespace"))
+            namespace_owner(clean["namespace"], field=_field(i, "namespace"), owner=owner)
         only_if = op.get("only_if")
         if only_if is not None and (only_if not in CONDITIONS or value is None):
             raise InvalidInput.for_field(
@@ -188,6 +196,7 @@ def _op(i: int, op: Any) -> dict[str, Any]:
             "only_if": only_if,
             "sources": sources,
             "vectors": index,
+            "owner": owner,
         }
     limits = {"limit": (0, MAX_LIMIT, 10 if kind == "search" else 100), "offset": (0, MAX_OFFSET, 0)}
     clean = {
@@ -307,14 +316,14 @@ def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> 
             )
         elif op["value"] is not None and op["only_if"] == ABSENT:  # an expired item not yet swept is absent
             MemoryItem.objects.filter(tenant=tenant, namespace=namespace, key=key, expires_at__lte=now).delete()
-    for user_id in sorted({namespace_owner(op["namespace"]) for op in stored}):
+    for user_id in sorted({namespace_owner(op["namespace"], owner=op["owner"]) for op in stored}):
         subject_write_check(tenant=tenant, user_id=user_id, category=USER_DATA)
     for only_if in (None, ABSENT):
         MemoryItem.objects.bulk_create(
             [
                 MemoryItem(
                     tenant=tenant,
-                    user_id=namespace_owner(op["namespace"]),
+                    user_id=namespace_owner(op["namespace"], owner=op["owner"]),
                     namespace=selectors.namespace_text(op["namespace"]),
                     key=op["key"],
                     value=op["value"],
