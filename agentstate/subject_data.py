@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from django.apps import apps
 from django.core import checks
 from django.db import models
+from django.db.models.deletion import Collector
 
 from agentstate.exceptions import Held, InvalidInput
 from agentstate.holds.selectors import held as held_by
@@ -240,6 +241,22 @@ def rows_derived_from(model: type[models.Model], session_pk: int) -> models.Quer
     link, row, source = derived_fields(model)
     links = link._default_manager.filter(**{source: session_pk})
     return model._default_manager.filter(pk__in=links.values(row))
+
+
+def derived_forget(session_pks: list[int], *, using: str = "default") -> int:
+    """Inside the caller's transaction: what was made from these sessions is forgotten as their
+    deletion would forget it (``DerivedFrom.on_source_deleted``: the rows made only from them, or
+    kept for review), the sessions staying (a conversation cleared: the Agents SDK's
+    ``clear_session``). How many rows went."""
+    collector = Collector(using=using)
+    for d in declared():
+        if d.derived_from is None:
+            continue
+        link, _, source = derived_fields(d.model)
+        links = list(link._default_manager.using(using).filter(**{f"{source}__in": session_pks}))
+        if links:
+            d.derived_from.on_source_deleted(collector, link._meta.get_field(source), links, using)
+    return collector.delete()[0]
 
 
 def rows_held(model: type[models.Model]) -> models.Exists | models.Q:

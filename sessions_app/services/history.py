@@ -20,6 +20,7 @@ from django.db.models import F, Max, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from agentstate import subject_data
 from agentstate.exceptions import Held, InvalidInput, NotFound, PreconditionFailed, SessionAlreadyExists, SessionEnded
 from agentstate.holds.selectors import COVERING_HOLD_SQL
 from agentstate.holds.services import holds_lock_key, holds_lock_required
@@ -295,9 +296,14 @@ def message_rewind(
     return HistoryEdit(session=session, removed_messages=removed_messages, removed_rounds=removed_rounds)
 
 
+@transaction.atomic
 def message_clear(*, session: Session, expected_last_seq: int | None = None) -> HistoryEdit:
-    """Remove every message, keeping the session (its rounds, checkpoints and counters stay)."""
-    return message_rewind(session=session, after_seq=0, expected_last_seq=expected_last_seq)
+    """Remove every message, keeping the session (its rounds, checkpoints and counters stay); what
+    was made from its conversation goes as if it were deleted (``subject_data.derived_forget``:
+    the memories made only from it)."""
+    edit = message_rewind(session=session, after_seq=0, expected_last_seq=expected_last_seq)
+    subject_data.derived_forget([session.pk])
+    return edit
 
 
 def _copy_rows(model, *, source: Session, target: Session, key: str, up_to: int) -> int:

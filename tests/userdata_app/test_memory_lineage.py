@@ -203,3 +203,15 @@ def test_the_admin_links_a_session_to_its_memories_and_a_memory_to_its_sources(
     assert f"/admin/userdata_app/memoryitem/{MemoryItem.objects.get(key='none').pk}/change/" not in listed
     item_page = client.get(f"/admin/userdata_app/memoryitem/{item.pk}/change/").content.decode()
     assert f'<a href="/admin/sessions_app/session/{two_sessions[0].pk}/change/">session s1</a>, m1' in item_page
+
+
+@pytest.mark.django_db
+def test_clearing_a_conversation_forgets_what_was_made_only_from_it(tenant, two_sessions, api):
+    """The Agents SDK's clear_session (a clear of every message): the session stays, and the
+    memories made only from it go as if it were deleted."""
+    put(tenant, "only-s1", of("s1"))
+    put(tenant, "both", of("s1"), of("s2"))
+    sessions.message_append(session=two_sessions[0], messages=[{"content": "I like tea"}])
+    assert api.post("/api/v1/users/ada/sessions/s1/messages/clear/", {}, format="json").status_code == 200
+    assert keys(tenant) == ["both"]
+    assert get(tenant, "both")["sources"] == [{"session_id": "s2"}]
