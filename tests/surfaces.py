@@ -41,6 +41,7 @@ MARKED = {
     "langgraph_threads": ("graph",),  # in the thread id
     "langgraph_checkpoints": ("graph",),
     "langgraph_writes": ("write",),
+    "langgraph_channel_values": ("channel_value",),
     "adk_events": ("adk_text", "adk_state"),
     "user_data": ("email", "preference"),
     "adk_user_state": ("adk_user",),
@@ -111,8 +112,11 @@ QUERIES: dict[str, dict[str, str] | Callable[[Client, Seeded], dict[str, str]]] 
     "adk-session-list": {"user_id": SUBJECT},
     "checkpoint-latest": {"label": "done"},
     "adk-event-list": _events_cursor,
-    "langgraph-checkpoint-list": lambda client, seeded: {"thread_id": f"thread-{seeded.marks['graph']}"},
-    "langgraph-checkpoint": lambda client, seeded: {"thread_id": f"thread-{seeded.marks['graph']}"},
+    # As the saver reads them: its channel values apart (put back inside, a JSON checkpoint is a 400).
+    **{
+        name: (lambda client, seeded: {"thread_id": f"thread-{seeded.marks['graph']}", "channel_values": "separate"})
+        for name in ("langgraph-checkpoint-list", "langgraph-checkpoint")
+    },
     **{
         name: (lambda client, seeded: {"filename": f"user:{seeded.marks['artifact_name']}.pdf"})
         for name in ("adk-artifact-versions", "adk-artifact-load", "adk-artifact-content")

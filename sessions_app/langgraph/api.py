@@ -336,7 +336,7 @@ class CheckpointReadView(TenantAPIView):
     application/msgpack``), which carries their bytes without base64's third more and its decoding.
     An error is JSON whatever was asked, as every error of the API."""
 
-    reads = ("langgraph_threads", "langgraph_checkpoints", "langgraph_writes")
+    reads = ("langgraph_threads", "langgraph_checkpoints", "langgraph_writes", "langgraph_channel_values")
 
     def get_renderers(self) -> list[Any]:
         renderers = super().get_renderers()

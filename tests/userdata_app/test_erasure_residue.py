@@ -68,6 +68,7 @@ def markers_of(person: int) -> dict[str, str]:
         "email",
         "preference",
         "graph",
+        "channel_value",
         "write",
         "popped",
         "adk_text",
@@ -110,7 +111,7 @@ def store_everything(api: APIClient, user_id: str, marks: dict[str, str]) -> Non
                 "checkpoint": _graph_value(marks["graph"]),
                 "metadata": {"source": "input", "step": 0},
                 "channel_versions": {"messages": 1},
-                "channel_values": [{"channel": "messages", **_graph_value(marks["graph"])}],
+                "channel_values": [{"channel": "messages", **_graph_value(marks["channel_value"])}],
             },
         ),
         (
