@@ -7,7 +7,7 @@ from typing import Any
 
 from sessions_app import working_state
 from sessions_app.adk.models import AdkEvent
-from sessions_app.langgraph.models import LangGraphCheckpoint
+from sessions_app.langgraph.models import LangGraphBlob, LangGraphCheckpoint
 from sessions_app.models import Message, Round, Session
 from userdata_app.artifacts.models import Artifact
 from userdata_app.memory.models import MemoryItem
@@ -23,19 +23,22 @@ EVENT = {"id": "e1", "author": "user", "timestamp": 1.0, "actions": {"state_delt
 
 
 def checkpoint(checkpoint_id: str, run_id: str = "r1") -> dict[str, Any]:
+    """A checkpoint of t1 whose step changed a channel: its value stored apart, at a version of its own."""
     return {
         **THREAD,
         "checkpoint_id": checkpoint_id,
         "checkpoint": TYPED_VALUE,
         "metadata": {"run_id": run_id},
-        "channel_versions": {},
+        "channel_versions": {"messages": checkpoint_id},
+        "channel_values": [{"channel": "messages", "type": "json", "data": "e30="}],
     }
 
 
 def build(api) -> None:
     """u1 of acme: a session s1 with messages, rounds and working state, an ADK session a1, a
-    LangGraph thread t1 of run r1, a user datum, a memory item, and an event (with a ``user:``
-    delta) and an artifact of a1; every call through the API, as an agent makes them."""
+    LangGraph thread t1 of run r1 (two checkpoints, each with a channel value), a user datum, a
+    memory item, and an event (with a ``user:`` delta) and an artifact of a1; every call through
+    the API, as an agent makes them."""
     for response in (
         api.post("/api/v1/sessions/", {"user_id": "u1", "session_id": "s1"}, format="json"),
         api.post(S + "messages/", {"messages": [{"content": c} for c in "abc"]}, format="json"),
@@ -59,9 +62,7 @@ def build(api) -> None:
 
 def rows() -> dict[str, int]:
     """Every table a destructive call can shrink, counted, and the sessions' working state."""
-    counted = {
-        model.__name__: model.objects.count()
-        for model in (Session, Message, Round, AdkEvent, LangGraphCheckpoint, UserDatum, MemoryItem, Artifact)
-    }
+    models = (Session, Message, Round, AdkEvent, LangGraphCheckpoint, LangGraphBlob, UserDatum, MemoryItem, Artifact)
+    counted = {model.__name__: model.objects.count() for model in models}
     sessions = list(Session.objects.values_list("pk", flat=True))
     return {**counted, "working_state": working_state.get_store().count_many(sessions)}

@@ -32,7 +32,8 @@ def _one_row_of_each_kind(tenant):
         parent_checkpoint_id=None,
         checkpoint=_typed("c1"),
         metadata={"step": 0},
-        channel_versions={},
+        channel_versions={"messages": 1},
+        channel_values=[{"channel": "messages", **_typed("v1")}],
     )
     langgraph.writes_put(
         **key,
