@@ -9,11 +9,13 @@ from urllib.parse import unquote_to_bytes
 from django.core import checks
 from django.core.handlers.wsgi import get_bytes_from_wsgi
 from django.db.models import QuerySet
+from django.http import Http404
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework import exceptions, serializers
 from rest_framework.pagination import BasePagination, CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from agentstate import access, subject_data
@@ -73,6 +75,15 @@ class TenantAPIView(APIView):
         cast(TenantRequest, request).tenant = self._tenant_of(request)  # what makes it a TenantRequest
         places = people.TENANT_WIDE if self.person_named_in is None else self.person_named_in  # unsaid: refused
         people.person_check(request, self, places)
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        """DRF answers a ``?format=`` that no renderer of the view has with a bare 404, as if the
+        route were missing: it is bad input, a 400 naming the parameter and the formats offered."""
+        try:
+            return super().perform_content_negotiation(request, force)
+        except Http404:
+            offered = ", ".join(renderer.format for renderer in self.get_renderers())
+            raise InvalidInput.for_field(api_settings.URL_FORMAT_OVERRIDE, f"must be one of: {offered}.") from None
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         response = super().finalize_response(request, response, *args, **kwargs)

@@ -81,6 +81,12 @@ def test_not_acceptable_is_406_in_json(api, session):
     assert_error(api.get(S, HTTP_ACCEPT="application/xml"), 406, "not_acceptable")
 
 
+@pytest.mark.parametrize("path", [S, "/api/v1/langgraph/checkpoints/"])
+def test_an_unknown_format_is_400_not_a_missing_route(api, session, path):
+    error = assert_error(api.get(path, {"format": "xml"}), 400, "invalid", field="format")
+    assert "json" in error["fields"]["format"][0]
+
+
 def test_unknown_url_is_404_json(api):
     assert_error(api.get("/api/v1/nothing-here/"), 404, "not_found")
     assert_error(api.get("/api/v1/users/u1/sessions/s%2F1/"), 404, "not_found")  # a "/" is no identifier
