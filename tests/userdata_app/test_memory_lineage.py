@@ -14,7 +14,7 @@ from agentstate.exceptions import Held, InvalidInput
 from sessions_app import services as sessions
 from sessions_app.models import RetentionPolicy, Session
 from sessions_app.services.retention import retention_apply
-from userdata_app.memory.models import MemoryItem, MemoryPolicy
+from userdata_app.memory.models import MemoryItem, MemoryPolicy, MemorySource
 from userdata_app.memory.selectors import items_sources
 from userdata_app.memory.services import memory_batch
 
@@ -215,3 +215,13 @@ def test_clearing_a_conversation_forgets_what_was_made_only_from_it(tenant, two_
     assert api.post("/api/v1/users/ada/sessions/s1/messages/clear/", {}, format="json").status_code == 200
     assert keys(tenant) == ["both"]
     assert get(tenant, "both")["sources"] == [{"session_id": "s2"}]
+
+
+@pytest.mark.django_db
+def test_a_batch_of_a_thousand_sourced_puts_records_every_source(tenant, two_sessions):
+    """ADK adds a long session's events in batches of 1,000, each with its source."""
+    ops = [
+        {"op": "put", "namespace": NS, "key": f"e{i}", "value": {}, "sources": [of("s1", f"e{i}")]} for i in range(1000)
+    ]
+    memory_batch(tenant=tenant, ops=ops)
+    assert MemorySource.objects.filter(linked_session=two_sessions[0]).count() == 1000

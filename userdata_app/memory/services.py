@@ -22,7 +22,6 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from agentstate import search
@@ -356,10 +355,10 @@ def _sources_record(tenant: Tenant, ops: list[dict[str, Any]]) -> None:
     ops = [op for op in ops if op["sources"]]
     if not ops:
         return
-    wanted = Q()
-    for op in ops:
-        wanted |= Q(namespace=selectors.namespace_text(op["namespace"]), key=op["key"])
-    items = {(i.namespace, i.key): i for i in MemoryItem.objects.filter(wanted, tenant=tenant).only("pk", "user_id")}
+    # Two flat INs, not an OR per item (SQLite refuses an expression 1,000 ORs deep).
+    namespaces = {selectors.namespace_text(op["namespace"]) for op in ops}
+    stored = MemoryItem.objects.filter(tenant=tenant, namespace__in=namespaces, key__in={op["key"] for op in ops})
+    items = {(i.namespace, i.key): i for i in stored.only("pk", "namespace", "key", "user_id")}
     sessions: dict[tuple[str, ...], int | None] = {}
     rows = []
     for op in ops:
