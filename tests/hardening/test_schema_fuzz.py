@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis import checks
 
+from agentstate.api.renderers import MsgpackRenderer
 from sessions_app import services
 from sessions_app.models import Session
 from tests.hardening.openapi import api_schema
@@ -89,6 +90,13 @@ def with_cursor_format(raw: dict) -> dict:
                 if parameter.get("name") == "cursor" and parameter.get("in") == "query":
                     parameter["schema"] = {"type": "string", "format": "agentstate-cursor"}
     return raw
+
+
+@schemathesis.serializer("application/msgpack")
+def to_msgpack(context, value) -> bytes:
+    """The LangGraph writes' second body format, encoded as our renderer encodes it (an integer past
+    64 bits as its extension type); a body already in bytes (``deepened``) is sent as it is."""
+    return value if isinstance(value, bytes) else MsgpackRenderer().render(value)
 
 
 RAW_SCHEMA = with_cursor_format(copy.deepcopy(api_schema()))
