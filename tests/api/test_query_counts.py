@@ -13,10 +13,10 @@ from userdata_app.models import UserDatum
 pytestmark = pytest.mark.django_db
 # The largest is a session's delete: one DELETE per table that hangs off sessions (messages, kept
 # pops, rounds, checkpoints, transitions, usage, working state, ADK events and artifacts, the LangGraph
-# checkpointer's thread, checkpoints and writes), one UPDATE that unlinks its forks, and the legal-hold
-# check (the tenant's hold lock — on PostgreSQL an advisory lock, one statement more — then the holds),
-# whatever the rows.
-MAX_QUERIES = 21
+# checkpointer's thread, checkpoints, channel values and writes, the sources of memories made from
+# it and those memories), one UPDATE that unlinks its forks, and the legal-hold check (the tenant's
+# hold lock — on PostgreSQL an advisory lock, one statement more — then the holds), whatever the rows.
+MAX_QUERIES = 23
 
 
 def populate(tenant, name: str, n: int) -> None:
