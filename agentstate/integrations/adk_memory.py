@@ -26,12 +26,11 @@ similarity, the server's exact search) rather than by shared words.
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import unicodedata
 import uuid
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -43,7 +42,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from agentstate.integrations.adk import API_KEY_ENV, base_url_from_uri, identifier_encode
-from agentstate.integrations.store_batch import StoreBatch, user_namespace
+from agentstate.integrations.store_batch import Embedder, StoreBatch, user_namespace, with_vectors
 
 __all__ = ["AgentStateMemoryService", "memory_namespace"]
 
@@ -51,40 +50,6 @@ LABEL = "adk-memory"  # the namespace label after the user's: ("users", <user_id
 TTL_KEY = "ttl_minutes"  # custom_metadata's key for a memory's time to live
 MAX_OPS = 1000  # operations per request (the store's batch limit)
 _WORD = re.compile(r"\w+")
-
-
-class _Embedder:
-    """An ``embed`` as LangGraph's ``ensure_embeddings`` reads it, without needing LangGraph for
-    the plain and async functions: texts in, one vector each out."""
-
-    def __init__(self, embed: Any) -> None:
-        if isinstance(embed, str):
-            from langgraph.store.base import ensure_embeddings  # a provider string needs LangChain's init
-
-            embed = ensure_embeddings(embed)
-        self._embed = embed
-
-    async def documents(self, texts: list[str]) -> list[list[float]]:
-        embed = self._embed
-        if hasattr(embed, "aembed_documents"):
-            vectors = await embed.aembed_documents(texts)
-        else:
-            found: list[list[float]] | Awaitable[list[list[float]]] = embed(texts)
-            vectors = await found if inspect.isawaitable(found) else found
-        return [[float(x) for x in vector] for vector in vectors]
-
-    async def query(self, text: str) -> list[float]:
-        if hasattr(self._embed, "aembed_query"):
-            return [float(x) for x in await self._embed.aembed_query(text)]
-        return (await self.documents([text]))[0]
-
-
-async def _with_vectors(embedder: _Embedder | None, ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The puts with their value's ``text`` embedded (one vector, at the path "text")."""
-    if embedder is None or not ops:
-        return ops
-    vectors = await embedder.documents([op["value"]["text"] for op in ops])
-    return [{**op, "vectors": [{"path": "text", "vector": vector}]} for op, vector in zip(ops, vectors, strict=True)]
 
 
 def memory_namespace(app_name: str, user_id: str) -> list[str]:
@@ -146,7 +111,7 @@ class AgentStateMemoryService(BaseMemoryService):
             raise ValueError(f"AgentStateMemoryService needs an API key (api_key=..., or {API_KEY_ENV}).")
         self.max_results = max_results
         self.ttl_minutes = ttl_minutes
-        self._embedder = _Embedder(embed) if embed is not None else None
+        self._embedder = Embedder(embed) if embed is not None else None
         self._store = StoreBatch(base_url, api_key, timeout=timeout, async_transport=transport)
 
     async def close(self) -> None:
@@ -211,7 +176,7 @@ class AgentStateMemoryService(BaseMemoryService):
                 "only_if": "absent",
                 "sources": sources(event.id),
             }
-        await self._run(await _with_vectors(self._embedder, list(ops.values())))
+        await self._run(await with_vectors(self._embedder, list(ops.values())))
 
     async def add_memory(
         self,
@@ -235,7 +200,7 @@ class AgentStateMemoryService(BaseMemoryService):
             }
             key = memory.id or str(uuid.uuid4())
             ops.append({"op": "put", "namespace": namespace, "key": key, "value": value, "ttl": ttl})
-        await self._run(await _with_vectors(self._embedder, ops))
+        await self._run(await with_vectors(self._embedder, ops))
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         words = _query(query)

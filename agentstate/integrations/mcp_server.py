@@ -8,7 +8,9 @@ by construction. Over stdio the key comes from ``AGENTSTATE_API_KEY``; over stre
 SDK's ASGI app under uvicorn, its own process: it cannot live in the WSGI service) each request
 brings its caller's key as ``Authorization: Bearer <key>``, sent on as the API's ``X-Api-Key``.
 The person is the key's own (a person-scoped key) or the one fixed at start (``--user``); no tool
-takes a user id, and an argument a tool does not declare is refused, not ignored.
+takes a user id, and an argument a tool does not declare is refused, not ignored. With ``--embed``
+the process embeds (as ``AgentStateStore(index=...)`` does): ``remember`` stores the text's vector,
+``search_memory`` sends the query's and the server ranks by meaning; without it, by words.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import importlib
 import json
 import os
 import sys
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -37,7 +40,7 @@ from starlette.responses import JSONResponse, Response
 from agentstate.client import AgentStateError, AsyncAgentStateClient, NetworkError
 from agentstate.client.clients import AsyncEndpoints
 from agentstate.client.loops import LoopClients
-from agentstate.integrations.store_batch import StoreBatch, user_namespace
+from agentstate.integrations.store_batch import Embedder, StoreBatch, user_namespace, with_vectors
 
 API_KEY_ENV = "AGENTSTATE_API_KEY"
 URL_ENV = "AGENTSTATE_URL"
@@ -60,6 +63,7 @@ class Settings:
     api_url: str
     api_key: str | None = None
     user_id: str | None = None
+    embedder: Embedder | None = None  # None: search_memory is the word search
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,27 @@ def _refused(exc: AgentStateError) -> ToolError:
     return ToolError(f"agentstate refused ({status}): {exc.message}")
 
 
+@contextlib.contextmanager
+def _embedding() -> Iterator[None]:
+    """The embedder's own failure as the tool's error, with its message."""
+    try:
+        yield
+    except ToolError:
+        raise
+    except Exception as exc:
+        raise ToolError(f"The embedder failed: {type(exc).__name__}: {exc}") from None
+
+
+WORDS = """Search this person's memories (what was remembered here and what their agents stored in
+agentstate's memory store) for ANY of the query's words: whole words, any case, no stemming.
+Best first: more of the words, then rarer ones, then the newest. Each memory has its namespace
+(labels under the person), key, value, update time and score."""
+MEANING = """Search this person's memories (what was remembered here and what their agents stored in
+agentstate's memory store) by meaning: best first by the similarity of their text to the query's
+(score, 1 the closest); memories stored without a vector follow, score null. Each memory has its
+namespace (labels under the person), key, value, update time and score."""
+
+
 def build_server(settings: Settings) -> MCPServer:
     """The MCP server with its five tools, each a REST call or two as ``settings`` says who calls."""
 
@@ -153,30 +178,23 @@ def build_server(settings: Settings) -> MCPServer:
     server.middleware.append(_undeclared_arguments_refused(server))
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    @server.tool(annotations=reads)
+    @server.tool(annotations=reads, description=WORDS if settings.embedder is None else MEANING)
     async def search_memory(
-        query: Annotated[str, Field(min_length=1, max_length=1000, description="Words to look for.")],
+        query: Annotated[str, Field(min_length=1, max_length=1000, description="What to look for.")],
         ctx: Context,
         limit: Annotated[int, Field(ge=1, le=MAX_RESULTS, description="How many memories at most.")] = 10,
     ) -> dict[str, Any]:
-        """Search this person's memories (what was remembered here and what their agents stored in
-        agentstate's memory store) for ANY of the query's words: whole words, any case, no stemming.
-        Best first: more of the words, then rarer ones, then the newest. Each memory has its
-        namespace (labels under the person), key, value, update time and score."""
+        if settings.embedder is not None:
+            with _embedding():
+                vector = await settings.embedder.query(query)
+            search = {"op": "search", "query": query, "vector": vector, "limit": limit}
+            async with caller(ctx) as who:
+                [items] = await who.store.abatch_raw([{**search, "namespace_prefix": who.namespace([])}])
+            return {"memories": [_shown(item) for item in items]}
         async with caller(ctx) as who:
             page = await who.client.memory_search(who.user_id, query, limit=limit)
-        return {
-            "memories": [
-                {
-                    "namespace": hit.namespace[2:],
-                    "key": hit.key,
-                    "value": hit.value,
-                    "updated_at": hit.updated_at.isoformat(),
-                    "score": hit.score,
-                }
-                for hit in page.results
-            ]
-        }
+        hits = [hit.model_dump() | {"updated_at": hit.updated_at.isoformat()} for hit in page.results]
+        return {"memories": [_shown(hit) for hit in hits]}
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
     async def remember(
@@ -192,7 +210,9 @@ def build_server(settings: Settings) -> MCPServer:
         key = key or uuid.uuid4().hex
         async with caller(ctx) as who:
             op = {"op": "put", "namespace": who.namespace([MEMORY_LABEL]), "key": key, "value": {"text": text}}
-            await who.store.abatch_raw([op])
+            with _embedding():
+                ops = await with_vectors(settings.embedder, [op])
+            await who.store.abatch_raw(ops)
         return {"namespace": [MEMORY_LABEL], "key": key}
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False))
@@ -244,6 +264,27 @@ def build_server(settings: Settings) -> MCPServer:
         }
 
     return server
+
+
+def _shown(hit: dict[str, Any]) -> dict[str, Any]:
+    """A memory as search_memory answers it, whichever search found it: its labels under the person."""
+    return {"namespace": hit["namespace"][2:], **{key: hit[key] for key in ("key", "value", "updated_at", "score")}}
+
+
+def embedder_named(name: str, dims: int | None = None) -> Embedder:
+    """The embedder ``module:attribute`` names (``--embed``); ValueError says why it cannot be."""
+    module_name, _, attribute = name.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"--embed {name!r}: name it as module:callable (my_pkg.embeddings:embed).")
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+    except Exception as exc:  # an import error, a missing name, or the module failing as it loads
+        raise ValueError(f"--embed {name!r} cannot be loaded: {type(exc).__name__}: {exc}") from None
+    if not (callable(found) or hasattr(found, "aembed_documents")):
+        raise ValueError(f"--embed {name!r} is a {type(found).__name__}: not a function of texts, nor an Embeddings.")
+    return Embedder(found, dims)
 
 
 def _undeclared_arguments_refused(server: MCPServer) -> ServerMiddleware[Any]:
@@ -311,11 +352,28 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="with --http: the address to listen on")
     parser.add_argument("--port", type=int, default=8100, help="with --http: the port to listen on")
+    parser.add_argument(
+        "--embed",
+        metavar="MODULE:CALLABLE",
+        help="search by meaning: the embedder this process imports (installed, or on PYTHONPATH) and "
+        'calls, what LangGraph\'s IndexConfig["embed"] takes (a function of a list of texts returning '
+        "one vector each, sync or async, or a LangChain Embeddings); remember stores each text's "
+        "vector, search_memory ranks by cosine similarity. Without it, search_memory is a word search",
+    )
+    parser.add_argument("--dims", type=int, help="with --embed: the vectors' length (another is a tool error)")
     args = parser.parse_args(argv)
+    if args.dims is not None and not args.embed:
+        parser.error("--dims is the length of --embed's vectors: give --embed too.")
+    embedder = None
+    if args.embed:
+        try:
+            embedder = embedder_named(args.embed, args.dims)
+        except ValueError as exc:
+            parser.error(str(exc))
     if args.http:
         import uvicorn
 
-        server = build_server(Settings(api_url=args.url, user_id=args.user))
+        server = build_server(Settings(api_url=args.url, user_id=args.user, embedder=embedder))
         # An idle connection kept longer than a proxy keeps it (gunicorn's 75 s; uvicorn's default is
         # 5 s), so the proxy closes first and never sends a tool call into a closing socket.
         app = http_app(server, host=args.host)
@@ -324,4 +382,4 @@ def main(argv: list[str]) -> None:
     key = os.environ.get(API_KEY_ENV)
     if not key:
         sys.exit(f"agentstate mcp over stdio takes the API key from {API_KEY_ENV}.")
-    build_server(Settings(api_url=args.url, api_key=key, user_id=args.user)).run("stdio")
+    build_server(Settings(api_url=args.url, api_key=key, user_id=args.user, embedder=embedder)).run("stdio")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Awaitable
 from typing import Any
 
 import httpx
@@ -10,7 +12,7 @@ import httpx
 from agentstate.client.calls import API, Call, as_json
 from agentstate.integrations.transport import ClientTransport
 
-__all__ = ["StoreBatch", "user_namespace"]
+__all__ = ["Embedder", "StoreBatch", "user_namespace", "with_vectors"]
 
 BATCH_URL = f"{API}/store/batch/"
 
@@ -52,3 +54,44 @@ class StoreBatch(ClientTransport):
     async def abatch_raw(self, ops: list[dict[str, Any]]) -> list[Any]:
         """``batch_raw``, awaited."""
         return (await self._arun(self._call(ops)))["results"]
+
+
+class Embedder:
+    """An ``embed`` as LangGraph's ``ensure_embeddings`` reads it, without needing LangGraph for
+    the plain and async functions: texts in, one vector each out (ADK's memory service and the MCP
+    server embed through it)."""
+
+    def __init__(self, embed: Any, dims: int | None = None) -> None:
+        if isinstance(embed, str):
+            from langgraph.store.base import ensure_embeddings  # a provider string needs LangChain's init
+
+            embed = ensure_embeddings(embed)
+        self._embed = embed
+        self._dims = dims  # when given, a vector of another length is the embedder's error, not sent
+
+    async def documents(self, texts: list[str]) -> list[list[float]]:
+        embed = self._embed
+        if hasattr(embed, "aembed_documents"):
+            vectors = await embed.aembed_documents(texts)
+        else:
+            found: list[list[float]] | Awaitable[list[list[float]]] = embed(texts)
+            vectors = await found if inspect.isawaitable(found) else found
+        return [self._sized([float(x) for x in vector]) for vector in vectors]
+
+    async def query(self, text: str) -> list[float]:
+        if hasattr(self._embed, "aembed_query"):
+            return self._sized([float(x) for x in await self._embed.aembed_query(text)])
+        return (await self.documents([text]))[0]
+
+    def _sized(self, vector: list[float]) -> list[float]:
+        if self._dims is not None and len(vector) != self._dims:
+            raise ValueError(f"the embedder gave a vector of {len(vector)} numbers, not the {self._dims} of dims")
+        return vector
+
+
+async def with_vectors(embedder: Embedder | None, ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The puts with their value's ``text`` embedded (one vector, at the path "text")."""
+    if embedder is None or not ops:
+        return ops
+    vectors = await embedder.documents([op["value"]["text"] for op in ops])
+    return [{**op, "vectors": [{"path": "text", "vector": vector}]} for op, vector in zip(ops, vectors, strict=True)]
