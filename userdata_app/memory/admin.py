@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from agentstate.admin.display import pretty_json
 from agentstate.admin.filters import UserIdFilter, WordsFilter
@@ -83,7 +83,7 @@ class MemoryItemAdmin(HeldPage, ReadOnlyAdmin):
             gone = " (session deleted; kept for review)" if source.session_deleted else ""
             return format_html("{}{}{}", text, ref, gone)
 
-        return format_html_join(format_html("<br>"), "{}", ((name(source),) for source in sources))
+        return format_html_join(mark_safe("<br>"), "{}", ((name(source),) for source in sources))
 
     @admin.display(description="value")
     def value_json(self, obj: MemoryItem) -> SafeString:
