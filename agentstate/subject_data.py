@@ -399,8 +399,16 @@ def subject_erase(
 
 
 def subject_tables(*kinds: str) -> list[str]:
-    """The tables an erasure of these kinds deletes from (their storage is cleaned after it)."""
-    return [d.model._meta.db_table for d in declared(*kinds)]
+    """The tables an erasure of these kinds deletes from (their storage is cleaned after it): each
+    declared model's, and those its deletes cascade into (a memory's vectors and sources), whose
+    rows held the person's data as much as the row they hung off."""
+    tables: dict[str, None] = {}
+    for d in declared(*kinds):
+        tables[d.model._meta.db_table] = None
+        for relation in d.model._meta.related_objects:
+            if relation.on_delete is not models.DO_NOTHING and relation.related_model is not None:
+                tables[relation.related_model._meta.db_table] = None
+    return list(tables)
 
 
 def subject_text_indexes(*kinds: str) -> list[TextIndex]:
