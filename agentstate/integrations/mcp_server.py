@@ -189,7 +189,9 @@ def build_server(settings: Settings) -> MCPServer:
                 vector = await settings.embedder.query(query)
             search = {"op": "search", "query": query, "vector": vector, "limit": limit}
             async with caller(ctx) as who:
-                [items] = await who.store.abatch_raw([{**search, "namespace_prefix": who.namespace([])}])
+                [items] = await who.store.abatch_raw(
+                    [{**search, "namespace_prefix": who.namespace([])}], user_id=who.user_id
+                )
             return {"memories": [_shown(item) for item in items]}
         async with caller(ctx) as who:
             page = await who.client.memory_search(who.user_id, query, limit=limit)
@@ -212,7 +214,7 @@ def build_server(settings: Settings) -> MCPServer:
             op = {"op": "put", "namespace": who.namespace([MEMORY_LABEL]), "key": key, "value": {"text": text}}
             with _embedding():
                 ops = await with_vectors(settings.embedder, [op])
-            await who.store.abatch_raw(ops)
+            await who.store.abatch_raw(ops, user_id=who.user_id)
         return {"namespace": [MEMORY_LABEL], "key": key}
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False))
@@ -229,7 +231,9 @@ def build_server(settings: Settings) -> MCPServer:
         async with caller(ctx) as who:
             full = who.namespace(namespace)
             get = {"op": "get", "namespace": full, "key": key, "refresh_ttl": False}
-            found, _ = await who.store.abatch_raw([get, {"op": "put", "namespace": full, "key": key, "value": None}])
+            found, _ = await who.store.abatch_raw(
+                [get, {"op": "put", "namespace": full, "key": key, "value": None}], user_id=who.user_id
+            )
         if found is None:
             raise ToolError(f"No memory {key!r} in namespace {namespace}: nothing was deleted.")
         return {"deleted": {"namespace": namespace, "key": key}}

@@ -42,18 +42,20 @@ class StoreBatch(ClientTransport):
         )
 
     @staticmethod
-    def _call(ops: list[dict[str, Any]]) -> Call[Any]:
+    def _call(ops: list[dict[str, Any]], user_id: str | None = None) -> Call[Any]:
         # Retried safely: a batch's puts set values (the same again changes nothing but times).
-        return Call("POST", BATCH_URL, as_json, json={"ops": ops}, idempotent=True)
+        body: dict[str, Any] = {"ops": ops} if user_id is None else {"ops": ops, "user_id": user_id}
+        return Call("POST", BATCH_URL, as_json, json=body, idempotent=True)
 
-    def batch_raw(self, ops: list[dict[str, Any]]) -> list[Any]:
+    def batch_raw(self, ops: list[dict[str, Any]], user_id: str | None = None) -> list[Any]:
         """The batch endpoint's results for operations as it takes them (the ADK memory service's
-        conditional puts, which LangGraph's ops cannot say)."""
-        return self._run(self._call(ops))["results"]
+        conditional puts, which LangGraph's ops cannot say). ``user_id``: every operation is that
+        person's (the server refuses one that is not), and the access log names them."""
+        return self._run(self._call(ops, user_id))["results"]
 
-    async def abatch_raw(self, ops: list[dict[str, Any]]) -> list[Any]:
+    async def abatch_raw(self, ops: list[dict[str, Any]], user_id: str | None = None) -> list[Any]:
         """``batch_raw``, awaited."""
-        return (await self._arun(self._call(ops)))["results"]
+        return (await self._arun(self._call(ops, user_id)))["results"]
 
 
 class Embedder:

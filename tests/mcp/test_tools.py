@@ -113,11 +113,19 @@ def api_entries(tenant) -> list[tuple[str, str]]:
 
 @pytest.mark.slow
 def test_reads_through_mcp_with_a_compliance_key_are_in_the_access_log(stored, compliance_key, tenant):
+    from agentstate.integrations.mcp_server import embedder_named
+
+    by_meaning = embedder_named("tests.mcp.embedders:letters", dims=26)
+
     async def read() -> None:
         server = build_server(Settings(api_url=stored.url, api_key=compliance_key, user_id=PERSON))
         async with Client(server) as mcp:
             structured(await mcp.call_tool("search_memory", {"query": "figs"}))
             structured(await mcp.call_tool("recent_history", {"session_id": "chat-1"}))
+        # By meaning the search is a store batch: it names the person too.
+        meaning = Settings(api_url=stored.url, api_key=compliance_key, user_id=PERSON, embedder=by_meaning)
+        async with Client(build_server(meaning)) as mcp:
+            structured(await mcp.call_tool("search_memory", {"query": "figs"}))
 
     asyncio.run(read())
-    assert api_entries(tenant) == [("memory-search", 200), ("message-list", 200)]
+    assert api_entries(tenant) == [("memory-search", 200), ("message-list", 200), ("store-batch", 200)]
