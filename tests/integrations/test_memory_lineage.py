@@ -96,7 +96,11 @@ def test_a_langgraph_item_put_in_a_run_records_its_thread_and_goes_with_it(live_
     ):
         graph = builder.compile(checkpointer=saver, store=store)
         for thread, text in [("t1", "likes tea"), ("t2", "lives in Lyon"), ("t1", "lives in Lyon")]:
-            graph.invoke({"user_id": "ada", "text": text}, {"configurable": {"thread_id": thread, "user_id": "ada"}})
+            # durability="sync": the run's checkpoint is stored before the node's put is sent. On
+            # SQLite the test's live server answers every request on the test's one in-memory
+            # connection, which two requests at once would share (a deployment gives each its own).
+            config = {"configurable": {"thread_id": thread, "user_id": "ada"}}
+            graph.invoke({"user_id": "ada", "text": text}, config, durability="sync")
         store.put(user_namespace("ada", "facts"), "outside", {"text": "outside a run"})
 
         assert sources_by_text() == {

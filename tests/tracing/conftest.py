@@ -33,14 +33,21 @@ class InProcessServer(httpx.WSGITransport, httpx.AsyncBaseTransport):
         super().__init__(app=WSGIHandler())  # made after tracing started: its middleware is traced
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="server")
 
+    def _answered(self, request: httpx.Request) -> httpx.Response:
+        """The answer with its body read on the server's thread: a streamed body (a page of
+        messages) reads the database as it goes, which the caller's event loop may not."""
+        answer = super().handle_request(request)
+        answer.read()
+        return answer
+
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        return self._thread.submit(super().handle_request, request).result()
+        return self._thread.submit(self._answered, request).result()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
         loop = asyncio.get_running_loop()
-        answer = await loop.run_in_executor(self._thread, super().handle_request, request)
-        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.read())
+        answer = await loop.run_in_executor(self._thread, self._answered, request)
+        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
 
     def close(self) -> None:
         self._thread.submit(connections.close_all).result()
