@@ -33,16 +33,19 @@ def _inline(value):
     return value is None or isinstance(value, (str, int, float, bool))
 
 
+def _msgpack_batches(Checkpoint):
+    """The msgpack checkpoints in batches of BATCH, by primary key."""
+    rows = Checkpoint.objects.filter(value_type="msgpack").order_by("pk")
+    last = 0
+    while batch := list(rows.filter(pk__gt=last)[:BATCH]):
+        last = batch[-1].pk
+        yield batch
+
+
 def split_checkpoints(apps, schema_editor):
     Checkpoint = apps.get_model("sessions_app", "LangGraphCheckpoint")
     Blob = apps.get_model("sessions_app", "LangGraphBlob")
-    rows = Checkpoint.objects.filter(value_type="msgpack").order_by("pk")
-    last = 0
-    while True:
-        batch = list(rows.filter(pk__gt=last)[:BATCH])
-        if not batch:
-            return
-        last = batch[-1].pk
+    for batch in _msgpack_batches(Checkpoint):
         blobs, changed = [], []
         for c in batch:
             try:
@@ -81,13 +84,7 @@ def join_checkpoints(apps, schema_editor):
     """The reverse: each checkpoint whole again, its channel values back in it."""
     Checkpoint = apps.get_model("sessions_app", "LangGraphCheckpoint")
     Blob = apps.get_model("sessions_app", "LangGraphBlob")
-    rows = Checkpoint.objects.filter(value_type="msgpack").order_by("pk")
-    last = 0
-    while True:
-        batch = list(rows.filter(pk__gt=last)[:BATCH])
-        if not batch:
-            return
-        last = batch[-1].pk
+    for batch in _msgpack_batches(Checkpoint):
         changed = []
         for c in batch:
             versions = c.channel_versions if isinstance(c.channel_versions, dict) else {}
