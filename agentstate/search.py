@@ -321,7 +321,7 @@ def search_cursor_offset(cursor: str) -> int:
 
 @dataclass(frozen=True)
 class MemoryHit:
-    item: Any  # the memory item (userdata_app.memory.models.MemoryItem)
+    item: Any  # the memory item (the memory app's MemoryItem)
     score: float  # text_search_any's: higher is better, comparable only within one search
 
 
@@ -348,7 +348,7 @@ def search_memories(
     (``text_search_any``: more words, then rarer ones, then the most recently updated), LangGraph's
     ``filter`` applied; a 400 (field ``q``) when the query holds no word."""
     if _memory_search is None:
-        raise RuntimeError("The memory app (userdata_app.memory) is not installed.")
+        raise RuntimeError("No memory search is registered: the memory app is not installed.")
     return _memory_search(
         tenant=tenant,
         user_id=user_id,

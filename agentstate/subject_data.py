@@ -122,9 +122,9 @@ class SubjectData:
     ``hangs_off``: rows that carry their own person and yet hang off a row others point to by
     ``via`` (a session's artifacts, its events' ``user:`` deltas) name that row's primary key in
     this column (a foreign key or an integer), so a hold on it covers them (``rows_held``).
-    ``part`` tells the root's exporter how to export the rows (``sessions_app``'s session parts),
+    ``part`` tells the root's exporter how to export the rows (the session app's session parts),
     ``retention`` says which retention rule removes process state's rows besides their session's
-    deletion (``sessions_app``'s ``AgesWithMessages``, or the rule's name), or why none does.
+    deletion (the session app's ``AgesWithMessages``, or the rule's name), or why none does.
     ``text_index`` is the full-text index the database keeps of the rows (``agentstate.search``):
     its entries go with the rows, in their transaction; the storage clean-up after an erasure
     compacts it, so that no erased word stays in its pages. ``portable`` says how the rows travel

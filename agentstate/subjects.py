@@ -3,7 +3,7 @@ writes about a subject with that subject's erasure, the guard every create path 
 the clean-up of copies a database keeps of erased rows outside its live tables.
 
 The guard's rule (refuse writes that would recreate an erased subject's data) belongs to the
-erasure workflow in ``userdata_app``, which ``sessions_app`` must not import. The platform defines
+erasure workflow of the user-data app, which the session app must not import. The platform defines
 the call here and the project wires the implementation in with the
 ``SUBJECT_WRITE_GUARD`` setting, so the layers stay one-way.
 """
