@@ -37,7 +37,7 @@ from agentstate.subjects import PROCESS_STATE, USER_DATA
 from agentstate.validation import clean_identifier, identifier_visible
 
 if TYPE_CHECKING:
-    from agentstate.search import TextIndex
+    from agentstate.search.engine import TextIndex
     from agentstate.tenancy.models import Tenant
 
 KINDS = (USER_DATA, PROCESS_STATE)  # the order an erasure takes them in

@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentstate import pgbouncer
-from agentstate.db_router import replica_verdicts
+from agentstate.db_router.health import replica_verdicts
 from agentstate.operators import is_operator
 from sessions_app import working_state
 

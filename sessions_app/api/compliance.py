@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from agentstate.api import people
 from agentstate.api.permissions import HasComplianceScope
 from agentstate.api.views import TenantAPIView, TenantRequest
-from sessions_app.selectors import retention_policy_as_dict
+from sessions_app.selectors.export import retention_policy_as_dict
 
 
 class RetentionPolicySerializer(serializers.Serializer):

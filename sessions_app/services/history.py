@@ -28,7 +28,9 @@ from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json, clean_round_id
 from sessions_app.models import Message, MessagePop, Round, RunUsage, Session
-from sessions_app.selectors import column_converter, message_as_dict, model_columns, row_as_model, session_get
+from sessions_app.selectors.export import message_as_dict
+from sessions_app.selectors.rows import column_converter, model_columns, row_as_model
+from sessions_app.selectors.sessions import session_get
 from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED, lock_session, session_hold_check, session_touch
 from sessions_app.services.sessions import new_session_id_clean
 from sessions_app.services.usage import run_usage_drop_removed_turns

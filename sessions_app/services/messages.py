@@ -19,7 +19,7 @@ from agentstate.exceptions import InvalidInput, SessionEnded
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json, clean_optional_label
 from sessions_app.models import Message, Session
-from sessions_app.selectors import session_get
+from sessions_app.selectors.sessions import session_get
 from sessions_app.services.live import (
     REOPEN_IF_RETENTION_ENDED,
     WRITABLE,

@@ -1,4 +1,4 @@
-"""Full-text search over people's data: one engine for every searchable table, message history and
+"""Full-text search over people's data, the engine: one for every searchable table, message history and
 memory items (docs/DESIGN.md "Search").
 
 The database keeps each index in step with its table (a generated tsvector column with a GIN
@@ -18,23 +18,18 @@ ranked by how many of them a row holds, then how rare they are, the same on both
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from django.db import connection, migrations, transaction
+from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.expressions import RawSQL
 
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import LONE_SURROGATE
-
-if TYPE_CHECKING:
-    from agentstate.tenancy.models import Tenant
 
 MAX_QUERY_LENGTH = 256
 MAX_LIMIT = 100
@@ -75,7 +70,7 @@ def owner_lexeme(*owner: Any) -> str:
     return f"{OWNER_PREFIX}{digest}"
 
 
-def _owner_lexeme_sql(owner: tuple[str, ...]) -> str:
+def owner_lexeme_sql(owner: tuple[str, ...]) -> str:
     key = " || ' ' || ".join(f"{column}::text" for column in owner)
     return f"array_to_tsvector(ARRAY['{OWNER_PREFIX}' || md5({key})])"
 
@@ -314,114 +309,3 @@ def search_cursor_offset(cursor: str) -> int:
     if offset > MAX_OFFSET:
         raise InvalidInput.for_field("cursor", f"Results go {MAX_OFFSET} deep at most: refine the query.")
     return offset
-
-
-# --- Memories: the entry point every memory interface shares -------------------------------------
-
-
-@dataclass(frozen=True)
-class MemoryHit:
-    item: Any  # the memory item (the memory app's MemoryItem)
-    score: float  # text_search_any's: higher is better, comparable only within one search
-
-
-_memory_search: Callable[..., list[MemoryHit]] | None = None
-
-
-def memory_search_register(search: Callable[..., list[MemoryHit]]) -> None:
-    """The memory app gives its search at start (``AppConfig.ready``): the platform imports no app."""
-    global _memory_search
-    _memory_search = search
-
-
-def search_memories(
-    tenant: Tenant,
-    user_id: str | None,
-    query: str,
-    namespace_prefix: list[str] | tuple[str, ...] | None = None,
-    filter: dict[str, Any] | None = None,
-    limit: int = 10,
-    offset: int = 0,
-) -> list[MemoryHit]:
-    """The live memory items of ``user_id`` (None: of every user of the tenant) under
-    ``namespace_prefix`` whose value's strings hold ANY of the query's words, best first
-    (``text_search_any``: more words, then rarer ones, then the most recently updated), LangGraph's
-    ``filter`` applied; a 400 (field ``q``) when the query holds no word."""
-    if _memory_search is None:
-        raise RuntimeError("No memory search is registered: the memory app is not installed.")
-    return _memory_search(
-        tenant=tenant,
-        user_id=user_id,
-        query=query,
-        namespace_prefix=list(namespace_prefix or ()),
-        filter=filter,
-        limit=limit,
-        offset=offset,
-    )
-
-
-# --- Migrations: the index of a JSON column's strings --------------------------------------------
-
-
-def json_text_index_sql(
-    *, table: str, column: str, pg_index: str, owner: tuple[str, ...] = ()
-) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """The statements, by database vendor, that create and that drop the index of every string
-    value of ``table``'s JSON ``column`` (``json_text_index_operation`` says what they make); on
-    PostgreSQL each row's vector holds its ``owner`` columns' lexeme too (``owner_lexeme``)."""
-    vector = f"jsonb_to_tsvector('simple'::regconfig, {column}, '[\"string\"]'::jsonb)"
-    if owner:
-        vector = f"{vector} || {_owner_lexeme_sql(owner)}"
-    fts = f"{table}_search"
-    text = f"(SELECT group_concat(value, ' ') FROM json_tree({{row}}.{column}) WHERE type = 'text')"  # noqa: S608 (constant SQL)
-    insert = f"INSERT INTO {fts} (rowid, text) VALUES (new.id, {text.format(row='new')})"  # noqa: S608 (constant SQL)
-    create = {
-        "postgresql": [
-            f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS search_vector tsvector "
-            f"GENERATED ALWAYS AS ({vector}) STORED",
-            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {pg_index} ON {table} USING gin (search_vector)",
-        ],
-        "sqlite": [
-            f"CREATE VIRTUAL TABLE {fts} USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')",
-            f"CREATE TRIGGER {fts}_insert AFTER INSERT ON {table} BEGIN {insert}; END",
-            f"CREATE TRIGGER {fts}_delete AFTER DELETE ON {table} BEGIN DELETE FROM {fts} WHERE rowid = old.id; END",  # noqa: S608 (constant SQL)
-            f"CREATE TRIGGER {fts}_update AFTER UPDATE OF {column} ON {table} BEGIN "  # noqa: S608 (constant SQL)
-            f"DELETE FROM {fts} WHERE rowid = old.id; {insert}; END",
-            f"INSERT INTO {fts} (rowid, text) SELECT id, {text.format(row='m')} FROM {table} m",  # noqa: S608 (constant SQL)
-        ],
-    }
-    drop = {
-        "postgresql": [
-            f"DROP INDEX CONCURRENTLY IF EXISTS {pg_index}",
-            f"ALTER TABLE {table} DROP COLUMN IF EXISTS search_vector",
-        ],
-        "sqlite": [
-            *(f"DROP TRIGGER IF EXISTS {fts}_{event}" for event in ("insert", "delete", "update")),
-            f"DROP TABLE IF EXISTS {fts}",
-        ],
-    }
-    return create, drop
-
-
-def json_text_index_operation(*, table: str, column: str, pg_index: str) -> migrations.RunPython:
-    """The migration operation that indexes every string value of ``table``'s JSON ``column``.
-
-    PostgreSQL: a stored generated tsvector column ``search_vector`` (``simple``: words lowercased,
-    no stemming; adding it rewrites the table once) with a GIN index ``pg_index`` built
-    CONCURRENTLY, so the migration must say ``atomic = False``. SQLite: an FTS5 table
-    ``<table>_search`` keyed by the row's id, filled by triggers (``unicode61``, diacritics
-    removed) and backfilled from the rows already stored, in one transaction. Either way the
-    database keeps the index in the writing transaction, whatever SQL writes or deletes the rows."""
-    create, drop = json_text_index_sql(table=table, column=column, pg_index=pg_index)
-
-    def run(statements: dict[str, list[str]]) -> Callable[..., None]:
-        def apply(apps: Any, schema_editor: Any) -> None:
-            db = schema_editor.connection
-            # SQLite: in one transaction, so no row written meanwhile is indexed twice or missed.
-            with transaction.atomic(using=db.alias) if db.vendor == "sqlite" else contextlib.nullcontext():
-                for statement in statements.get(db.vendor, []):
-                    schema_editor.execute(statement)
-
-        return apply
-
-    return migrations.RunPython(run(create), run(drop))
