@@ -445,17 +445,25 @@ def _sources_attach(results: list[Any]) -> None:
 def memory_ops_confine(ops: list[dict[str, Any]], *, user_id: str) -> list[dict[str, Any]]:
     """A batch confined to one person (its ``user_id``; always a person key's own): each op's
     namespace or prefix within ``("users", <user_id>)``, a search or listing of every person
-    narrowed to them; anything else is refused (403)."""
-    own = [selectors.USERS, selectors.user_label(clean_identifier(user_id, field="user_id"))]
+    narrowed to them, a put naming its ``owner`` position owned by them (``namespace_owner``);
+    anything else is refused (403)."""
+    user_id = clean_identifier(user_id, field="user_id")
+    own = [selectors.USERS, selectors.user_label(user_id)]
     for i, op in enumerate(ops):
         name = {"search": "namespace_prefix", "list_namespaces": "prefix"}.get(op["op"], "namespace")
+        if op.get("owner") is not None and namespace_owner(op[name], owner=op["owner"]) == user_id:
+            continue
         labels = op[name] or []
         if name != "namespace" and labels == own[: len(labels)]:
             op[name] = labels = own  # every person's, or every namespace: this person's
         if labels[:2] != own:
             raise PersonKeyRefused(
                 f"{_field(i, name)}: outside the batch's user_id.",
-                fields={_field(i, name): ['must start with ["users", "<the batch\'s user_id>"].']},
+                fields={
+                    _field(i, name): [
+                        'must start with ["users", "<the batch\'s user_id>"], or name it at the put\'s owner position.'
+                    ]
+                },
             )
     return ops
 
