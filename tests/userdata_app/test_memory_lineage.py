@@ -225,3 +225,22 @@ def test_a_batch_of_a_thousand_sourced_puts_records_every_source(tenant, two_ses
     ]
     memory_batch(tenant=tenant, ops=ops)
     assert MemorySource.objects.filter(linked_session=two_sessions[0]).count() == 1000
+
+
+@pytest.mark.django_db
+def test_a_memory_made_from_a_held_session_cannot_be_deleted_by_the_store(tenant, two_sessions):
+    """The hold is on the session, not the person: the store's delete of a memory made from it is
+    refused all the same, nothing deleted; a memory from another session goes."""
+    from agentstate.holds.services import legal_hold_place
+
+    put(tenant, "from-s1", of("s1"))
+    put(tenant, "from-s2", of("s2"))
+    legal_hold_place(tenant=tenant, user_id="ada", session_pk=two_sessions[0].pk, reference="CASE-2", reason="r")
+    for op in (
+        {"op": "put", "namespace": NS, "key": "from-s1", "value": None},
+        {"op": "forget", "namespace": NS, "key": "from-s1"},
+    ):
+        with pytest.raises(Held, match="CASE-2"):
+            memory_batch(tenant=tenant, ops=[op])
+    memory_batch(tenant=tenant, ops=[{"op": "put", "namespace": NS, "key": "from-s2", "value": None}])
+    assert keys(tenant) == ["from-s1"]

@@ -303,9 +303,12 @@ def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> 
         for (ns, key), op in puts.items()
         if op["op"] == "forget"
     ]
-    owners = {user_id for rows in (*deleted, *forgotten) for user_id in rows.values_list("user_id", flat=True)}
-    for user_id in sorted(owners):  # the people whose items the deletes and forgets would empty
+    emptied = [row for rows in (*deleted, *forgotten) for row in rows.values_list("pk", "user_id")]
+    for user_id in sorted({user_id for _, user_id in emptied}):  # the people whose items would go
         hold_check(tenant_pk=tenant.pk, user_id=user_id, what="this user's memories")
+    sources = MemorySource.objects.filter(item__in=[pk for pk, _ in emptied], linked_session__isnull=False)
+    for session_pk in sorted(set(sources.values_list("linked_session", flat=True))):  # a held session's memories
+        hold_check(tenant_pk=tenant.pk, session_pk=session_pk, what="memories made from a held session")
     for rows in deleted:
         rows.delete()
     for (namespace, key), op in puts.items():
