@@ -15,6 +15,7 @@ from django.db import connection
 
 def execute_all(*statements: tuple[str, list[Any]]) -> list[list[tuple[Any, ...]]]:
     """Run ``(sql, params)`` statements in order; return each one's rows (none for a write)."""
+    # Raw: runs statements their callers justify, several in one round trip (benchmarks/frameworks.py)
     results: list[list[tuple[Any, ...]]] = []
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":

@@ -51,6 +51,7 @@ def subjects_lock(
     they are granted, as a statement of its own: READ COMMITTED gives each statement its own
     snapshot, so it sees what an erasure committed while the lock waited (in the lock's own
     statement it would not). Returns its first row's first value (None without ``then``, or a row)."""
+    # Raw: benchmarks/frameworks.py per-call targets: the subjects' locks and the caller's read in one trip
     if connection.vendor != "postgresql":
         return None
     keys = sorted(
@@ -98,6 +99,7 @@ def statistics_refresh(*, tables: Iterable[str], lock_timeout_ms: int = 2000) ->
     ANALYZE leaves an empty table's statistics as they were, so an empty table's are dropped
     instead (re-declaring each column's own type, which discards them; the table lock waits at
     most ``lock_timeout_ms``). Returns the tables whose statistics could not be dropped."""
+    # Raw: no ORM form (ANALYZE, pg_stats and ALTER COLUMN TYPE: the erasure's clean-up)
     if connection.vendor != "postgresql":
         return []
     stale = []
@@ -132,6 +134,7 @@ def wal_truncate(*, wait_ms: int = 2000) -> bool:
     so that no earlier version of an erased row stays in the ``-wal`` file. A reader still
     using the log prevents it (after ``wait_ms``): returns False then, True when done (or
     when the database is not SQLite in WAL mode)."""
+    # Raw: no ORM form (SQLite's PRAGMAs: the erasure's truncation of the WAL)
     if connection.vendor != "sqlite":
         return True
     with connection.cursor() as cursor:

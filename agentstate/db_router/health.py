@@ -96,6 +96,7 @@ def replica_verdicts(*, refresh: bool) -> dict[str, ReplicaVerdict | None]:
 def replica_check(alias: str) -> ReplicaCheck:
     """Measure ``alias`` against the primary: the primary's flushed WAL position first (one query
     there), then what the replica replayed and received (one query there)."""
+    # Raw: no ORM form (the WAL positions of the primary and of a replica)
     replica = connections[alias]
     if replica.vendor != "postgresql":
         with replica.cursor() as cursor:

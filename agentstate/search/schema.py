@@ -67,6 +67,7 @@ def json_text_index_operation(*, table: str, column: str, pg_index: str) -> migr
 
     def run(statements: dict[str, list[str]]) -> Callable[..., None]:
         def apply(apps: Any, schema_editor: Any) -> None:
+            # Raw: no ORM form (a generated tsvector column, FTS5 tables and triggers: migration DDL)
             db = schema_editor.connection
             # SQLite: in one transaction, so no row written meanwhile is indexed twice or missed.
             with transaction.atomic(using=db.alias) if db.vendor == "sqlite" else contextlib.nullcontext():

@@ -118,6 +118,7 @@ def message_pop_from(
     session is found by its lock, and the lock and the pop's read go in one round trip (two
     statements, the read after the lock): with the edit, a pop is three round trips besides the
     transaction's, where a lookup, the lock and the read were one each."""
+    # Raw: benchmarks/frameworks.py SDK pop_item per-call target: lock and read in one round trip
     key, expected_last_seq = _pop_arguments(idempotency_key, expected_last_seq)  # first, on every database
     if connection.vendor != "postgresql":
         session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
@@ -191,6 +192,7 @@ def _pop_read(session: Session, key: str | None) -> tuple[Message | None, dict[s
     written-out statement: the answer kept under ``key`` (``answered``, and ``answer``) and the
     oldest legal hold covering the session (``hold_reference``). The ORM's build of this query,
     with its subqueries, cost about four times running it: it was most of a pop's time."""
+    # Raw: benchmarks/frameworks.py SDK pop_item per-call target; the ORM's build cost ~4× the run
     database = connections[DEFAULT_DB_ALIAS]
     with database.cursor() as cursor:
         cursor.execute(
@@ -238,6 +240,7 @@ def _pop_postgresql(session: Session, newest: Message, *, key: str | None, poppe
     of the turns it removed (as ``_record_edit``: every turn past the user messages left, every
     turn once none is left) and keep the answer under ``key``. The statement's snapshot still
     holds the popped message, which the usage rule leaves out by its seq."""
+    # Raw: benchmarks/frameworks.py SDK pop_item per-call target: the pop's edit in one statement
     quote = connection.ops.quote_name
     messages, usage = quote(Message._meta.db_table), quote(RunUsage._meta.db_table)
     params: dict[str, Any] = {
@@ -311,6 +314,7 @@ def message_clear(*, session: Session, expected_last_seq: int | None = None) -> 
 def _copy_rows(model, *, source: Session, target: Session, key: str, up_to: int) -> int:
     """``INSERT ... SELECT`` every row of ``source`` with ``key <= up_to`` into ``target``: one
     statement whatever the number of rows."""
+    # Raw: benchmarks/history_edits.py fork of 100,000 ≤ 2 s: one INSERT … SELECT, no row loaded
     columns = [f.column for f in model._meta.concrete_fields if f.name not in ("id", "session")]
     quote = connection.ops.quote_name
     names = ", ".join(quote(c) for c in columns)
