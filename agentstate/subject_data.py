@@ -94,10 +94,13 @@ class DerivedFrom:
     ``on_delete=derived_cascade``; ``on_source_deleted(collector, field, links, using)`` decides, in
     the session delete's own collection and transaction, what goes with the session (the rows
     made only from it) and what stays. Every way a session is deleted (the API, a framework's
-    delete, retention, erasure) is a Django delete, so each reaches it, and a dry run counts it."""
+    delete, retention, erasure) is a Django delete, so each reaches it, and a dry run counts it.
+    ``kept(tenant_pk)``: the rows a policy kept when their last source went, waiting for review
+    (the admin's review list; a session's page links it)."""
 
     link: type[models.Model]
     on_source_deleted: Callable[..., None]
+    kept: Callable[[int], models.QuerySet] | None = None
 
 
 def derived_cascade(collector: Any, field: Any, sub_objs: Any, using: str) -> None:

@@ -244,3 +244,22 @@ def test_a_memory_made_from_a_held_session_cannot_be_deleted_by_the_store(tenant
             memory_batch(tenant=tenant, ops=[op])
     memory_batch(tenant=tenant, ops=[{"op": "put", "namespace": NS, "key": "from-s2", "value": None}])
     assert keys(tenant) == ["from-s1"]
+
+
+@pytest.mark.django_db
+def test_the_admin_lists_the_memories_kept_for_review_and_a_session_page_links_them(
+    tenant, two_sessions, client, admin_user
+):
+    MemoryPolicy.objects.create(tenant=tenant, keep_derived=True)
+    put(tenant, "from-s1", of("s1"))
+    put(tenant, "from-s2", of("s2"))
+    put(tenant, "none")
+    sessions.session_delete(session=two_sessions[0])
+    client.force_login(admin_user)
+    review = f"/admin/userdata_app/memoryitem/?kept_for_review=1&amp;tenant__id__exact={tenant.pk}"
+    session_page = client.get(f"/admin/sessions_app/session/{two_sessions[1].pk}/change/").content.decode()
+    assert f'<a href="{review}">1 memories of the tenant kept for review</a>' in session_page
+    listed = client.get(review.replace("&amp;", "&")).content.decode()
+    kept, other = MemoryItem.objects.get(key="from-s1"), MemoryItem.objects.get(key="from-s2")
+    assert f"/admin/userdata_app/memoryitem/{kept.pk}/change/" in listed
+    assert f"/admin/userdata_app/memoryitem/{other.pk}/change/" not in listed

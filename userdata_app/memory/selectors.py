@@ -253,6 +253,13 @@ def subject_memory_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str,
             yield {**item_data(item), "expires_at": expires_at, "sources": sources.get(item.pk, []), **found}
 
 
+def memory_items_kept_for_review(tenant_pk: int | None = None) -> QuerySet[MemoryItem]:
+    """Items the memory policy kept when the last session they were made from was deleted
+    (``MemoryPolicy.keep_derived``: a source marked ``session_deleted``), for staff to review."""
+    rows = MemoryItem.objects.filter(pk__in=MemorySource.objects.filter(session_deleted=True).values("item"))
+    return rows.filter(tenant_id=tenant_pk) if tenant_pk is not None else rows
+
+
 def memory_items_expired_held() -> int:
     """Expired items a legal hold keeps from ``memory_items_expire`` (its report)."""
     return MemoryItem.objects.filter(rows_held(MemoryItem), expires_at__lte=timezone.now()).count()
