@@ -20,6 +20,8 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from django.utils.module_loading import import_string
 
+from agentstate.statements import execute_all
+
 if TYPE_CHECKING:
     from agentstate.tenancy.models import Tenant
 
@@ -63,20 +65,13 @@ def subjects_lock(
         for t, u in subjects
     )
     function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-    statements = [f"SELECT {function}(%s)"] * len(keys)
-    params: list[Any] = list(keys)
+    statements: list[tuple[str, list[Any]]] = [(f"SELECT {function}(%s)", [key]) for key in keys]
     if then is not None:
-        statements.append(then[0])
-        params.extend(then[1])
-    with connection.cursor() as cursor:
-        # One simple-protocol query (Django's client-side binding): its statements run in order.
-        cursor.execute("; ".join(statements), params)
-        if then is None:
-            return None
-        while cursor.nextset():  # to the last statement's rows: ``then``'s
-            pass
-        row = cursor.fetchone()
-        return None if row is None else row[0]
+        statements.append(then)
+    results = execute_all(*statements)  # one round trip, the statements in order
+    if then is None or not results[-1]:
+        return None
+    return results[-1][0][0]
 
 
 @lru_cache(maxsize=1)

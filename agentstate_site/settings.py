@@ -260,11 +260,13 @@ if READ_YOUR_WRITES_SECONDS <= REPLICA_MAX_LAG_SECONDS + REPLICA_CHECK_SECONDS:
     )
 # DATABASE_TRANSACTION_POOLING=true when the URLs lead to PgBouncer in transaction mode: no
 # server-side cursors (outside a transaction Django declares them WITH HOLD, which outlives the
-# pooled server connection). Prepared statements are already off: Django 5.2 sets psycopg's
-# prepare_threshold to None unless OPTIONS ask for it.
+# pooled server connection) and no prepared statements (a pooled server connection may not have
+# them): the hot statements agentstate.postgresql prepares go client-bound, as the ORM's always do
+# (Django 5.2 sets psycopg's prepare_threshold to None unless OPTIONS ask for it).
 if env_bool("DATABASE_TRANSACTION_POOLING", False):
     for _alias in DATABASES:
         DATABASES[_alias]["DISABLE_SERVER_SIDE_CURSORS"] = True
+        cast(dict[str, Any], DATABASES[_alias])["PREPARED_STATEMENTS"] = False
 # --- end of scale-out -----------------------------------------------------------------------
 
 # --- Operations: what operators see (agentstate.operators, agentstate.metrics) -------------------

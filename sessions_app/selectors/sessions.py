@@ -14,6 +14,7 @@ from django.db.models import QuerySet, Subquery
 
 from agentstate import streaming
 from agentstate.exceptions import NotFound
+from agentstate.statements import prepared_cursor
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier
 from sessions_app import backends, working_state
@@ -51,7 +52,7 @@ def session_get_with(
     # Raw: benchmarks/scaling.py ratio ≤ 1.3 and http_load.py append p99; the ORM's build cost more
     connection = connections[router.db_for_read(Session)]
     sql = _SESSION_GET_SQL if not columns else _SESSION_GET_SQL.replace(" FROM ", f", {columns} FROM ", 1)
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection) as cursor:
         cursor.execute(sql, [*params, tenant.pk, user_id, session_id, app_name])
         row = cursor.fetchone()
     if row is None:

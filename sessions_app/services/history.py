@@ -24,6 +24,7 @@ from agentstate import subject_data
 from agentstate.exceptions import Held, InvalidInput, NotFound, PreconditionFailed, SessionAlreadyExists, SessionEnded
 from agentstate.holds.selectors import COVERING_HOLD_SQL
 from agentstate.holds.services import holds_lock_key, holds_lock_required
+from agentstate.statements import execute_all, prepared_cursor
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json, clean_round_id
@@ -133,14 +134,10 @@ def message_pop_from(
         "holds": holds_lock_key(tenant.pk),
         "key": key,
     }
-    with database.cursor() as cursor:
-        cursor.execute(_POP_LOCK_READ_SQL, params)
-        touched = cursor.fetchone()
-        cursor.nextset()
-        read = cursor.fetchone()
-    if touched is None:
+    touched, (read,) = execute_all((_POP_LOCK_SQL, params), (_POP_READ_LOCKED_SQL, params))
+    if not touched:
         raise NotFound("Session not found.")
-    locked = row_as_model(Session, database, touched[: len(Session._meta.concrete_fields)])
+    locked = row_as_model(Session, database, touched[0][: len(Session._meta.concrete_fields)])
     newest, found = _pop_found(database, read)
     return _pop(locked, newest, found, key=key, expected_last_seq=expected_last_seq)
 
@@ -223,15 +220,15 @@ _POP_READ_SQL = (
 
 _SESSION_IDENTITY = "tenant_id = %(tenant)s AND user_id = %(user_id)s AND session_id = %(session_id)s AND app_name = ''"
 # The REST API's session found by its lock (as ``session_touch`` takes it, with the hold lock),
-# then the pop's read of it as a statement of its own: one round trip, two snapshots.
-_POP_LOCK_READ_SQL = (
+# then the pop's read of it as a statement of its own: one round trip (``execute_all``), two snapshots.
+_POP_LOCK_SQL = (
     f'UPDATE "{Session._meta.db_table}" SET updated_at = %(now)s, {REOPEN_IF_RETENTION_ENDED} '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
     f"WHERE {_SESSION_IDENTITY} RETURNING {model_columns(Session, Session._meta.db_table)}, "
-    "pg_advisory_xact_lock_shared(%(holds)s); "
-    + _POP_READ_SQL.replace(
-        "%(session_pk)s",
-        f'(SELECT id FROM "{Session._meta.db_table}" WHERE {_SESSION_IDENTITY})',  # noqa: S608 (as above)
-    )
+    "pg_advisory_xact_lock_shared(%(holds)s)"
+)
+_POP_READ_LOCKED_SQL = _POP_READ_SQL.replace(
+    "%(session_pk)s",
+    f'(SELECT id FROM "{Session._meta.db_table}" WHERE {_SESSION_IDENTITY})',  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
 )
 
 
@@ -274,7 +271,7 @@ def _pop_postgresql(session: Session, newest: Message, *, key: str | None, poppe
         "- %(was_user)s)) "
         f"{kept}"
     )
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
 
 
