@@ -374,6 +374,7 @@ def subject_erase(
     (sessions) are locked, so a write running against them finishes before and one that starts
     later finds them gone; the rows that hang off them go before them. ``before_delete`` sees each
     queryset first (the admin log is scrubbed of it). What legal holds cover stays (``rows_held``).
+    The rows made only from deleted sessions (``derived_from``) are counted in their category.
     Bulk deletes: a fixed number of statements whatever the number of rows."""
     holds_lock(tenant_pk=tenant.pk, exclusive=False)
     counts: Counter[str] = Counter()
@@ -398,6 +399,9 @@ def subject_erase(
             before_delete(rows)
             deleted = rows.delete()[1]  # only this model's rows: cascades are counted by their own
             counts[d.category] += deleted.get(d.model._meta.label, 0)
+            for made in declared():  # and what was made only from them (a session's memories)
+                if made.derived_from is not None and made is not d:
+                    counts[made.category] += deleted.get(made.model._meta.label, 0)
     return dict(counts)
 
 

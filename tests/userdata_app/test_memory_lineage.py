@@ -129,6 +129,7 @@ def test_retention_deleting_an_ended_session_takes_its_derived_items_and_counts_
     run = retention_apply(tenant=tenant)
     assert keys(tenant) == ["both"]
     assert run.counts == dry.counts
+    assert run.derived == dry.derived == {tenant.slug: {"memories": 1}}  # "only-s1", named apart
 
 
 @pytest.mark.django_db(transaction=True)
@@ -263,3 +264,21 @@ def test_the_admin_lists_the_memories_kept_for_review_and_a_session_page_links_t
     kept, other = MemoryItem.objects.get(key="from-s1"), MemoryItem.objects.get(key="from-s2")
     assert f"/admin/userdata_app/memoryitem/{kept.pk}/change/" in listed
     assert f"/admin/userdata_app/memoryitem/{other.pk}/change/" not in listed
+
+
+@pytest.mark.django_db
+def test_an_erasure_of_process_state_counts_the_memories_made_only_from_its_sessions(tenant, two_sessions):
+    """Erasing a person's sessions and not their user data (the map's process state alone, as a
+    re-applied erasure limited to what existed then may) counts the memories that went with them
+    in the receipt's counts."""
+    from django.db import transaction
+
+    from agentstate.subject_data import subject_erase
+    from agentstate.subjects import PROCESS_STATE
+
+    put(tenant, "only-s1", of("s1"))
+    put(tenant, "none")
+    with transaction.atomic():
+        counts = subject_erase(tenant=tenant, user_id="ada", kinds=[PROCESS_STATE])
+    assert counts["memories"] == 1
+    assert keys(tenant) == ["none"]
