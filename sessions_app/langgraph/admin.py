@@ -24,6 +24,7 @@ from sessions_app.langgraph import presenters
 from sessions_app.langgraph import selectors as langgraph_selectors
 from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from sessions_app.langgraph.services import FRAMEWORK
+from sessions_app.langgraph.staff_view import staff_view
 from sessions_app.models import Session
 
 LANGGRAPH_TIMELINE = 100
@@ -140,7 +141,7 @@ class LangGraphCheckpointAdmin(SessionChildAdmin):
         return render_to_string(
             "admin/sessions_app/langgraphthread/writes.html",
             {
-                "writes": [(w, stored_value(w.value_type, w.value, w.rendered)) for w in writes],
+                "writes": [(w, stored_value(w.value_type, w.value, staff_view(w.value_type, w.value))) for w in writes],
             },
         )
 
