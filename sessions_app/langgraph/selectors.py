@@ -19,7 +19,14 @@ from django.db.models.functions import Coalesce, Length
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
 from sessions_app.langgraph.models import LangGraphBlob, LangGraphCheckpoint, LangGraphThread, LangGraphWrite
-from sessions_app.langgraph.services import MAX_ID_BYTES, MAX_NS_BYTES, clean_text, server_cursor, thread_key
+from sessions_app.langgraph.services import (
+    MAX_ID_BYTES,
+    MAX_NS_BYTES,
+    clean_text,
+    prepared_server_cursor,
+    server_cursor,
+    thread_key,
+)
 from sessions_app.models import Session
 
 
@@ -285,17 +292,21 @@ def _values_and_writes_sql(
     return sql, [*params, *blobs_of, *blobs_of]
 
 
-def _binary_rows(connection: BaseDatabaseWrapper, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+def _binary_rows(
+    connection: BaseDatabaseWrapper, sql: str, params: list[Any], *, prepared: bool = False
+) -> list[tuple[Any, ...]]:
     """A read of large bytes. On PostgreSQL the rows come in binary, the bytes as they are: Django's
     cursor binds parameters in the client, which allows text results only, where bytea is hex,
     twice its size, encoded by PostgreSQL and decoded by the worker (about 40% of the worker's time
     for a page of 50 checkpoints of 75 KB). This cursor binds them in the server, and is wrapped as
-    Django wraps its own (timeouts, query logging)."""
+    Django wraps its own (timeouts, query logging). ``prepared``: a statement of a few fixed shapes
+    (``prepared_server_cursor``)."""
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
-    with server_cursor(connection, binary_results=True) as cursor:
+    opened = prepared_server_cursor if prepared else server_cursor
+    with opened(connection, binary_results=True) as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 
@@ -340,7 +351,7 @@ def checkpoint_tuple_get(
         f"FROM c {_blobs_join('c')} "
         f"ORDER BY kind"
     )
-    rows = _binary_rows(connection, sql, params)
+    rows = _binary_rows(connection, sql, params, prepared=True)  # four shapes, one per step
     if not rows:
         return None
     _, checkpoint_id, parent, metadata, value_type, value, *_ = rows[0]

@@ -373,7 +373,7 @@ def _fast_write(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> bool:
     """On PostgreSQL, writes of one thread by one user as one statement, atomic by itself, when the
     thread exists and they name no other user (every write after a thread's first): it records the
     write as the session's activity and stores every row, with no BEGIN and COMMIT round trips, its
-    values bound as parameters (``_put_cursor``), not spliced into its text. False when it stored
+    values bound as parameters (``prepared_server_cursor``), not spliced into its text. False when it stored
     nothing (no such thread of that user) or the database is not PostgreSQL."""
     if connection.vendor != "postgresql":
         return False
@@ -386,7 +386,7 @@ def _fast_write(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> bool:
     ]
     params = [now, tenant.pk, thread_key(write.thread_id), write.user_id]
     params += [p for i in inserts for p in i.values_params] + [p for i in inserts for p in i.insert_params]
-    with _put_cursor() as cursor:
+    with prepared_server_cursor(connection) as cursor:
         cursor.execute(f"WITH {', '.join(ctes)} SELECT count(*) FROM s", params)  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         (found,) = cursor.fetchone()
     return bool(found)
@@ -453,13 +453,20 @@ def _same_thread_runs(writes: Sequence[ThreadWrite]) -> Iterator[list[ThreadWrit
         yield run
 
 
-def _put_cursor() -> Any:
-    """The cursor of a put's one statement: prepared (``prepared_cursor``: PostgreSQL parses each
-    shape of it once per connection, and plans it once when its generic plan serves, not at every
-    put of every step), its values bound by the server either way; ``server_cursor`` where
-    statements are not prepared (PgBouncer in transaction mode)."""
+def prepared_server_cursor(connection: BaseDatabaseWrapper, *, binary_results: bool = False) -> Any:
+    """A ``server_cursor`` whose statements go prepared (``prepared_cursor``: PostgreSQL parses
+    each shape once per connection, and plans it once when its generic plan serves), for a step's
+    fixed-shape statements (its puts, its read) rather than at every step; a ``server_cursor``
+    where statements are not prepared (PgBouncer in transaction mode)."""
     prepared = getattr(connection, "prepared_cursor", None)  # agentstate.postgresql's
-    return prepared() if prepared is not None and getattr(connection, "prepares", False) else server_cursor(connection)
+    if prepared is None or not getattr(connection, "prepares", False):
+        return server_cursor(connection, binary_results=binary_results)
+    import psycopg
+
+    cursor = prepared()
+    if binary_results:
+        cursor.cursor.format = psycopg.pq.Format.BINARY
+    return cursor
 
 
 @contextlib.contextmanager
