@@ -190,9 +190,9 @@ def anon():
 @pytest.fixture
 def victim(tenant):
     """acme's u1/s1 with one of everything, for the cross-tenant tests (tests/api/cross_tenant.py)."""
+    from backends.adk.people.artifacts.services import artifact_save
     from sessions_app import services
     from userdata_app import services as userdata_services
-    from userdata_app.artifacts.services import artifact_save
     from userdata_app.memory.services import memory_batch
 
     session = services.session_create(tenant=tenant, user_id="u1", session_id="s1", metadata={"mine": True})

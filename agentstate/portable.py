@@ -192,7 +192,7 @@ def records(*, tenant: Tenant, user_id: str | None = None) -> Iterator[dict[str,
 @dataclass
 class PortableImportSummary:
     """What an import of a portable file did (``import_tenant``); ``import_sessions``' summary of a
-    peer store's import is agentstate_site.imports.ImportSummary."""
+    peer store's import is userdata_app.imports.ImportSummary."""
 
     records: int = 0
     sessions_created: int = 0

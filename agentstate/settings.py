@@ -64,15 +64,13 @@ INSTALLED_APPS = [
     "agentstate.tenancy",
     "agentstate.holds",
     "sessions_app",
-    # The framework backends: each registers itself with the core from its AppConfig.
-    "sessions_app.langgraph",
-    "sessions_app.adk",
-    "sessions_app.openai_agents",
     "userdata_app",
-    "userdata_app.adk",
     "userdata_app.memory",
-    "userdata_app.artifacts",
     "userdata_app.access_log",
+    # The framework backends (backends/): one app each, registering itself with the core from its AppConfig.
+    "backends.langgraph",
+    "backends.adk",
+    "backends.openai_agents",
     "agentstate_site",
 ]
 
@@ -392,7 +390,7 @@ STORAGES: dict[str, dict[str, Any]] = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 
-# --- Artifacts (ADK's artifact service, userdata_app.artifacts): bytes kept through the storage
+# --- Artifacts (ADK's artifact service, backends.adk.people.artifacts): bytes kept through the storage
 # alias "artifacts", in a directory by default, in an S3-compatible bucket when one is named
 # (django-storages; boto3 reads its credentials from the environment, AWS_ACCESS_KEY_ID ...).
 ARTIFACT_MAX_BYTES = int(os.environ.get("AGENTSTATE_ARTIFACT_MAX_BYTES", str(3 * 1024 * 1024)))

@@ -21,8 +21,8 @@ class SiteConfig(AppConfig):
         # in INSTALLED_APPS, has registered them by now).
         from django.contrib import admin
 
-        from agentstate_site.adk.admin import session_section
-        from sessions_app.adk.services import FRAMEWORK as ADK
+        from backends.adk.process.services import FRAMEWORK as ADK
+        from backends.adk.staff import session_section
         from sessions_app.admin.sessions import FrameworkSection, SessionAdmin
         from sessions_app.models import Session
 

@@ -30,8 +30,8 @@ urlpatterns = [
     path("api/v1/compliance/", include("sessions_app.api.compliance")),
     path("api/v1/compliance/", include("userdata_app.api.compliance")),
     # The framework backends' own endpoints.
-    path("api/v1/langgraph/", include("sessions_app.langgraph.urls")),
-    path("api/v1/adk/", include("agentstate_site.adk.urls")),
+    path("api/v1/langgraph/", include("backends.langgraph.urls")),
+    path("api/v1/adk/", include("backends.adk.urls")),
     path("api/v1/", include("userdata_app.memory.urls")),  # LangGraph's store (memories), their search
     re_path(r"^api/v1/key/?$", KeyView.as_view(), name="api-key"),  # the calling key: its tenant, scope, person
     re_path(r"^api/", api_not_found),  # last: JSON 404s under /api/ whatever DEBUG says

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from django.db.models import QuerySet
 
 if TYPE_CHECKING:
+    from agentstate.tenancy.models import Tenant
     from sessions_app.models import Session
 
 
@@ -49,6 +50,9 @@ class FrameworkBackend:
     unit: str = "messages"
     counts: Callable[[list[Session]], dict[int, int]] | None = None
     metadata_key: str = ""
+    # A thread of this backend's, as a memory's source names it: ``thread_session_pk(tenant=,
+    # thread_id=, user_id=)`` is its session when the person owns it.
+    thread_session_pk: Callable[..., int | None] | None = None
 
 
 _backends: dict[str, FrameworkBackend] = {}
@@ -64,6 +68,15 @@ def backends() -> list[FrameworkBackend]:
 
 def backend_get(framework: str) -> FrameworkBackend | None:
     return _backends.get(framework)
+
+
+def thread_session_pk(*, tenant: Tenant, thread_id: str, user_id: str) -> int | None:
+    """The session of a thread a memory's source names, by the backend that keeps threads (none
+    installed: no session)."""
+    for backend in _backends.values():
+        if backend.thread_session_pk is not None:
+            return backend.thread_session_pk(tenant=tenant, thread_id=thread_id, user_id=user_id)
+    return None
 
 
 def framework_label(framework: str) -> str:

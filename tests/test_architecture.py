@@ -37,12 +37,12 @@ def test_imports_run_one_way():
         ({"userdata_app/newmod.py": "import sessions_app.models\n"}, "userdata_app.newmod -> sessions_app.models"),
         # The core names no framework: a backend plugs in, the core does not reach for it.
         (
-            {"sessions_app/services/newmod.py": "from sessions_app.langgraph import services\n"},
-            "sessions_app.services.newmod -> sessions_app.langgraph.services",
+            {"sessions_app/services/newmod.py": "from backends.langgraph.process import services\n"},
+            "sessions_app.services.newmod -> backends.langgraph.process.services",
         ),
         (
-            {"userdata_app/newmod.py": "import userdata_app.adk.models\n"},
-            "userdata_app.newmod -> userdata_app.adk.models",
+            {"userdata_app/newmod.py": "import backends.adk.people.models\n"},
+            "userdata_app.newmod -> backends.adk.people.models",
         ),
         # A page of sessions_app that pulls in a project-level page whose tag library reads both apps.
         (

@@ -14,12 +14,12 @@ from django.utils import timezone
 
 from agentstate import subject_data
 from agentstate.exceptions import InvalidInput
+from backends.adk.people.models import AdkEventUserDelta, AdkUserState
+from backends.adk.process.models import AdkEvent
+from backends.langgraph.process import services as langgraph
+from backends.langgraph.process.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
 from sessions_app import selectors, services
-from sessions_app.adk.models import AdkEvent
-from sessions_app.langgraph import services as langgraph
-from sessions_app.langgraph.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
 from sessions_app.models import Message, MessagePop, RetentionPolicy, RetentionRun, Round, Session
-from userdata_app.adk.models import AdkEventUserDelta, AdkUserState
 from userdata_app.models import ErasedSubject, ErasureRequest
 
 pytestmark = pytest.mark.django_db

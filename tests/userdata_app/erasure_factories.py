@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.urls import reverse
 from django.utils import timezone
 
+from backends.adk.people.artifacts.services import artifact_save
 from sessions_app import services as session_services
 from userdata_app import services as userdata_services
-from userdata_app.artifacts.services import artifact_save
 from userdata_app.erasure import erasure_request_create, erasure_request_verify
 from userdata_app.memory.selectors import user_label
 from userdata_app.memory.services import memory_batch
@@ -110,8 +110,8 @@ def subject_data_restored(*, tenant, user_id: str, before, **sizes) -> None:
     before ``before``, the erasure they predate. Re-applying an erasure erases exactly those."""
     from datetime import timedelta
 
+    from backends.adk.people.artifacts.models import Artifact
     from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
-    from userdata_app.artifacts.models import Artifact
     from userdata_app.memory.models import MemoryItem
     from userdata_app.models import UserDatum
 

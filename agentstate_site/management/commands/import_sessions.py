@@ -12,7 +12,7 @@ from agentstate.db_waits import JobCommand
 from agentstate.identifiers import identifier_argument
 from agentstate.management.tenants import tenant_named
 from agentstate.tenancy.models import Tenant
-from agentstate_site.imports import ImportSummary, sessions_import
+from userdata_app.imports import ImportSummary, sessions_import
 
 SOURCES = {
     "adk-database": "Google ADK DatabaseSessionService: its SQLAlchemy URL (sqlite+aiosqlite:///..., postgresql+asyncpg://...)",
@@ -28,20 +28,20 @@ SOURCES = {
 
 def _source(kind: str, location: str, options: dict[str, Any]) -> Any:
     if kind.startswith("adk-"):
-        from agentstate_site.imports.adk import AdkSource
+        from backends.adk.importer import AdkSource
 
         return AdkSource(kind, location)
     if kind.startswith("langgraph-store-"):
-        from agentstate_site.imports.langgraph_store import LangGraphStoreSource
+        from backends.langgraph.importer_store import LangGraphStoreSource
 
         return LangGraphStoreSource(kind, location)
     if not options["default_user"]:
         raise CommandError(f"--from {kind} needs --default-user: the owner of sessions that name no user.")
     if kind.startswith("openai-"):
-        from agentstate_site.imports.openai_agents import OpenAIAgentsSource
+        from backends.openai_agents.importer import OpenAIAgentsSource
 
         return OpenAIAgentsSource(kind, location, default_user_id=options["default_user"])
-    from agentstate_site.imports.langgraph import LangGraphSource
+    from backends.langgraph.importer import LangGraphSource
 
     return LangGraphSource(kind, location, default_user_id=options["default_user"])
 
