@@ -358,9 +358,6 @@ if ERASURE_HMAC_KEYS and ERASURE_HMAC_KEY_ID not in ERASURE_HMAC_KEYS:
 ERASURE_GRACE_HOURS = float(os.environ.get("AGENTSTATE_ERASURE_GRACE_HOURS", "24"))
 # A subject-access request is due this many calendar months after receipt (GDPR Art. 12(3): one).
 ACCESS_REQUEST_DUE_MONTHS = int(os.environ.get("AGENTSTATE_ACCESS_REQUEST_DUE_MONTHS", "1"))
-# Which rule refuses writes that would recreate an erased subject's data (agentstate.subjects):
-# the erasure workflow's registry. Wiring, not configuration: the project level joins the layers.
-SUBJECT_WRITE_GUARD = "userdata_app.erasure.registry.erased_subject_write_guard"
 # The access log keeps entries this long; manage.py prune_access_log removes older ones (a prefix
 # of each tenant's chain) and writes the anchor verification accounts for them with.
 ACCESS_LOG_RETENTION_DAYS = float(os.environ.get("AGENTSTATE_ACCESS_LOG_RETENTION_DAYS", "730"))

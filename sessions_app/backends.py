@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 
@@ -26,15 +26,45 @@ if TYPE_CHECKING:
 class RetentionRule:
     """A rule of the tenant's retention policy that a backend applies to its own rows.
 
-    ``policy_field`` is the ``RetentionPolicy`` column that turns it on (its value: how many to
-    keep, or days); ``category`` what a run reports; ``sessions`` narrows the sessions the sweep
+    ``policy_field`` is the name of the policy's rule that turns it on (its value: how many to
+    keep, or days, kept in ``RetentionPolicy.backend_rules``), ``help_text`` what staff and the API
+    read of it; ``category`` what a run reports; ``sessions`` narrows the sessions the sweep
     looks at; ``apply(session_pks, value, dry_run)`` removes (or, dry, counts) rows of those
     sessions, locked by the sweep, and returns how many."""
 
     policy_field: str
+    help_text: str
     category: str
     sessions: Callable[[QuerySet], QuerySet]
     apply: Callable[[list[int], int, bool], int]
+
+
+@dataclass(frozen=True)
+class FrameworkSection:
+    """A framework's part of its sessions' admin pages: ``render(session) -> HTML`` under ``title``,
+    in place of the core's history (messages, rounds, checkpoints...: ``in_place_of="history"``) or
+    of the latest messages alone (``"messages"``: a framework keeping its sessions through the core
+    API); ``name(session)`` how staff name its sessions when the session id would not say; for a
+    framework that keeps its state as messages, ``message_preview(message)`` a list row's text (of
+    ``previewed`` content) and ``message_content(content)`` the value a message's page shows."""
+
+    title: str
+    render: Callable[[Session], str]
+    in_place_of: str = "history"
+    name: Callable[[Session], str] | None = None
+    message_preview: Callable[[Any], str] | None = None
+    message_content: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True, eq=False)  # compared, and hashed with its backend, by identity
+class ImportSource:
+    """A peer store ``manage.py import_sessions --from KIND LOCATION`` reads: ``open(kind, location,
+    default_user_id)`` returns the source (``userdata_app.imports``; "" when no ``--default-user``
+    was given); ``needs_default_user``: its sessions may name no user, so the command asks for one."""
+
+    kinds: dict[str, str]  # KIND: what LOCATION is, as --help says it
+    open: Callable[[str, str, str], Any]
+    needs_default_user: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,7 +72,10 @@ class FrameworkBackend:
     """``unit`` is what its sessions hold as staff count them ("events", "checkpoints", "items");
     ``counts(sessions)`` counts them for a page of sessions in at most one query (None: the
     session's message count). A backend that keeps its sessions through the core API (``framework``
-    stays "") names them by a key of their metadata, ``metadata_key``."""
+    stays "") names them by a key of their metadata, ``metadata_key``. ``staff_section`` is its part
+    of its sessions' admin pages; ``urls`` its API mounts, ``(prefix under /api/v1/, urlconf
+    module)``, which the project's URLs include; ``import_sources`` the peer stores its history is
+    imported from."""
 
     framework: str
     label: str
@@ -53,6 +86,9 @@ class FrameworkBackend:
     # A thread of this backend's, as a memory's source names it: ``thread_session_pk(tenant=,
     # thread_id=, user_id=)`` is its session when the person owns it.
     thread_session_pk: Callable[..., int | None] | None = None
+    staff_section: FrameworkSection | None = None
+    urls: tuple[tuple[str, str], ...] = ()
+    import_sources: tuple[ImportSource, ...] = ()
 
 
 _backends: dict[str, FrameworkBackend] = {}
@@ -64,6 +100,18 @@ def register(backend: FrameworkBackend) -> None:
 
 def backends() -> list[FrameworkBackend]:
     return list(_backends.values())
+
+
+def import_sources() -> dict[str, ImportSource]:
+    """Every registered backend's import sources by kind."""
+    return {
+        kind: source for backend in _backends.values() for source in backend.import_sources for kind in source.kinds
+    }
+
+
+def retention_rules() -> list[RetentionRule]:
+    """Every registered backend's retention rules, in registration order."""
+    return [rule for backend in _backends.values() for rule in backend.retention]
 
 
 def backend_get(framework: str) -> FrameworkBackend | None:

@@ -13,6 +13,7 @@ class AdkConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete
 
+        from backends.adk import staff
         from backends.adk.people import subject_data as people_subject_data
         from backends.adk.people.artifacts import services as artifact_services
         from backends.adk.people.artifacts import subject_data as artifact_subject_data
@@ -35,5 +36,24 @@ class AdkConfig(AppConfig):
                 unit="events",
                 # Every event takes the next seq and none is deleted alone: the last seq counts them.
                 counts=lambda sessions: {s.pk: s.last_seq for s in sessions},
+                # Its page merges in the user: state, people's data: rendered at the top of the backend.
+                staff_section=backends.FrameworkSection("ADK events and state", staff.session_section),
+                urls=(("adk/", "backends.adk.urls"),),
+                import_sources=(
+                    backends.ImportSource(
+                        kinds={
+                            "adk-database": "Google ADK DatabaseSessionService: its SQLAlchemy URL "
+                            "(sqlite+aiosqlite:///..., postgresql+asyncpg://...)",
+                            "adk-sqlite": "Google ADK SqliteSessionService: its database file",
+                        },
+                        open=_source,
+                    ),
+                ),
             )
         )
+
+
+def _source(kind: str, location: str, default_user_id: str) -> object:
+    from backends.adk.importer import AdkSource  # reads the peer's store through ADK's own classes
+
+    return AdkSource(kind, location)

@@ -21,9 +21,8 @@ from agentstate.holds.selectors import holds_of
 from backends.langgraph.process import presenters
 from backends.langgraph.process import selectors as langgraph_selectors
 from backends.langgraph.process.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
-from backends.langgraph.process.services import FRAMEWORK
 from sessions_app.admin.history import SessionChildAdmin
-from sessions_app.admin.sessions import FrameworkSection, SessionAdmin, SessionLabelTitle, session_label
+from sessions_app.admin.sessions import FrameworkSection, SessionLabelTitle, session_label
 from sessions_app.models import Session
 
 LANGGRAPH_TIMELINE = 100
@@ -61,7 +60,7 @@ def session_section(session: Session) -> str:
     return timeline(session, thread_url=reverse("admin:sessions_app_langgraphthread_change", args=[session.pk]))
 
 
-SessionAdmin.framework_sections[FRAMEWORK] = FrameworkSection("LangGraph checkpoints", session_section)
+STAFF_SECTION = FrameworkSection("LangGraph checkpoints", session_section)
 
 
 @admin.register(LangGraphThread)

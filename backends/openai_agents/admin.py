@@ -7,7 +7,8 @@ from django.template.loader import render_to_string
 
 from agentstate.admin.display import previewed
 from backends.openai_agents.process import presenters
-from sessions_app.admin.sessions import FrameworkSection, SessionAdmin, history_url
+from sessions_app.admin.sessions import history_url
+from sessions_app.backends import FrameworkSection
 from sessions_app.models import Message, Session
 
 LATEST_ITEMS = 30
@@ -27,7 +28,7 @@ def items_section(session: Session) -> str:
     )
 
 
-SessionAdmin.framework_sections[presenters.FRAMEWORK] = FrameworkSection(
+STAFF_SECTION = FrameworkSection(
     "OpenAI Agents SDK items",
     items_section,
     in_place_of="messages",

@@ -11,6 +11,7 @@ class OpenAIAgentsConfig(AppConfig):
     verbose_name = "OpenAI Agents SDK backend"
 
     def ready(self) -> None:
+        from backends.openai_agents import admin
         from backends.openai_agents.process import presenters
         from sessions_app import backends
 
@@ -20,5 +21,22 @@ class OpenAIAgentsConfig(AppConfig):
                 label="OpenAI Agents SDK",
                 unit="items",
                 metadata_key=presenters.METADATA_KEY,
+                staff_section=admin.STAFF_SECTION,
+                import_sources=(
+                    backends.ImportSource(
+                        kinds={
+                            "openai-sqlite": "OpenAI Agents SDK SQLiteSession: its database file",
+                            "openai-sqlalchemy": "OpenAI Agents SDK SQLAlchemySession: its async SQLAlchemy URL",
+                        },
+                        open=_source,
+                        needs_default_user=True,
+                    ),
+                ),
             )
         )
+
+
+def _source(kind: str, location: str, default_user_id: str) -> object:
+    from backends.openai_agents.importer import OpenAIAgentsSource  # the SDK's own sessions read the store
+
+    return OpenAIAgentsSource(kind, location, default_user_id=default_user_id)
