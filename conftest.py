@@ -4,6 +4,7 @@ conftest)."""
 
 import copy
 import re
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -38,10 +39,18 @@ def uses_the_stores(item: pytest.Item) -> bool:
     )
 
 
+ROOT = Path(__file__).resolve().parent
+# The smoke set the core must pass with any subset of the framework backends (AGENTSTATE_BACKENDS):
+# framework-neutral modules of the API, the admin, erasure and export (.ci/run reads the same list).
+ANY_BACKENDS = frozenset((ROOT / "tests" / "any_backends.txt").read_text().split())
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     on_sqlite = connection.vendor == "sqlite"
     for item in items:
+        if item.path.relative_to(ROOT).as_posix() in ANY_BACKENDS:
+            item.add_marker(pytest.mark.any_backends)
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
         if uses_the_stores(item) and not item.get_closest_marker("database"):

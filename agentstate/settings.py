@@ -48,6 +48,16 @@ if PRODUCTION:
     if not os.environ.get("DJANGO_ALLOWED_HOSTS"):
         raise ImproperlyConfigured("DJANGO_ENV=production needs DJANGO_ALLOWED_HOSTS (comma-separated).")
 
+# The framework backends (backends/): one app each, which registers itself with the core; the core
+# runs with any subset. AGENTSTATE_BACKENDS names the ones installed (comma-separated; default all).
+BACKENDS = {"langgraph": "backends.langgraph", "adk": "backends.adk", "openai_agents": "backends.openai_agents"}
+BACKENDS_INSTALLED = env_list("AGENTSTATE_BACKENDS", ",".join(BACKENDS))
+if set(BACKENDS_INSTALLED) - BACKENDS.keys():
+    raise ImproperlyConfigured(
+        f"AGENTSTATE_BACKENDS names no backend {sorted(set(BACKENDS_INSTALLED) - BACKENDS.keys())}: "
+        f"choose from {', '.join(BACKENDS)}."
+    )
+
 INSTALLED_APPS = [
     "agentstate_site.apps.AgentStateAdminConfig",  # django.contrib.admin with our admin site
     "django.contrib.auth",
@@ -67,10 +77,7 @@ INSTALLED_APPS = [
     "userdata_app",
     "userdata_app.memory",
     "userdata_app.access_log",
-    # The framework backends (backends/): one app each, registering itself with the core from its AppConfig.
-    "backends.langgraph",
-    "backends.adk",
-    "backends.openai_agents",
+    *(app for name, app in BACKENDS.items() if name in BACKENDS_INSTALLED),
     "agentstate_site",
 ]
 
