@@ -129,6 +129,14 @@ def _fresh_key_cache():
     tenancy_selectors.api_key_cache_clear()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_vector_cache():
+    """Each test starts with no worker copy of vectors (a test database may give ids again)."""
+    from userdata_app.memory import vector_cache
+
+    vector_cache.clear()
+
+
 @pytest.fixture
 def admin_user(db, django_user_model):
     """pytest-django's superuser for ``admin_client``, without a password: ``admin_client`` logs in

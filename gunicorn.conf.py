@@ -14,7 +14,7 @@ import tempfile
 
 from agentstate.logging import ServerErrorFilter
 
-wsgi_app = "agentstate.wsgi:application"
+wsgi_app = "agentstate_site.wsgi:application"
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 # Threaded workers keep a client's connection open between its requests (gunicorn's default sync
 # worker closes it after every answer: a new connection per call, about 2.7 ms here). Each thread

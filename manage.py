@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Django's command-line utility for agentstate (installed, the same is the ``agentstate`` command)."""
 
-from agentstate.cli import main
+from agentstate_site.cli import main
 
 if __name__ == "__main__":
     main()

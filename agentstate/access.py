@@ -3,8 +3,8 @@ which categories of people's data a login may read the values of.
 
 The platform's admin base (``agentstate.admin.options``) and API base (``agentstate.api.views``)
 call these at the one place every page and every call passes; the app that keeps the log
-(``userdata_app.access_log``) registers its recorder from its ``AppConfig.ready``, so the platform
-imports no app. With none registered, nothing is recorded.
+registers its recorder from its ``AppConfig.ready``, so the platform imports no app. With none
+registered, nothing is recorded.
 
 What a login may read is decided here from the map of people's data (``agentstate.subject_data``):
 ``ViewerMiddleware`` names the login each request runs for, and whatever renders a category's

@@ -36,6 +36,7 @@ def job_timeouts(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
 
     def first_in_a_transaction(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict) -> Any:
         # IDLE inside an atomic block: nothing sent since BEGIN, so this is the transaction's first statement.
+        # Raw: no ORM form (set_config of a job's statement and lock timeouts)
         if connection.in_atomic_block and connection.connection.info.transaction_status == TransactionStatus.IDLE:
             context["cursor"].cursor.execute(_JOB_TIMEOUTS_SQL, values)
         return execute(sql, params, many, context)

@@ -67,6 +67,7 @@ def pool_read() -> PoolReading | None:
 
 
 def _show_pools(url: str, *, database: str) -> list[Pool]:
+    # Raw: no ORM form (PgBouncer's admin console: SHOW POOLS)
     with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_SECONDS) as console:
         cursor = console.execute("SHOW POOLS")
         names = [column.name for column in cursor.description or ()]

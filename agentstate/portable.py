@@ -6,7 +6,7 @@ tenant. A session travels as a block: its record, then the records of every row 
 (or names it by ``refs``), written back in one transaction; other rows go in chunks of
 ``CHUNK_ROWS``, a transaction each. A session the tenant holds already is left as it is, and a row
 found again by its ``key`` is skipped, so a re-run imports nothing twice. The registry and the key
-ring are ``userdata_app.portable``'s: this module names no app.
+ring are the user-data app's: this module names no app.
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ def records(*, tenant: Tenant, user_id: str | None = None) -> Iterator[dict[str,
 @dataclass
 class PortableImportSummary:
     """What an import of a portable file did (``import_tenant``); ``import_sessions``' summary of a
-    peer store's import is userdata_app.imports.ImportSummary."""
+    peer store's import is the importers' own."""
 
     records: int = 0
     sessions_created: int = 0

@@ -1,28 +1,49 @@
 """Several SQL statements in one round trip to PostgreSQL.
 
-Django binds parameters in the client (psycopg's client-side cursor), so statements joined by
-semicolons go as one simple-protocol query: PostgreSQL runs them in order, each with a snapshot of
-its own (READ COMMITTED), in the caller's transaction. A request's cost was mostly its round trips
-and the work around each (docs/PERFORMANCE.md); elsewhere the statements run one by one.
+PostgreSQL runs them in order, each with a snapshot of its own (READ COMMITTED), in the caller's
+transaction (or, in autocommit mode, in one transaction of their own). They go prepared, in
+psycopg's pipeline (``agentstate.postgresql.base``: planned once per connection); where statements
+are not prepared (PgBouncer in transaction mode), joined by semicolons as one simple-protocol query,
+parameters bound in the client. A request's cost was mostly its round trips and the work around
+each (docs/PERFORMANCE.md); on SQLite the statements run one by one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import connection
 
 
-def execute_all(*statements: tuple[str, list[Any]]) -> list[list[tuple[Any, ...]]]:
-    """Run ``(sql, params)`` statements in order; return each one's rows (none for a write)."""
+def prepared_cursor(database: Any = connection) -> Any:
+    """A cursor of ``database`` (the default one unless given) for one statement per ``execute``
+    that PostgreSQL plans once per connection (a small call's hot statements: planning one cost
+    up to three times running it); ``cursor()`` elsewhere."""
+    prepared = getattr(database, "prepared_cursor", None)
+    return database.cursor() if prepared is None else prepared()
+
+
+def execute_all(*statements: tuple[str, Any]) -> list[list[tuple[Any, ...]]]:
+    """Run ``(sql, params)`` statements in order; return each one's rows (none for a write). The
+    parameters are lists, or all mappings (one name means one value in every statement)."""
+    # Raw: runs statements their callers justify, several in one round trip (benchmarks/frameworks.py)
     results: list[list[tuple[Any, ...]]] = []
-    with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
             for sql, params in statements:
                 cursor.execute(sql, params)
                 results.append(cursor.fetchall() if cursor.description else [])
-            return results
-        cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
+        return results
+    joined = "; ".join(sql for sql, _ in statements)
+    together: Any = (
+        {name: value for _, named in statements for name, value in named.items()}
+        if all(isinstance(params, Mapping) for _, params in statements)
+        else [value for _, listed in statements for value in listed]
+    )
+    prepares = getattr(connection, "prepares", False)  # agentstate.postgresql's, as is pipelined_cursor
+    with connection.pipelined_cursor(statements) if prepares else connection.cursor() as cursor:  # type: ignore[attr-defined]
+        cursor.execute(joined, together)
         while True:
             results.append(cursor.fetchall() if cursor.description else [])
             if not cursor.nextset():

@@ -37,7 +37,7 @@ from agentstate.subjects import PROCESS_STATE, USER_DATA
 from agentstate.validation import clean_identifier, identifier_visible
 
 if TYPE_CHECKING:
-    from agentstate.search import TextIndex
+    from agentstate.search.engine import TextIndex
     from agentstate.tenancy.models import Tenant
 
 KINDS = (USER_DATA, PROCESS_STATE)  # the order an erasure takes them in
@@ -94,10 +94,13 @@ class DerivedFrom:
     ``on_delete=derived_cascade``; ``on_source_deleted(collector, field, links, using)`` decides, in
     the session delete's own collection and transaction, what goes with the session (the rows
     made only from it) and what stays. Every way a session is deleted (the API, a framework's
-    delete, retention, erasure) is a Django delete, so each reaches it, and a dry run counts it."""
+    delete, retention, erasure) is a Django delete, so each reaches it, and a dry run counts it.
+    ``kept(tenant_pk)``: the rows a policy kept when their last source went, waiting for review
+    (the admin's review list; a session's page links it)."""
 
     link: type[models.Model]
     on_source_deleted: Callable[..., None]
+    kept: Callable[[int], models.QuerySet] | None = None
 
 
 def derived_cascade(collector: Any, field: Any, sub_objs: Any, using: str) -> None:
@@ -122,9 +125,9 @@ class SubjectData:
     ``hangs_off``: rows that carry their own person and yet hang off a row others point to by
     ``via`` (a session's artifacts, its events' ``user:`` deltas) name that row's primary key in
     this column (a foreign key or an integer), so a hold on it covers them (``rows_held``).
-    ``part`` tells the root's exporter how to export the rows (``sessions_app``'s session parts),
+    ``part`` tells the root's exporter how to export the rows (the session app's session parts),
     ``retention`` says which retention rule removes process state's rows besides their session's
-    deletion (``sessions_app``'s ``AgesWithMessages``, or the rule's name), or why none does.
+    deletion (the session app's ``AgesWithMessages``, or the rule's name), or why none does.
     ``text_index`` is the full-text index the database keeps of the rows (``agentstate.search``):
     its entries go with the rows, in their transaction; the storage clean-up after an erasure
     compacts it, so that no erased word stays in its pages. ``portable`` says how the rows travel
@@ -371,6 +374,7 @@ def subject_erase(
     (sessions) are locked, so a write running against them finishes before and one that starts
     later finds them gone; the rows that hang off them go before them. ``before_delete`` sees each
     queryset first (the admin log is scrubbed of it). What legal holds cover stays (``rows_held``).
+    The rows made only from deleted sessions (``derived_from``) are counted in their category.
     Bulk deletes: a fixed number of statements whatever the number of rows."""
     holds_lock(tenant_pk=tenant.pk, exclusive=False)
     counts: Counter[str] = Counter()
@@ -395,6 +399,9 @@ def subject_erase(
             before_delete(rows)
             deleted = rows.delete()[1]  # only this model's rows: cascades are counted by their own
             counts[d.category] += deleted.get(d.model._meta.label, 0)
+            for made in declared():  # and what was made only from them (a session's memories)
+                if made.derived_from is not None and made is not d:
+                    counts[made.category] += deleted.get(made.model._meta.label, 0)
     return dict(counts)
 
 

@@ -3,7 +3,7 @@ writes about a subject with that subject's erasure, the guard every create path 
 the clean-up of copies a database keeps of erased rows outside its live tables.
 
 The guard's rule (refuse writes that would recreate an erased subject's data) belongs to the
-erasure workflow in ``userdata_app``, which ``sessions_app`` must not import. The platform defines
+erasure workflow of the user-data app, which the session app must not import. The platform defines
 the call here and the erasure workflow registers its rule from its ``AppConfig.ready``
 (``write_guard_register``), so the layers stay one-way.
 """
@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import OperationalError, connection, transaction
+
+from agentstate.statements import execute_all
 
 if TYPE_CHECKING:
     from agentstate.tenancy.models import Tenant
@@ -49,6 +51,7 @@ def subjects_lock(
     they are granted, as a statement of its own: READ COMMITTED gives each statement its own
     snapshot, so it sees what an erasure committed while the lock waited (in the lock's own
     statement it would not). Returns its first row's first value (None without ``then``, or a row)."""
+    # Raw: benchmarks/frameworks.py per-call targets: the subjects' locks and the caller's read in one trip
     if connection.vendor != "postgresql":
         return None
     keys = sorted(
@@ -60,20 +63,13 @@ def subjects_lock(
         for t, u in subjects
     )
     function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-    statements = [f"SELECT {function}(%s)"] * len(keys)
-    params: list[Any] = list(keys)
+    statements: list[tuple[str, list[Any]]] = [(f"SELECT {function}(%s)", [key]) for key in keys]
     if then is not None:
-        statements.append(then[0])
-        params.extend(then[1])
-    with connection.cursor() as cursor:
-        # One simple-protocol query (Django's client-side binding): its statements run in order.
-        cursor.execute("; ".join(statements), params)
-        if then is None:
-            return None
-        while cursor.nextset():  # to the last statement's rows: ``then``'s
-            pass
-        row = cursor.fetchone()
-        return None if row is None else row[0]
+        statements.append(then)
+    results = execute_all(*statements)  # one round trip, the statements in order
+    if then is None or not results[-1]:
+        return None
+    return results[-1][0][0]
 
 
 _write_guard: SubjectWriteGuard | None = None
@@ -90,7 +86,7 @@ def subject_write_check(*, tenant: Tenant, user_id: str, category: str) -> None:
     raises (``SubjectErased``) when the registered guard refuses it, and refuses every write when
     none is registered (a project without the erasure workflow must not write people's data)."""
     if _write_guard is None:
-        raise ImproperlyConfigured("No subject write guard is registered (userdata_app is not installed).")
+        raise ImproperlyConfigured("No subject write guard is registered (the user-data app is not installed).")
     _write_guard(tenant=tenant, user_id=user_id, category=category)
 
 
@@ -103,6 +99,7 @@ def statistics_refresh(*, tables: Iterable[str], lock_timeout_ms: int = 2000) ->
     ANALYZE leaves an empty table's statistics as they were, so an empty table's are dropped
     instead (re-declaring each column's own type, which discards them; the table lock waits at
     most ``lock_timeout_ms``). Returns the tables whose statistics could not be dropped."""
+    # Raw: no ORM form (ANALYZE, pg_stats and ALTER COLUMN TYPE: the erasure's clean-up)
     if connection.vendor != "postgresql":
         return []
     stale = []
@@ -137,6 +134,7 @@ def wal_truncate(*, wait_ms: int = 2000) -> bool:
     so that no earlier version of an erased row stays in the ``-wal`` file. A reader still
     using the log prevents it (after ``wait_ms``): returns False then, True when done (or
     when the database is not SQLite in WAL mode)."""
+    # Raw: no ORM form (SQLite's PRAGMAs: the erasure's truncation of the WAL)
     if connection.vendor != "sqlite":
         return True
     with connection.cursor() as cursor:

@@ -6,6 +6,7 @@ server answering."""
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +28,10 @@ class Watchdog:
         self._wake = threading.Condition()
         self._pending: set[Deadline] = set()
         self._thread: threading.Thread | None = None
+        # When the thread next looks at the deadlines: a new one due later needs no wake-up. Waking
+        # it for every guarded call (each write's commit) made the caller hand the GIL over and wait
+        # to get it back, a switch per request for a thread with nothing to do.
+        self._looks_at = math.inf
 
     @contextlib.contextmanager
     def after(self, seconds: float, action: Callable[[], object]) -> Iterator[Deadline]:
@@ -38,7 +43,8 @@ class Watchdog:
             if self._thread is None or not self._thread.is_alive():  # none yet, or a fork's parent had it
                 self._thread = threading.Thread(target=self._watch, name="agentstate-watchdog", daemon=True)
                 self._thread.start()
-            self._wake.notify()
+            if deadline.at < self._looks_at:
+                self._wake.notify()
         try:
             yield deadline
         finally:
@@ -54,9 +60,10 @@ class Watchdog:
                 due = [deadline for deadline in self._pending if deadline.at <= now]
                 self._pending.difference_update(due)
                 if not due:
-                    soonest = min((deadline.at for deadline in self._pending), default=now + 60)
-                    self._wake.wait(soonest - now)
+                    self._looks_at = min((deadline.at for deadline in self._pending), default=now + 60)
+                    self._wake.wait(self._looks_at - now)
                     continue
+                self._looks_at = now  # the deadlines are looked at again once these actions ran
             for deadline in due:
                 with deadline.lock:
                     if deadline.finished:

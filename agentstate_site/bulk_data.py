@@ -27,6 +27,7 @@ def insert_series(*, model, count: int, values: dict[str, str], params: list | N
 
 def _insert_select(*, model, values: dict[str, str], count: int, params: list | None, join: str = "") -> None:
     """``INSERT INTO <model> SELECT <values> FROM <series s(i)> [join]``."""
+    # Raw: the benchmarks' fills of 1,000,000 rows: one INSERT … SELECT; bulk_create sends each row
     table = connection.ops.quote_name(model._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(c) for c in values)
     exprs = ", ".join(values.values())
@@ -166,5 +167,6 @@ def user_data_create(*, tenant: Tenant, user_id: str, count: int) -> None:
 
 def analyze() -> None:
     """Refresh planner statistics after a bulk load, as autovacuum would soon do."""
+    # Raw: no ORM form (ANALYZE after a benchmark's bulk fill)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")

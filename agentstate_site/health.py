@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentstate import pgbouncer
-from agentstate.db_router import replica_verdicts
+from agentstate.db_router.health import replica_verdicts
 from agentstate.operators import is_operator
 from sessions_app import working_state
 
@@ -45,6 +45,7 @@ def _check(probe) -> str:
 
 
 def _database() -> None:
+    # Raw: no ORM form (a round trip that reads no table: /healthz's database probe)
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
 
@@ -53,6 +54,7 @@ def synchronous_standby() -> str | None:
     """What the primary's synchronous replication has now, when it asks for any (one cheap query):
     with none connected, every commit waits for one and is answered 503 (agentstate.postgresql)
     until the HA tool stops asking. Counting standbys needs pg_read_all_stats (or pg_monitor)."""
+    # Raw: no ORM form (current_setting and pg_stat_replication)
     if connection.vendor != "postgresql":
         return None
     with connection.cursor() as cursor:

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_safe
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from agentstate import metrics, pgbouncer
-from agentstate.db_router import replica_verdicts
+from agentstate.db_router.health import replica_verdicts
 from agentstate.operators import is_operator
 
 REPLICA_STATES = ("ok", "skipped", "lost")

@@ -10,7 +10,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from agentstate.api.errors import api_not_found
-from agentstate.tenancy.api import KeyView
+from agentstate.tenancy.views import KeyView
 from agentstate_site.health import HealthView, livez
 from agentstate_site.home import HomeView
 from agentstate_site.metrics import metrics_view

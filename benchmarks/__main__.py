@@ -23,8 +23,8 @@ building them only when missing, and skips the append cost). memory times LangGr
 InMemoryStore and PostgresStore, and ADK's search_memory through AgentStateMemoryService against
 InMemoryMemoryService and SqliteMemoryService, on the same data, on DATABASE_URL's PostgreSQL.
 semantic times the memory search by vector (768 dimensions) over a person's 10,000 items and tenant
-prefixes of 10,000 to 100,000, and a put with and without vectors (SQLite by default, PostgreSQL
-when DATABASE_URL is set).
+prefixes of 10,000 to 1,000,000 (--quick: 10,000; each scope's first search timed apart), and a put
+with and without vectors (SQLite by default, PostgreSQL when DATABASE_URL is set).
 testloop times the quick loop (pytest -m "not slow", SQLite) and counts the whole suite's tests for
 the README.
 Every gunicorn is the shipped one (gunicorn -c gunicorn.conf.py) changed only by GUNICORN_*

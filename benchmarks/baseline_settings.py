@@ -1,6 +1,6 @@
 """Settings of the bare baseline (benchmarks.baseline): the service's database, nothing else."""
 
-from agentstate.settings import DATABASES, DEFAULT_AUTO_FIELD, SECRET_KEY  # noqa: F401
+from agentstate_site.settings import DATABASES, DEFAULT_AUTO_FIELD, SECRET_KEY  # noqa: F401
 
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]

@@ -71,7 +71,7 @@ def bench_database(*, keep: bool = False, reuse: bool = False) -> Iterator[str]:
     # Production-like settings: no query log (DEBUG), erasure keys configured so the erased-subject
     # guard runs on create paths as it would in production.
     os.environ["DJANGO_DEBUG"] = "0"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentstate.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentstate_site.settings")
     os.environ.setdefault("AGENTSTATE_ERASURE_HMAC_KEYS", BENCH_ERASURE_KEY)
     os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
     # Cache and working state in the benchmark database too, never in a shared Redis.

@@ -94,7 +94,7 @@ def server_config(env: dict[str, str]) -> dict[str, Any]:
     )
     read = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
     variables = {k: v for k, v in sorted(env.items()) if k.startswith("GUNICORN_") and k != "GUNICORN_BIND"}
-    served = {"config": "gunicorn.conf.py", "app": env.get("DJANGO_SETTINGS_MODULE", "agentstate.settings")}
+    served = {"config": "gunicorn.conf.py", "app": env.get("DJANGO_SETTINGS_MODULE", "agentstate_site.settings")}
     return {**served, "environment": variables, **json.loads(read.stdout.splitlines()[-1])}
 
 
@@ -403,7 +403,9 @@ def run(
         gunicorn(
             env={**env, "DJANGO_SETTINGS_MODULE": "benchmarks.baseline_settings"}, settings=settings or {}, log=log
         ) as (hello_url, hello_pid, _),
-        gunicorn(env={**env, "DJANGO_SETTINGS_MODULE": "agentstate.settings"}, settings=settings or {}, log=log) as (
+        gunicorn(
+            env={**env, "DJANGO_SETTINGS_MODULE": "agentstate_site.settings"}, settings=settings or {}, log=log
+        ) as (
             service_url,
             service_pid,
             served,

@@ -86,7 +86,7 @@ def run(
     log = report.RESULTS_DIR / "replicas-servers.log"
     base = {k: v for k, v in os.environ.items() if k not in ("AGENTSTATE_API_RATE", "DATABASE_REPLICA_URLS")}
     base.update(
-        DJANGO_SETTINGS_MODULE="agentstate.settings",
+        DJANGO_SETTINGS_MODULE="agentstate_site.settings",
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
         DJANGO_LOG_LEVEL="WARNING",
         GUNICORN_LOG_LEVEL="warning",

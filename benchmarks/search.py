@@ -117,8 +117,8 @@ def _append_cost(tenant, user_id: str) -> dict[str, Any]:
 
 def _index_set(*, on: bool) -> None:
     """Create or drop the messages' text index (the migration's own statements)."""
-    from agentstate.search import json_text_index_sql
-    from sessions_app.selectors import MESSAGE_INDEX
+    from agentstate.search.schema import json_text_index_sql
+    from sessions_app.selectors.search import MESSAGE_INDEX
 
     create, drop = json_text_index_sql(
         table="sessions_app_message", column="content", pg_index="message_search", owner=MESSAGE_INDEX.pg_owner

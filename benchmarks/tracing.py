@@ -57,7 +57,7 @@ def _server_setup() -> tuple[str, str]:
     import django
     from django.core.management import call_command
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentstate.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentstate_site.settings")
     django.setup()
     call_command("migrate", verbosity=0)
     from agentstate.tenancy.services import api_key_create, tenant_get_or_create

@@ -337,6 +337,9 @@ class RetentionRun(models.Model):
     counts = models.JSONField(default=dict, blank=True)  # {tenant slug: {category: rows}}
     # {tenant slug: {category: sessions the rule skipped because a legal hold covers them}}
     held = models.JSONField(default=dict, blank=True)
+    # {tenant slug: {category: rows}}: user data made only from the sessions it deleted (memories),
+    # counted in ``counts`` too (they went with their sessions), named apart here.
+    derived = models.JSONField(default=dict, blank=True)
 
     class Meta:
         indexes = [

@@ -33,7 +33,9 @@ from sessions_app.models import (
     Session,
     WorkingStateEntry,
 )
-from sessions_app.selectors import MESSAGE_INDEX, iso, message_as_dict, run_usage_as_dict, working_state_get
+from sessions_app.selectors.export import iso, message_as_dict, run_usage_as_dict
+from sessions_app.selectors.search import MESSAGE_INDEX
+from sessions_app.selectors.sessions import working_state_get
 from sessions_app.services.live import working_state_clear_on_commit
 from sessions_app.services.retention import AgesWithMessages
 

@@ -11,10 +11,10 @@ ENV_PREFIXES = ("DJANGO_", "DATABASE_", "REDIS_URL", "AGENTSTATE_", "OTEL_")
 
 
 def settings_process(fields: str, **env: str) -> subprocess.CompletedProcess:
-    """Print ``json.dumps({fields})`` of ``agentstate.settings`` imported as ``s`` in a fresh
+    """Print ``json.dumps({fields})`` of ``agentstate_site.settings`` imported as ``s`` in a fresh
     process whose environment, among the settings' variables, is exactly ``env``."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith(ENV_PREFIXES)}
-    script = f"import json, agentstate.settings as s; print(json.dumps({{{fields}}}, default=str))"
+    script = f"import json, agentstate_site.settings as s; print(json.dumps({{{fields}}}, default=str))"
     return subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60
     )

@@ -3,7 +3,7 @@ tests check that writes and removals reach the index itself, not only the search
 
 from django.db import connection
 
-from agentstate.search import TextIndex
+from agentstate.search.engine import TextIndex
 
 
 def raw_index_ids(index: TextIndex, word: str) -> list[int]:

@@ -1,7 +1,7 @@
 """The settings pytest runs with (``[tool.pytest.ini_options]``): the service's own settings, read
 from the same environment, with only what the tests need changed, each change saying why.
 
-Tests that start a process of the service (manage.py, gunicorn) name ``agentstate.settings``
+Tests that start a process of the service (manage.py, gunicorn) name ``agentstate_site.settings``
 themselves: they test the settings a deployment gets, not these. Anything such a process must read
 back stays readable by the service: e.g. passwords (tests/multinode's app servers check passwords
 this process hashed), hashed here in the service's own format, only with fewer iterations.
@@ -15,8 +15,8 @@ from django.conf import global_settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.core.exceptions import ImproperlyConfigured
 
-from agentstate.settings import *  # noqa: F403
-from agentstate.settings import CACHES, REDIS_URL
+from agentstate_site.settings import *  # noqa: F403
+from agentstate_site.settings import CACHES, REDIS_URL
 
 # The Redis database number the tests own on REDIS_URL's server. Working state in Redis is keyed
 # by session pk, which restarts with each test database, so every run starts by flushing this

@@ -1,6 +1,7 @@
 """The house rules of docs/DESIGN.md, "Layers", that code review alone would let slip."""
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -118,3 +119,24 @@ def test_no_test_imports_the_benchmarks():
             if any(name == "benchmarks" or name.startswith("benchmarks.") for name in names):
                 importing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not importing, importing
+
+
+# The packages above the platform, named as code names them (``backends`` as a package: Django's
+# ``django.db.backends`` and the English word are not it).
+ABOVE_THE_PLATFORM = re.compile(r"\b(?:agentstate_site|sessions_app|userdata_app)\b|(?<![\w.])backends(?=[./]\w|[\"'])")
+
+
+def test_the_platform_names_nothing_above_it():
+    """The platform (agentstate/) is handed what it needs from above (settings, registrations) and
+    names no package above it, not even in a string or a comment: the project's wiring (settings,
+    WSGI/ASGI, the command) lives in agentstate_site. The client side (agentstate/client,
+    agentstate/integrations) talks to the service over HTTP and is held apart by its own contract."""
+    client_side = {ROOT / "agentstate" / "client", ROOT / "agentstate" / "integrations"}
+    hits = []
+    for path in sorted((ROOT / "agentstate").rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts or client_side & set(path.parents):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if ABOVE_THE_PLATFORM.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not hits, "\n".join(hits)

@@ -19,7 +19,7 @@ from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from agentstate import db_router
+from agentstate.db_router import health, router
 from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 from sessions_app import services
 from sessions_app.models import Session
@@ -130,7 +130,7 @@ def test_exports_and_the_erasure_preview_never_read_the_replica(replica, client)
 def test_reads_inside_a_transaction_stay_on_the_primary(replica):
     tenant = tenant_get_or_create(slug="acme")
     services.session_create(tenant=tenant, user_id="u1", session_id="s1")
-    read = db_router.replica_reads(lambda: list(Session.objects.values_list("session_id", flat=True)))
+    read = router.replica_reads(lambda: list(Session.objects.values_list("session_id", flat=True)))
     with transaction.atomic():
         (inside, on_replica) = where(read, REPLICA)
     assert inside == ["s1"] and on_replica == []
@@ -144,17 +144,17 @@ def test_a_replica_that_is_down_is_skipped_without_an_error(dead_replica):
     started = time.monotonic()
     listed = client_for(tenant).get(SESSIONS)
     assert listed.status_code == 200 and listed.json()["results"][0]["session_id"] == "s1"
-    assert db_router.replica_is_healthy(dead_replica) is False  # the verdict is kept, not re-checked
+    assert health.replica_is_healthy(dead_replica) is False  # the verdict is kept, not re-checked
     assert time.monotonic() - started < 5
 
 
 def test_a_replica_that_fails_during_the_call_is_retried_on_the_primary(dead_replica):
     tenant = tenant_get_or_create(slug="acme")
     services.session_create(tenant=tenant, user_id="u1", session_id="s1")
-    db_router._mark(dead_replica, db_router.ReplicaCheck(lag=0.0))  # it answered the last check, then went down
+    health.mark_replica(dead_replica, health.ReplicaCheck(lag=0.0))  # it answered the last check, then went down
     listed = client_for(tenant).get(SESSIONS)
     assert listed.status_code == 200 and listed.json()["results"][0]["session_id"] == "s1"
-    assert db_router.replica_is_healthy(dead_replica) is False
+    assert health.replica_is_healthy(dead_replica) is False
 
 
 def test_a_replica_too_far_behind_is_skipped(replica, settings):
@@ -181,7 +181,7 @@ def test_the_admin_changelist_reads_the_replica_and_its_actions_do_not(replica, 
 
 def test_without_replicas_everything_reads_the_primary(settings):
     settings.DATABASE_REPLICAS = []
-    assert db_router.replica_for_read() is None
+    assert router.replica_for_read() is None
 
 
 @pytest.mark.django_db
@@ -260,7 +260,7 @@ def test_without_the_cache_a_write_is_answered_and_reads_go_to_the_primary(repli
     ],
 )
 def test_a_replicas_lag_is_measured_against_the_primary(primary, replayed, last_commit_age, lag):
-    assert db_router.lag_behind(primary=primary, replayed=replayed, last_commit_age=last_commit_age) == lag
+    assert health.lag_behind(primary=primary, replayed=replayed, last_commit_age=last_commit_age) == lag
 
 
 @pytest.mark.servers  # runs in a fresh process
@@ -290,19 +290,19 @@ def test_a_skipped_replica_is_logged_once_and_shown_to_operators_by_the_health_p
     assert found["state"] == "skipped" and found["reason"].startswith("error: ") and found["lag_seconds"] is None
 
 
-def _receiving(lag: float, received: int) -> db_router.ReplicaCheck:
-    return db_router.ReplicaCheck(lag=lag, received=received, primary=received + 10)
+def _receiving(lag: float, received: int) -> health.ReplicaCheck:
+    return health.ReplicaCheck(lag=lag, received=received, primary=received + 10)
 
 
-def _silent(lag: float) -> db_router.ReplicaCheck:
-    return db_router.ReplicaCheck(lag=lag, received=100, primary=200)  # the same position at every check
+def _silent(lag: float) -> health.ReplicaCheck:
+    return health.ReplicaCheck(lag=lag, received=100, primary=200)  # the same position at every check
 
 
-def _verdicts(checks: list[tuple[float, db_router.ReplicaCheck]]) -> list[str]:
+def _verdicts(checks: list[tuple[float, health.ReplicaCheck]]) -> list[str]:
     """The states a process finds for a replica checked at these times."""
     states, verdict = [], None
     for now, check in checks:
-        verdict = db_router.verdict_after(verdict, check, now=now)
+        verdict = health.verdict_after(verdict, check, now=now)
         states.append(verdict.state)
     return states
 
@@ -315,7 +315,7 @@ def test_a_replica_that_receives_no_wal_while_the_primary_moves_on_is_lost_past_
     checks = [(0, _receiving(0.0, 100)), (1, _silent(0.5)), (20, _silent(19.0)), (31, _silent(30.0))]
     assert _verdicts([*checks, (32, _receiving(0.0, 200))]) == ["ok", "ok", "skipped", "lost", "ok"]
     # A failed check (the replica restarting) does not restart the count.
-    checks = [(0, _silent(1.0)), (10, db_router.ReplicaCheck(lag=None, error="OperationalError")), (30, _silent(5.0))]
+    checks = [(0, _silent(1.0)), (10, health.ReplicaCheck(lag=None, error="OperationalError")), (30, _silent(5.0))]
     assert _verdicts(checks) == ["ok", "skipped", "lost"]
 
 
@@ -328,7 +328,7 @@ def test_a_replica_behind_but_receiving_or_with_all_the_wal_is_never_lost(settin
     paused = [(t, _receiving(5.0 + t, 100 + t)) for t in range(0, 90, 10)]
     assert set(_verdicts(paused)) == {"skipped"}
     assert _verdicts([(0, _silent(0.0)), (60, _silent(0.0))]) == ["ok", "ok"]
-    paused_with_all = [(t, db_router.ReplicaCheck(lag=5.0 + t, received=200, primary=200)) for t in (0, 60)]
+    paused_with_all = [(t, health.ReplicaCheck(lag=5.0 + t, received=200, primary=200)) for t in (0, 60)]
     assert _verdicts(paused_with_all) == ["skipped", "skipped"]
 
 
@@ -337,7 +337,7 @@ class _Process:
     shared with every other process, both moved on by ``at``."""
 
     def __init__(self, monkeypatch, *, monotonic_base: float) -> None:
-        self.verdicts: dict[str, db_router.ReplicaVerdict] = {}
+        self.verdicts: dict[str, health.ReplicaVerdict] = {}
         self.monotonic_base, self.wall_base, self.elapsed = monotonic_base, time.time(), 0.0
         self.monkeypatch = monkeypatch
 
@@ -347,11 +347,11 @@ class _Process:
     def time(self) -> float:
         return self.wall_base + self.elapsed
 
-    def check(self, alias: str, check: db_router.ReplicaCheck, *, at: float) -> db_router.ReplicaVerdict:
+    def check(self, alias: str, check: health.ReplicaCheck, *, at: float) -> health.ReplicaVerdict:
         self.elapsed = at
-        self.monkeypatch.setattr(db_router, "time", self)
-        self.monkeypatch.setattr(db_router, "_verdicts", self.verdicts)
-        return db_router._mark(alias, check)
+        self.monkeypatch.setattr(health, "time", self)
+        self.monkeypatch.setattr(health, "_verdicts", self.verdicts)
+        return health.mark_replica(alias, check)
 
 
 def test_every_process_counts_a_replicas_silence_from_the_first_check_that_found_it(replica, settings, monkeypatch):
@@ -366,9 +366,9 @@ def test_every_process_counts_a_replicas_silence_from_the_first_check_that_found
         assert verdict.state == "lost" and "no WAL received for 31 s" in verdict.reason
     # WAL arriving, seen by one process, restarts the count for all of them.
     assert later.check(replica, _receiving(0.5, 150), at=32).state == "ok"
-    assert first.check(replica, db_router.ReplicaCheck(lag=5.0, received=150, primary=300), at=40).state == "skipped"
-    assert later.check(replica, db_router.ReplicaCheck(lag=25.0, received=150, primary=300), at=60).state == "skipped"
-    assert later.check(replica, db_router.ReplicaCheck(lag=31.0, received=150, primary=300), at=71).state == "lost"
+    assert first.check(replica, health.ReplicaCheck(lag=5.0, received=150, primary=300), at=40).state == "skipped"
+    assert later.check(replica, health.ReplicaCheck(lag=25.0, received=150, primary=300), at=60).state == "skipped"
+    assert later.check(replica, health.ReplicaCheck(lag=31.0, received=150, primary=300), at=71).state == "lost"
 
 
 def test_without_the_cache_each_process_counts_a_replicas_silence_from_its_own_checks(
@@ -391,7 +391,7 @@ def test_a_lost_replica_is_logged_once_as_lost(replica, settings, caplog):
     settings.REPLICA_LOST_SECONDS = 0
     with caplog.at_level("WARNING", logger="agentstate.db_router"):
         for _ in range(3):
-            db_router._mark(replica, _silent(4.0))
+            health.mark_replica(replica, _silent(4.0))
     assert [r.getMessage() for r in caplog.records] == [
         f"replica {replica} lost, reads go to the primary until it is rebuilt "
         "(no WAL received for 0 s while the primary moved on (lag 4.0 s))"
@@ -478,7 +478,7 @@ def test_a_replica_that_stops_answering_on_a_kept_connection_is_given_up_after_i
     took = time.monotonic() - started
     assert listed.status_code == 200 and [s["session_id"] for s in listed.json()["results"]] == ["s1"]
     assert 1 <= took < 3, took
-    found = db_router.replica_verdicts(refresh=False)[REPLICA]
+    found = health.replica_verdicts(refresh=False)[REPLICA]
     assert (found.state, found.reason) == ("skipped", "error: no answer within 1 s")
 
     frozen_replica.frozen.clear()

@@ -86,7 +86,7 @@ def test_the_scan_finds_the_install_lines_users_copy():
         where.startswith("README.md") and what == ".[server]" for where, what in found
     )  # the first set-up command
     assert any(where.startswith("README.md") and what.startswith(f"{OURS}[langgraph] @ git+") for where, what in found)
-    assert any(where.startswith("agentstate/cli.py") and what == f"{OURS}[server]" for where, what in found)
+    assert any(where.startswith("agentstate_site/cli.py") and what == f"{OURS}[server]" for where, what in found)
     assert any(where.startswith("docs/CLIENT.md") and what.startswith(f"{OURS}[adk] @ git+") for where, what in found)
 
 

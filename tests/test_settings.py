@@ -162,7 +162,7 @@ def test_a_multi_host_database_url_with_a_bad_host_stops_start_up_naming_it(host
 def test_a_multi_host_database_url_connects_to_the_first_host_that_accepts_writes():
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL (DATABASE_URL)")
-    from agentstate.settings import database_url_parse
+    from agentstate_site.settings import database_url_parse
 
     real = connection.settings_dict
     closed_port = pgcluster.free_port()  # nothing listens there
@@ -198,7 +198,7 @@ def test_each_path_the_settings_name_imports_first_in_a_fresh_process(dotted_pat
         f"path = {dotted_path!r}\n"
         "try:\n    import_module(path)\nexcept ImportError:\n    import_string(path)\n"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agentstate.settings"}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agentstate_site.settings"}
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )

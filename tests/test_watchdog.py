@@ -24,3 +24,12 @@ def test_deadlines_share_one_thread_whatever_their_number():
         with watchdog.after(5, lambda: None):
             pass
     assert threading.active_count() == before
+
+
+def test_a_deadline_sooner_than_those_pending_still_fires_on_time():
+    ran: list[str] = []
+    with watchdog.after(5, lambda: ran.append("long")):
+        time.sleep(0.05)  # the thread now sleeps until the long deadline
+        with watchdog.after(0.05, lambda: ran.append("short")) as short:
+            time.sleep(0.4)
+    assert ran == ["short"] and short.fired

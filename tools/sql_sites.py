@@ -10,6 +10,12 @@ migrations. A statement is a string (or f-string) in the code that is SQL — it
 statement's keyword and names a table or clause — wherever it is sent from. A vendor branch is a
 comparison with ``connection.vendor`` (or any ``.vendor``).
 Migrations, tests, benchmarks and these tools are not the service and are not counted.
+
+A raw-SQL site is justified by a ``# Raw:`` comment line above it in its function (or right above
+it, outside one) saying which benchmark and target of docs/PERFORMANCE.md it serves (``# Raw:
+benchmarks/http_load.py append p99; ...``), or that the ORM has no form of the statement (``# Raw:
+no ORM form: ...``). The core's modules (``core``: outside the framework backends' packages) hold
+none unjustified: tests/test_sql_sites.py fails on one.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("agentstate", "agentstate_site", "sessions_app", "userdata_app", "backends")
 SQL_METHODS = {"execute", "executemany", "raw", "extra"}
 SQL_CALLABLES = {"RawSQL", "RunSQL"}
+JUSTIFIED = re.compile(r"#\s*Raw:")
+# The framework backends' server code: counted, but not held to the justification rule here.
+FRAMEWORK_PATHS = ("backends/",)
 # As the code writes SQL: keywords in capitals.
 STATEMENT_START = re.compile(r"\s*(SELECT|UPDATE|INSERT|DELETE|WITH|CREATE|DROP|ALTER|LOCK|SET|PRAGMA|COPY)\s")
 STATEMENT_BODY = re.compile(r"\b(FROM|INTO|TABLE|WHERE|SET|LOCK|TRANSACTION|VALUES|INDEX|TRIGGER)\b|\w\(")
@@ -39,6 +48,8 @@ class Site:
     line: int
     kind: str  # "sql", "statement" or "vendor"
     what: str
+    justified: bool = True  # a "sql" site: a ``# Raw:`` line stands above it (JUSTIFIED)
+    core: bool = True  # outside the framework backends' packages (FRAMEWORK_PATHS)
 
 
 def _callee(node: ast.Call) -> str:
@@ -74,25 +85,57 @@ def _docstrings_and_fragments(tree: ast.AST) -> set[int]:
     return skip
 
 
+def _justified(lines: list[str], tree: ast.AST, line: int) -> bool:
+    """Whether a ``# Raw:`` line stands above ``line``: between the start of the innermost function
+    holding it and it, or, outside any function, in the comment lines right above it."""
+    starts = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.lineno <= line <= (node.end_lineno or 0)
+    ]
+    if starts:
+        return any(JUSTIFIED.search(text) for text in lines[max(starts) - 1 : line])
+    above = line - 2
+    while above >= 0 and lines[above].lstrip().startswith("#"):
+        if JUSTIFIED.search(lines[above]):
+            return True
+        above -= 1
+    return False
+
+
+def _not_sql(node: ast.Call) -> bool:
+    """An ``execute`` that hands no SQL: a management command's ``super().execute(...)``, a Redis
+    pipeline's ``execute()`` (no arguments)."""
+    receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+        return True
+    return _callee(node) in {"execute", "executemany"} and not node.args and not node.keywords
+
+
 def module_sites(path: Path, root: Path = ROOT) -> Iterator[Site]:
     """The raw-SQL sites, statements and vendor branches of one source file, in line order."""
-    module = path.relative_to(root).with_suffix("").as_posix().replace("/", ".")
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    relative = path.relative_to(root).as_posix()
+    module = relative.removesuffix(".py").replace("/", ".")
+    core = not relative.startswith(FRAMEWORK_PATHS)
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    tree = ast.parse(source, filename=str(path))
     not_statements = _docstrings_and_fragments(tree)
     found: list[Site] = []
     for node in ast.walk(tree):
         text = None if id(node) in not_statements else _literal_text(node)
         if text is not None and STATEMENT_START.match(text) and STATEMENT_BODY.search(text):
-            found.append(Site(module, getattr(node, "lineno", 0), "statement", " ".join(text.split())[:80]))
+            found.append(Site(module, getattr(node, "lineno", 0), "statement", " ".join(text.split())[:80], core=core))
         if isinstance(node, ast.Call):
             name = _callee(node)
             method_call = isinstance(node.func, ast.Attribute) and name in SQL_METHODS
-            if method_call or (name in SQL_CALLABLES):
-                found.append(Site(module, node.lineno, "sql", name))
+            if (method_call and not _not_sql(node)) or (name in SQL_CALLABLES):
+                justified = _justified(lines, tree, node.lineno)
+                found.append(Site(module, node.lineno, "sql", name, justified=justified, core=core))
         elif isinstance(node, ast.Compare) and _mentions_vendor(node):
-            found.append(Site(module, node.lineno, "vendor", ast.unparse(node)[:80]))
+            found.append(Site(module, node.lineno, "vendor", ast.unparse(node)[:80], core=core))
         elif isinstance(node, ast.Match) and _mentions_vendor(node.subject):
-            found.append(Site(module, node.lineno, "vendor", "match " + ast.unparse(node.subject)))
+            found.append(Site(module, node.lineno, "vendor", "match " + ast.unparse(node.subject), core=core))
     yield from sorted(found, key=lambda site: site.line)
 
 
@@ -109,6 +152,7 @@ def count(root: Path = ROOT) -> dict[str, Any]:
     sql = [site for site in sites if site.kind == "sql"]
     statements = [site for site in sites if site.kind == "statement"]
     vendor = [site for site in sites if site.kind == "vendor"]
+    unjustified = [site for site in sql if not site.justified]
     return {
         "sql_sites": len(sql),
         "sql_modules": len({site.module for site in sql}),
@@ -116,6 +160,8 @@ def count(root: Path = ROOT) -> dict[str, Any]:
         "statement_modules": len({site.module for site in statements}),
         "vendor_branches": len(vendor),
         "vendor_modules": len({site.module for site in vendor}),
+        "unjustified": len(unjustified),
+        "unjustified_core": len([site for site in unjustified if site.core]),
         "sites": [site.__dict__ for site in sites],
     }
 
@@ -132,9 +178,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     lines = [
         f"{result['sql_sites']} raw-SQL sites in {result['sql_modules']} modules; "
         f"{result['statements']} SQL statements in {result['statement_modules']} modules; "
-        f"{result['vendor_branches']} vendor branches in {result['vendor_modules']} modules"
+        f"{result['vendor_branches']} vendor branches in {result['vendor_modules']} modules; "
+        f"{result['unjustified']} raw-SQL sites without a '# Raw:' line ({result['unjustified_core']} in the core)"
     ]
-    lines += [f"{site.module}:{site.line}  {site.kind:9}  {site.what}" for site in sites]
+    lines += [
+        f"{site.module}:{site.line}  {site.kind:9}  {site.what}"
+        + ("" if site.justified else "  (no '# Raw:' line" + (", core)" if site.core else ")"))
+        for site in sites
+    ]
     sys.stdout.write("\n".join(lines) + "\n")
 
 

@@ -13,7 +13,7 @@ from django.http import HttpRequest
 
 from agentstate.admin.display import identifier_is_valid
 from agentstate.exceptions import InvalidInput
-from agentstate.search import TextIndex, query_clean, text_match
+from agentstate.search.engine import TextIndex, query_clean, text_match
 from agentstate.validation import IDENTIFIER_MAX_LENGTH
 
 

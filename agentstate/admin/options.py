@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from agentstate import access
 from agentstate.admin.display import identifier_is_valid
 from agentstate.admin.pagination import CappedPaginator
-from agentstate.db_router import replica_reads
+from agentstate.db_router.router import replica_reads
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

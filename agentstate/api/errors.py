@@ -4,7 +4,7 @@
 DRF's handler still runs first so its headers stay (``WWW-Authenticate`` on 401, ``Retry-After``
 on 429); domain errors carry their own status and code (agentstate.exceptions). The Django-level
 handlers (``handler404`` ...) answer the same shape for API requests no DRF view saw
-(agentstate_site.errors calls them for paths under /api/).
+(the project's URL configuration calls them for paths under /api/).
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def _key_of_a_deleted_tenant(request: HttpRequest) -> bool:
     return True
 
 
-# --- Django-level handlers (agentstate_site.urls): URL not found, body too big before DRF, crashes --
+# --- Django-level handlers (the project's URLconf): URL not found, body too big before DRF, crashes --
 
 
 def handler400(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:

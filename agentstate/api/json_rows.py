@@ -183,6 +183,7 @@ def bounded_fetch(
 ) -> list[tuple[Any, ...]]:
     """The rows of ``sql`` (a page of ``rows`` rows: ``columns``, then the JSON named ``ROW``) as
     ``byte_bounded`` gives them; ``fitting(n)`` is the query of its first ``n`` rows."""
+    # Raw: benchmarks/scaling.py recent 20/50 ratio ≤ 1.3, a page ≤ 4 MiB; the page's JSON is sized in SQL
     postgresql = connection.vendor == "postgresql"
     selected = ", ".join(connection.ops.quote_name(name) for name in columns)
     size = f"OCTET_LENGTH({ROW})" if postgresql else f"LENGTH(CAST({ROW} AS BLOB))"
@@ -282,6 +283,7 @@ def row_column(serializer_class: type[serializers.Serializer], model: type[model
     a dozen column expressions on every request cost more than running the query. It fits a query
     of ``model`` that names its table as itself (no self-join), on the engine the deployment's
     databases share (the settings give the default and its replicas one engine)."""
+    # Raw: benchmarks/latency.py full read of 2,000 ≤ 30 ms; building the expression per request cost more
     query = Query(model)
     expression = row_expression(serializer_class, model).resolve_expression(query)
     sql, params = query.get_compiler(connection=connections[DEFAULT_DB_ALIAS]).compile(expression)

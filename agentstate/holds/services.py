@@ -43,6 +43,7 @@ def holds_lock_required() -> None:
 
 def holds_lock(*, tenant_pk: int, exclusive: bool) -> None:
     """Inside a transaction: the tenant's hold lock (see the module's docstring), until commit."""
+    # Raw: no ORM form (PostgreSQL's transaction-level advisory lock)
     holds_lock_required()
     if connection.vendor != "postgresql":
         return

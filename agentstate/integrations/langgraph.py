@@ -10,9 +10,9 @@ first checkpoint, else ``default_user_id``. Checkpoints and writes are stored as
 serializer wrote them (type and bytes: the round trip is exact); the server renders staff's JSON
 view of them when staff read them, never on the write path. As in LangGraph's own database savers, a
 checkpoint's channel values are stored apart from it, by version: a ``put`` sends only the channels
-``new_versions`` names (primitive values stay in the checkpoint), a read gets the ones the checkpoint
-names. Requests and answers are msgpack, which carries the bytes as they are (JSON would carry them
-in base64).
+``new_versions`` names (primitive values stay in the checkpoint), a read gets the ones the
+checkpoint names (a page of ``list`` each once). Requests and answers are msgpack, which carries the
+bytes as they are (JSON would carry them in base64).
 
 Text the database cannot hold (NUL, lone surrogates) is mapped reversibly in every identifier,
 metadata key and value: each such character, and the private-use character U+E000 used as the
@@ -506,9 +506,13 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
             params["filter"] = json.dumps(escape_json(filter), allow_nan=False)
         return Call("GET", f"{BASE}/checkpoints/", _read, params=params, headers={"Accept": MSGPACK})
 
-    def _tuple(self, item: dict[str, Any]) -> CheckpointTuple:
+    def _tuple(self, item: dict[str, Any], page: dict[tuple[str, ...], Any] | None = None) -> CheckpointTuple:
+        """A checkpoint as the server answered it. ``page``: the channel values its page gave so far,
+        by thread, namespace, channel and version (the server gives each once a page, null where it
+        repeats); each checkpoint decodes its own copy, as LangGraph's savers give them."""
         thread_id = unescape_text(item["thread_id"])
         checkpoint_ns = unescape_text(item["checkpoint_ns"])
+        page = {} if page is None else page
 
         def config(checkpoint_id: str) -> RunnableConfig:
             return {
@@ -523,11 +527,17 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
             data = typed["data"]  # bytes in msgpack, base64 in JSON
             return self.serde.loads_typed((typed["type"], data if isinstance(data, bytes) else base64.b64decode(data)))
 
+        def channel_value(c: dict[str, Any]) -> Any:
+            key = (item["thread_id"], item["checkpoint_ns"], c["channel"], c["version"])
+            if c["value"] is not None:
+                page[key] = c["value"]
+            return value(page[key])
+
         checkpoint = value(item["checkpoint"])
         if item["channel_values"]:
             checkpoint["channel_values"] = {
                 **checkpoint.get("channel_values", {}),
-                **{unescape_text(c["channel"]): value(c["value"]) for c in item["channel_values"]},
+                **{unescape_text(c["channel"]): channel_value(c) for c in item["channel_values"]},
             }
         parent = item["parent_checkpoint_id"]
         return CheckpointTuple(
@@ -601,8 +611,9 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
         remaining = limit
         while call is not None:
             items, next_call = self._page(self._run(call), call, remaining)
+            page: dict[tuple[str, ...], Any] = {}
             for item in items:
-                yield self._tuple(item)
+                yield self._tuple(item, page)
             remaining = None if remaining is None else remaining - len(items)
             call = next_call
 
@@ -652,8 +663,9 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
         remaining = limit
         while call is not None:
             items, next_call = self._page(await self._arun(call), call, remaining)
+            page: dict[tuple[str, ...], Any] = {}
             for item in items:
-                yield self._tuple(item)
+                yield self._tuple(item, page)
             remaining = None if remaining is None else remaining - len(items)
             call = next_call
 

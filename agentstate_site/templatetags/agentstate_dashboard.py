@@ -18,9 +18,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
-from agentstate.db_router import replica_reads
+from agentstate.db_router.router import replica_reads
 from agentstate.holds.selectors import holds_active_count
-from sessions_app.selectors import activity_summary, retention_runs_recent, run_usage_summary
+from sessions_app.selectors.dashboard import activity_summary, retention_runs_recent, run_usage_summary
 from userdata_app.selectors import access_request_summary, erasure_request_summary
 
 register = template.Library()

@@ -213,7 +213,12 @@ class WriteOut(serializers.Serializer):
 
 class ChannelValueOut(serializers.Serializer):
     channel = serializers.CharField()
-    value = TypedValueSerializer()
+    version = serializers.CharField(help_text="The channel's version this value is (as channel_versions names it).")
+    value = TypedValueSerializer(
+        allow_null=True,
+        help_text="null in a page: the value given earlier in the same page for this thread, namespace, channel "
+        "and version (each value is carried once a page).",
+    )
 
 
 class CheckpointTupleOut(serializers.Serializer):
@@ -266,9 +271,10 @@ def _b64(data) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def _tuple_data(item: selectors.CheckpointTuple, *, binary: bool, separate: bool) -> dict:
+def _tuple_data(item: selectors.CheckpointTuple, *, binary: bool, separate: bool, sent: set[int] | None = None) -> dict:
     """A checkpoint with its channel values (apart when ``separate``, else back inside it) and
-    its pending writes; their bytes in base64 for JSON, as they are for msgpack."""
+    its pending writes; their bytes in base64 for JSON, as they are for msgpack. ``sent``: the
+    values a page gave already (their pks), each sent once a page (null where it repeats)."""
     encoded: Callable[[Any], Any] = bytes if binary else _b64
     c = item.checkpoint
     value, blobs = (
@@ -281,9 +287,7 @@ def _tuple_data(item: selectors.CheckpointTuple, *, binary: bool, separate: bool
         "parent_checkpoint_id": c.parent_checkpoint_id,
         "metadata": c.metadata,
         "checkpoint": {"type": c.value_type, "data": encoded(value)},
-        "channel_values": [
-            {"channel": b.channel, "value": {"type": b.value_type, "data": encoded(b.value)}} for b in blobs
-        ],
+        "channel_values": _channel_values(blobs, encoded, set() if sent is None else sent),
         "pending_writes": [
             {
                 "task_id": w.task_id,
@@ -297,10 +301,24 @@ def _tuple_data(item: selectors.CheckpointTuple, *, binary: bool, separate: bool
     }
 
 
+def _channel_values(blobs: list[Any], encoded: Callable[[Any], Any], sent: set[int]) -> list[dict[str, Any]]:
+    """A checkpoint's channel values, each with its version; a value ``sent`` names (by pk) as null,
+    and those given here added to it."""
+    found = []
+    for b in blobs:
+        repeated = b.pk is not None and b.pk in sent
+        if b.pk is not None:
+            sent.add(b.pk)
+        value = None if repeated else {"type": b.value_type, "data": encoded(b.value)}
+        found.append({"channel": b.channel, "version": b.version, "value": value})
+    return found
+
+
 class CheckpointPagination(ModelsPagination):
     """Newest first: LangGraph's checkpoint ids grow with time. A page ends early once its
-    checkpoints, the channel values they name and their pending writes hold ``PAGE_MAX_BYTES``. The
-    page's values are counted here but read with its writes, in binary (``selectors.checkpoint_tuples``)."""
+    checkpoints, the channel values they name (each once: a value a checkpoint shares with its parent
+    is counted there) and their pending writes hold ``PAGE_MAX_BYTES``. The page's values are
+    counted here but read with its writes, in binary (``selectors.checkpoint_tuples``)."""
 
     ordering = "-checkpoint_id"
     large = ("metadata",)
@@ -377,8 +395,10 @@ class CheckpointListView(CheckpointReadView):
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(rows, request, view=self)
         tuples = selectors.checkpoint_tuples(page or [], thread_id=query.get("thread_id"))
-        binary, separate = self.binary(request), query.get("channel_values") == SEPARATE
-        return paginator.get_paginated_response([_tuple_data(t, binary=binary, separate=separate) for t in tuples])
+        binary, separate, sent = self.binary(request), query.get("channel_values") == SEPARATE, set[int]()
+        return paginator.get_paginated_response(
+            [_tuple_data(t, binary=binary, separate=separate, sent=sent) for t in tuples]
+        )
 
     @extend_schema(
         summary="LangGraph: store a checkpoint (aput)",

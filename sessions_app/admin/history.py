@@ -19,7 +19,7 @@ from agentstate.holds.selectors import holds_of
 from agentstate.tenancy.models import Tenant
 from sessions_app.admin.sessions import SessionChild, SessionLabelTitle, framework_section, session_label
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
-from sessions_app.selectors import MESSAGE_INDEX
+from sessions_app.selectors.search import MESSAGE_INDEX
 
 
 def sessions_where(**lookups: Any) -> QuerySet[Session, Any]:

@@ -87,4 +87,4 @@ class RetentionRunAdmin(ReadOnlyAdmin):
     list_display = ("started_at", "tenant_slug", "dry_run", "total", "duration_seconds")
     list_filter = ("dry_run",)
     ordering = ("-started_at",)
-    fields = ("started_at", "tenant_slug", "dry_run", "duration_seconds", "counts", "held")
+    fields = ("started_at", "tenant_slug", "dry_run", "duration_seconds", "counts", "derived", "held")

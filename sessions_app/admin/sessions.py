@@ -371,9 +371,25 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
         ]
         if not parts:
             return "-"  # nothing this login may open
+        kept = [
+            (
+                reverse(f"admin:{d.model._meta.app_label}_{d.model._meta.model_name}_changelist")
+                + f"?kept_for_review=1&tenant__id__exact={obj.tenant_id}",
+                d.derived_from.kept(obj.tenant_id).count(),
+                d.label or d.category,
+            )
+            for d in subject_data.declared()
+            if d.derived_from is not None
+            and d.derived_from.kept is not None
+            and self.admin_site.is_registered(d.model)
+            and access.viewer_may_view(d.model)
+        ]
+        review = format_html_join(
+            "", ' · <a href="{}">{} {} of the tenant kept for review</a>', [k for k in kept if k[1]]
+        )
         if not any(count for _, count, _ in parts):
-            return "nothing"
-        return format_html_join(" · ", '<a href="{}">{} {}</a>', parts)
+            return format_html("nothing{}", review)
+        return format_html("{}{}", format_html_join(" · ", '<a href="{}">{} {}</a>', parts), review)
 
     @admin.display(description="contains")
     def contents(self, obj: Session) -> str:

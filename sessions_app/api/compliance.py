@@ -12,7 +12,7 @@ from agentstate.api import people
 from agentstate.api.permissions import HasComplianceScope
 from agentstate.api.views import TenantAPIView, TenantRequest
 from sessions_app.backends import retention_rules
-from sessions_app.selectors import retention_policy_as_dict
+from sessions_app.selectors.export import retention_policy_as_dict
 
 
 class RetentionPolicySerializer(serializers.Serializer):

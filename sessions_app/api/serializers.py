@@ -15,7 +15,7 @@ from rest_framework import serializers
 from agentstate.api.json_rows import JSONRow, JSONValue
 from agentstate.api.pagination import SearchPageQuery
 from agentstate.api.serializers import Output, StrictInput, StringField
-from sessions_app.selectors import MAX_RECENT
+from sessions_app.selectors.messages import MAX_RECENT
 
 
 def _text(**kwargs) -> serializers.CharField:

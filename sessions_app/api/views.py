@@ -34,7 +34,7 @@ from agentstate.api.pagination import (
 from agentstate.api.schema import error_responses
 from agentstate.api.serializers import validated
 from agentstate.api.views import TenantAPIView, TenantRequest
-from agentstate.db_router import replica_reads
+from agentstate.db_router.router import replica_reads
 from agentstate.exceptions import NotFound, PreconditionFailed
 from sessions_app import selectors, services
 from sessions_app.api import serializers as s

@@ -24,11 +24,14 @@ from agentstate import subject_data
 from agentstate.exceptions import Held, InvalidInput, NotFound, PreconditionFailed, SessionAlreadyExists, SessionEnded
 from agentstate.holds.selectors import COVERING_HOLD_SQL
 from agentstate.holds.services import holds_lock_key, holds_lock_required
+from agentstate.statements import execute_all, prepared_cursor
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json, clean_round_id
 from sessions_app.models import Message, MessagePop, Round, RunUsage, Session
-from sessions_app.selectors import column_converter, message_as_dict, model_columns, row_as_model, session_get
+from sessions_app.selectors.export import message_as_dict
+from sessions_app.selectors.rows import column_converter, model_columns, row_as_model
+from sessions_app.selectors.sessions import session_get
 from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED, lock_session, session_hold_check, session_touch
 from sessions_app.services.sessions import new_session_id_clean
 from sessions_app.services.usage import run_usage_drop_removed_turns
@@ -116,6 +119,7 @@ def message_pop_from(
     session is found by its lock, and the lock and the pop's read go in one round trip (two
     statements, the read after the lock): with the edit, a pop is three round trips besides the
     transaction's, where a lookup, the lock and the read were one each."""
+    # Raw: benchmarks/frameworks.py SDK pop_item per-call target: lock and read in one round trip
     key, expected_last_seq = _pop_arguments(idempotency_key, expected_last_seq)  # first, on every database
     if connection.vendor != "postgresql":
         session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
@@ -130,14 +134,10 @@ def message_pop_from(
         "holds": holds_lock_key(tenant.pk),
         "key": key,
     }
-    with database.cursor() as cursor:
-        cursor.execute(_POP_LOCK_READ_SQL, params)
-        touched = cursor.fetchone()
-        cursor.nextset()
-        read = cursor.fetchone()
-    if touched is None:
+    touched, (read,) = execute_all((_POP_LOCK_SQL, params), (_POP_READ_LOCKED_SQL, params))
+    if not touched:
         raise NotFound("Session not found.")
-    locked = row_as_model(Session, database, touched[: len(Session._meta.concrete_fields)])
+    locked = row_as_model(Session, database, touched[0][: len(Session._meta.concrete_fields)])
     newest, found = _pop_found(database, read)
     return _pop(locked, newest, found, key=key, expected_last_seq=expected_last_seq)
 
@@ -189,6 +189,7 @@ def _pop_read(session: Session, key: str | None) -> tuple[Message | None, dict[s
     written-out statement: the answer kept under ``key`` (``answered``, and ``answer``) and the
     oldest legal hold covering the session (``hold_reference``). The ORM's build of this query,
     with its subqueries, cost about four times running it: it was most of a pop's time."""
+    # Raw: benchmarks/frameworks.py SDK pop_item per-call target; the ORM's build cost ~4× the run
     database = connections[DEFAULT_DB_ALIAS]
     with database.cursor() as cursor:
         cursor.execute(
@@ -219,15 +220,15 @@ _POP_READ_SQL = (
 
 _SESSION_IDENTITY = "tenant_id = %(tenant)s AND user_id = %(user_id)s AND session_id = %(session_id)s AND app_name = ''"
 # The REST API's session found by its lock (as ``session_touch`` takes it, with the hold lock),
-# then the pop's read of it as a statement of its own: one round trip, two snapshots.
-_POP_LOCK_READ_SQL = (
+# then the pop's read of it as a statement of its own: one round trip (``execute_all``), two snapshots.
+_POP_LOCK_SQL = (
     f'UPDATE "{Session._meta.db_table}" SET updated_at = %(now)s, {REOPEN_IF_RETENTION_ENDED} '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
     f"WHERE {_SESSION_IDENTITY} RETURNING {model_columns(Session, Session._meta.db_table)}, "
-    "pg_advisory_xact_lock_shared(%(holds)s); "
-    + _POP_READ_SQL.replace(
-        "%(session_pk)s",
-        f'(SELECT id FROM "{Session._meta.db_table}" WHERE {_SESSION_IDENTITY})',  # noqa: S608 (as above)
-    )
+    "pg_advisory_xact_lock_shared(%(holds)s)"
+)
+_POP_READ_LOCKED_SQL = _POP_READ_SQL.replace(
+    "%(session_pk)s",
+    f'(SELECT id FROM "{Session._meta.db_table}" WHERE {_SESSION_IDENTITY})',  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
 )
 
 
@@ -236,6 +237,7 @@ def _pop_postgresql(session: Session, newest: Message, *, key: str | None, poppe
     of the turns it removed (as ``_record_edit``: every turn past the user messages left, every
     turn once none is left) and keep the answer under ``key``. The statement's snapshot still
     holds the popped message, which the usage rule leaves out by its seq."""
+    # Raw: benchmarks/frameworks.py SDK pop_item per-call target: the pop's edit in one statement
     quote = connection.ops.quote_name
     messages, usage = quote(Message._meta.db_table), quote(RunUsage._meta.db_table)
     params: dict[str, Any] = {
@@ -269,7 +271,7 @@ def _pop_postgresql(session: Session, newest: Message, *, key: str | None, poppe
         "- %(was_user)s)) "
         f"{kept}"
     )
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
 
 
@@ -309,6 +311,7 @@ def message_clear(*, session: Session, expected_last_seq: int | None = None) -> 
 def _copy_rows(model, *, source: Session, target: Session, key: str, up_to: int) -> int:
     """``INSERT ... SELECT`` every row of ``source`` with ``key <= up_to`` into ``target``: one
     statement whatever the number of rows."""
+    # Raw: benchmarks/history_edits.py fork of 100,000 ≤ 2 s: one INSERT … SELECT, no row loaded
     columns = [f.column for f in model._meta.concrete_fields if f.name not in ("id", "session")]
     quote = connection.ops.quote_name
     names = ", ".join(quote(c) for c in columns)

@@ -66,6 +66,7 @@ def update_live_session(
     """Run ``UPDATE session SET <assignments>, updated_at = now WHERE pk AND writable RETURNING
     <returning>``: one round trip that locks the row and records the activity (a session retention
     ended is reopened). Raises if an agent ended the session or it is gone."""
+    # Raw: benchmarks/frameworks.py per-call targets: the lock and the activity in one UPDATE … RETURNING
     table = connection.ops.quote_name(Session._meta.db_table)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     sets = f"{assignments}, " if assignments else ""
@@ -106,6 +107,7 @@ def session_touch(session: Session, *, holds_lock_shared: bool = False) -> Sessi
     write stays the caller's rule. With ``holds_lock_shared`` (a write that deletes) the same
     statement then takes the tenant's hold lock shared (PostgreSQL; ``holds_lock``), so the hold
     check, in a later statement, sees every hold placed before."""
+    # Raw: benchmarks/frameworks.py per-call targets: the lock and the activity in one UPDATE … RETURNING
     table = connection.ops.quote_name(Session._meta.db_table)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     params: list[Any] = [now, session.pk]

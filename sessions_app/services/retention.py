@@ -18,6 +18,7 @@ chooses its sessions, so a hold placed before the batch looked is never swept.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -99,17 +100,26 @@ def retention_policy_save(*, tenant: Tenant, **values: Any) -> RetentionPolicy:
     return policy
 
 
-def rows_removed(rows: QuerySet, *, dry_run: bool) -> int:
+def rows_removed(rows: QuerySet, *, dry_run: bool, derived: Counter[str] | None = None) -> int:
     """Delete ``rows`` and return how many rows went, cascades included (a session's messages,
     rounds, checkpoints...); a dry run counts the same rows the way Django's delete would collect
-    them, so both runs report the same number on the same data."""
+    them, so both runs report the same number on the same data. ``derived`` counts, by category,
+    the rows of the map's ``derived_from`` declarations among them (the memories made only from
+    deleted sessions)."""
     if not dry_run:
-        return rows.delete()[0]
-    collector = Collector(using=rows.db, origin=rows)
-    collector.collect(rows)
-    return sum(len(instances) for instances in collector.data.values()) + sum(
-        fast.count() for fast in collector.fast_deletes
-    )
+        total, by_model = rows.delete()
+    else:
+        collector = Collector(using=rows.db, origin=rows)
+        collector.collect(rows)
+        by_model = Counter({model._meta.label: len(instances) for model, instances in collector.data.items()})
+        for fast in collector.fast_deletes:
+            by_model[fast.model._meta.label] += fast.count()
+        total = sum(by_model.values())
+    if derived is not None:
+        for d in declared():
+            if d.derived_from is not None and d.model is not rows.model:
+                derived[d.category] += by_model.get(d.model._meta.label, 0)
+    return total
 
 
 def rows_past_latest(model, session_pks: list[int], *, partition: list[str], order: str, keep: int) -> list[int]:
@@ -160,6 +170,7 @@ class _Sweep:
     with_totals: bool
     counts: dict[str, int] = field(default_factory=dict)
     held: dict[str, int] = field(default_factory=dict)  # sessions each rule skipped because held
+    derived: Counter[str] = field(default_factory=Counter)  # rows made only from deleted sessions
 
     def _locked_batch(self, sessions, after: int) -> list[int]:
         """The next batch of matching sessions by id, locked; sessions locked by a writer are skipped.
@@ -191,7 +202,7 @@ class _Sweep:
         """Rows removed with the sessions: each session and everything that goes with it."""
         if not self.dry_run:
             working_state_clear_on_commit(pks)
-        return rows_removed(matching, dry_run=self.dry_run)
+        return rows_removed(matching, dry_run=self.dry_run, derived=self.derived)
 
     def _end_idle(self, pks: list[int], matching) -> int:
         """End idle sessions as retention's own end: the next write reopens the session (a graph or
@@ -305,6 +316,7 @@ def retention_apply(
         policies = policies.filter(tenant=tenant)
     counts: dict[str, dict[str, int]] = {}
     held_counts: dict[str, dict[str, int]] = {}
+    derived: dict[str, dict[str, int]] = {}
     for policy in policies:
         sweep = _Sweep(
             tenant=policy.tenant,
@@ -319,6 +331,8 @@ def retention_apply(
         counts[policy.tenant.slug] = sweep.counts
         if any(sweep.held.values()):
             held_counts[policy.tenant.slug] = {category: n for category, n in sweep.held.items() if n}
+        if any(sweep.derived.values()):
+            derived[policy.tenant.slug] = {category: n for category, n in sweep.derived.items() if n}
     return RetentionRun.objects.create(
         started_at=started,
         duration_seconds=time.monotonic() - clock,
@@ -326,4 +340,5 @@ def retention_apply(
         tenant_slug=tenant.slug if tenant is not None else "",
         counts=counts,
         held=held_counts,
+        derived=derived,
     )

@@ -58,6 +58,7 @@ def _round_append_postgresql(*, tenant: Tenant, user_id: str, session_id: str, s
     """The automatic round of a live session in one statement, atomic by itself: one round trip
     instead of SELECT, BEGIN, UPDATE, INSERT, COMMIT. None when the session is missing, ended or
     out of ids: the portable path then creates it or says why not."""
+    # Raw: benchmarks/scaling.py save auto round ratio ≤ 1.3: one statement for five round trips
     now = timezone.now()
     quote = connection.ops.quote_name
     sql = (

@@ -72,6 +72,7 @@ def session_insert(session: Session, *, columns: str = "", params: Sequence[Any]
     ORM's insert cost more to build than to run, and every create pays it. Elsewhere the ORM's
     insert, and None: the caller reads what it needs itself. An existing identity raises
     ``IntegrityError``, as the ORM's insert does."""
+    # Raw: benchmarks/frameworks.py create-session per-call targets; the ORM's insert cost more to build
     connection = connections[router.db_for_write(Session)]
     if connection.vendor != "postgresql":
         session.save(force_insert=True, using=connection.alias)

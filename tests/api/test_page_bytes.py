@@ -136,7 +136,41 @@ def test_langgraph_pages_count_the_channel_values_their_checkpoints_name(api, te
     assert len(pages) >= 3  # at most two checkpoints of 600 bytes each in a page of 1,000
     assert all(
         c["channel_values"]
-        == [{"channel": "ch", "value": {"type": "bytes", "data": base64.b64encode(b"\x00" * 600).decode()}}]
+        == [
+            {
+                "channel": "ch",
+                "version": c["checkpoint_id"][-1],
+                "value": {"type": "bytes", "data": base64.b64encode(b"\x00" * 600).decode()},
+            }
+        ]
         for page in pages
         for c in page
     )
+
+
+def test_langgraph_pages_carry_and_count_a_value_checkpoints_share_once(api, tenant, settings):
+    """A thread's checkpoints name the same value until a step changes its channel: a page carries
+    it once (null where it repeats) and counts it once, so six checkpoints sharing three values of
+    600 bytes fit a page of 2,000 bytes."""
+    for i in range(6):
+        version = i // 2  # the value changes every other checkpoint
+        langgraph_services.checkpoint_put(
+            tenant=tenant,
+            thread_id="t",
+            user_id=None,
+            default_user_id="u1",
+            checkpoint_ns="",
+            checkpoint_id=f"c{i:03}",
+            parent_checkpoint_id=f"c{i - 1:03}" if i else None,
+            checkpoint={"type": "bytes", "data": b""},
+            metadata={"step": i},
+            channel_versions={"ch": version},
+            channel_values=[{"channel": "ch", "type": "bytes", "data": bytes([version]) * 600}],
+        )
+    settings.PAGE_MAX_BYTES = 2_000
+
+    (page,) = _read_all(api, "/api/v1/langgraph/checkpoints/?thread_id=t&page_size=100&channel_values=separate")
+    values = [(c["checkpoint_id"], v["version"], v["value"]) for c in page for v in c["channel_values"]]
+    given = {"type": "bytes", "data": base64.b64encode(bytes([2]) * 600).decode()}
+    assert values[:2] == [("c005", "2", given), ("c004", "2", None)]
+    assert [(c, v) for c, v, data in values if data is not None] == [("c005", "2"), ("c003", "1"), ("c001", "0")]

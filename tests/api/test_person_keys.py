@@ -21,6 +21,7 @@ from sessions_app.models import Session
 from tests.api.assertions import assert_error
 from tests.api.cross_tenant import CASES
 from tests.surfaces import routes
+from userdata_app.memory.models import MemoryItem
 
 pytestmark = pytest.mark.django_db
 
@@ -298,3 +299,15 @@ def test_a_compliance_person_keys_reads_are_in_the_access_log_under_its_person(t
     (entry,) = entries.order_by("seq")[before:]
     assert entry.detail["route"] == "session-list"
     assert entry.subject_hash == subject_hash(tenant_slug=tenant.slug, user_id=OWN)[1]  # the list, narrowed to them
+
+
+def test_a_person_key_puts_under_its_own_person_at_the_owner_position(two_people):
+    """A store that names its owner's position (``AgentStateStore(owner=1)``) works with a person
+    key for that person; naming another person there is refused, nothing written."""
+    client = person_client(OWN)
+    mine = {"op": "put", "namespace": ["memories", OWN], "key": "k", "value": {"v": 1}, "owner": 1}
+    assert client.post("/api/v1/store/batch/", {"ops": [mine]}, format="json").status_code == 200
+    theirs = {**mine, "namespace": ["memories", OTHER]}
+    answer = client.post("/api/v1/store/batch/", {"ops": [mine, theirs]}, format="json")
+    assert_error(answer, 403, "person_key", "ops[1].namespace")
+    assert MemoryItem.objects.filter(namespace=f"memories.{OTHER}").count() == 0

@@ -12,7 +12,7 @@ import time
 
 import django
 
-os.environ["DJANGO_SETTINGS_MODULE"] = "agentstate.settings"
+os.environ["DJANGO_SETTINGS_MODULE"] = "agentstate_site.settings"
 django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402 (after django.setup)

@@ -12,7 +12,7 @@ import time
 import django
 import psycopg
 
-os.environ["DJANGO_SETTINGS_MODULE"] = "agentstate.settings"
+os.environ["DJANGO_SETTINGS_MODULE"] = "agentstate_site.settings"
 django.setup()
 
 from django.core.management import call_command  # noqa: E402 (after django.setup)

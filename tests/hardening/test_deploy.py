@@ -30,7 +30,7 @@ def production_env(**extra: str) -> dict[str, str]:
         DJANGO_ENV="production",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
         DJANGO_ALLOWED_HOSTS=HOST,
-        DJANGO_SETTINGS_MODULE="agentstate.settings",
+        DJANGO_SETTINGS_MODULE="agentstate_site.settings",
         # As docs/OPERATIONS.md sets it: without a receipt key the access log warns (access_log.W001).
         AGENTSTATE_ERASURE_HMAC_KEYS=f"k1:{secrets.token_urlsafe(32)}",
     )

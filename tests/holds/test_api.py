@@ -12,6 +12,7 @@ from agentstate.holds import services as holds
 from tests.api.assertions import assert_error
 from tests.api.routes import api_routes
 from tests.holds.world import ADK, ARTIFACTS, S, build, checkpoint, rows
+from tests.quick_loop import first_of_each_kind
 from userdata_app.memory.models import MemoryItem
 
 pytestmark = pytest.mark.django_db
@@ -86,8 +87,14 @@ def _place(tenant, scope: str):
     return holds.legal_hold_place(tenant=tenant, reference="CASE-7", reason="Smith v. Acme, do not show", **where)
 
 
-@pytest.mark.parametrize("scope", ["tenant", "person"])
-@pytest.mark.parametrize("route", sorted(DESTRUCTIVE))
+HELD_CALLS = [(route, scope) for route in sorted(DESTRUCTIVE) for scope in ("tenant", "person")]
+
+
+# The quick loop: each method under each scope of hold; every route in the slow set.
+@pytest.mark.parametrize(
+    "route, scope",
+    first_of_each_kind(HELD_CALLS, [f"{r[0]}-{r[1]}-{scope}" for r, scope in HELD_CALLS], lambda c: (c[0][1], c[1])),
+)
 def test_a_hold_refuses_each_destructive_call_and_its_release_lets_it_through(api, tenant, route, scope):
     build(api)
     hold = _place(tenant, scope)

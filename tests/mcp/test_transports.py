@@ -24,10 +24,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.servers]
 
 def test_the_mcp_process_imports_no_django():
     script = (
-        "import sys, agentstate.cli, agentstate.integrations.mcp_server as m\n"
+        "import sys, agentstate_site.cli, agentstate.integrations.mcp_server as m\n"
         "m.build_server(m.Settings(api_url='http://127.0.0.1:1'))\n"
         "print(sorted(n for n in sys.modules if n.split('.')[0] in "
-        "{'django', 'rest_framework', 'sessions_app', 'userdata_app', 'agentstate_site'}))"
+        "{'django', 'rest_framework', 'sessions_app', 'userdata_app', 'agentstate_site'} "
+        "and n not in {'agentstate_site', 'agentstate_site.cli'}))"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"

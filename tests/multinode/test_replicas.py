@@ -113,7 +113,7 @@ def test_the_lag_check_needs_no_monitoring_privilege():
     sees the replica's receiver, through the connections the app servers use."""
     from django.db import connections
 
-    from agentstate.db_router import _PRIMARY_POSITION_SQL, _REPLAYED_SQL, wal_position
+    from agentstate.db_router.health import _PRIMARY_POSITION_SQL, _REPLAYED_SQL, wal_position
 
     with connections["default"].cursor() as cursor:
         cursor.execute(

@@ -69,7 +69,7 @@ except ValueError as refused:
 print(json.dumps(http_load.server_config({**__import__("os").environ, "GUNICORN_THREADS": "2"})))
 """
     env = {k: v for k, v in os.environ.items() if not k.startswith("GUNICORN_")}
-    env.setdefault("DJANGO_SETTINGS_MODULE", "agentstate.settings")
+    env.setdefault("DJANGO_SETTINGS_MODULE", "agentstate_site.settings")
     run = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "log")], cwd=ROOT, env=env, capture_output=True, text=True
     )

@@ -1,4 +1,4 @@
-"""Migration 0021 moves LangGraph's retention rule out of the core's policy columns into the
+"""Migration 0022 moves LangGraph's retention rule out of the core's policy columns into the
 policy's ``backend_rules``, and back when undone: no tenant's rule is lost either way."""
 
 import pytest
@@ -9,8 +9,8 @@ from sessions_app.models import RetentionPolicy
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-BEFORE = [("sessions_app", "0020_langgraph_channel_values")]
-AFTER = [("sessions_app", "0021_retention_backend_rules")]
+BEFORE = [("sessions_app", "0021_retention_run_derived")]
+AFTER = [("sessions_app", "0022_retention_backend_rules")]
 
 
 def test_a_policys_checkpoint_rule_survives_the_migration_both_ways(tenant, other_tenant):

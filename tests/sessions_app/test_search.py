@@ -8,12 +8,12 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agentstate import search
 from agentstate.exceptions import InvalidInput
-from agentstate.search import fts5_query, query_clean
+from agentstate.search import engine
+from agentstate.search.engine import fts5_query, query_clean
 from sessions_app import selectors, services
 from sessions_app.models import Message, RetentionPolicy
-from sessions_app.selectors import MESSAGE_INDEX
+from sessions_app.selectors.search import MESSAGE_INDEX
 from tests import search_index
 from userdata_app.erasure.execution import erase_subject
 from userdata_app.erasure.storage import storage_cleanup
@@ -62,7 +62,7 @@ def owner_path(request, monkeypatch):
     """PostgreSQL searches a user of few messages by the owner's lexeme in the index, a larger one
     by walking their messages: both must find the same."""
     if request.param == "owner's rows walked":
-        monkeypatch.setattr(search, "OWNER_MATCH_ROWS", -1)
+        monkeypatch.setattr(engine, "OWNER_MATCH_ROWS", -1)
 
 
 def test_a_search_is_scoped_to_the_tenant_and_the_user(tenant, other_tenant, session, owner_path):
@@ -86,7 +86,7 @@ def test_a_user_id_of_any_characters_finds_its_own_messages_only(tenant, owner_p
         services.message_append(session=session, messages=[{"content": "capybara"}])
     for n, user_id in enumerate(ids):
         assert found(tenant, "capybara", user_id=user_id) == [(f"s{n}", 1)]
-    lexeme = search.owner_lexeme(tenant.pk, "ana")
+    lexeme = engine.owner_lexeme(tenant.pk, "ana")
     assert found(tenant, lexeme, user_id="ana") == []
     assert found(tenant, f'"{lexeme}"', user_id="ana") == []
 
@@ -109,7 +109,7 @@ def test_the_best_match_comes_first_and_pages_do_not_overlap(tenant, session):
 
 
 def test_only_the_newest_matches_are_ranked_so_a_common_word_costs_the_same_at_any_size(tenant, session, monkeypatch):
-    monkeypatch.setattr(search, "RANKED_MATCHES", 2)
+    monkeypatch.setattr(engine, "RANKED_MATCHES", 2)
     services.message_append(session=session, messages=[{"content": "ocelot ocelot ocelot ocelot"}])
     other = services.session_create(tenant=tenant, user_id="u1", session_id="s2")
     services.message_append(session=other, messages=[{"content": "ocelot and a long tail of other words"}])

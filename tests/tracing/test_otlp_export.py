@@ -68,7 +68,7 @@ def service_process(**env: str) -> list[str]:
     """The service set up in a fresh process from exactly ``env`` (among the settings' variables),
     two requests answered; the OpenTelemetry instrumentations it imported."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith(ENV_PREFIXES)}
-    environment = {**clean, "DJANGO_SETTINGS_MODULE": "agentstate.settings", **env}
+    environment = {**clean, "DJANGO_SETTINGS_MODULE": "agentstate_site.settings", **env}
     run = subprocess.run(
         [sys.executable, "-c", SERVICE], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
     )

@@ -129,6 +129,7 @@ def test_retention_deleting_an_ended_session_takes_its_derived_items_and_counts_
     run = retention_apply(tenant=tenant)
     assert keys(tenant) == ["both"]
     assert run.counts == dry.counts
+    assert run.derived == dry.derived == {tenant.slug: {"memories": 1}}  # "only-s1", named apart
 
 
 @pytest.mark.django_db(transaction=True)
@@ -225,3 +226,59 @@ def test_a_batch_of_a_thousand_sourced_puts_records_every_source(tenant, two_ses
     ]
     memory_batch(tenant=tenant, ops=ops)
     assert MemorySource.objects.filter(linked_session=two_sessions[0]).count() == 1000
+
+
+@pytest.mark.django_db
+def test_a_memory_made_from_a_held_session_cannot_be_deleted_by_the_store(tenant, two_sessions):
+    """The hold is on the session, not the person: the store's delete of a memory made from it is
+    refused all the same, nothing deleted; a memory from another session goes."""
+    from agentstate.holds.services import legal_hold_place
+
+    put(tenant, "from-s1", of("s1"))
+    put(tenant, "from-s2", of("s2"))
+    legal_hold_place(tenant=tenant, user_id="ada", session_pk=two_sessions[0].pk, reference="CASE-2", reason="r")
+    for op in (
+        {"op": "put", "namespace": NS, "key": "from-s1", "value": None},
+        {"op": "forget", "namespace": NS, "key": "from-s1"},
+    ):
+        with pytest.raises(Held, match="CASE-2"):
+            memory_batch(tenant=tenant, ops=[op])
+    memory_batch(tenant=tenant, ops=[{"op": "put", "namespace": NS, "key": "from-s2", "value": None}])
+    assert keys(tenant) == ["from-s1"]
+
+
+@pytest.mark.django_db
+def test_the_admin_lists_the_memories_kept_for_review_and_a_session_page_links_them(
+    tenant, two_sessions, client, admin_user
+):
+    MemoryPolicy.objects.create(tenant=tenant, keep_derived=True)
+    put(tenant, "from-s1", of("s1"))
+    put(tenant, "from-s2", of("s2"))
+    put(tenant, "none")
+    sessions.session_delete(session=two_sessions[0])
+    client.force_login(admin_user)
+    review = f"/admin/userdata_app/memoryitem/?kept_for_review=1&amp;tenant__id__exact={tenant.pk}"
+    session_page = client.get(f"/admin/sessions_app/session/{two_sessions[1].pk}/change/").content.decode()
+    assert f'<a href="{review}">1 memories of the tenant kept for review</a>' in session_page
+    listed = client.get(review.replace("&amp;", "&")).content.decode()
+    kept, other = MemoryItem.objects.get(key="from-s1"), MemoryItem.objects.get(key="from-s2")
+    assert f"/admin/userdata_app/memoryitem/{kept.pk}/change/" in listed
+    assert f"/admin/userdata_app/memoryitem/{other.pk}/change/" not in listed
+
+
+@pytest.mark.django_db
+def test_an_erasure_of_process_state_counts_the_memories_made_only_from_its_sessions(tenant, two_sessions):
+    """Erasing a person's sessions and not their user data (the map's process state alone, as a
+    re-applied erasure limited to what existed then may) counts the memories that went with them
+    in the receipt's counts."""
+    from django.db import transaction
+
+    from agentstate.subject_data import subject_erase
+    from agentstate.subjects import PROCESS_STATE
+
+    put(tenant, "only-s1", of("s1"))
+    put(tenant, "none")
+    with transaction.atomic():
+        counts = subject_erase(tenant=tenant, user_id="ada", kinds=[PROCESS_STATE])
+    assert counts["memories"] == 1
+    assert keys(tenant) == ["none"]

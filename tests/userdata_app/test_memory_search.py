@@ -9,7 +9,7 @@ from django.db import connection
 from django.utils import timezone
 
 from agentstate.exceptions import InvalidInput
-from agentstate.search import search_memories
+from agentstate.search.memories import search_memories
 from tests import search_index
 from userdata_app.erasure.execution import erase_subject
 from userdata_app.erasure.storage import storage_cleanup

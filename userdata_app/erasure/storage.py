@@ -21,7 +21,7 @@ import time
 from django.contrib.admin.models import LogEntry
 from django.db import connection
 
-from agentstate.search import text_indexes_compact
+from agentstate.search.engine import text_indexes_compact
 from agentstate.subject_data import subject_tables, subject_text_indexes
 from agentstate.subjects import statistics_refresh, wal_truncate
 from sessions_app import selectors as session_selectors

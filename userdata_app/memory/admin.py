@@ -16,7 +16,7 @@ from agentstate.holds.admin import HeldPage
 from agentstate.holds.selectors import holds_of
 from agentstate.subject_data import rows_derived_from
 from userdata_app.memory.models import MemoryItem
-from userdata_app.memory.selectors import MEMORY_INDEX
+from userdata_app.memory.selectors import MEMORY_INDEX, memory_items_kept_for_review
 
 
 class MemoryWordsFilter(WordsFilter):
@@ -41,13 +41,29 @@ class DerivedFromSessionFilter(admin.SimpleListFilter):
         return queryset.filter(pk__in=rows_derived_from(MemoryItem, int(value)).values("pk"))
 
 
+class KeptForReviewFilter(admin.SimpleListFilter):
+    """``?kept_for_review=1``: the memories the tenant's memory policy kept when the last session
+    they were made from went (``MemoryPolicy.keep_derived``), for staff to review and delete."""
+
+    title = "kept for review"
+    parameter_name = "kept_for_review"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("1", "kept for review")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() != "1":
+            return queryset
+        return queryset.filter(pk__in=memory_items_kept_for_review().values("pk"))
+
+
 @admin.register(MemoryItem)
 class MemoryItemAdmin(HeldPage, ReadOnlyAdmin):
     """An agent's long-term memory about a person (LangGraph's store, ADK's memory service)."""
 
     list_display = ("namespace", "key", "user_id", "tenant", "updated_at", "expires_at")
     list_select_related = ("tenant",)
-    list_filter = (MemoryWordsFilter, "tenant", UserIdFilter, DerivedFromSessionFilter)
+    list_filter = (MemoryWordsFilter, "tenant", UserIdFilter, DerivedFromSessionFilter, KeptForReviewFilter)
     search_fields = ("user_id__exact",)
     ordering = ("-id",)
     fields = (

@@ -127,3 +127,28 @@ class MemoryVector(models.Model):
 
     def __str__(self) -> str:
         return f"Vector #{self.pk} of memory item #{self.item_id}"
+
+
+class MemoryGeneration(models.Model):
+    """A counter the database itself moves on every write to a tenant's memory items or their
+    vectors (triggers, migration 0020), in the writing transaction: a worker's copy of what a scope
+    holds (``vector_cache``) is good while the counters it was read with stand. ``bucket`` spreads a
+    tenant's people over a few rows (on PostgreSQL a hash of the user id, 64 buckets; SQLite writes
+    one at a time anyway: one row) so that writes for different people seldom wait on one row; it
+    names nobody. ``tenant_pk`` is no foreign key: a tenant's deletion deletes its items, whose
+    triggers write here, in any order."""
+
+    tenant_pk = models.BigIntegerField()
+    bucket = models.SmallIntegerField()
+    value = models.BigIntegerField(default=0)
+
+    class Meta:
+        app_label = "userdata_app"
+        verbose_name = "memory generation"
+        constraints = [
+            # Serves: the triggers' upsert; a search's read of its scope's counters.
+            models.UniqueConstraint(fields=["tenant_pk", "bucket"], name="memory_generation_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Memory generation of tenant #{self.tenant_pk}, bucket {self.bucket}"

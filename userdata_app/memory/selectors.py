@@ -112,6 +112,7 @@ def filtered(
 ) -> tuple[QuerySet[MemoryItem], dict[str, Any]]:
     """``rows`` narrowed by LangGraph's ``filter`` in SQL, and the part of it SQL does not say
     (``filters.filter_sql``), which ``filters.value_matches`` checks on them."""
+    # Raw: benchmarks/memory.py search (filter) beside PostgresStore (no target): LangGraph's filter in SQL
     if not filter:
         return rows, {}
     connection = connections[alias]
@@ -250,6 +251,13 @@ def subject_memory_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str,
             expires_at = item.expires_at.isoformat() if item.expires_at else None
             found = {"vectors": vectors[item.pk]} if item.pk in vectors else {}
             yield {**item_data(item), "expires_at": expires_at, "sources": sources.get(item.pk, []), **found}
+
+
+def memory_items_kept_for_review(tenant_pk: int | None = None) -> QuerySet[MemoryItem]:
+    """Items the memory policy kept when the last session they were made from was deleted
+    (``MemoryPolicy.keep_derived``: a source marked ``session_deleted``), for staff to review."""
+    rows = MemoryItem.objects.filter(pk__in=MemorySource.objects.filter(session_deleted=True).values("item"))
+    return rows.filter(tenant_id=tenant_pk) if tenant_pk is not None else rows
 
 
 def memory_items_expired_held() -> int:

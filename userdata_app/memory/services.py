@@ -32,7 +32,7 @@ from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
 from sessions_app.backends import thread_session_pk
-from sessions_app.selectors import session_get
+from sessions_app.selectors.sessions import session_get
 from userdata_app.memory import filters, selectors, vectors
 from userdata_app.memory.models import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, MemoryItem, MemoryPolicy, MemorySource
 from userdata_app.memory.selectors import SOURCE_COLUMNS
@@ -303,9 +303,12 @@ def _write(tenant: Tenant, puts: dict[tuple[str, str], dict[str, Any]], now) -> 
         for (ns, key), op in puts.items()
         if op["op"] == "forget"
     ]
-    owners = {user_id for rows in (*deleted, *forgotten) for user_id in rows.values_list("user_id", flat=True)}
-    for user_id in sorted(owners):  # the people whose items the deletes and forgets would empty
+    emptied = [row for rows in (*deleted, *forgotten) for row in rows.values_list("pk", "user_id")]
+    for user_id in sorted({user_id for _, user_id in emptied}):  # the people whose items would go
         hold_check(tenant_pk=tenant.pk, user_id=user_id, what="this user's memories")
+    sources = MemorySource.objects.filter(item__in=[pk for pk, _ in emptied], linked_session__isnull=False)
+    for session_pk in sorted(set(sources.values_list("linked_session", flat=True))):  # a held session's memories
+        hold_check(tenant_pk=tenant.pk, session_pk=session_pk, what="memories made from a held session")
     for rows in deleted:
         rows.delete()
     for (namespace, key), op in puts.items():
@@ -445,17 +448,25 @@ def _sources_attach(results: list[Any]) -> None:
 def memory_ops_confine(ops: list[dict[str, Any]], *, user_id: str) -> list[dict[str, Any]]:
     """A batch confined to one person (its ``user_id``; always a person key's own): each op's
     namespace or prefix within ``("users", <user_id>)``, a search or listing of every person
-    narrowed to them; anything else is refused (403)."""
-    own = [selectors.USERS, selectors.user_label(clean_identifier(user_id, field="user_id"))]
+    narrowed to them, a put naming its ``owner`` position owned by them (``namespace_owner``);
+    anything else is refused (403)."""
+    user_id = clean_identifier(user_id, field="user_id")
+    own = [selectors.USERS, selectors.user_label(user_id)]
     for i, op in enumerate(ops):
         name = {"search": "namespace_prefix", "list_namespaces": "prefix"}.get(op["op"], "namespace")
+        if op.get("owner") is not None and namespace_owner(op[name], owner=op["owner"]) == user_id:
+            continue
         labels = op[name] or []
         if name != "namespace" and labels == own[: len(labels)]:
             op[name] = labels = own  # every person's, or every namespace: this person's
         if labels[:2] != own:
             raise PersonKeyRefused(
                 f"{_field(i, name)}: outside the batch's user_id.",
-                fields={_field(i, name): ['must start with ["users", "<the batch\'s user_id>"].']},
+                fields={
+                    _field(i, name): [
+                        'must start with ["users", "<the batch\'s user_id>"], or name it at the put\'s owner position.'
+                    ]
+                },
             )
     return ops
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agentstate.subject_data import DerivedFrom, Export, Portable, SubjectData, register, register_not_personal
 from agentstate.subjects import USER_DATA
 from userdata_app.memory.models import MemoryItem, MemorySource
-from userdata_app.memory.selectors import MEMORY_INDEX, subject_memory_export
+from userdata_app.memory.selectors import MEMORY_INDEX, memory_items_kept_for_review, subject_memory_export
 from userdata_app.memory.services import memory_sources_session_deleted
 
 CATEGORY = "memories"
@@ -24,7 +24,7 @@ def declare() -> None:
             text_index=MEMORY_INDEX,
             portable=Portable("memory", order=("namespace", "key"), key=("namespace", "key")),
             # A memory made from sessions goes with the last of them (or stays for review).
-            derived_from=DerivedFrom(MemorySource, memory_sources_session_deleted),
+            derived_from=DerivedFrom(MemorySource, memory_sources_session_deleted, kept=memory_items_kept_for_review),
         ),
     )
     register_not_personal(

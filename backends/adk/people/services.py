@@ -7,7 +7,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from agentstate.statements import execute_all
+from agentstate.statements import execute_all, prepared_cursor
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from backends.adk.people.models import AdkEventUserDelta, AdkUserState
@@ -60,7 +60,7 @@ def _locked_state(*, tenant: Tenant, app_name: str, user_id: str) -> tuple[int, 
     unique (tenant, user, app), locks the row it met and returns its latest state."""
     if connection.vendor == "postgresql":
         table = connection.ops.quote_name(AdkUserState._meta.db_table)
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(
                 f"INSERT INTO {table} AS u (tenant_id, user_id, app_name, state, updated_at) "  # noqa: S608 (a quoted table name; values are parameters)
                 "VALUES (%s, %s, %s, '{}', %s) ON CONFLICT (tenant_id, user_id, app_name) "

@@ -21,7 +21,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput, NotFound, SessionAlreadyExists
-from agentstate.statements import execute_all
+from agentstate.statements import execute_all, prepared_cursor
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_timestamp
@@ -226,7 +226,7 @@ def adk_event_append_one_statement(
         _preview(event),
         json_text(event),
     ]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:

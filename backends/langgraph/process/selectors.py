@@ -115,7 +115,7 @@ def _blobs_of(checkpoint: str) -> str:
         # the thread to every pair (LIMIT 1, a key's one row, keeps the lookup a nested loop).
         return (
             f"jsonb_each_text({checkpoint}.channel_versions) AS cv(key, value) CROSS JOIN LATERAL "  # noqa: S608 (quoted identifiers and constant SQL)
-            f"(SELECT channel, version, value_type, value FROM {blob} WHERE session_id = {checkpoint}.session_id "
+            f"(SELECT id, channel, version, value_type, value FROM {blob} WHERE session_id = {checkpoint}.session_id "
             f"AND checkpoint_ns = {checkpoint}.checkpoint_ns AND channel = cv.key AND version = cv.value LIMIT 1) b"
         )
     return (
@@ -126,11 +126,33 @@ def _blobs_of(checkpoint: str) -> str:
 
 
 def checkpoint_blobs_size() -> RawSQL:
-    """The bytes of the channel values a checkpoint names (in a query of checkpoints): a page of
-    checkpoints is bounded by what its answer holds, its values stored apart included."""
+    """The bytes of the channel values a checkpoint names that its parent does not name at the same
+    version (in a query of checkpoints): a page carries each value once (``checkpoint_tuples``), and
+    a thread's checkpoints mostly share their values with their parents, so a page of checkpoints is
+    bounded by what its answer holds (within one checkpoint's values: those it shares with a parent
+    on the next page)."""
     table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
-    sql = f"(SELECT COALESCE(SUM(LENGTH(b.value)), 0) FROM {_blobs_of(table)})"  # noqa: S608 (quoted identifiers and constant SQL)
+    sql = (
+        f"(SELECT COALESCE(SUM(LENGTH(b.value)), 0) FROM {_blobs_of(table)} "  # noqa: S608 (quoted identifiers and constant SQL)
+        f"WHERE NOT EXISTS ({_parent_names(table)}))"
+    )
     return RawSQL(sql, [], output_field=BigIntegerField())  # noqa: S611 (idem)
+
+
+def _parent_names(checkpoint: str) -> str:
+    """A subquery (for ``_blobs_of``'s ``cv``) finding ``checkpoint``'s parent naming the channel
+    ``cv.key`` at the version ``cv.value``."""
+    table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+    parent = (
+        f"SELECT 1 FROM {table} p WHERE p.session_id = {checkpoint}.session_id "  # noqa: S608 (quoted identifiers and constant SQL)
+        f"AND p.checkpoint_ns = {checkpoint}.checkpoint_ns AND p.checkpoint_id = {checkpoint}.parent_checkpoint_id "
+    )
+    if connection.vendor == "postgresql":
+        return parent + "AND p.channel_versions ->> cv.key = cv.value"
+    return (
+        parent.replace(f"FROM {table} p", f"FROM {table} p, json_each(p.channel_versions) pv", 1)
+        + "AND pv.key = cv.key AND CAST(pv.value AS TEXT) = CAST(cv.value AS TEXT)"
+    )
 
 
 def checkpoint_blobs(checkpoints: Sequence[LangGraphCheckpoint]) -> None:
@@ -154,9 +176,11 @@ def checkpoint_blobs(checkpoints: Sequence[LangGraphCheckpoint]) -> None:
 
 
 def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str | None = None) -> list[CheckpointTuple]:
-    """The checkpoints with their thread ids and pending writes (in LangGraph's order: task path,
-    task id, idx): one query for a page of one thread (``thread_id`` given), two otherwise. A
-    checkpoint whose value was deferred (a page of them) gets it in the writes' query."""
+    """The checkpoints with their thread ids, pending writes (in LangGraph's order: task path, task
+    id, idx) and channel values: one query for a page of one thread (``thread_id`` given), two
+    otherwise. A checkpoint whose value was deferred (a page of them) gets it in the writes' query.
+    A value several checkpoints name (a channel no step between them changed) is read once, and
+    their ``blobs`` share it (the same ``pk`` and bytes)."""
     if not checkpoints:
         return []
     session_pks = {c.session_id for c in checkpoints}
@@ -167,65 +191,78 @@ def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str 
     unread = [c.pk for c in checkpoints if "value" in c.get_deferred_fields()]
     values: dict[int, bytes] = {}
     writes: dict[tuple[int, str, str], list[LangGraphWrite]] = {}
-    blobs: dict[int, list[LangGraphBlob]] = {}
+    named: dict[int, list[LangGraphBlob]] = {}
+    blob_values: dict[int, bytes] = {}
     sql, params = _values_and_writes_sql(
         unread, sorted(session_pks), sorted({c.checkpoint_id for c in checkpoints}), [c.pk for c in checkpoints]
     )
     rows = _binary_rows(connections[checkpoints[0]._state.db or DEFAULT_DB_ALIAS], sql, params)  # where they came from
-    for pk, session_id, ns, checkpoint_id, task_id, task_path, idx, channel, value_type, value in rows:
-        if task_id is None and channel is not None:
-            blobs.setdefault(pk, []).append(LangGraphBlob(channel=channel, value_type=value_type, value=value))
-            continue
-        if task_id is None:
+    for kind, pk, session_id, ns, checkpoint_id, task_id, task_path, idx, channel, version, value_type, value in rows:
+        if kind == _WRITE:
+            write = LangGraphWrite(
+                task_id=task_id, task_path=task_path, idx=idx, channel=channel, value_type=value_type, value=value
+            )
+            writes.setdefault((session_id, ns, checkpoint_id), []).append(write)
+        elif kind == _VALUE:
             values[pk] = value
-            continue
-        write = LangGraphWrite(
-            task_id=task_id, task_path=task_path, idx=idx, channel=channel, value_type=value_type, value=value
-        )
-        writes.setdefault((session_id, ns, checkpoint_id), []).append(write)
+        elif kind == _NAMED:  # idx: the value's pk
+            named.setdefault(pk, []).append(
+                LangGraphBlob(pk=idx, channel=channel, version=version, value_type=value_type)
+            )
+        else:
+            blob_values[pk] = value
     for checkpoint in checkpoints:
         if checkpoint.pk in values:
             checkpoint.value = values[checkpoint.pk]
+    for blob in (b for blobs in named.values() for b in blobs):
+        blob.value = blob_values[blob.pk]
     return [
         CheckpointTuple(
             checkpoint=c,
             thread_id=thread_ids[c.session_id],
             writes=sorted(writes.get((c.session_id, c.checkpoint_ns, c.checkpoint_id), []), key=_writes_order),
-            blobs=blobs.get(c.pk, []),
+            blobs=named.get(c.pk, []),
         )
         for c in checkpoints
     ]
 
 
+_WRITE, _VALUE, _NAMED, _BLOB = 0, 1, 2, 3  # the kinds of rows of ``_values_and_writes_sql``
+
+
 def _values_and_writes_sql(
     checkpoint_pks: list[int], session_pks: list[int], checkpoint_ids: list[str], blobs_of: list[int]
 ) -> tuple[str, list[Any]]:
-    """One statement: the values of ``checkpoint_pks`` (rows without a task id or channel), the
-    writes of those sessions' checkpoints with those ids, on the (session, checkpoint id) index,
-    and the channel values ``blobs_of``'s checkpoints name (rows with a channel and no task id)."""
+    """One statement, its rows ``(kind, pk, session_id, checkpoint_ns, checkpoint_id, task_id,
+    task_path, idx, channel, version, value_type, value)``: the writes of those sessions'
+    checkpoints with those ids, on the (session, checkpoint id) index (``_WRITE``); the values of
+    ``checkpoint_pks`` (``_VALUE``); each channel value ``blobs_of``'s checkpoints name, without its
+    bytes, ``idx`` its pk (``_NAMED``); and the bytes of each of those values once (``_BLOB``)."""
 
     def marks(values: list[Any]) -> str:
         return ", ".join(["%s"] * len(values))
 
     quote = connection.ops.quote_name
     sql = (
-        f"SELECT NULL AS id, session_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"value_type, value FROM {quote(LangGraphWrite._meta.db_table)} "
+        f"SELECT {_WRITE} AS kind, NULL AS id, session_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"channel, NULL AS version, value_type, value FROM {quote(LangGraphWrite._meta.db_table)} "
         f"WHERE session_id IN ({marks(session_pks)}) AND checkpoint_id IN ({marks(checkpoint_ids)})"
     )
     params: list[Any] = [*session_pks, *checkpoint_ids]
     if checkpoint_pks:
         sql += (
-            f" UNION ALL SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value "  # noqa: S608 (as above)
+            f" UNION ALL SELECT {_VALUE}, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value "  # noqa: S608 (as above)
             f"FROM {quote(LangGraphCheckpoint._meta.db_table)} WHERE id IN ({marks(checkpoint_pks)})"
         )
         params += checkpoint_pks
     table = quote(LangGraphCheckpoint._meta.db_table)
+    named = f"FROM {table} c {_blobs_join('c')} WHERE c.id IN ({marks(blobs_of)})"
     sql += (
-        f" UNION ALL SELECT c.id, NULL, NULL, NULL, NULL, NULL, NULL, b.channel, b.value_type, b.value "  # noqa: S608 (as above)
-        f"FROM {table} c {_blobs_join('c')} WHERE c.id IN ({marks(blobs_of)})"
+        f" UNION ALL SELECT {_NAMED}, c.id, NULL, NULL, NULL, NULL, NULL, b.id, b.channel, b.version, b.value_type, "  # noqa: S608 (as above)
+        f"NULL {named} UNION ALL SELECT {_BLOB}, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value "
+        f"FROM {quote(LangGraphBlob._meta.db_table)} WHERE id IN (SELECT b.id {named})"
     )
-    return sql, [*params, *blobs_of]
+    return sql, [*params, *blobs_of, *blobs_of]
 
 
 def _binary_rows(connection: BaseDatabaseWrapper, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
@@ -279,7 +316,7 @@ def checkpoint_tuple_get(
         f"UNION ALL SELECT 1, NULL, NULL, NULL, w.value_type, w.value, w.task_id, w.task_path, w.idx, w.channel "
         f"FROM {quote(LangGraphWrite._meta.db_table)} w JOIN c ON w.session_id = c.session_id "
         f"AND w.checkpoint_id = c.checkpoint_id AND w.checkpoint_ns = c.checkpoint_ns "
-        f"UNION ALL SELECT 2, NULL, NULL, NULL, b.value_type, b.value, NULL, NULL, NULL, b.channel "
+        f"UNION ALL SELECT 2, b.version, NULL, NULL, b.value_type, b.value, NULL, NULL, NULL, b.channel "
         f"FROM c {_blobs_join('c')} "
         f"ORDER BY kind"
     )
@@ -302,8 +339,8 @@ def checkpoint_tuple_get(
         if kind == 1
     ]
     blobs = [
-        LangGraphBlob(channel=channel, value_type=type_, value=data)
-        for kind, _, _, _, type_, data, _, _, _, channel in rows[1:]
+        LangGraphBlob(channel=channel, version=version, value_type=type_, value=data)
+        for kind, version, _, _, type_, data, _, _, _, channel in rows[1:]  # a value's version in the id's place
         if kind == 2
     ]
     return CheckpointTuple(

@@ -51,6 +51,9 @@ class Command(JobCommand):
             for category in categories():
                 if category in counts:
                     self.stdout.write(f"{slug}: {category} {verb} {counts[category]}")
+        for slug, derived in run.derived.items():
+            for category, rows in derived.items():
+                self.stdout.write(f"{slug}: of which {category} made only from the sessions deleted {rows}")
         for slug, held in run.held.items():
             for category, sessions in held.items():
                 self.stdout.write(f"{slug}: {category} skipped {sessions} sessions because held (legal hold)")

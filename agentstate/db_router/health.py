@@ -1,70 +1,27 @@
-"""Which database a query goes to: the primary, or a streaming replica for reads that tolerate lag.
-
-The rule (docs/SCALING.md, "Which reads go to a replica"):
-
-- Everything goes to the primary unless the code runs inside ``replica_reads`` (the session and
-  round listings and the message search of the API, the admin's changelists of process state, the dashboard's figures).
-  Writes, reads inside a transaction, authentication, the erasure workflow and exports never do.
-- Even there the primary serves the read when the request is not a safe method (GET, HEAD,
-  OPTIONS), when the caller wrote in the last ``READ_YOUR_WRITES_SECONDS`` (an API key or a staff
-  user: marked in the shared cache after every unsafe request, so every app process sees it), when
-  the model's app is in ``DATABASE_PRIMARY_ONLY_APPS``, or when no replica is healthy.
-- A replica is healthy when it answers and is at most ``REPLICA_MAX_LAG_SECONDS`` behind the
-  primary; each process checks a replica at most once per ``REPLICA_CHECK_SECONDS`` and keeps the
-  verdict. Lag is measured against the primary, never by the replica alone: each check reads the
-  primary's flushed WAL position, then what the replica has replayed. Having reached that position
-  it is caught up (lag 0); short of it, it lacks only commits made after the last one it replayed,
-  so the age of that commit bounds its lag. A paused replay, a stalled sender and a partition all
-  count, since the replica cannot know what it did not receive. One that is down, stalled or too
-  far behind is skipped, and a call that fails on a replica is run again on the primary: the
-  caller never sees the replica's failure. A replica that does not answer within
-  ``REPLICA_TIMEOUT_SECONDS`` (a frozen host, or a stopped server whose kernel still acknowledges
-  every packet, which no keepalive notices) counts as failed: its connection's socket is shut down.
-- A replica that has received no WAL for ``REPLICA_LOST_SECONDS`` while the primary moved on is
-  reported lost (logged, in ``/healthz``'s details and in ``/metrics``): without a slot or an
-  archive holding the WAL it needs, it never catches up by itself. The silence counts from the
-  first check by any app process that found it lacking WAL at the position it still has (kept in
-  the shared cache), so every process calls it lost at the same moment; while the cache cannot be
-  read, each process counts from its own checks.
-- The shared cache only ever sends reads to the primary: when it cannot be read or written (Redis
-  down), the caller counts as having written, and the request that wrote still gets its answer.
-
-Why this bounds staleness for the caller's own writes: a replica whose lag was at most
-``MAX_LAG`` when checked (at most ``CHECK`` seconds ago) has replayed every commit older than
-``MAX_LAG + CHECK`` seconds, so settings require ``READ_YOUR_WRITES_SECONDS`` to exceed that sum.
-"""
+"""Whether a replica may serve reads: each process checks a replica against the primary at most
+once per ``REPLICA_CHECK_SECONDS`` and keeps the verdict (the rule: ``agentstate.db_router``);
+silence is shared through the cache, so every process calls a replica lost at once; a replica that
+does not answer in time is abandoned."""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
-import math
 import os
-import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
-from django.db.models import Model
-from django.http import HttpRequest, HttpResponseBase
+from django.db import DEFAULT_DB_ALIAS, connections
 
-from agentstate import metrics
 from agentstate.watchdog import Deadline, watchdog
 
-logger = logging.getLogger(__name__)
-_request: ContextVar[HttpRequest | None] = ContextVar("agentstate_db_request", default=None)
-_replica: ContextVar[str | None] = ContextVar("agentstate_db_replica", default=None)
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-WROTE_KEY = "agentstate:wrote:{}"
+logger = logging.getLogger("agentstate.db_router")  # the name operators filter by, as before the split
 SILENT_KEY = "agentstate:replica-silent:{}"  # (received position, wall-clock time it was first found lacking)
 
 # What a replica has replayed, how long ago it replayed its last commit, and how far it has
@@ -112,79 +69,6 @@ _verdicts: dict[str, ReplicaVerdict] = {}
 _verdicts_lock = threading.Lock()
 
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-class ReplicaRouter:
-    """Reads go to the replica ``replica_reads`` chose, if any; everything else to the primary."""
-
-    def db_for_read(self, model: type[Model], **hints: Any) -> str:
-        alias = _replica.get()
-        if (
-            alias is None
-            or model._meta.app_label in settings.DATABASE_PRIMARY_ONLY_APPS
-            or connections[DEFAULT_DB_ALIAS].in_atomic_block
-        ):
-            return DEFAULT_DB_ALIAS
-        return alias
-
-    def db_for_write(self, model: type[Model], **hints: Any) -> str:
-        return DEFAULT_DB_ALIAS
-
-    def allow_relation(self, obj1: Model, obj2: Model, **hints: Any) -> bool:
-        # A replica holds the primary's rows: an object read there may be related to one read here.
-        return True
-
-    def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool:
-        return db == DEFAULT_DB_ALIAS
-
-
-def replica_reads(func: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Run ``func`` with its reads on a healthy replica when the rule above allows; if the replica
-    fails during the call (any database error), mark it down and run ``func`` again on the primary,
-    where a real bug fails again and is reported. Only for reads: ``func`` must change nothing. A
-    ``TemplateResponse`` it returns must already be rendered."""
-
-    @functools.wraps(func)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        alias = replica_for_read()
-        if alias is None:
-            metrics.REPLICA_READS.labels(database=DEFAULT_DB_ALIAS).inc()
-            return func(*args, **kwargs)
-        token = _replica.set(alias)
-        try:
-            with deadline(alias) as expired:
-                result = func(*args, **kwargs)
-        except DatabaseError as exc:  # down, cancelled by a replay conflict, behind on a migration, or silent
-            found = _no_answer() if _abandoned(expired) else f"{type(exc).__name__} during a read"
-            _mark(alias, ReplicaCheck(lag=None, error=found))
-            _close(alias)
-        else:
-            metrics.REPLICA_READS.labels(database=alias).inc()
-            return result
-        finally:
-            _replica.reset(token)
-        metrics.REPLICA_READS.labels(database=DEFAULT_DB_ALIAS).inc()
-        return func(*args, **kwargs)
-
-    return wrapper
-
-
-def replica_for_read() -> str | None:
-    """The replica the current reads may use, or None for the primary."""
-    replicas = settings.DATABASE_REPLICAS
-    if not replicas or connections[DEFAULT_DB_ALIAS].in_atomic_block:
-        return None
-    request = _request.get()
-    if request is not None and request.method not in SAFE_METHODS:
-        return None
-    healthy = [alias for alias in replicas if replica_is_healthy(alias)]
-    if not healthy or _caller_wrote_recently(request):
-        return None
-    return random.choice(healthy)  # noqa: S311 (spreads reads over replicas: no secret)
-
-
 def replica_is_healthy(alias: str) -> bool:
     """Whether ``alias`` answers within the lag limit and receives WAL: checked at most once per
     ``REPLICA_CHECK_SECONDS`` in this process, any failure meaning no."""
@@ -195,9 +79,9 @@ def replica_is_healthy(alias: str) -> bool:
         with deadline(alias) as expired:
             check = replica_check(alias)
     except Exception as exc:  # down, refusing, silent or forbidden: any failure means "do not read here"
-        check = ReplicaCheck(lag=None, error=_no_answer() if _abandoned(expired) else type(exc).__name__)
-        _close(alias)
-    return _mark(alias, check).healthy
+        check = ReplicaCheck(lag=None, error=no_answer() if deadline_fired(expired) else type(exc).__name__)
+        close_replica(alias)
+    return mark_replica(alias, check).healthy
 
 
 def replica_verdicts(*, refresh: bool) -> dict[str, ReplicaVerdict | None]:
@@ -212,6 +96,7 @@ def replica_verdicts(*, refresh: bool) -> dict[str, ReplicaVerdict | None]:
 def replica_check(alias: str) -> ReplicaCheck:
     """Measure ``alias`` against the primary: the primary's flushed WAL position first (one query
     there), then what the replica replayed and received (one query there)."""
+    # Raw: no ORM form (the WAL positions of the primary and of a replica)
     replica = connections[alias]
     if replica.vendor != "postgresql":
         with replica.cursor() as cursor:
@@ -289,14 +174,14 @@ def deadline(alias: str) -> Iterator[Deadline | None]:
             yield expired
     finally:  # after the watchdog is done with it: a shut-down socket never outlives the call
         if expired.fired:
-            _close(alias)
+            close_replica(alias)
 
 
-def _abandoned(expired: Deadline | None) -> bool:
+def deadline_fired(expired: Deadline | None) -> bool:
     return expired is not None and expired.fired
 
 
-def _no_answer() -> str:
+def no_answer() -> str:
     return f"no answer within {settings.REPLICA_TIMEOUT_SECONDS:g} s"
 
 
@@ -359,7 +244,7 @@ def _silence_write(alias: str, verdict: ReplicaVerdict, shared: _Silence, now: f
         logger.warning("replica silence cache unavailable: silence not shared", exc_info=True)
 
 
-def _mark(alias: str, check: ReplicaCheck) -> ReplicaVerdict:
+def mark_replica(alias: str, check: ReplicaCheck) -> ReplicaVerdict:
     """Keep the verdict ``check`` gives, counting silence from the shared record when the cache
     answers; log when a replica's state changes (once, not per check)."""
     shared = _silence_read(alias, check)
@@ -380,58 +265,8 @@ def _mark(alias: str, check: ReplicaCheck) -> ReplicaVerdict:
     return verdict
 
 
-def _close(alias: str) -> None:
+def close_replica(alias: str) -> None:
     try:
         connections[alias].close()
     except Exception:  # noqa: S110 (a broken connection may fail to close; it is dropped either way)
         pass
-
-
-def _caller(request: HttpRequest | None) -> str | None:
-    """Who the request acts for: its API key (by the key's public prefix) or its staff user."""
-    if request is None:
-        return None
-    prefix = getattr(getattr(request, "auth", None), "prefix", None)
-    if prefix:
-        return f"key:{prefix}"
-    user = getattr(request, "user", None)
-    if user is not None and user.is_authenticated:
-        return f"user:{user.pk}"
-    return None
-
-
-def _caller_wrote_recently(request: HttpRequest | None) -> bool:
-    """Whether the caller wrote in the window, as the shared cache says; without the cache, yes
-    (reads go to the primary, never to a replica that may miss the caller's write)."""
-    caller = _caller(request)
-    if caller is None:
-        return False
-    try:
-        return cache.get(WROTE_KEY.format(caller)) is not None
-    except Exception:  # the cache is down or refusing: the safe side
-        logger.warning("read-your-writes cache unavailable: reading from the primary", exc_info=True)
-        return True
-
-
-class ReadYourWritesMiddleware:
-    """Makes the request visible to the router, and after an unsafe request (which may have
-    written) marks its caller in the shared cache so its reads stay on the primary for
-    ``READ_YOUR_WRITES_SECONDS``. Costs nothing without replicas. Goes after authentication."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        token = _request.set(request)
-        try:
-            response = self.get_response(request)
-        finally:
-            _request.reset(token)
-        if settings.DATABASE_REPLICAS and request.method not in SAFE_METHODS:
-            caller = _caller(request)
-            if caller is not None:
-                try:
-                    cache.set(WROTE_KEY.format(caller), 1, math.ceil(settings.READ_YOUR_WRITES_SECONDS))
-                except Exception:  # the write is committed: its answer goes out whatever the cache
-                    logger.warning("read-your-writes cache unavailable: mark not recorded", exc_info=True)
-        return response

@@ -1,4 +1,4 @@
-"""Full-text search over people's data: one engine for every searchable table, message history and
+"""Full-text search over people's data, the engine: one for every searchable table, message history and
 memory items (docs/DESIGN.md "Search").
 
 The database keeps each index in step with its table (a generated tsvector column with a GIN
@@ -18,23 +18,18 @@ ranked by how many of them a row holds, then how rare they are, the same on both
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from django.db import connection, migrations, transaction
+from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.expressions import RawSQL
 
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import LONE_SURROGATE
-
-if TYPE_CHECKING:
-    from agentstate.tenancy.models import Tenant
 
 MAX_QUERY_LENGTH = 256
 MAX_LIMIT = 100
@@ -75,7 +70,7 @@ def owner_lexeme(*owner: Any) -> str:
     return f"{OWNER_PREFIX}{digest}"
 
 
-def _owner_lexeme_sql(owner: tuple[str, ...]) -> str:
+def owner_lexeme_sql(owner: tuple[str, ...]) -> str:
     key = " || ' ' || ".join(f"{column}::text" for column in owner)
     return f"array_to_tsvector(ARRAY['{OWNER_PREFIX}' || md5({key})])"
 
@@ -91,6 +86,7 @@ def text_indexes_compact(indexes: list[TextIndex]) -> None:
     """SQLite: merge each FTS5 index into one segment, which drops deleted rows' words from its
     pages (``secure_delete`` zeroes the pages freed). PostgreSQL keeps no copy to compact: a GIN
     index's dead entries point at dead rows and go with them at VACUUM (docs/COMPLIANCE.md)."""
+    # Raw: no ORM form (FTS5's optimize command)
     if connection.vendor != "sqlite":
         return
     with connection.cursor() as cursor:
@@ -181,6 +177,7 @@ def text_search(
     PostgreSQL, for an owner of at most ``OWNER_MATCH_ROWS`` rows (the planner's estimate), the
     query holds the owner's lexeme too, so the GIN index hands over that owner's matches alone, not
     every owner's; a larger owner's rows are walked newest first as above."""
+    # Raw: benchmarks/search.py p99 < 50 ms, flat to 1,000,000; no ORM form of FTS5's MATCH and bm25
     if connection.vendor == "postgresql":
         match, owner_params = "q", []
         if index.pg_owner and owner and _rows_estimate(connection, index, scope, scope_params) <= OWNER_MATCH_ROWS:
@@ -220,6 +217,7 @@ def text_search(
 
 def _rows_estimate(connection: BaseDatabaseWrapper, index: TextIndex, scope: str, scope_params: list[Any]) -> int:
     """How many rows of ``index`` the planner expects within ``scope``: planned, not run."""
+    # Raw: benchmarks/search.py p99 < 50 ms; the planner's estimate of raw SQL's scope (EXPLAIN)
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {index.table} t WHERE {scope}", scope_params)  # noqa: S608 (constant SQL of the index and caller; values are parameters)
         plan = cursor.fetchone()[0]
@@ -262,6 +260,7 @@ def text_search_any(
 
     Each word matches as the index's tokenizer reads it (a piece like "e-mail" as its phrase),
     whole and in any case; no stemming."""
+    # Raw: benchmarks/memory.py search beside PostgresStore (no target); no ORM form of FTS5's MATCH
     if connection.vendor == "postgresql":
         match = f"{index.pg_vector} @@ plainto_tsquery('simple', %s)"
         terms = list(words)
@@ -290,6 +289,7 @@ def text_search_any(
 def text_match(index: TextIndex, *, query: str) -> RawSQL:
     """The ids of every row of ``index`` matching ``query`` (already cleaned), as a subquery for
     ``pk__in``: a filter on any queryset of the table (the admin's)."""
+    # Raw: benchmarks/admin_scale.py pages < 300 ms at 1,000,000; no ORM form of FTS5's MATCH
     if connection.vendor == "postgresql":
         sql = f"SELECT t.id FROM {index.table} t WHERE {index.pg_vector} @@ websearch_to_tsquery('simple', %s)"  # noqa: S608 (constant SQL)
         return RawSQL(sql, [query])  # noqa: S611 (constant SQL; the query is a parameter)
@@ -314,114 +314,3 @@ def search_cursor_offset(cursor: str) -> int:
     if offset > MAX_OFFSET:
         raise InvalidInput.for_field("cursor", f"Results go {MAX_OFFSET} deep at most: refine the query.")
     return offset
-
-
-# --- Memories: the entry point every memory interface shares -------------------------------------
-
-
-@dataclass(frozen=True)
-class MemoryHit:
-    item: Any  # the memory item (userdata_app.memory.models.MemoryItem)
-    score: float  # text_search_any's: higher is better, comparable only within one search
-
-
-_memory_search: Callable[..., list[MemoryHit]] | None = None
-
-
-def memory_search_register(search: Callable[..., list[MemoryHit]]) -> None:
-    """The memory app gives its search at start (``AppConfig.ready``): the platform imports no app."""
-    global _memory_search
-    _memory_search = search
-
-
-def search_memories(
-    tenant: Tenant,
-    user_id: str | None,
-    query: str,
-    namespace_prefix: list[str] | tuple[str, ...] | None = None,
-    filter: dict[str, Any] | None = None,
-    limit: int = 10,
-    offset: int = 0,
-) -> list[MemoryHit]:
-    """The live memory items of ``user_id`` (None: of every user of the tenant) under
-    ``namespace_prefix`` whose value's strings hold ANY of the query's words, best first
-    (``text_search_any``: more words, then rarer ones, then the most recently updated), LangGraph's
-    ``filter`` applied; a 400 (field ``q``) when the query holds no word."""
-    if _memory_search is None:
-        raise RuntimeError("The memory app (userdata_app.memory) is not installed.")
-    return _memory_search(
-        tenant=tenant,
-        user_id=user_id,
-        query=query,
-        namespace_prefix=list(namespace_prefix or ()),
-        filter=filter,
-        limit=limit,
-        offset=offset,
-    )
-
-
-# --- Migrations: the index of a JSON column's strings --------------------------------------------
-
-
-def json_text_index_sql(
-    *, table: str, column: str, pg_index: str, owner: tuple[str, ...] = ()
-) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """The statements, by database vendor, that create and that drop the index of every string
-    value of ``table``'s JSON ``column`` (``json_text_index_operation`` says what they make); on
-    PostgreSQL each row's vector holds its ``owner`` columns' lexeme too (``owner_lexeme``)."""
-    vector = f"jsonb_to_tsvector('simple'::regconfig, {column}, '[\"string\"]'::jsonb)"
-    if owner:
-        vector = f"{vector} || {_owner_lexeme_sql(owner)}"
-    fts = f"{table}_search"
-    text = f"(SELECT group_concat(value, ' ') FROM json_tree({{row}}.{column}) WHERE type = 'text')"  # noqa: S608 (constant SQL)
-    insert = f"INSERT INTO {fts} (rowid, text) VALUES (new.id, {text.format(row='new')})"  # noqa: S608 (constant SQL)
-    create = {
-        "postgresql": [
-            f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS search_vector tsvector "
-            f"GENERATED ALWAYS AS ({vector}) STORED",
-            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {pg_index} ON {table} USING gin (search_vector)",
-        ],
-        "sqlite": [
-            f"CREATE VIRTUAL TABLE {fts} USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')",
-            f"CREATE TRIGGER {fts}_insert AFTER INSERT ON {table} BEGIN {insert}; END",
-            f"CREATE TRIGGER {fts}_delete AFTER DELETE ON {table} BEGIN DELETE FROM {fts} WHERE rowid = old.id; END",  # noqa: S608 (constant SQL)
-            f"CREATE TRIGGER {fts}_update AFTER UPDATE OF {column} ON {table} BEGIN "  # noqa: S608 (constant SQL)
-            f"DELETE FROM {fts} WHERE rowid = old.id; {insert}; END",
-            f"INSERT INTO {fts} (rowid, text) SELECT id, {text.format(row='m')} FROM {table} m",  # noqa: S608 (constant SQL)
-        ],
-    }
-    drop = {
-        "postgresql": [
-            f"DROP INDEX CONCURRENTLY IF EXISTS {pg_index}",
-            f"ALTER TABLE {table} DROP COLUMN IF EXISTS search_vector",
-        ],
-        "sqlite": [
-            *(f"DROP TRIGGER IF EXISTS {fts}_{event}" for event in ("insert", "delete", "update")),
-            f"DROP TABLE IF EXISTS {fts}",
-        ],
-    }
-    return create, drop
-
-
-def json_text_index_operation(*, table: str, column: str, pg_index: str) -> migrations.RunPython:
-    """The migration operation that indexes every string value of ``table``'s JSON ``column``.
-
-    PostgreSQL: a stored generated tsvector column ``search_vector`` (``simple``: words lowercased,
-    no stemming; adding it rewrites the table once) with a GIN index ``pg_index`` built
-    CONCURRENTLY, so the migration must say ``atomic = False``. SQLite: an FTS5 table
-    ``<table>_search`` keyed by the row's id, filled by triggers (``unicode61``, diacritics
-    removed) and backfilled from the rows already stored, in one transaction. Either way the
-    database keeps the index in the writing transaction, whatever SQL writes or deletes the rows."""
-    create, drop = json_text_index_sql(table=table, column=column, pg_index=pg_index)
-
-    def run(statements: dict[str, list[str]]) -> Callable[..., None]:
-        def apply(apps: Any, schema_editor: Any) -> None:
-            db = schema_editor.connection
-            # SQLite: in one transaction, so no row written meanwhile is indexed twice or missed.
-            with transaction.atomic(using=db.alias) if db.vendor == "sqlite" else contextlib.nullcontext():
-                for statement in statements.get(db.vendor, []):
-                    schema_editor.execute(statement)
-
-        return apply
-
-    return migrations.RunPython(run(create), run(drop))

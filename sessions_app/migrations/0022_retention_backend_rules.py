@@ -25,7 +25,7 @@ def rules_to_column(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0020_langgraph_channel_values"),
+        ("sessions_app", "0021_retention_run_derived"),
     ]
 
     operations = [

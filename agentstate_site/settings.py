@@ -98,13 +98,13 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "agentstate_site.urls"
-WSGI_APPLICATION = "agentstate.wsgi.application"
+WSGI_APPLICATION = "agentstate_site.wsgi.application"
 
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         # The checkout's templates/ folder; an installed wheel carries it as agentstate/templates.
-        "DIRS": [BASE_DIR / "templates", Path(__file__).resolve().parent / "templates"],
+        "DIRS": [BASE_DIR / "templates", BASE_DIR / "agentstate" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -265,11 +265,13 @@ if READ_YOUR_WRITES_SECONDS <= REPLICA_MAX_LAG_SECONDS + REPLICA_CHECK_SECONDS:
     )
 # DATABASE_TRANSACTION_POOLING=true when the URLs lead to PgBouncer in transaction mode: no
 # server-side cursors (outside a transaction Django declares them WITH HOLD, which outlives the
-# pooled server connection). Prepared statements are already off: Django 5.2 sets psycopg's
-# prepare_threshold to None unless OPTIONS ask for it.
+# pooled server connection) and no prepared statements (a pooled server connection may not have
+# them): the hot statements agentstate.postgresql prepares go client-bound, as the ORM's always do
+# (Django 5.2 sets psycopg's prepare_threshold to None unless OPTIONS ask for it).
 if env_bool("DATABASE_TRANSACTION_POOLING", False):
     for _alias in DATABASES:
         DATABASES[_alias]["DISABLE_SERVER_SIDE_CURSORS"] = True
+        cast(dict[str, Any], DATABASES[_alias])["PREPARED_STATEMENTS"] = False
 # --- end of scale-out -----------------------------------------------------------------------
 
 # --- Operations: what operators see (agentstate.operators, agentstate.metrics) -------------------
@@ -425,6 +427,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("AGENTSTATE_MAX_BODY_BYTES", st
 # ADK session's events, ends early once its rows hold this much JSON (at least one row per page,
 # whatever its size).
 PAGE_MAX_BYTES = int(os.environ.get("AGENTSTATE_PAGE_MAX_BYTES", str(4 * 1024 * 1024)))
+# Each worker keeps the vectors of the scopes it searches by meaning up to this many MiB
+# (userdata_app/memory/vector_cache.py); 0 keeps none.
+MEMORY_VECTOR_CACHE_MB = float(os.environ.get("AGENTSTATE_MEMORY_VECTOR_CACHE_MB", "256"))
 # Verified API keys are kept in each process for this long: a revoked key keeps working in other
 # processes for at most this many seconds (the process that revokes it forgets it at once).
 API_KEY_CACHE_SECONDS = float(os.environ.get("AGENTSTATE_API_KEY_CACHE_SECONDS", "30"))

@@ -55,7 +55,7 @@ def main() -> None:
             sys.exit("agentstate mcp needs its extra: pip install 'agentstate-django[mcp]'")
         mcp_main(sys.argv[2:])
         return
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentstate.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentstate_site.settings")
     try:
         from django.core.management import execute_from_command_line
     except ImportError:

@@ -1,0 +1,187 @@
+"""Reads of a session's messages: its history, its most recent page, as models or as JSON rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from django.db import connections, router
+from django.db.models import QuerySet
+
+from agentstate.api import json_rows
+from agentstate.api.renderers import RawJSON
+from agentstate.exceptions import InvalidInput
+from agentstate.tenancy.models import Tenant
+from sessions_app.models import (
+    Message,
+    Session,
+)
+from sessions_app.selectors.sessions import session_get, session_get_with
+
+MAX_RECENT = 500  # most recent messages one read returns (the API's page-size bound)
+
+
+def message_list(*, session: Session, after_seq: int | None = None, role: str | None = None) -> QuerySet[Message]:
+    """History in order, optionally after a sequence number and of one role."""
+    messages = Message.objects.filter(session=session)
+    if after_seq is not None:
+        messages = messages.filter(seq__gt=after_seq)
+    if role is not None:
+        messages = messages.filter(role=role)
+    return messages.order_by("seq")
+
+
+def _recent_limit_check(limit: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_RECENT:
+        raise InvalidInput.for_field("limit", f"must be an integer from 0 to {MAX_RECENT}.")
+
+
+def _newest_messages(*, session: Session, limit: int, role: str | None) -> QuerySet[Message]:
+    _recent_limit_check(limit)
+    messages = Message.objects.filter(session=session)
+    if role is not None:
+        messages = messages.filter(role=role)
+    return messages.order_by("-seq")
+
+
+def message_recent(*, session: Session, limit: int, role: str | None = None) -> list[Message]:
+    """The most recent ``limit`` messages, oldest first."""
+    return list(reversed(_newest_messages(session=session, limit=limit, role=role)[:limit]))
+
+
+def message_recent_rows(
+    *, session: Session, limit: int, role: str | None = None, serializer_class: type, max_bytes: int
+) -> list[tuple[Any, ...]]:
+    """``message_recent`` as rows of ``json_rows`` in ``serializer_class``'s shape, bounded by
+    ``max_bytes`` of JSON: when the last ``limit`` hold more, the newest that fit (at least one).
+
+    The read first asks only for the newest seqs the session gave out, ``recent_window`` of them,
+    so the (session, seq) index bounds it whatever the planner believes of the session: with
+    statistics from before a session grew (a table not analyzed since), PostgreSQL read and sorted
+    every message of it for 20 (docs/PERFORMANCE_HISTORY.md, "request path"). When edits' gaps leave fewer than
+    ``limit`` there, the whole history is asked. The statement is written out (``message_rows``):
+    the ORM's building of it cost twice its run, on every agent's read of its recent history."""
+    _recent_limit_check(limit)
+    if not limit:
+        return []
+    if role is None and session.message_count > limit:
+        after = session.last_seq - recent_window(session, limit)
+        rows, complete = _recent_page(
+            session, after=after, role=None, limit=limit, serializer_class=serializer_class, max_bytes=max_bytes
+        )
+        if complete:
+            return rows
+    rows, _ = _recent_page(
+        session, after=0, role=role, limit=limit, serializer_class=serializer_class, max_bytes=max_bytes
+    )
+    return rows
+
+
+def session_recent_rows(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    session_id: str,
+    limit: int,
+    role: str | None = None,
+    serializer_class: type,
+    max_bytes: int,
+) -> tuple[Session, RawJSON]:
+    """The session and its ``recent`` page (``message_recent_rows``, as one JSON list). On
+    PostgreSQL the page is read in the session's own statement when its window holds it and every
+    row is within its share of ``max_bytes``; otherwise, and for one role, it is read apart. An
+    agent's recent read was two statements and their round trips for what one answers."""
+    _recent_limit_check(limit)
+    connection = connections[router.db_for_read(Session)]
+    if connection.vendor != "postgresql" or role is not None or not limit:
+        session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
+    else:
+        row = json_rows.row_column(serializer_class, Message)
+        session, (found,) = session_get_with(
+            tenant=tenant,
+            user_id=user_id,
+            session_id=session_id,
+            columns=_window_column(row.sql),
+            params=[max_bytes // limit, *row.params, limit, limit, limit],
+        )
+        if found is not None:
+            count, _, rows = found.partition(":")
+            if int(count) in (limit, session.message_count):
+                return session, RawJSON(f"[{rows}]")
+    rows = message_recent_rows(
+        session=session, limit=limit, role=role, serializer_class=serializer_class, max_bytes=max_bytes
+    )
+    return session, json_rows.embedded(rows)
+
+
+@lru_cache(maxsize=8)
+def _window_column(row_sql: str) -> str:
+    """Over a session's row (``s``): its ``recent_window`` read newest first, as the count of rows
+    read, ``:`` and their JSON joined oldest first; NULL when a row is over its share of the byte
+    budget (the page is then read apart, as ``json_rows.bounded_fetch`` reads one)."""
+    return (
+        f"(SELECT CASE WHEN COALESCE(BOOL_AND(OCTET_LENGTH({json_rows.ROW}) <= %s), TRUE) "  # noqa: S608 (quoted identifiers and compiled SQL; values are parameters)
+        f"THEN COUNT(*) || ':' || COALESCE(STRING_AGG({json_rows.ROW}, ',' ORDER BY seq), '') END "
+        f'FROM (SELECT seq, {row_sql} AS {json_rows.ROW} FROM "{Message._meta.db_table}" '
+        "WHERE session_id = s.id AND seq > s.last_seq - (%s + LEAST(GREATEST(s.last_seq - s.message_count, 0), %s)) "
+        "ORDER BY seq DESC LIMIT %s) _page)"
+    )
+
+
+def recent_window(session: Session, limit: int) -> int:
+    """How many of the newest seqs hold the newest ``limit`` messages: ``limit`` and the seqs that
+    edits and retention left unused (``last_seq - message_count``, at most another ``limit``). Up
+    to ``limit`` gaps that is certain; past that, likely."""
+    return limit + min(max(session.last_seq - session.message_count, 0), limit)
+
+
+def _recent_page(
+    session: Session, *, after: int, role: str | None, limit: int, serializer_class: type, max_bytes: int
+) -> tuple[list[tuple[Any, ...]], bool]:
+    """The newest ``limit`` messages after seq ``after`` (of ``role``, if given) as JSON rows
+    within ``max_bytes``, oldest first, and whether that is a whole page (``limit`` rows, or as
+    many as the budget holds)."""
+    budget = json_rows.ByteBudget(max_bytes)
+    fetched = message_rows(
+        session=session, after=after, role=role, serializer_class=serializer_class, newest_first=True
+    )(limit, budget)
+    rows = [row for row in fetched if row[-1] is not None]
+    return list(reversed(rows)), budget.rows_that_fit is not None or len(rows) == limit
+
+
+def message_rows(
+    *, session: Session, after: int | None, role: str | None, serializer_class: type, newest_first: bool = False
+) -> Callable[[int, json_rows.ByteBudget], list[tuple[Any, ...]]]:
+    """The session's messages after seq ``after`` (of ``role``, if given), in seq order or newest
+    first, as (seq, JSON in ``serializer_class``'s shape): a fetch of the first ``rows`` of them
+    within a byte budget (``json_rows.bounded_fetch``). One written-out statement on the (session,
+    seq) index: the ORM's building of it cost more than its run, on every read of a history."""
+    connection = connections[router.db_for_read(Message)]
+    row = json_rows.row_column(serializer_class, Message)
+    sql = _messages_sql(row.sql, role is not None, newest_first)
+    params = [*row.params, session.pk, after or 0, *([role] if role is not None else [])]
+
+    def fetch(rows: int, budget: json_rows.ByteBudget) -> list[tuple[Any, ...]]:
+        return json_rows.bounded_fetch(
+            connection,
+            sql,
+            [*params, rows],
+            columns=["seq"],
+            rows=rows,
+            budget=budget,
+            fitting=lambda count: (sql, [*params, count]),
+        )
+
+    return fetch
+
+
+@lru_cache(maxsize=16)
+def _messages_sql(row_sql: str, of_role: bool, newest_first: bool) -> str:
+    """Seqs start at 1: ``seq > 0`` is the whole history."""
+    role = " AND role = %s" if of_role else ""
+    order = "DESC" if newest_first else "ASC"
+    return (
+        f'SELECT seq, {row_sql} AS {json_rows.ROW} FROM "{Message._meta.db_table}" '  # noqa: S608 (quoted identifiers and compiled SQL; values are parameters)
+        f"WHERE session_id = %s AND seq > %s{role} ORDER BY seq {order} LIMIT %s"
+    )
