@@ -3,13 +3,13 @@
 
 from django.urls import re_path
 
-from backends.adk.people.artifacts import api
+from backends.adk.people.artifacts import views
 
 USER = r"^apps/(?P<app_name>[^/]+)/users/(?P<user_id>[^/]+)/artifacts"  # identifiers checked by the view
 
 urlpatterns = [
-    re_path(rf"{USER}/?$", api.ArtifactListView.as_view(), name="adk-artifact-list"),
-    re_path(rf"{USER}/versions/?$", api.ArtifactVersionListView.as_view(), name="adk-artifact-versions"),
-    re_path(rf"{USER}/load/?$", api.ArtifactLoadView.as_view(), name="adk-artifact-load"),
-    re_path(rf"{USER}/content/?$", api.ArtifactContentView.as_view(), name="adk-artifact-content"),
+    re_path(rf"{USER}/?$", views.ArtifactListView.as_view(), name="adk-artifact-list"),
+    re_path(rf"{USER}/versions/?$", views.ArtifactVersionListView.as_view(), name="adk-artifact-versions"),
+    re_path(rf"{USER}/load/?$", views.ArtifactLoadView.as_view(), name="adk-artifact-load"),
+    re_path(rf"{USER}/content/?$", views.ArtifactContentView.as_view(), name="adk-artifact-content"),
 ]
