@@ -1,7 +1,8 @@
 """Framework backends as the core sees them: each registers one ``FrameworkBackend`` from its
 ``AppConfig.ready`` — its framework's name (``Session.framework`` of the sessions it keeps), its
-label, and the retention rules of its own — and its rows in the map of people's data
-(``agentstate.subject_data``). The core loops over what is registered and names no framework.
+label, its retention rules, its rows in the map of people's data (``agentstate.subject_data``),
+its staff section, API mounts and import sources. The core loops over what is registered and
+names no framework.
 
 What a backend must do beyond registering (docs/DESIGN.md, "Adding a framework backend"): keep
 its sessions as ``Session`` rows with ``framework`` set, hang its rows off them, and make every
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
+
+from agentstate import subject_data
+from agentstate.subject_data import SubjectData
 
 if TYPE_CHECKING:
     from agentstate.tenancy.models import Tenant
@@ -87,6 +91,10 @@ class FrameworkBackend:
     # thread_id=, user_id=)`` is its session when the person owns it.
     thread_session_pk: Callable[..., int | None] | None = None
     staff_section: FrameworkSection | None = None
+    # Its rows in the map of people's data (``agentstate.subject_data``), and the models with a user
+    # id that hold nothing of a person, with why: (model label, reason).
+    subject_data: tuple[SubjectData, ...] = ()
+    not_personal: tuple[tuple[str, str], ...] = ()
     urls: tuple[tuple[str, str], ...] = ()
     import_sources: tuple[ImportSource, ...] = ()
 
@@ -95,6 +103,11 @@ _backends: dict[str, FrameworkBackend] = {}
 
 
 def register(backend: FrameworkBackend) -> None:
+    """A backend's one registration (from its ``AppConfig.ready``): the core learns everything it
+    needs of it here, its rows in the map of people's data included."""
+    subject_data.register(*backend.subject_data)
+    for model_label, reason in backend.not_personal:
+        subject_data.register_not_personal(model_label, reason)
     _backends[backend.framework] = backend
 
 

@@ -21,9 +21,6 @@ class AdkConfig(AppConfig):
         from backends.adk.process import services, subject_data
         from sessions_app import backends
 
-        subject_data.declare()
-        people_subject_data.declare()
-        artifact_subject_data.declare()
         # Every path that deletes rows (erasure, delete_artifact, retention's and a tenant's
         # cascades) removes their files once it commits: a file lives exactly as long as its row.
         post_delete.connect(
@@ -36,6 +33,12 @@ class AdkConfig(AppConfig):
                 unit="events",
                 # Every event takes the next seq and none is deleted alone: the last seq counts them.
                 counts=lambda sessions: {s.pk: s.last_seq for s in sessions},
+                subject_data=(
+                    *subject_data.declarations(),
+                    *people_subject_data.declarations(),
+                    *artifact_subject_data.declarations(),
+                ),
+                not_personal=artifact_subject_data.NOT_PERSONAL,
                 # Its page merges in the user: state, people's data: rendered at the top of the backend.
                 staff_section=backends.FrameworkSection("ADK events and state", staff.session_section),
                 urls=(("adk/", "backends.adk.urls"),),

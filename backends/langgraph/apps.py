@@ -15,7 +15,6 @@ class LangGraphConfig(AppConfig):
         from backends.langgraph.process import selectors, services, subject_data
         from sessions_app import backends
 
-        subject_data.declare()
         backends.register(
             backends.FrameworkBackend(
                 framework=services.FRAMEWORK,
@@ -23,6 +22,7 @@ class LangGraphConfig(AppConfig):
                 unit="checkpoints",
                 counts=selectors.checkpoint_counts,
                 thread_session_pk=selectors.thread_session_pk,
+                subject_data=subject_data.declarations(),
                 staff_section=admin.STAFF_SECTION,
                 urls=(("langgraph/", "backends.langgraph.urls"),),
                 import_sources=(

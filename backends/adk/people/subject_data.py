@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentstate.subject_data import Export, ExportedWith, Portable, SubjectData, register
+from agentstate.subject_data import Export, ExportedWith, Portable, SubjectData
 from agentstate.subjects import USER_DATA
 from agentstate.validation import clean_identifier
 from backends.adk.people.models import AdkEventUserDelta, AdkUserState
@@ -11,8 +11,9 @@ from backends.adk.people.selectors import subject_adk_user_state_export
 CATEGORY = "adk_user_state"
 
 
-def declare() -> None:
-    register(
+def declarations() -> tuple[SubjectData, ...]:
+    """ADK's ``user:`` state in the map of people's data, registered with the backend (``backends.adk.apps``)."""
+    return (
         SubjectData(
             model=AdkUserState,
             category=CATEGORY,

@@ -7,15 +7,16 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from agentstate.subject_data import Portable, register
+from agentstate.subject_data import Portable, SubjectData
 from backends.adk.process.models import AdkEvent
 from sessions_app.selectors import iso
 from sessions_app.services.retention import AgesWithMessages
 from sessions_app.subject_data import SessionPart, process_state
 
 
-def declare() -> None:
-    register(
+def declarations() -> tuple[SubjectData, ...]:
+    """ADK's events in the map of people's data, registered with the backend (``backends.adk.apps``)."""
+    return (
         process_state(
             AdkEvent,
             "adk_events",

@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.db.models.functions import Length
 
-from agentstate.subject_data import Portable, register
+from agentstate.subject_data import Portable, SubjectData
 from backends.langgraph.process.models import LangGraphBlob, LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from backends.langgraph.process.selectors import checkpoint_blobs
 from backends.langgraph.process.services import FRAMEWORK
@@ -65,8 +65,9 @@ def _blob(b: LangGraphBlob) -> dict[str, Any]:
     }
 
 
-def declare() -> None:
-    register(
+def declarations() -> tuple[SubjectData, ...]:
+    """LangGraph's rows in the map of people's data, registered with the backend (``backends.langgraph.apps``)."""
+    return (
         process_state(
             LangGraphThread,
             "langgraph_threads",

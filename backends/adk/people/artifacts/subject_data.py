@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentstate.subject_data import Export, Portable, SubjectData, register, register_not_personal
+from agentstate.subject_data import Export, Portable, SubjectData
 from agentstate.subjects import USER_DATA
 from agentstate.validation import clean_identifier
 from backends.adk.people.artifacts.models import Artifact
@@ -19,8 +19,9 @@ CATEGORY = "artifacts"
 SCOPE = ("user_id", "app_name", "session_id", "filename", "version")
 
 
-def declare() -> None:
-    register(
+def declarations() -> tuple[SubjectData, ...]:
+    """ADK's artifacts in the map of people's data, registered with the backend (``backends.adk.apps``)."""
+    return (
         SubjectData(
             model=Artifact,
             category=CATEGORY,
@@ -48,6 +49,9 @@ def declare() -> None:
             "user: artifacts are the person's user data, kept until erased",
         ),
     )
-    register_not_personal(
-        "userdata_app.ArtifactFileOwed", "the random storage names of deleted artifacts' files, nothing of the person"
-    )
+
+
+# Models with a user id or a key to people's data that hold nothing of a person, and why.
+NOT_PERSONAL = (
+    ("userdata_app.ArtifactFileOwed", "the random storage names of deleted artifacts' files, nothing of the person"),
+)
