@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression
 from django.conf import settings
 from django.db import connection, connections
 from django.db.utils import load_backend
@@ -57,6 +58,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.database)
         if on_sqlite and item.get_closest_marker("database") and any(map(item.get_closest_marker, MANY_EXAMPLES)):
             item.add_marker(ON_POSTGRESQL_ONLY)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # around schemathesis's, which turns its tests into collectors
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object):
+    """A test function that generates its cases when collected (Schemathesis: one per operation,
+    several seconds a process) is not generated in a run whose -m leaves it out whether or not it
+    reaches the stores: the quick loop would deselect every case. --collect-only still generates
+    them, to count the suite."""
+    made = yield
+    config = collector.config
+    generated = isinstance(made, pytest.Collector) and not isinstance(made, pytest.Class)
+    if not generated or not config.option.markexpr or config.option.collectonly:
+        return made
+    marks = {mark.name for mark in (*collector.iter_markers(), *getattr(obj, "pytestmark", ()))}
+    if marks & set(SLOW_KINDS):
+        marks.add("slow")
+
+    def selected(present: set[str]) -> bool:
+        def marked(mark: str, /, **_: object) -> bool:
+            return mark in present
+
+        return Expression.compile(config.option.markexpr).evaluate(marked)
+
+    # Its fixtures, which decide the database mark, are not known yet: left out only if either way.
+    return made if selected(marks) or selected(marks | {"database"}) else None
 
 
 @pytest.hookimpl(wrapper=True)

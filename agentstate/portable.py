@@ -526,5 +526,7 @@ def _row_import(
         summary.refused_users.append(fields["user_id"])
         return
     stored.append(undo)  # the chunk may still roll back
-    d.model._default_manager.create(tenant=tenant, **fields)
+    row = d.model._default_manager.create(tenant=tenant, **fields)
+    if _spec(d).after is not None:
+        _spec(d).after(row, record)
     summary.rows_created += 1

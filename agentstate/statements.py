@@ -45,6 +45,8 @@ def execute_all(*statements: tuple[str, Any]) -> list[list[tuple[Any, ...]]]:
     with connection.pipelined_cursor(statements) if prepares else connection.cursor() as cursor:  # type: ignore[attr-defined]
         cursor.execute(joined, together)
         while True:
-            results.append(cursor.fetchall() if cursor.description else [])
+            # psycopg's rownumber is None after a statement that returns no rows; its description
+            # builds a column object per column (most of the pop's own CPU when asked).
+            results.append(cursor.fetchall() if cursor.rownumber is not None else [])
             if not cursor.nextset():
                 return results

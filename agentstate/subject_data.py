@@ -71,9 +71,11 @@ class Portable:
     fields (an artifact's bytes in place of its storage name), and ``discard`` undoes what a
     ``decode`` stored outside the database when its row is not written; ``read`` and ``write``
     replace the table for data kept outside it (working state), given the row it hangs off.
-    ``checks`` names the API's validator (``agentstate.validation``'s, or a service's cleaner) of
-    columns with a rule of their own, so an import refuses what the API refuses; every record's
-    ``user_id`` is an identifier, and every value JSON the API takes (``agentstate.portable``)."""
+    ``after(row, record)`` writes what a record carries beside its row's columns, once the row is
+    created (a memory's sources and vectors, its parts: ``register_part``). ``checks`` names the
+    API's validator (``agentstate.validation``'s, or a service's cleaner) of columns with a rule of
+    their own, so an import refuses what the API refuses; every record's ``user_id`` is an
+    identifier, and every value JSON the API takes (``agentstate.portable``)."""
 
     record: str
     order: tuple[str, ...] = ("id",)
@@ -84,6 +86,7 @@ class Portable:
     discard: Callable[[dict[str, Any]], None] | None = None
     read: Callable[[Any], Iterable[dict[str, Any]]] | None = None
     write: Callable[[Any, dict[str, Any]], None] | None = None
+    after: Callable[[Any, dict[str, Any]], None] | None = None
     checks: dict[str, Callable[..., Any]] = dataclass_field(default_factory=dict)
 
 
@@ -163,6 +166,7 @@ class SubjectData:
 
 _declared: dict[type[models.Model], SubjectData] = {}
 _not_personal: dict[str, str] = {}
+_parts: dict[type[models.Model], tuple[type[models.Model], str]] = {}
 
 
 def register(*declarations: SubjectData) -> None:
@@ -171,6 +175,14 @@ def register(*declarations: SubjectData) -> None:
         if declaration.kind not in KINDS:
             raise ValueError(f"{declaration.model.__name__}: kind must be one of {KINDS}.")
         _declared[declaration.model] = declaration
+
+
+def register_part(model: type[models.Model], *, of: type[models.Model], what: str) -> None:
+    """A model whose rows are parts of a declared model's rows, personal as those are (a memory's
+    vectors, made from the person's text; its sources): erased with their row by the cascade of
+    their foreign key to it (the storage clean-up and the residue check reach their table,
+    ``subject_tables``), exported and carried in its record. ``what`` says what they hold."""
+    _parts[model] = (of, what)
 
 
 def register_not_personal(model_label: str, reason: str) -> None:
@@ -462,6 +474,7 @@ def undeclared(candidates: Iterable[type[models.Model]]) -> list[str]:
         and not model._meta.proxy
         and not model._meta.auto_created
         and model not in _declared
+        and model not in _parts
         and model._meta.label not in _not_personal
         and needs_declaring(model)
     ]
@@ -491,6 +504,14 @@ def incomplete() -> list[str]:
             problems.append(f"{name} names both via and hangs_off: its rows hang off their session one way.")
         if (d.count_roots is None) != (d.erase_roots is None):
             problems.append(f"{name} counts and erases its rows in different places.")
+    for part, (whole, _) in _parts.items():
+        cascades = [
+            f
+            for f in part._meta.concrete_fields
+            if f.related_model is whole and getattr(f.remote_field, "on_delete", None) is models.CASCADE
+        ]
+        if whole not in _declared or not cascades:
+            problems.append(f"{part._meta.label} is a part of {whole._meta.label}: it must be declared and cascade.")
     return problems
 
 

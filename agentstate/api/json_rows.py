@@ -283,7 +283,7 @@ def row_column(serializer_class: type[serializers.Serializer], model: type[model
     a dozen column expressions on every request cost more than running the query. It fits a query
     of ``model`` that names its table as itself (no self-join), on the engine the deployment's
     databases share (the settings give the default and its replicas one engine)."""
-    # Raw: benchmarks/latency.py full read of 2,000 ≤ 30 ms; building the expression per request cost more
+    # Raw: benchmarks/latency.py full-read target; building the expression per request cost more than the run
     query = Query(model)
     expression = row_expression(serializer_class, model).resolve_expression(query)
     sql, params = query.get_compiler(connection=connections[DEFAULT_DB_ALIAS]).compile(expression)

@@ -177,7 +177,7 @@ def text_search(
     PostgreSQL, for an owner of at most ``OWNER_MATCH_ROWS`` rows (the planner's estimate), the
     query holds the owner's lexeme too, so the GIN index hands over that owner's matches alone, not
     every owner's; a larger owner's rows are walked newest first as above."""
-    # Raw: benchmarks/search.py p99 < 50 ms, flat to 1,000,000; no ORM form of FTS5's MATCH and bm25
+    # Raw: benchmarks/search.py p99 target, flat to 1,000,000 messages; no ORM form of FTS5's MATCH and bm25
     if connection.vendor == "postgresql":
         match, owner_params = "q", []
         if index.pg_owner and owner and _rows_estimate(connection, index, scope, scope_params) <= OWNER_MATCH_ROWS:
@@ -217,7 +217,7 @@ def text_search(
 
 def _rows_estimate(connection: BaseDatabaseWrapper, index: TextIndex, scope: str, scope_params: list[Any]) -> int:
     """How many rows of ``index`` the planner expects within ``scope``: planned, not run."""
-    # Raw: benchmarks/search.py p99 < 50 ms; the planner's estimate of raw SQL's scope (EXPLAIN)
+    # Raw: benchmarks/search.py p99 target; the planner's estimate of raw SQL's scope (EXPLAIN)
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {index.table} t WHERE {scope}", scope_params)  # noqa: S608 (constant SQL of the index and caller; values are parameters)
         plan = cursor.fetchone()[0]
@@ -289,7 +289,7 @@ def text_search_any(
 def text_match(index: TextIndex, *, query: str) -> RawSQL:
     """The ids of every row of ``index`` matching ``query`` (already cleaned), as a subquery for
     ``pk__in``: a filter on any queryset of the table (the admin's)."""
-    # Raw: benchmarks/admin_scale.py pages < 300 ms at 1,000,000; no ORM form of FTS5's MATCH
+    # Raw: benchmarks/admin_scale.py page-time target at 1,000,000 messages; no ORM form of FTS5's MATCH
     if connection.vendor == "postgresql":
         sql = f"SELECT t.id FROM {index.table} t WHERE {index.pg_vector} @@ websearch_to_tsquery('simple', %s)"  # noqa: S608 (constant SQL)
         return RawSQL(sql, [query])  # noqa: S611 (constant SQL; the query is a parameter)

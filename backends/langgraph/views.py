@@ -332,14 +332,23 @@ class CheckpointPagination(ModelsPagination):
         )
 
 
-def _checkpoint_put(tenant: Tenant, body: Any) -> dict[str, Any]:
+def _checkpoint_write(body: Any) -> tuple[services.ThreadWrite, dict[str, Any]]:
+    """A checkpoint put's body checked: what to store, and the answer once stored."""
     data = validated(CheckpointPutInput, body)
-    services.checkpoint_put(tenant=tenant, **data)
-    return {name: data[name] for name in ("thread_id", "checkpoint_ns", "checkpoint_id")}
+    answer = {name: data[name] for name in ("thread_id", "checkpoint_ns", "checkpoint_id")}
+    return services.checkpoint_write(**data), answer
 
 
-def _writes_put(tenant: Tenant, body: Any) -> dict[str, Any]:
-    return {"count": services.writes_put(tenant=tenant, **validated(WritesPutInput, body))}
+def _writes_write(body: Any) -> tuple[services.ThreadWrite, dict[str, Any]]:
+    """A writes put's body checked: what to store, and the answer once stored."""
+    write = services.writes_write(**validated(WritesPutInput, body))
+    return write, {"count": services.write_count(write)}
+
+
+def _stored(tenant: Tenant, prepared: tuple[services.ThreadWrite, dict[str, Any]]) -> dict[str, Any]:
+    write, answer = prepared
+    services.thread_write(tenant=tenant, write=write)
+    return answer
 
 
 READ_FORMATS = (
@@ -406,7 +415,7 @@ class CheckpointListView(CheckpointReadView):
         responses={201: StoredOut, **error_responses(409, conflicts=LANGGRAPH_CONFLICTS)},
     )
     def post(self, request: TenantRequest) -> Response:
-        return Response(_checkpoint_put(request.tenant, request.data), status=status.HTTP_201_CREATED)
+        return Response(_stored(request.tenant, _checkpoint_write(request.data)), status=status.HTTP_201_CREATED)
 
 
 class CheckpointDetailView(CheckpointReadView):
@@ -438,12 +447,12 @@ class WritesView(TenantAPIView):
         responses={201: CountOut, **error_responses(409, conflicts=LANGGRAPH_CONFLICTS)},
     )
     def post(self, request: TenantRequest) -> Response:
-        return Response(_writes_put(request.tenant, request.data), status=status.HTTP_201_CREATED)
+        return Response(_stored(request.tenant, _writes_write(request.data)), status=status.HTTP_201_CREATED)
 
 
-BATCHED_WRITES: dict[str, Callable[[Tenant, Any], dict[str, Any]]] = {
-    "checkpoints": _checkpoint_put,
-    "writes": _writes_put,
+BATCHED_WRITES: dict[str, Callable[[Any], tuple[services.ThreadWrite, dict[str, Any]]]] = {
+    "checkpoints": _checkpoint_write,
+    "writes": _writes_write,
 }
 MAX_BATCH_CALLS = 64
 
@@ -496,23 +505,33 @@ class BatchView(TenantAPIView):
         summary="LangGraph: several checkpoint and writes puts in one request (the saver's group commit)",
         request=CheckpointBatchInput,
         responses={200: CheckpointBatchOut},
-        description="Each call runs in order as if sent alone, in its own transaction, and gets the status and "
-        "answer it would have had: one refused call leaves the others stored. The saver sends the writes made "
-        "while its previous request was in flight this way.",
+        description="Each call runs in order as if sent alone, and gets the status and answer it would have had: "
+        "one refused call leaves the others stored. The saver sends the writes made while its previous request "
+        "was in flight this way; consecutive calls to one thread are stored together when none is refused.",
     )
     def post(self, request: TenantRequest) -> Response:
-        results = []
+        results: list[dict[str, Any] | None] = []
+        checked: list[tuple[int, services.ThreadWrite, dict[str, Any]]] = []
         for call in validated(CheckpointBatchInput, request.data)["calls"]:
             try:
-                answer = BATCHED_WRITES[call["path"]](request.tenant, call["body"])
-            except Exception as exc:  # answered as the call alone would be; a server fault still fails the batch
-                refused = exception_handler(exc, self.get_exception_handler_context())
-                if refused is None:
-                    raise
-                results.append({"status": refused.status_code, "body": refused.data})
+                write, answer = BATCHED_WRITES[call["path"]](call["body"])
+            except Exception as exc:
+                results.append(self._refused(exc))
             else:
-                results.append({"status": status.HTTP_201_CREATED, "body": answer})
+                checked.append((len(results), write, answer))
+                results.append(None)
+        refusals = services.thread_writes_store(tenant=request.tenant, writes=[write for _, write, _ in checked])
+        for (at, _, answer), refusal in zip(checked, refusals, strict=True):
+            created = {"status": status.HTTP_201_CREATED, "body": answer}
+            results[at] = created if refusal is None else self._refused(refusal)
         return Response({"results": results})
+
+    def _refused(self, exc: Exception) -> dict[str, Any]:
+        """A call's error answered as the call alone would be; a server fault still fails the batch."""
+        refused = exception_handler(exc, self.get_exception_handler_context())
+        if refused is None:
+            raise exc
+        return {"status": refused.status_code, "body": refused.data}
 
 
 class ThreadDeleteView(TenantAPIView):

@@ -189,7 +189,7 @@ def _pop_read(session: Session, key: str | None) -> tuple[Message | None, dict[s
     written-out statement: the answer kept under ``key`` (``answered``, and ``answer``) and the
     oldest legal hold covering the session (``hold_reference``). The ORM's build of this query,
     with its subqueries, cost about four times running it: it was most of a pop's time."""
-    # Raw: benchmarks/frameworks.py SDK pop_item per-call target; the ORM's build cost ~4× the run
+    # Raw: benchmarks/frameworks.py SDK pop_item per-call target; the ORM's build cost more than the run
     database = connections[DEFAULT_DB_ALIAS]
     with database.cursor() as cursor:
         cursor.execute(

@@ -135,7 +135,7 @@ def _message_insert_postgresql(
     session is not live, or (with client ids) one of them is stored already, which the locked
     append sorts out. A retry racing its first try past the NOT EXISTS meets the unique index on
     client ids: the statement fails whole, and the locked append finds them."""
-    # Raw: benchmarks/http_load.py append p99 < 20 ms at half peak, scaling.py append ratio ≤ 1.3
+    # Raw: benchmarks/http_load.py append p99 target, scaling.py append ratio; one statement per append
     now = timezone.now()
     concrete = {field.name: field for field in Message._meta.concrete_fields}
     fields = [concrete[name] for name in _MESSAGE_COLUMNS]

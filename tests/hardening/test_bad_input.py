@@ -16,6 +16,7 @@ from sessions_app import services
 from sessions_app.models import Round, Session
 from tests.hardening.edge_values import EXTREME_BUT_VALID, EXTREME_IN_UTC, forged
 from tests.hardening.writes import S, refused
+from tests.quick_loop import first_of_each_kind
 
 LONE_SURROGATES = ["\ud800", "ok\udfff", "\udc80tail"]
 
@@ -59,9 +60,14 @@ def test_a_body_within_the_body_depth_is_judged_by_its_fields(api, full_session)
 DATETIME_FILTERS = ["created_after", "created_before", "updated_after", "updated_before"]
 
 
+FILTERED = [(name, value) for name in DATETIME_FILTERS for value in EXTREME_BUT_VALID]
+
+
+# The quick loop: each filter at the first extreme time; the slow set every time with every filter.
 @pytest.mark.django_db
-@pytest.mark.parametrize("value", EXTREME_BUT_VALID)
-@pytest.mark.parametrize("name", DATETIME_FILTERS)
+@pytest.mark.parametrize(
+    "name, value", first_of_each_kind(FILTERED, [f"{name}-{value}" for name, value in FILTERED], lambda c: c[0])
+)
 def test_extreme_datetimes_and_offsets_filter_in_utc(api, full_session, name, value):
     """2026-01-01T00:00:00-20:00 reached PostgreSQL with an offset it refuses (DataError): a 500."""
     response = api.get("/api/v1/sessions/", {name: value, "user_id": "u1"})
@@ -91,9 +97,12 @@ def test_a_session_cursor_whose_position_does_not_exist_in_utc_is_400(api, full_
     )
 
 
+PAGED = [(reverse, position) for reverse in ("0", "1") for position in EXTREME_BUT_VALID]
+
+
+# The quick loop: each direction from the first extreme time; the slow set every time.
 @pytest.mark.django_db
-@pytest.mark.parametrize("position", EXTREME_BUT_VALID)
-@pytest.mark.parametrize("reverse", ["0", "1"])
+@pytest.mark.parametrize("reverse, position", first_of_each_kind(PAGED, [f"{r}-{p}" for r, p in PAGED], lambda c: c[0]))
 def test_a_session_cursor_at_an_extreme_valid_time_pages_in_utc(api, full_session, position, reverse):
     response = api.get("/api/v1/sessions/", {"cursor": forged(position, r=reverse)})
     assert response.status_code == 200, response.content[:300]

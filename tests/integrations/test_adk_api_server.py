@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentstate import cli
 from agentstate.integrations.adk import SERVICE_CLASSES, AgentStateSessionService
+from agentstate_site import cli
 from tests.client.keys import api_key_new
 
 ROOT = Path(__file__).resolve().parents[2]

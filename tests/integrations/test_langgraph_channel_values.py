@@ -77,6 +77,31 @@ def test_a_step_sends_only_the_channels_it_changed_in_msgpack(live_server, langg
     )
 
 
+def test_a_step_of_two_nodes_takes_five_requests_at_any_length(live_server, langgraph_key):
+    """What a step costs in requests (a user-visible cost): its read of the thread's newest
+    checkpoint, then the four checkpoints LangGraph puts one after the other (input, and after each
+    of its three tasks), the tasks' writes going with them (group commit). The thread's length
+    changes nothing. The median of a few steps: a write waits a moment only for its checkpoint."""
+    builder = StateGraph(State)
+    builder.add_node("agent", lambda s: {"messages": [f"reply {len(s['messages'])}"]})
+    builder.add_node("tool", lambda s: {"steps": s.get("steps", 0) + 1})
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", "tool")
+    builder.add_edge("tool", END)
+    recording = Recording()
+    with AgentStateSaver(live_server.url, langgraph_key, default_user_id="alice", transport=recording) as saver:
+        graph = builder.compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "t-requests"}}
+        per_step = []
+        for step in range(7):
+            recording.bodies.clear()
+            graph.invoke({"messages": [f"q{step}"]}, config)
+            per_step.append(len(recording.bodies))
+        assert len(graph.get_state(config).values["messages"]) == 14
+
+    assert sorted(per_step)[len(per_step) // 2] == 5, per_step
+
+
 def test_an_earlier_savers_requests_keep_working(live_server, langgraph_key, tenant):
     """What an AgentStateSaver from before the change sends: a whole checkpoint in JSON (base64)
     without ``channel_values``, and reads without ``channel_values=separate``, which get every

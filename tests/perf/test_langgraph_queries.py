@@ -93,3 +93,33 @@ def test_a_step_and_a_page_cost_the_same_at_10_and_300_checkpoints(tenant):
     # one statement. A list page: the checkpoints, then their writes.
     write = 1 if connection.vendor == "postgresql" else 4
     assert statements(client, "short", 11) == statements(client, "long", 300) == [write, write, 1, 2, 2]
+
+
+def test_a_batch_of_a_steps_writes_and_checkpoint_is_one_statement_on_postgresql(tenant):
+    """The saver's group commit sends a step's tasks' writes with the checkpoint that follows them:
+    on PostgreSQL the batch stores them in the one statement a put takes (calls to one thread by
+    one user, none refused), each answered as if alone."""
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=api_key_create(tenant=tenant, name="k")[1])
+    put(tenant, "t", 3)
+    thread = {"thread_id": "t", "default_user_id": "u", "checkpoint_ns": ""}
+    writes = [
+        {**thread, "checkpoint_id": "c000002", "task_id": task, "writes": [{"idx": 0, "channel": "ch", "value": VALUE}]}
+        for task in ("a", "b")
+    ]
+    checkpoint = {
+        **thread,
+        "checkpoint_id": "c000003",
+        "parent_checkpoint_id": "c000002",
+        "checkpoint": VALUE,
+        "metadata": {"step": 3},
+        "channel_versions": {"ch": "2"},
+        "channel_values": [{"channel": "ch", **VALUE}],
+    }
+    calls = [{"path": "writes", "body": body} for body in writes] + [{"path": "checkpoints", "body": checkpoint}]
+    client.post(L + "batch/", {"calls": calls}, format="json")  # warms the key cache
+    with CaptureQueriesContext(connection) as queries:
+        answer = client.post(L + "batch/", {"calls": calls}, format="json")
+    assert [r["status"] for r in answer.json()["results"]] == [201, 201, 201]
+    if connection.vendor == "postgresql":
+        assert len(queries) == 1

@@ -5,6 +5,7 @@ twice; bad lines are named."""
 
 import io
 import json
+import struct
 
 import pytest
 from django.core.management import call_command
@@ -351,3 +352,31 @@ def test_a_record_the_tables_refuse_is_named_by_its_block_and_nothing_of_it_is_w
     assert f"line {block}: the database refused this session's block or chunk" in message
     assert "Written before it, and kept: 0 new erased-subject registry entries, 0 sessions" in message
     assert not Session.objects.exists() and not Message.objects.exists()
+
+
+def test_a_memorys_sources_and_vectors_travel_in_its_record(api, tenant, tmp_path):
+    """A memory's parts (register_part) are carried in its record: its sources, linked again to the
+    session the file brings and marked where its session was deleted, and its vectors, exact."""
+    from userdata_app.memory.models import MemoryPolicy, MemorySource, MemoryVector
+
+    for session_id in ("s1", "s2"):
+        response = api.post("/api/v1/sessions/", {"user_id": "ann", "session_id": session_id}, format="json")
+        assert response.status_code == 201, response.content
+    MemoryPolicy.objects.create(tenant=tenant, keep_derived=True)
+    put = {"op": "put", "namespace": ["users", "ann", "facts"], "key": "k", "value": {"text": "tea"}}
+    put |= {"sources": [{"session_id": "s1", "ref": "m1"}], "vectors": [{"path": "text", "vector": [0.1, -2.5, 3.0]}]}
+    kept = {**put, "key": "kept", "sources": [{"session_id": "s2"}]}
+    assert api.post("/api/v1/store/batch/", {"ops": [put, kept]}, format="json").status_code == 200
+    assert api.delete("/api/v1/users/ann/sessions/s2/").status_code == 204  # "kept" stays, for review
+    first = exported()
+    path = tmp_path / "acme.jsonl"
+    path.write_bytes(first)
+
+    empty_database()
+    imported(path)
+    assert exported() == first
+    columns = ("item__key", "session_id", "linked_session__session_id", "session_deleted")
+    found = {row[:2]: row[2:] for row in MemorySource.objects.values_list(*columns)}
+    assert found == {("k", "s1"): ("s1", False), ("kept", "s2"): (None, True)}
+    [vector] = MemoryVector.objects.filter(item__key="k").values_list("vector", flat=True)
+    assert struct.unpack("<3f", bytes(vector)) == struct.unpack("<3f", struct.pack("<3f", 0.1, -2.5, 3.0))

@@ -34,7 +34,14 @@ from agentstate.validation import clean_identifier, clean_json
 from sessions_app.backends import thread_session_pk
 from sessions_app.selectors.sessions import session_get
 from userdata_app.memory import filters, selectors, vectors
-from userdata_app.memory.models import KEY_MAX_LENGTH, NAMESPACE_MAX_LENGTH, MemoryItem, MemoryPolicy, MemorySource
+from userdata_app.memory.models import (
+    KEY_MAX_LENGTH,
+    NAMESPACE_MAX_LENGTH,
+    MemoryItem,
+    MemoryPolicy,
+    MemorySource,
+    MemoryVector,
+)
 from userdata_app.memory.selectors import SOURCE_COLUMNS
 
 MAX_OPS = 1000
@@ -578,3 +585,50 @@ def memory_items_expire(*, batch_size: int = 1000) -> int:
             if not pks:
                 return removed
             removed += MemoryItem.objects.filter(pk__in=pks, expires_at__lte=timezone.now()).delete()[0]
+
+
+# --- The portable record of a memory: its parts (sources, vectors) carried in it ----------------
+
+PARTS = ("sources", "vectors")
+
+
+def memory_record_encode(item: MemoryItem, record: dict[str, Any]) -> dict[str, Any]:
+    """A memory's portable record with its sources (``session_deleted`` where the policy kept it)
+    and its vectors (numbers, as the API takes them), absent when it has none."""
+    sources = selectors.items_sources([item.pk]).get(item.pk, [])
+    vectors = selectors.items_vectors([item.pk]).get(item.pk, {})
+    return (
+        record
+        | ({"sources": sources} if sources else {})
+        | ({"vectors": [{"path": path, "vector": vector} for path, vector in vectors.items()]} if vectors else {})
+    )
+
+
+def memory_record_decode(record: dict[str, Any]) -> dict[str, Any]:
+    """The record's columns; its parts are checked as the API checks a put's (written by
+    ``memory_record_parts_write`` once the item is)."""
+    for name in PARTS:
+        _record_parts(record.pop(name, None), name)
+    return record
+
+
+def _record_parts(value: Any, name: str) -> list[Any]:
+    if name == "vectors":
+        return vectors.vectors_clean(value, field=name, stored=True) or []
+    if not isinstance(value, list | None):
+        raise InvalidInput.for_field(name, "must be a list.")
+    value = [dict(source) if isinstance(source, dict) else source for source in value or []]  # the record's own stay
+    deleted = [isinstance(source, dict) and source.pop("session_deleted", False) is True for source in value]
+    return list(zip(_sources(value, field=name, value={}), deleted, strict=True))
+
+
+def memory_record_parts_write(item: MemoryItem, record: dict[str, Any]) -> None:
+    """An imported memory's sources (linked to its person's session where the file brought it,
+    unless the session was deleted already) and vectors."""
+    rows = []
+    for source, deleted in _record_parts(record.get("sources"), "sources"):
+        session = None if deleted else _source_session_pk(item.tenant, item.user_id, source)
+        rows.append(MemorySource(item=item, linked_session_id=session, session_deleted=deleted, **source))
+    MemorySource.objects.bulk_create(rows, ignore_conflicts=True)
+    found = _record_parts(record.get("vectors"), "vectors")
+    MemoryVector.objects.bulk_create([MemoryVector(item=item, path=path, vector=data) for path, data in found])

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from agentstate.subject_data import DerivedFrom, Export, Portable, SubjectData, register, register_not_personal
+from agentstate.subject_data import (
+    DerivedFrom,
+    Export,
+    Portable,
+    SubjectData,
+    register,
+    register_not_personal,
+    register_part,
+)
 from agentstate.subjects import USER_DATA
-from userdata_app.memory.models import MemoryItem, MemorySource
+from userdata_app.memory.models import MemoryItem, MemorySource, MemoryVector
 from userdata_app.memory.selectors import MEMORY_INDEX, memory_items_kept_for_review, subject_memory_export
-from userdata_app.memory.services import memory_sources_session_deleted
+from userdata_app.memory.services import (
+    memory_record_decode,
+    memory_record_encode,
+    memory_record_parts_write,
+    memory_sources_session_deleted,
+)
 
 CATEGORY = "memories"
 
@@ -22,18 +35,19 @@ def declare() -> None:
             existed="updated_at",
             export=Export(CATEGORY, subject_memory_export),
             text_index=MEMORY_INDEX,
-            portable=Portable("memory", order=("namespace", "key"), key=("namespace", "key")),
+            # Its parts (sources, vectors) travel in its record.
+            portable=Portable(
+                "memory",
+                order=("namespace", "key"),
+                key=("namespace", "key"),
+                encode=memory_record_encode,
+                decode=memory_record_decode,
+                after=memory_record_parts_write,
+            ),
             # A memory made from sessions goes with the last of them (or stays for review).
             derived_from=DerivedFrom(MemorySource, memory_sources_session_deleted, kept=memory_items_kept_for_review),
         ),
     )
-    register_not_personal(
-        "userdata_app.MemorySource",
-        "which sessions an item was made from: erased with its item (the cascade), exported in its record",
-    )
-    register_not_personal(
-        "userdata_app.MemoryVector",
-        "embeddings of an item's value (people's data as the value is): erased with its item (the cascade), "
-        "exported in its record",
-    )
+    register_part(MemorySource, of=MemoryItem, what="the sessions an item was made from")
+    register_part(MemoryVector, of=MemoryItem, what="embeddings of the person's text in an item's value")
     register_not_personal("userdata_app.MemoryPolicy", "a tenant's setting, nothing of a person")

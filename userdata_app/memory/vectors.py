@@ -99,7 +99,7 @@ def _live(rows: QuerySet[MemoryItem], rest: dict[str, Any], alias: str) -> tuple
     """Each (item, vector id) of ``rows`` in their order (-1: an item with no vector), in one query
     that reads no vector's bytes. An item's rows (one per vector) are consecutive: the order is
     total on items."""
-    # Raw: benchmarks/semantic.py by meaning p99 < 50 ms: rows as they come, no ORM rows built
+    # Raw: benchmarks/semantic.py by-meaning p99 target: rows as they come, no ORM rows built
     pairs = rows.values_list("pk", Coalesce("vectors__pk", Value(-1)), *(("value",) if rest else ()))
     if rest:
         found = [(pk, vector) for pk, vector, value in pairs.iterator() if filters.value_matches(value, rest)]
@@ -215,7 +215,7 @@ def _similarities(
 def _generation(alias: str, tenant: Tenant, prefix: list[str]) -> int:
     """The counters a scope's listing depends on (``MemoryGeneration``): its person's bucket when the
     prefix names one, else the sum of the tenant's (each only grows, so the sum moves with any)."""
-    # Raw: benchmarks/semantic.py by meaning p99 < 50 ms; no ORM form of hashtext's bucket
+    # Raw: benchmarks/semantic.py by-meaning p99 target; no ORM form of hashtext's bucket
     connection = connections[alias]
     table = connection.ops.quote_name(MemoryGeneration._meta.db_table)
     sql = f"SELECT COALESCE(SUM(value), 0) FROM {table} WHERE tenant_pk = %s"  # noqa: S608

@@ -18,7 +18,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Exists, Field, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from agentstate.exceptions import Conflict, InvalidInput
+from agentstate.exceptions import Conflict, DomainError, InvalidInput
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
@@ -314,38 +314,128 @@ def _insert_sql(
     )
 
 
-def _thread_write(
-    *, tenant: Tenant, thread_id: str, user_id: str | None, default_user_id: str, inserts: Sequence[_Insert]
-) -> None:
-    """Store the ``inserts`` in the thread as its owner's, the write recorded as the session's
-    activity. On PostgreSQL, when the thread exists and the write names no other user (every write
-    after a thread's first), that is one statement, atomic by itself: no BEGIN and COMMIT round
-    trips, its values bound as parameters (``server_cursor``), not spliced into its text. Otherwise
-    a transaction finds or creates the thread (``thread_for_write``: its first write, the
-    erased-subject guard, a 409 for another user) and then stores the rows."""
-    thread_id = clean_text(thread_id, field="thread_id", allow_empty=False)
-    default_user_id = clean_identifier(default_user_id, field="default_user_id")
-    if user_id is not None:
-        user_id = clean_identifier(user_id, field="user_id")
-    values = ", ".join(i.values for i in inserts)
-    values_params = [p for i in inserts for p in i.values_params]
-    if connection.vendor == "postgresql":
-        stores = ", ".join(f"w{n} AS ({i.insert})" for n, i in enumerate(inserts))
-        sql = f"WITH s AS ({_thread_lock_sql(user_check=True)}), {values}, {stores} SELECT count(*) FROM s"  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        params = [_now(), tenant.pk, thread_key(thread_id), user_id, *values_params]
-        with server_cursor(connection) as cursor:
-            cursor.execute(sql, params + [p for i in inserts for p in i.insert_params])
-            (found,) = cursor.fetchone()
-        if found:
-            return
+@dataclass(frozen=True)
+class _Rows:
+    """Rows of one of a thread's tables and what a stored key does (``_insert``'s arguments)."""
+
+    model: type[SessionOwned]
+    fields: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+    conflict: tuple[str, ...]
+    update: tuple[str, ...] = ()
+
+    def keys(self) -> set[tuple[Any, ...]]:
+        """The unique key of each row (its session aside): the same row twice in one statement is
+        an error in PostgreSQL's upsert."""
+        at = [self.fields.index(name) for name in self.conflict if name != "session"]
+        return {(self.model, *(row[i] for i in at)) for row in self.rows}
+
+    def insert(self, tenant: Tenant, name: str) -> _Insert:
+        return _insert(
+            self.model, self.fields, self.rows, tenant=tenant, conflict=self.conflict, update=self.update, name=name
+        )
+
+
+@dataclass(frozen=True)
+class ThreadWrite:
+    """A put checked and ready to store in its thread (``thread_writes_store``)."""
+
+    thread_id: str
+    user_id: str | None
+    default_user_id: str
+    rows: tuple[_Rows, ...]
+
+
+def _thread_write_of(*, thread_id: Any, user_id: Any, default_user_id: Any, rows: Sequence[_Rows]) -> ThreadWrite:
+    return ThreadWrite(
+        thread_id=clean_text(thread_id, field="thread_id", allow_empty=False),
+        user_id=None if user_id is None else clean_identifier(user_id, field="user_id"),
+        default_user_id=clean_identifier(default_user_id, field="default_user_id"),
+        rows=tuple(rows),
+    )
+
+
+def _fast_write(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> bool:
+    """On PostgreSQL, writes of one thread by one user as one statement, atomic by itself, when the
+    thread exists and they name no other user (every write after a thread's first): it records the
+    write as the session's activity and stores every row, with no BEGIN and COMMIT round trips, its
+    values bound as parameters (``server_cursor``), not spliced into its text. False when it stored
+    nothing (no such thread of that user) or the database is not PostgreSQL."""
+    if connection.vendor != "postgresql":
+        return False
+    write = writes[0]
+    inserts = [rows.insert(tenant, f"v{n}") for n, rows in enumerate(r for w in writes for r in w.rows)]
+    ctes = [
+        f"s AS ({_thread_lock_sql(user_check=True)})",
+        *(i.values for i in inserts),
+        *(f"w{n} AS ({i.insert})" for n, i in enumerate(inserts)),
+    ]
+    params = [_now(), tenant.pk, thread_key(write.thread_id), write.user_id]
+    params += [p for i in inserts for p in i.values_params] + [p for i in inserts for p in i.insert_params]
+    with server_cursor(connection) as cursor:
+        cursor.execute(f"WITH {', '.join(ctes)} SELECT count(*) FROM s", params)  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        (found,) = cursor.fetchone()
+    return bool(found)
+
+
+def thread_write(*, tenant: Tenant, write: ThreadWrite) -> None:
+    """Store a write's rows in its thread as its owner's, the write recorded as the session's
+    activity: one statement when it can (``_fast_write``), else a transaction that finds or creates
+    the thread (``thread_for_write``: its first write, the erased-subject guard, a 409 for another
+    user) and then stores the rows."""
+    if _fast_write(tenant=tenant, writes=[write]):
+        return
     with transaction.atomic():
-        thread = thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
+        thread = thread_for_write(
+            tenant=tenant, thread_id=write.thread_id, user_id=write.user_id, default_user_id=write.default_user_id
+        )
         with connection.cursor() as cursor:
-            for insert in inserts:  # SQLite's WITH holds one INSERT; a transaction holds them all
+            for rows in write.rows:  # SQLite's WITH holds one INSERT; a transaction holds them all
+                insert = rows.insert(tenant, "v")
                 cursor.execute(
                     f"WITH s(id, user_id) AS (VALUES (%s, %s)), {insert.values} {insert.insert}",
                     [thread.pk, thread.user_id, *insert.values_params, *insert.insert_params],
                 )
+
+
+def thread_writes_store(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> list[Exception | None]:
+    """Store ``writes`` in order, each as if alone (its own transaction), and give each the refusal
+    it would have had alone (a ``DomainError``), or None. Consecutive writes of one thread by one user whose rows are
+    distinct go in one statement (``_fast_write``: a batch of the saver's group commit is a step's
+    writes and checkpoint); when that finds no thread it may write, each goes alone."""
+    outcomes: list[Exception | None] = []
+    for group in _same_thread_runs(writes):
+        if len(group) > 1 and _fast_write(tenant=tenant, writes=group):
+            outcomes += [None] * len(group)
+            continue
+        for write in group:
+            try:
+                thread_write(tenant=tenant, write=write)
+            except DomainError as exc:  # the refusal this write alone would have had (a fault fails them all)
+                outcomes.append(exc)
+            else:
+                outcomes.append(None)
+    return outcomes
+
+
+def _same_thread_runs(writes: Sequence[ThreadWrite]) -> Iterator[list[ThreadWrite]]:
+    """``writes`` in runs of one thread and user whose rows' keys are all distinct."""
+    run: list[ThreadWrite] = []
+    keys: set[tuple[Any, ...]] = set()
+    for write in writes:
+        mine = set().union(*(rows.keys() for rows in write.rows))
+        first = run[0] if run else None
+        if first is not None and (
+            (write.thread_id, write.user_id, write.default_user_id)
+            != (first.thread_id, first.user_id, first.default_user_id)
+            or keys & mine
+        ):
+            yield run
+            run, keys = [], set()
+        run.append(write)
+        keys |= mine
+    if run:
+        yield run
 
 
 @contextlib.contextmanager
@@ -380,9 +470,13 @@ _CHECKPOINT_FIELDS = (
 )
 
 
-def checkpoint_put(
+def checkpoint_put(*, tenant: Tenant, **put: Any) -> None:
+    """Store a checkpoint (``checkpoint_write``'s arguments)."""
+    thread_write(tenant=tenant, write=checkpoint_write(**put))
+
+
+def checkpoint_write(
     *,
-    tenant: Tenant,
     thread_id: str,
     user_id: str | None,
     default_user_id: str,
@@ -393,11 +487,11 @@ def checkpoint_put(
     metadata: Any,
     channel_versions: Any,
     channel_values: Any = (),
-) -> None:
-    """Store a checkpoint (a repeated put of the same key replaces it, as LangGraph's savers do)
-    with the values of the channels it changed, ``[{"channel", "type", "data"}]``, each stored at
-    the version ``channel_versions`` gives it (a version stored already is kept: a version names
-    one value). ``checkpoint`` holds the other channels' values (all of them, without any apart)."""
+) -> ThreadWrite:
+    """A checkpoint checked, to store (a repeated put of the same key replaces it, as LangGraph's
+    savers do) with the values of the channels it changed, ``[{"channel", "type", "data"}]``, each
+    stored at the version ``channel_versions`` gives it (a version stored already is kept: a version
+    names one value). ``checkpoint`` holds the other channels' values (all of them, without any apart)."""
     checkpoint_ns, checkpoint_id = _clean_key(checkpoint_ns, checkpoint_id)
     if parent_checkpoint_id is not None:
         parent_checkpoint_id = clean_text(parent_checkpoint_id, field="parent_checkpoint_id", max_bytes=MAX_ID_BYTES)
@@ -418,27 +512,20 @@ def checkpoint_put(
         value.type,
         value.data,
     )
-    rows = _insert(
-        LangGraphCheckpoint,
-        _CHECKPOINT_FIELDS,
-        [row],
-        tenant=tenant,
-        conflict=("session", "checkpoint_ns", "checkpoint_id"),
-        update=_CHECKPOINT_FIELDS[2:],
-    )
-    inserts = [rows]
-    if blobs:
-        inserts.append(
-            _insert(
-                LangGraphBlob,
-                _BLOB_FIELDS,
-                blobs,
-                tenant=tenant,
-                conflict=("session", "checkpoint_ns", "channel", "version"),
-                name="b",
-            )
+    rows = [
+        _Rows(
+            LangGraphCheckpoint,
+            _CHECKPOINT_FIELDS,
+            [row],
+            conflict=("session", "checkpoint_ns", "checkpoint_id"),
+            update=_CHECKPOINT_FIELDS[2:],
         )
-    _thread_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id, inserts=inserts)
+    ]
+    if blobs:
+        rows.append(
+            _Rows(LangGraphBlob, _BLOB_FIELDS, blobs, conflict=("session", "checkpoint_ns", "channel", "version"))
+        )
+    return _thread_write_of(thread_id=thread_id, user_id=user_id, default_user_id=default_user_id, rows=rows)
 
 
 _BLOB_FIELDS = ("checkpoint_ns", "channel", "version", "value_type", "value")
@@ -473,9 +560,20 @@ _WRITE_FIELDS = (
 )
 
 
-def writes_put(
+def writes_put(*, tenant: Tenant, **put: Any) -> int:
+    """Store a task's pending writes (``writes_write``'s arguments); returns how many."""
+    write = writes_write(**put)
+    thread_write(tenant=tenant, write=write)
+    return write_count(write)
+
+
+def write_count(write: ThreadWrite) -> int:
+    """The pending writes a ``writes_write`` stores."""
+    return sum(len(rows.rows) for rows in write.rows)
+
+
+def writes_write(
     *,
-    tenant: Tenant,
     thread_id: str,
     user_id: str | None,
     default_user_id: str,
@@ -485,9 +583,10 @@ def writes_put(
     task_path: str,
     writes: Any,
     replace: bool,
-) -> int:
-    """Store a task's pending writes. Keyed by (thread, namespace, checkpoint, task, idx): a retry
-    stores nothing twice; with ``replace`` (LangGraph's special channels) a retry overwrites."""
+) -> ThreadWrite:
+    """A task's pending writes checked, to store. Keyed by (thread, namespace, checkpoint, task,
+    idx): a retry stores nothing twice; with ``replace`` (LangGraph's special channels) a retry
+    overwrites. None of them still records the write on the thread (made by its first write)."""
     checkpoint_ns, checkpoint_id = _clean_key(checkpoint_ns, checkpoint_id)
     task_id = clean_text(task_id, field="task_id", max_bytes=MAX_ID_BYTES)
     task_path = clean_text(task_path, field="task_path")
@@ -520,23 +619,18 @@ def writes_put(
     for row in rows:
         if replace or row[4] not in keyed:
             keyed[row[4]] = row
-    rows = list(keyed.values())
-    if rows:
-        insert = _insert(
+    stored = [
+        _Rows(
             LangGraphWrite,
             _WRITE_FIELDS,
-            rows,
-            tenant=tenant,
+            list(keyed.values()),
             conflict=("session", "checkpoint_id", "checkpoint_ns", "task_id", "idx"),
             update=("task_path", "channel", "value_type", "value") if replace else (),
         )
-        _thread_write(
-            tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id, inserts=[insert]
-        )
-    else:
-        with transaction.atomic():
-            thread_for_write(tenant=tenant, thread_id=thread_id, user_id=user_id, default_user_id=default_user_id)
-    return len(rows)
+    ]
+    return _thread_write_of(
+        thread_id=thread_id, user_id=user_id, default_user_id=default_user_id, rows=stored if keyed else []
+    )
 
 
 # --- Thread-wide operations ----------------------------------------------------------------------
