@@ -60,7 +60,7 @@ class FrameworkSection:
     message_content: Callable[[Any], Any] | None = None
 
 
-@dataclass(frozen=True, eq=False)  # compared, and hashed with its backend, by identity
+@dataclass(frozen=True)
 class ImportSource:
     """A peer store ``manage.py import_sessions --from KIND LOCATION`` reads: ``open(kind, location,
     default_user_id)`` returns the source (``userdata_app.imports``; "" when no ``--default-user``
@@ -71,7 +71,7 @@ class ImportSource:
     needs_default_user: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per backend: compared and hashed by identity
 class FrameworkBackend:
     """``unit`` is what its sessions hold as staff count them ("events", "checkpoints", "items");
     ``counts(sessions)`` counts them for a page of sessions in at most one query (None: the
