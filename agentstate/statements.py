@@ -18,8 +18,8 @@ from django.db import connection
 
 def prepared_cursor(database: Any = connection) -> Any:
     """A cursor of ``database`` (the default one unless given) for one statement per ``execute``
-    that PostgreSQL plans once per connection (a small call's hot statements: planning one cost
-    up to three times running it); ``cursor()`` elsewhere."""
+    that PostgreSQL plans once per connection (a small call's hot statements, whose planning cost
+    more than running them); ``cursor()`` elsewhere."""
     prepared = getattr(database, "prepared_cursor", None)
     return database.cursor() if prepared is None else prepared()
 

@@ -9,6 +9,10 @@ two items, pop_item; ADK's append_event with and without a ``user:`` state delta
 with DATABASE_URL), the request log at INFO as shipped (written to /dev/null). gunicorn's own share
 (parsing, the socket) is not here: ``python -m benchmarks frameworks`` measures the whole call.
 
+On PostgreSQL the database's own CPU per request is measured too (its backend process's, from
+/proc, summed over the rounds: the kernel counts it in 10 ms ticks), with the hot statements
+prepared as configured and not prepared, as under ``DATABASE_TRANSACTION_POOLING``.
+
 Run: ``python -m benchmarks.request_path [--rounds N]``. A variant costs the request what its
 column says less the configured one: negative means the layer it takes away cost that much.
 """
@@ -167,6 +171,35 @@ def _drf(**attributes: Any) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _unprepared() -> Iterator[None]:
+    """The statements agentstate.postgresql prepares sent client-bound, as behind PgBouncer."""
+    from django.db import connection
+
+    saved = connection.settings_dict.get("PREPARED_STATEMENTS", True)
+    connection.settings_dict["PREPARED_STATEMENTS"] = False
+    try:
+        yield
+    finally:
+        connection.settings_dict["PREPARED_STATEMENTS"] = saved
+
+
+def _backend_ticks() -> tuple[int, int] | None:
+    """The PostgreSQL backend serving this process and the CPU ticks it has used (None elsewhere)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:  # a server on another machine
+        return None
+    return pid, int(fields[11]) + int(fields[12])  # utime, stime
+
+
+@contextlib.contextmanager
 def _log_level(level: int) -> Iterator[None]:
     log = logging.getLogger("agentstate.request")
     saved = log.level
@@ -192,10 +225,11 @@ def _variants() -> dict[str, tuple[str, Callable[[], contextlib.AbstractContextM
         lambda: _drf(authentication_classes=[ApiKeyAuthentication]),
     )
     variants["DRF: no throttle"] = ("as configured", lambda: _drf(throttle_classes=[]))
+    variants["statements not prepared"] = ("as configured", _unprepared)
     return variants
 
 
-def run(*, rounds: int) -> dict[str, Any]:
+def run(*, rounds: int, database_rounds: int = 400) -> dict[str, Any]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -237,7 +271,37 @@ def run(*, rounds: int) -> dict[str, Any]:
         name: {variant: round(statistics.median(samples[(name, variant)]) / 1e6, 4) for variant in variants}
         for name in calls
     }
-    return {"rounds": rounds, "database": connection.vendor, "statements": statements, "cpu_ms": cpu}
+    return {
+        "rounds": rounds,
+        "database": connection.vendor,
+        "statements": statements,
+        "cpu_ms": cpu,
+        "database_rounds": database_rounds,
+        "database_cpu_ms": _database_cpu(call, list(calls), database_rounds),
+    }
+
+
+def _database_cpu(call: Callable[[str, str], int], names: list[str], rounds: int) -> dict[str, dict[str, float]]:
+    """The PostgreSQL backend's CPU per request of each kind, prepared and not, taking turns; a
+    request after which another backend serves (CONN_MAX_AGE ended the connection) is not counted."""
+    if _backend_ticks() is None:
+        return {}
+    both = ("as configured", "statements not prepared")
+    ticks = dict.fromkeys(((name, variant) for name in names for variant in both), 0)
+    counted = dict.fromkeys(ticks, 0)
+    for _ in range(rounds):
+        for name in names:
+            for variant in random.sample(both, 2):
+                before = _backend_ticks()
+                call(name, variant)
+                after = _backend_ticks()
+                if before and after and before[0] == after[0]:
+                    ticks[(name, variant)] += after[1] - before[1]
+                    counted[(name, variant)] += 1
+    per_tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    return {
+        name: {v: round(ticks[(name, v)] * per_tick_ms / max(counted[(name, v)], 1), 3) for v in both} for name in names
+    }
 
 
 def print_table(result: dict[str, Any]) -> None:
@@ -246,7 +310,8 @@ def print_table(result: dict[str, Any]) -> None:
     variants = list(next(iter(cpu.values())))
     print(
         f"CPU per request in process ({result['database']}, median of {result['rounds']} rounds, ms): "
-        "as configured, then each variant's difference"
+        "as configured, then each variant's difference; PostgreSQL's own, the mean of "
+        f"{result.get('database_rounds')} rounds"
     )
     rows = [["statements", *[result["statements"][n] for n in names]]]
     rows.append(["as configured", *[f"{cpu[n]['as configured']:.3f}" for n in names]])
@@ -255,15 +320,27 @@ def print_table(result: dict[str, Any]) -> None:
         for variant in variants
         if variant != "as configured"
     ]
+    database = result.get("database_cpu_ms") or {}
+    rows += [
+        [
+            f"PostgreSQL's CPU, {label}",
+            *[f"{database[n][variant]:.3f}" for n in names],
+        ]
+        for label, variant in (("prepared", "as configured"), ("not prepared", "statements not prepared"))
+        if database
+    ]
     print(report.table(["", *names], rows))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=200, help="requests of each kind per variant")
+    parser.add_argument(
+        "--database-rounds", type=int, default=400, help="requests of each kind for PostgreSQL's CPU (10 ms ticks)"
+    )
     args = parser.parse_args()
     with bench_database():
-        result = run(rounds=args.rounds)
+        result = run(rounds=args.rounds, database_rounds=args.database_rounds)
     print_table(result)
 
 

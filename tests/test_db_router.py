@@ -20,6 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from agentstate.db_router import health, router
+from agentstate.postgresql.base import PREPARE_ONLY_WHEN_ASKED
 from agentstate.tenancy.services import api_key_create, tenant_get_or_create
 from sessions_app import services
 from sessions_app.models import Session
@@ -185,10 +186,19 @@ def test_without_replicas_everything_reads_the_primary(settings):
 
 
 @pytest.mark.django_db
-def test_no_prepared_statements_for_a_transaction_pooler(postgres_only):
-    """PgBouncer 1.18 in transaction mode cannot keep a server-side prepared statement."""
+def test_statements_prepared_only_when_asked_and_never_for_a_transaction_pooler(postgres_only):
+    """PgBouncer 1.18 in transaction mode cannot keep a server-side prepared statement: with
+    ``DATABASE_TRANSACTION_POOLING`` a connection prepares nothing; otherwise only the hot
+    statements agentstate asks for, never the ORM's by psycopg's count."""
     connection.ensure_connection()
-    assert connection.connection.prepare_threshold is None
+    assert connection.connection.prepare_threshold == PREPARE_ONLY_WHEN_ASKED
+    pooled = connection.copy()
+    pooled.settings_dict["PREPARED_STATEMENTS"] = False
+    try:
+        pooled.ensure_connection()
+        assert pooled.connection.prepare_threshold is None
+    finally:
+        pooled.close()
 
 
 def _settings_of(**env: str) -> subprocess.CompletedProcess:

@@ -108,3 +108,16 @@ def test_the_compliance_guide_lists_every_category_by_the_name_staff_read():
         for kind in subject_data.KINDS
         for category in subject_data.categories(kind)
     ]
+
+
+def test_a_part_must_hang_off_a_declared_model_by_a_cascade(monkeypatch):
+    """A part (a memory's vectors) is erased only by its row's cascade: one that names a row it does
+    not cascade from, or an undeclared one, is refused by the completeness check."""
+    from userdata_app.memory.models import MemoryItem, MemoryVector
+
+    monkeypatch.setitem(subject_data._parts, MemoryVector, (UserDatum, "not its row"))
+    assert subject_data.incomplete() == [
+        "userdata_app.MemoryVector is a part of userdata_app.UserDatum: it must be declared and cascade."
+    ]
+    monkeypatch.setitem(subject_data._parts, MemoryVector, (MemoryItem, "its row"))
+    assert subject_data.incomplete() == []

@@ -27,7 +27,7 @@ query instead, bounded by the same waits.
 
 The hot statements a small API call sends (a pop, a recent read, an ADK append) go through
 ``prepared_cursor``: PostgreSQL parses and plans each once per connection, where a client-bound
-statement is planned on every call (a pop's read: 0.39 ms client-bound, 0.12 ms prepared). The
+statement is planned on every call, which cost more than running it (docs/PERFORMANCE.md). The
 ``PREPARED_STATEMENTS`` key (the settings turn it off behind PgBouncer in transaction mode, which
 cannot keep a prepared statement across transactions) makes it an ordinary cursor.
 

@@ -21,8 +21,10 @@ from agentstate.holds.selectors import holds_of
 from backends.langgraph.process import presenters
 from backends.langgraph.process import selectors as langgraph_selectors
 from backends.langgraph.process.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from backends.langgraph.process.staff_view import staff_view
 from sessions_app.admin.history import SessionChildAdmin
-from sessions_app.admin.sessions import FrameworkSection, SessionLabelTitle, session_label
+from sessions_app.admin.sessions import SessionLabelTitle, session_label
+from sessions_app.backends import FrameworkSection
 from sessions_app.models import Session
 
 LANGGRAPH_TIMELINE = 100
@@ -139,7 +141,7 @@ class LangGraphCheckpointAdmin(SessionChildAdmin):
         return render_to_string(
             "admin/sessions_app/langgraphthread/writes.html",
             {
-                "writes": [(w, stored_value(w.value_type, w.value, w.rendered)) for w in writes],
+                "writes": [(w, stored_value(w.value_type, w.value, staff_view(w.value_type, w.value))) for w in writes],
             },
         )
 

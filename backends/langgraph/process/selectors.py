@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -85,10 +85,33 @@ def checkpoint_writes_size() -> Coalesce:
     return Coalesce(Subquery(total), 0)
 
 
-def _writes_order(write: LangGraphWrite) -> tuple[str, str, int]:
+def _writes_order(write: PendingWrite) -> tuple[str, str, int]:
     """LangGraph's order of a checkpoint's writes (``writes_sort_key``): Python's string order,
     not the database's collation."""
     return (write.task_path, write.task_id, write.idx)
+
+
+class PendingWrite(NamedTuple):
+    """A pending write as a read answers it (not a model, as ``ChannelValue``)."""
+
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    value_type: str
+    value: bytes
+
+
+class ChannelValue(NamedTuple):
+    """A channel's value at a version, as a read answers it (``pk``: the stored row's, if read from a
+    page: checkpoints naming the same value share it). Not a model: a page names a hundred of them,
+    and a model instance cost more to make than the rest of the page."""
+
+    pk: int | None
+    channel: str
+    version: str
+    value_type: str
+    value: bytes
 
 
 # What a CheckpointTuple's writes carry: not the JSON view for staff, which the ORM would parse.
@@ -96,8 +119,8 @@ def _writes_order(write: LangGraphWrite) -> tuple[str, str, int]:
 class CheckpointTuple:
     checkpoint: LangGraphCheckpoint
     thread_id: str
-    writes: list[LangGraphWrite]
-    blobs: list[LangGraphBlob]  # the values of the channels it names a version of, stored apart
+    writes: list[PendingWrite]
+    blobs: list[ChannelValue]  # the values of the channels it names a version of, stored apart
 
 
 def _blobs_join(checkpoint: str) -> str:
@@ -190,8 +213,8 @@ def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str 
         thread_ids = dict(LangGraphThread.objects.filter(pk__in=session_pks).values_list("pk", "thread_id"))
     unread = [c.pk for c in checkpoints if "value" in c.get_deferred_fields()]
     values: dict[int, bytes] = {}
-    writes: dict[tuple[int, str, str], list[LangGraphWrite]] = {}
-    named: dict[int, list[LangGraphBlob]] = {}
+    writes: dict[tuple[int, str, str], list[PendingWrite]] = {}
+    named: dict[int, list[tuple[int, str, str, str]]] = {}
     blob_values: dict[int, bytes] = {}
     sql, params = _values_and_writes_sql(
         unread, sorted(session_pks), sorted({c.checkpoint_id for c in checkpoints}), [c.pk for c in checkpoints]
@@ -199,29 +222,26 @@ def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str 
     rows = _binary_rows(connections[checkpoints[0]._state.db or DEFAULT_DB_ALIAS], sql, params)  # where they came from
     for kind, pk, session_id, ns, checkpoint_id, task_id, task_path, idx, channel, version, value_type, value in rows:
         if kind == _WRITE:
-            write = LangGraphWrite(
-                task_id=task_id, task_path=task_path, idx=idx, channel=channel, value_type=value_type, value=value
-            )
+            write = PendingWrite(task_id, task_path, idx, channel, value_type, value)
             writes.setdefault((session_id, ns, checkpoint_id), []).append(write)
         elif kind == _VALUE:
             values[pk] = value
         elif kind == _NAMED:  # idx: the value's pk
-            named.setdefault(pk, []).append(
-                LangGraphBlob(pk=idx, channel=channel, version=version, value_type=value_type)
-            )
+            named.setdefault(pk, []).append((idx, channel, version, value_type))
         else:
             blob_values[pk] = value
     for checkpoint in checkpoints:
         if checkpoint.pk in values:
             checkpoint.value = values[checkpoint.pk]
-    for blob in (b for blobs in named.values() for b in blobs):
-        blob.value = blob_values[blob.pk]
     return [
         CheckpointTuple(
             checkpoint=c,
             thread_id=thread_ids[c.session_id],
             writes=sorted(writes.get((c.session_id, c.checkpoint_ns, c.checkpoint_id), []), key=_writes_order),
-            blobs=named.get(c.pk, []),
+            blobs=[
+                ChannelValue(pk, channel, version, value_type, blob_values[pk])
+                for pk, channel, version, value_type in named.get(c.pk, [])
+            ],
         )
         for c in checkpoints
     ]
@@ -334,12 +354,12 @@ def checkpoint_tuple_get(
         value=value,
     )
     writes = [
-        LangGraphWrite(task_id=task_id, task_path=task_path, idx=idx, channel=channel, value_type=type_, value=data)
+        PendingWrite(task_id, task_path, idx, channel, type_, data)
         for kind, _, _, _, type_, data, task_id, task_path, idx, channel in rows[1:]
         if kind == 1
     ]
     blobs = [
-        LangGraphBlob(channel=channel, version=version, value_type=type_, value=data)
+        ChannelValue(None, channel, version, type_, data)
         for kind, version, _, _, type_, data, _, _, _, channel in rows[1:]  # a value's version in the id's place
         if kind == 2
     ]
