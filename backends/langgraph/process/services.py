@@ -267,11 +267,13 @@ def _insert(
     conflict: tuple[str, ...],
     update: tuple[str, ...] = (),
     name: str = "v",
+    now: Any,
 ) -> _Insert:
-    """``rows`` (values of ``fields``) for ``model``; a row whose ``conflict`` key is stored already
-    is kept as it is, or takes the ``update`` columns (a retried put replaces, as LangGraph's
-    savers do). ``name``: the CTE of the values, one per table of a statement."""
-    concrete = [cast(Field, model._meta.get_field(name)) for name in fields]
+    """``rows`` (values of ``fields``) for ``model``, created at ``now`` (the statement's one
+    time); a row whose ``conflict`` key is stored already is kept as it is, or takes the ``update``
+    columns (a retried put replaces, as LangGraph's savers do). ``name``: the CTE of the values,
+    one per table of a statement."""
+    concrete = _fields(model, fields)
     values, insert = _insert_sql(model, fields, len(rows), conflict, update, connection.vendor, name)
     return _Insert(
         values=values,
@@ -279,8 +281,13 @@ def _insert(
             field.get_db_prep_save(value, connection) for r in rows for field, value in zip(concrete, r, strict=True)
         ],
         insert=insert,
-        insert_params=[tenant.pk, _now()],
+        insert_params=[tenant.pk, now],
     )
+
+
+@functools.cache  # a few tables' field lists
+def _fields(model: type[SessionOwned], fields: tuple[str, ...]) -> tuple[Field, ...]:
+    return tuple(cast(Field, model._meta.get_field(name)) for name in fields)
 
 
 @functools.lru_cache(maxsize=256)  # shapes by row count: a few per graph
@@ -330,9 +337,16 @@ class _Rows:
         at = [self.fields.index(name) for name in self.conflict if name != "session"]
         return {(self.model, *(row[i] for i in at)) for row in self.rows}
 
-    def insert(self, tenant: Tenant, name: str) -> _Insert:
+    def insert(self, tenant: Tenant, name: str, now: Any) -> _Insert:
         return _insert(
-            self.model, self.fields, self.rows, tenant=tenant, conflict=self.conflict, update=self.update, name=name
+            self.model,
+            self.fields,
+            self.rows,
+            tenant=tenant,
+            conflict=self.conflict,
+            update=self.update,
+            name=name,
+            now=now,
         )
 
 
@@ -359,20 +373,20 @@ def _fast_write(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> bool:
     """On PostgreSQL, writes of one thread by one user as one statement, atomic by itself, when the
     thread exists and they name no other user (every write after a thread's first): it records the
     write as the session's activity and stores every row, with no BEGIN and COMMIT round trips, its
-    values bound as parameters (``server_cursor``), not spliced into its text. False when it stored
+    values bound as parameters (``_put_cursor``), not spliced into its text. False when it stored
     nothing (no such thread of that user) or the database is not PostgreSQL."""
     if connection.vendor != "postgresql":
         return False
-    write = writes[0]
-    inserts = [rows.insert(tenant, f"v{n}") for n, rows in enumerate(r for w in writes for r in w.rows)]
+    write, now = writes[0], _now()
+    inserts = [rows.insert(tenant, f"v{n}", now) for n, rows in enumerate(r for w in writes for r in w.rows)]
     ctes = [
         f"s AS ({_thread_lock_sql(user_check=True)})",
         *(i.values for i in inserts),
         *(f"w{n} AS ({i.insert})" for n, i in enumerate(inserts)),
     ]
-    params = [_now(), tenant.pk, thread_key(write.thread_id), write.user_id]
+    params = [now, tenant.pk, thread_key(write.thread_id), write.user_id]
     params += [p for i in inserts for p in i.values_params] + [p for i in inserts for p in i.insert_params]
-    with server_cursor(connection) as cursor:
+    with _put_cursor() as cursor:
         cursor.execute(f"WITH {', '.join(ctes)} SELECT count(*) FROM s", params)  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         (found,) = cursor.fetchone()
     return bool(found)
@@ -389,9 +403,10 @@ def thread_write(*, tenant: Tenant, write: ThreadWrite) -> None:
         thread = thread_for_write(
             tenant=tenant, thread_id=write.thread_id, user_id=write.user_id, default_user_id=write.default_user_id
         )
+        now = _now()
         with connection.cursor() as cursor:
             for rows in write.rows:  # SQLite's WITH holds one INSERT; a transaction holds them all
-                insert = rows.insert(tenant, "v")
+                insert = rows.insert(tenant, "v", now)
                 cursor.execute(
                     f"WITH s(id, user_id) AS (VALUES (%s, %s)), {insert.values} {insert.insert}",
                     [thread.pk, thread.user_id, *insert.values_params, *insert.insert_params],
@@ -436,6 +451,15 @@ def _same_thread_runs(writes: Sequence[ThreadWrite]) -> Iterator[list[ThreadWrit
         keys |= mine
     if run:
         yield run
+
+
+def _put_cursor() -> Any:
+    """The cursor of a put's one statement: prepared (``prepared_cursor``: PostgreSQL parses each
+    shape of it once per connection, and plans it once when its generic plan serves, not at every
+    put of every step), its values bound by the server either way; ``server_cursor`` where
+    statements are not prepared (PgBouncer in transaction mode)."""
+    prepared = getattr(connection, "prepared_cursor", None)  # agentstate.postgresql's
+    return prepared() if prepared is not None and getattr(connection, "prepares", False) else server_cursor(connection)
 
 
 @contextlib.contextmanager
