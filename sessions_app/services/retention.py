@@ -90,10 +90,13 @@ def retention_policy_clean(**values: Any) -> dict[str, int | None]:
 
 def retention_policy_save(*, tenant: Tenant, **values: Any) -> RetentionPolicy:
     """Create or replace the tenant's policy (rules not given become empty: keep everything). The
-    backends' rules go to ``backend_rules``, where an empty one is left out."""
+    backends' rules go to ``backend_rules``, where an empty one is left out; the rules of a backend
+    not installed here are kept as they were (installing it again finds them)."""
     cleaned = retention_policy_clean(**values)
     core = {name: cleaned.pop(name) for name in RetentionPolicy.RULES}
-    backend_rules = {name: value for name, value in cleaned.items() if value is not None}
+    old = RetentionPolicy.objects.filter(tenant=tenant).values_list("backend_rules", flat=True).first() or {}
+    backend_rules = {name: value for name, value in old.items() if name not in cleaned}
+    backend_rules.update({name: value for name, value in cleaned.items() if value is not None})
     policy, _ = RetentionPolicy.objects.update_or_create(
         tenant=tenant, defaults={**core, "backend_rules": backend_rules, "updated_at": timezone.now()}
     )

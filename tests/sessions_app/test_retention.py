@@ -447,3 +447,14 @@ def test_on_a_terminal_the_command_draws_a_progress_bar_to_the_total(tenant):
     assert "\racme ended_sessions_deleted [######################........] 3/4 sessions" in text
     assert "\racme ended_sessions_deleted [##############################] 4/4 sessions\n" in text
     assert "batch 1:" not in text  # plain lines are for logs
+
+
+def test_saving_a_policy_keeps_the_rules_of_a_backend_not_installed(tenant):
+    """A deployment that leaves a backend out (AGENTSTATE_BACKENDS) and edits a policy loses none of
+    that backend's rules: installing it again finds them."""
+    RetentionPolicy.objects.create(tenant=tenant, backend_rules={"keep_latest_turns": 4, "keep_latest_checkpoints": 9})
+
+    services.retention_policy_save(tenant=tenant, keep_latest_rounds=5, keep_latest_checkpoints=None)
+
+    policy = RetentionPolicy.objects.get(tenant=tenant)
+    assert (policy.keep_latest_rounds, policy.backend_rules) == (5, {"keep_latest_turns": 4})
