@@ -4,6 +4,7 @@ conftest)."""
 
 import copy
 import re
+from pathlib import Path
 
 import pytest
 from _pytest.mark.expression import Expression
@@ -39,10 +40,18 @@ def uses_the_stores(item: pytest.Item) -> bool:
     )
 
 
+ROOT = Path(__file__).resolve().parent
+# The smoke set the core must pass with any subset of the framework backends (AGENTSTATE_BACKENDS):
+# framework-neutral modules of the API, the admin, erasure and export (.ci/run reads the same list).
+ANY_BACKENDS = frozenset((ROOT / "tests" / "any_backends.txt").read_text().split())
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     on_sqlite = connection.vendor == "sqlite"
     for item in items:
+        if item.path.relative_to(ROOT).as_posix() in ANY_BACKENDS:
+            item.add_marker(pytest.mark.any_backends)
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
         if uses_the_stores(item) and not item.get_closest_marker("database"):
@@ -224,9 +233,9 @@ def anon():
 @pytest.fixture
 def victim(tenant):
     """acme's u1/s1 with one of everything, for the cross-tenant tests (tests/api/cross_tenant.py)."""
+    from backends.adk.people.artifacts.services import artifact_save
     from sessions_app import services
     from userdata_app import services as userdata_services
-    from userdata_app.artifacts.services import artifact_save
     from userdata_app.memory.services import memory_batch
 
     session = services.session_create(tenant=tenant, user_id="u1", session_id="s1", metadata={"mine": True})

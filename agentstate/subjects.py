@@ -4,8 +4,8 @@ the clean-up of copies a database keeps of erased rows outside its live tables.
 
 The guard's rule (refuse writes that would recreate an erased subject's data) belongs to the
 erasure workflow of the user-data app, which the session app must not import. The platform defines
-the call here and the project wires the implementation in with the
-``SUBJECT_WRITE_GUARD`` setting, so the layers stay one-way.
+the call here and the erasure workflow registers its rule from its ``AppConfig.ready``
+(``write_guard_register``), so the layers stay one-way.
 """
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import OperationalError, connection, transaction
-from django.utils.module_loading import import_string
 
 from agentstate.statements import execute_all
 
@@ -74,15 +72,22 @@ def subjects_lock(
     return results[-1][0][0]
 
 
-@lru_cache(maxsize=1)
-def _guard(path: str) -> SubjectWriteGuard:
-    return import_string(path)
+_write_guard: SubjectWriteGuard | None = None
+
+
+def write_guard_register(guard: SubjectWriteGuard) -> None:
+    """The erasure workflow gives its rule at start (``AppConfig.ready``): the platform imports no app."""
+    global _write_guard  # one guard per process, set once
+    _write_guard = guard
 
 
 def subject_write_check(*, tenant: Tenant, user_id: str, category: str) -> None:
     """Called inside the transaction of every write that creates ``category`` data for a subject;
-    raises (``SubjectErased``) when the configured guard refuses it."""
-    _guard(settings.SUBJECT_WRITE_GUARD)(tenant=tenant, user_id=user_id, category=category)
+    raises (``SubjectErased``) when the registered guard refuses it, and refuses every write when
+    none is registered (a project without the erasure workflow must not write people's data)."""
+    if _write_guard is None:
+        raise ImproperlyConfigured("No subject write guard is registered (the user-data app is not installed).")
+    _write_guard(tenant=tenant, user_id=user_id, category=category)
 
 
 # --- After an erasure commits: copies of erased rows outside the live tables --------------------

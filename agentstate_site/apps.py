@@ -3,8 +3,7 @@ from django.contrib.admin import apps as admin_apps
 
 
 class SiteConfig(AppConfig):
-    """The project level as an app: its template tags and management commands, and what it wires
-    into the apps below it."""
+    """The project level as an app: its template tags and management commands."""
 
     name = "agentstate_site"
     label = "agentstate_site"
@@ -17,19 +16,6 @@ class SiteConfig(AppConfig):
             from agentstate_site.tracing import tracing_start
 
             tracing_start()
-        # Models and admins exist only once the registry is ready (the admin's AppConfig, earlier
-        # in INSTALLED_APPS, has registered them by now).
-        from django.contrib import admin
-
-        from agentstate_site.adk.admin import session_section
-        from sessions_app.adk.services import FRAMEWORK as ADK
-        from sessions_app.admin.sessions import FrameworkSection, SessionAdmin
-        from sessions_app.models import Session
-
-        session_admin = admin.site.get_model_admin(Session)
-        assert isinstance(session_admin, SessionAdmin)  # noqa: S101 (narrows the type: SessionAdmin is registered for Session)
-        # An ADK session's page merges in the user: state (userdata_app), a layer above sessions_app.
-        session_admin.framework_sections[ADK] = FrameworkSection("ADK events and state", session_section)
 
 
 class AgentStateAdminConfig(admin_apps.AdminConfig):

@@ -48,6 +48,16 @@ if PRODUCTION:
     if not os.environ.get("DJANGO_ALLOWED_HOSTS"):
         raise ImproperlyConfigured("DJANGO_ENV=production needs DJANGO_ALLOWED_HOSTS (comma-separated).")
 
+# The framework backends (backends/): one app each, which registers itself with the core; the core
+# runs with any subset. AGENTSTATE_BACKENDS names the ones installed (comma-separated; default all).
+BACKENDS = {"langgraph": "backends.langgraph", "adk": "backends.adk", "openai_agents": "backends.openai_agents"}
+BACKENDS_INSTALLED = env_list("AGENTSTATE_BACKENDS", ",".join(BACKENDS))
+if set(BACKENDS_INSTALLED) - BACKENDS.keys():
+    raise ImproperlyConfigured(
+        f"AGENTSTATE_BACKENDS names no backend {sorted(set(BACKENDS_INSTALLED) - BACKENDS.keys())}: "
+        f"choose from {', '.join(BACKENDS)}."
+    )
+
 INSTALLED_APPS = [
     "agentstate_site.apps.AgentStateAdminConfig",  # django.contrib.admin with our admin site
     "django.contrib.auth",
@@ -64,15 +74,10 @@ INSTALLED_APPS = [
     "agentstate.tenancy",
     "agentstate.holds",
     "sessions_app",
-    # The framework backends: each registers itself with the core from its AppConfig.
-    "sessions_app.langgraph",
-    "sessions_app.adk",
-    "sessions_app.openai_agents",
     "userdata_app",
-    "userdata_app.adk",
     "userdata_app.memory",
-    "userdata_app.artifacts",
     "userdata_app.access_log",
+    *(app for name, app in BACKENDS.items() if name in BACKENDS_INSTALLED),
     "agentstate_site",
 ]
 
@@ -362,9 +367,6 @@ if ERASURE_HMAC_KEYS and ERASURE_HMAC_KEY_ID not in ERASURE_HMAC_KEYS:
 ERASURE_GRACE_HOURS = float(os.environ.get("AGENTSTATE_ERASURE_GRACE_HOURS", "24"))
 # A subject-access request is due this many calendar months after receipt (GDPR Art. 12(3): one).
 ACCESS_REQUEST_DUE_MONTHS = int(os.environ.get("AGENTSTATE_ACCESS_REQUEST_DUE_MONTHS", "1"))
-# Which rule refuses writes that would recreate an erased subject's data (agentstate.subjects):
-# the erasure workflow's registry. Wiring, not configuration: the project level joins the layers.
-SUBJECT_WRITE_GUARD = "userdata_app.erasure.registry.erased_subject_write_guard"
 # The access log keeps entries this long; manage.py prune_access_log removes older ones (a prefix
 # of each tenant's chain) and writes the anchor verification accounts for them with.
 ACCESS_LOG_RETENTION_DAYS = float(os.environ.get("AGENTSTATE_ACCESS_LOG_RETENTION_DAYS", "730"))
@@ -394,7 +396,7 @@ STORAGES: dict[str, dict[str, Any]] = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 
-# --- Artifacts (ADK's artifact service, userdata_app.artifacts): bytes kept through the storage
+# --- Artifacts (ADK's artifact service, backends.adk.people.artifacts): bytes kept through the storage
 # alias "artifacts", in a directory by default, in an S3-compatible bucket when one is named
 # (django-storages; boto3 reads its credentials from the environment, AWS_ACCESS_KEY_ID ...).
 ARTIFACT_MAX_BYTES = int(os.environ.get("AGENTSTATE_ARTIFACT_MAX_BYTES", str(3 * 1024 * 1024)))

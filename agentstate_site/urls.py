@@ -14,6 +14,7 @@ from agentstate.tenancy.views import KeyView
 from agentstate_site.health import HealthView, livez
 from agentstate_site.home import HomeView
 from agentstate_site.metrics import metrics_view
+from sessions_app.backends import backends
 
 urlpatterns = [
     path("", HomeView.as_view(), name="home"),  # where the admin's "View site" leads
@@ -29,9 +30,8 @@ urlpatterns = [
     path("api/v1/", include("userdata_app.api.urls")),
     path("api/v1/compliance/", include("sessions_app.api.compliance")),
     path("api/v1/compliance/", include("userdata_app.api.compliance")),
-    # The framework backends' own endpoints.
-    path("api/v1/langgraph/", include("sessions_app.langgraph.urls")),
-    path("api/v1/adk/", include("agentstate_site.adk.urls")),
+    # The framework backends' own endpoints, as each registered them (sessions_app.backends).
+    *(path(f"api/v1/{prefix}", include(urlconf)) for backend in backends() for prefix, urlconf in backend.urls),
     path("api/v1/", include("userdata_app.memory.urls")),  # LangGraph's store (memories), their search
     re_path(r"^api/v1/key/?$", KeyView.as_view(), name="api-key"),  # the calling key: its tenant, scope, person
     re_path(r"^api/", api_not_found),  # last: JSON 404s under /api/ whatever DEBUG says

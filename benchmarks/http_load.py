@@ -332,7 +332,10 @@ _PROFILE_LAYERS = (
     ("psycopg: sending queries, waiting for PostgreSQL", ("psycopg/", "psycopg_binary")),
     ("Django ORM: building queries, model instances", ("django/db/",)),
     ("DRF: negotiation, parsing, permissions, serializers", ("rest_framework/",)),
-    ("agentstate code (views, services, validation, auth)", ("agentstate/", "sessions_app/", "userdata_app/")),
+    (
+        "agentstate code (views, services, validation, auth)",
+        ("agentstate/", "sessions_app/", "userdata_app/", "backends/"),
+    ),
     ("Django: middleware, request and response", ("django/", "whitenoise/")),
     ("logging", ("logging/",)),
     ("gunicorn: HTTP parsing, socket reads and writes", ("gunicorn/",)),

@@ -126,8 +126,8 @@ class Requests:
 
 def _data() -> Requests:
     from agentstate.tenancy.services import api_key_create, tenant_get_or_create
+    from backends.adk.process.services import adk_session_create
     from sessions_app import services
-    from sessions_app.adk.services import adk_session_create
 
     tenant = tenant_get_or_create(slug="bench-request-path")
     _, key = api_key_create(tenant=tenant, name="request path benchmark")

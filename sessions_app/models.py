@@ -299,23 +299,20 @@ class RetentionPolicy(models.Model):
     keep_latest_rounds = models.PositiveIntegerField(
         null=True, blank=True, help_text="Keep only this many rounds (the largest round ids) per session."
     )
-    keep_latest_checkpoints = models.PositiveIntegerField(
-        null=True,
-        blank=True,
-        help_text="Keep only this many LangGraph checkpoints (the newest) per thread namespace, with their writes.",
-    )
     drop_messages_after_days = models.PositiveIntegerField(
         null=True,
         blank=True,
         help_text="Drop messages older than this many days from sessions that live on (off when empty).",
     )
+    # The values of the rules framework backends register (``sessions_app.backends.RetentionRule``),
+    # by their ``policy_field``: the core's columns name no framework.
+    backend_rules = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
     RULES = (
         "delete_ended_after_days",
         "end_idle_after_days",
         "keep_latest_rounds",
-        "keep_latest_checkpoints",
         "drop_messages_after_days",
     )
 
@@ -324,6 +321,10 @@ class RetentionPolicy(models.Model):
 
     def __str__(self) -> str:
         return f"Retention policy of tenant #{self.tenant_id}"
+
+    def rule(self, name: str) -> int | None:
+        """A rule's value, the core's column or a backend's."""
+        return getattr(self, name) if name in self.RULES else self.backend_rules.get(name)
 
 
 class RetentionRun(models.Model):

@@ -3,8 +3,9 @@ its ``(tenant, user_id)``, and every row that hangs off a session is the session
 
 The subject export writes each session as one document; every declaration that hangs off a
 session says, with its ``SessionPart``, where in that document its rows go and how each reads.
-A framework backend declares its own rows the same way (``sessions_app.langgraph``,
-``sessions_app.adk``) and the export, erasure and counts take them without naming it.
+A framework backend declares its own rows the same way, in its one registration
+(``sessions_app.backends.FrameworkBackend.subject_data``), and the export, erasure and counts take
+them without naming it.
 """
 
 from __future__ import annotations

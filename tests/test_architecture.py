@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_imports_run_one_way():
-    """The contracts in pyproject.toml ([tool.importlinter]): the project level on top, then
-    userdata_app, then sessions_app, then the platform, never upwards, counting the template tag
+    """The contracts in pyproject.toml ([tool.importlinter]): the project level on top, then the
+    framework backends, userdata_app, sessions_app, the platform, never upwards (and inside each
+    backend, people's data over process state), counting the template tag
     libraries a module's templates load as its imports; userdata_app reaches sessions_app through
     its services and selectors, never its models (erasure asks each app to erase its own part);
     the client imports no Django."""
@@ -38,12 +39,30 @@ def test_imports_run_one_way():
         ({"userdata_app/newmod.py": "import sessions_app.models\n"}, "userdata_app.newmod -> sessions_app.models"),
         # The core names no framework: a backend plugs in, the core does not reach for it.
         (
-            {"sessions_app/services/newmod.py": "from sessions_app.langgraph import services\n"},
-            "sessions_app.services.newmod -> sessions_app.langgraph.services",
+            {"sessions_app/services/newmod.py": "from backends.langgraph.process import services\n"},
+            "sessions_app.services.newmod -> backends.langgraph.process.services",
         ),
         (
-            {"userdata_app/newmod.py": "import userdata_app.adk.models\n"},
-            "userdata_app.newmod -> userdata_app.adk.models",
+            {"userdata_app/newmod.py": "import backends.adk.people.models\n"},
+            "userdata_app.newmod -> backends.adk.people.models",
+        ),
+        # Inside a backend, process state never imports people's data: a module is in its layer by
+        # where it stands, in a backend that exists or one written tomorrow.
+        (
+            {"backends/adk/process/newmod.py": "from backends.adk.people import models\n"},
+            "backends.adk.process.newmod -> backends.adk.people.models",
+        ),
+        (
+            {"backends/langgraph/process/newmod.py": "import userdata_app.models\n"},
+            "backends.langgraph.process.newmod -> userdata_app.models",
+        ),
+        (
+            {
+                "backends/newframework/__init__.py": "",
+                "backends/newframework/process/__init__.py": "",
+                "backends/newframework/process/models.py": "import backends.adk.people.artifacts.models\n",
+            },
+            "backends.newframework.process.models -> backends.adk.people.artifacts.models",
         ),
         # A page of sessions_app that pulls in a project-level page whose tag library reads both apps.
         (

@@ -17,7 +17,7 @@ def test_every_package_is_listed_for_the_wheel():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {
         ".".join(init.parent.relative_to(ROOT).parts)
-        for root in ("agentstate", "agentstate_site", "sessions_app", "userdata_app")
+        for root in ("agentstate", "agentstate_site", "backends", "sessions_app", "userdata_app")
         for init in (ROOT / root).rglob("__init__.py")
     }
     assert found | {"agentstate.templates"} == listed

@@ -35,7 +35,8 @@ def test_the_service_is_counted() -> None:
 def test_a_raw_site_without_its_justification_line_is_reported(tmp_path: Path) -> None:
     """A ``# Raw:`` line above the statement in its function justifies it; a framework backend's
     package is counted but not held to the rule; a Redis pipeline's ``execute()`` is not SQL."""
-    core, backend = tmp_path / "sessions_app", tmp_path / "sessions_app" / "langgraph"
+    core, backend = tmp_path / "sessions_app", tmp_path / "backends" / "langgraph" / "process"
+    core.mkdir()
     backend.mkdir(parents=True)
     raw = '    with connection.cursor() as cursor:\n        cursor.execute("SELECT 1")\n'
     (core / "planted.py").write_text(
@@ -51,7 +52,7 @@ def test_a_raw_site_without_its_justification_line_is_reported(tmp_path: Path) -
 
     bare = [(s["module"], s["core"]) for s in result["sites"] if s["kind"] == "sql" and not s["justified"]]
     assert result["sql_sites"] == 3
-    assert sorted(bare) == [("sessions_app.langgraph.planted", False), ("sessions_app.planted", True)]
+    assert sorted(bare) == [("backends.langgraph.process.planted", False), ("sessions_app.planted", True)]
     assert (result["unjustified"], result["unjustified_core"]) == (2, 1)
 
 

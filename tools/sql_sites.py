@@ -36,16 +36,7 @@ SQL_METHODS = {"execute", "executemany", "raw", "extra"}
 SQL_CALLABLES = {"RawSQL", "RunSQL"}
 JUSTIFIED = re.compile(r"#\s*Raw:")
 # The framework backends' server code: counted, but not held to the justification rule here.
-FRAMEWORK_PATHS = (
-    "backends/",
-    "sessions_app/adk/",
-    "sessions_app/langgraph/",
-    "sessions_app/openai_agents/",
-    "userdata_app/adk/",
-    "userdata_app/artifacts/",
-    "agentstate_site/adk/",
-    "agentstate_site/imports/",
-)
+FRAMEWORK_PATHS = ("backends/",)
 # As the code writes SQL: keywords in capitals.
 STATEMENT_START = re.compile(r"\s*(SELECT|UPDATE|INSERT|DELETE|WITH|CREATE|DROP|ALTER|LOCK|SET|PRAGMA|COPY)\s")
 STATEMENT_BODY = re.compile(r"\b(FROM|INTO|TABLE|WHERE|SET|LOCK|TRANSACTION|VALUES|INDEX|TRIGGER)\b|\w\(")

@@ -6,6 +6,9 @@ class UserdataAppConfig(AppConfig):
     verbose_name = "User data and erasure"
 
     def ready(self) -> None:
+        from agentstate.subjects import write_guard_register
         from userdata_app import subject_data
+        from userdata_app.erasure.registry import erased_subject_write_guard
 
         subject_data.declare()
+        write_guard_register(erased_subject_write_guard)

@@ -3,9 +3,7 @@ links to everything else the admin holds about its user."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
@@ -37,7 +35,8 @@ from agentstate.admin.options import ReadOnlyAdmin
 from agentstate.holds.admin import HeldPage
 from agentstate.holds.selectors import holds_of
 from agentstate.validation import identifier_visible
-from sessions_app import selectors
+from sessions_app import backends, selectors
+from sessions_app.backends import FrameworkSection
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 
 LATEST_MESSAGES = 20
@@ -86,23 +85,6 @@ class WorkspaceFilter(InputFilter):
     parameter_name = "workspace_id"
 
 
-@dataclass(frozen=True)
-class FrameworkSection:
-    """A framework's part of its sessions' pages: ``render(session) -> HTML`` under ``title``, in
-    place of the core's history (messages, rounds, checkpoints...: ``in_place_of="history"``) or of
-    the latest messages alone (``"messages"``: a framework keeping its sessions through the core
-    API); ``name(session)`` how staff name its sessions when the session id would not say; for a
-    framework that keeps its state as messages, ``message_preview(message)`` a list row's text (of
-    ``previewed`` content) and ``message_content(content)`` the value a message's page shows."""
-
-    title: str
-    render: Callable[[Session], str]
-    in_place_of: str = "history"
-    name: Callable[[Session], str] | None = None
-    message_preview: Callable[[Any], str] | None = None
-    message_content: Callable[[Any], Any] | None = None
-
-
 def user_changelists(site: admin.AdminSite) -> list[tuple[str, str]]:
     """Everything the admin lists about one user, as (label, URL name): the changelist of each
     model of the map of people's data whose rows carry the user id (``agentstate.subject_data``),
@@ -135,7 +117,9 @@ def user_url(url_name: str, *, tenant_pk: int, user_id: str) -> str:
 
 
 def framework_section(session: Session) -> FrameworkSection | None:
-    return SessionAdmin.framework_sections.get(selectors.session_framework(session))
+    """The staff section the session's backend registered (``sessions_app.backends``), if any."""
+    backend = backends.backend_get(selectors.session_framework(session))
+    return backend.staff_section if backend else None
 
 
 def session_name(session: Session) -> str:
@@ -298,12 +282,6 @@ class SessionAdmin(HeldPage, SessionLabelTitle, ReadOnlyAdmin):
         "framework_section",
         "imported_shown",
     )
-
-    # A framework's own section of its sessions' page, by framework name (``FrameworkSection``).
-    # Wired by whoever renders it: a backend's admin module (LangGraph, the OpenAI Agents SDK), or
-    # the project level for ADK's, which merges in the user: state, user data a layer above this app
-    # (``agentstate_site.apps.SiteConfig.ready``).
-    framework_sections: ClassVar[dict[str, FrameworkSection]] = {}
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return SessionChangeList

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from agentstate.api import people
 from agentstate.api.permissions import HasComplianceScope
 from agentstate.api.views import TenantAPIView, TenantRequest
+from sessions_app.backends import retention_rules
 from sessions_app.selectors.export import retention_policy_as_dict
 
 
@@ -25,13 +26,18 @@ class RetentionPolicySerializer(serializers.Serializer):
     keep_latest_rounds = serializers.IntegerField(
         allow_null=True, help_text="Rounds kept per session (the largest ids)."
     )
-    keep_latest_checkpoints = serializers.IntegerField(
-        allow_null=True, help_text="LangGraph checkpoints kept per thread namespace."
-    )
     drop_messages_after_days = serializers.IntegerField(
         allow_null=True, help_text="Messages older than this are dropped (null: off)."
     )
     updated_at = serializers.DateTimeField(allow_null=True)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """The core's rules, then each registered backend's (``sessions_app.backends``)."""
+        fields = super().get_fields()
+        updated_at = fields.pop("updated_at")
+        for rule in retention_rules():
+            fields[rule.policy_field] = serializers.IntegerField(allow_null=True, help_text=rule.help_text)
+        return {**fields, "updated_at": updated_at}
 
 
 class RetentionPolicyView(TenantAPIView):

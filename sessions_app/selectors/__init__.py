@@ -16,6 +16,7 @@ from sessions_app.selectors.export import (
     iso,
     message_as_dict,
     retention_policy_as_dict,
+    retention_policy_fields,
     run_usage_as_dict,
 )
 from sessions_app.selectors.messages import (
@@ -84,6 +85,7 @@ __all__ = [
     "model_columns",
     "recent_window",
     "retention_policy_as_dict",
+    "retention_policy_fields",
     "retention_runs_recent",
     "round_export",
     "round_get",

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from agentstate.tenancy.models import Tenant
+from sessions_app import backends
 from sessions_app.models import (
     Message,
     RetentionPolicy,
@@ -48,9 +49,14 @@ def run_usage_as_dict(u: RunUsage) -> dict[str, Any]:
     }
 
 
+def retention_policy_fields() -> tuple[str, ...]:
+    """The rules of a policy: the core's columns, then each registered backend's."""
+    return (*RetentionPolicy.RULES, *(rule.policy_field for rule in backends.retention_rules()))
+
+
 def retention_policy_as_dict(*, tenant: Tenant) -> dict[str, Any]:
     """The tenant's retention rules as the API shows them: null means keep everything (no policy, or
     that rule empty)."""
     policy = RetentionPolicy.objects.filter(tenant=tenant).first()
-    rules = {name: getattr(policy, name) if policy else None for name in RetentionPolicy.RULES}
+    rules = {name: policy.rule(name) if policy else None for name in retention_policy_fields()}
     return {"configured": policy is not None, **rules, "updated_at": policy.updated_at if policy else None}

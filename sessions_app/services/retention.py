@@ -36,11 +36,11 @@ from agentstate.holds.services import holds_lock
 from agentstate.subject_data import SubjectData, declared, rows_held
 from agentstate.subjects import PROCESS_STATE
 from agentstate.tenancy.models import Tenant
-from sessions_app.backends import RetentionRule, backends
+from sessions_app.backends import RetentionRule, retention_rules
 from sessions_app.models import RetentionPolicy, RetentionRun, Round, Session
+from sessions_app.selectors import retention_policy_fields
 from sessions_app.services.live import working_state_clear_on_commit
 
-POLICY_FIELDS = RetentionPolicy.RULES
 MAX_DAYS = 36500
 MAX_KEEP = 2**31 - 1
 DEFAULT_BATCH_SIZE = 200  # sessions per batch
@@ -55,7 +55,7 @@ MESSAGES = "messages_dropped"
 def categories() -> tuple[str, ...]:
     """What a run reports, in the order the sweep applies it: the core's rules with each
     registered backend's (``sessions_app.backends``) before the messages."""
-    of_backends = tuple(rule.category for backend in backends() for rule in backend.retention)
+    of_backends = tuple(rule.category for rule in retention_rules())
     return (ENDED_SESSIONS, IDLE_SESSIONS, ROUNDS, *of_backends, MESSAGES)
 
 
@@ -72,10 +72,11 @@ def _clean_rule(name: str, value: Any) -> int | None:
 
 def retention_policy_clean(**values: Any) -> dict[str, int | None]:
     """Validate the rules of a policy; every bad field is named at once. Unknown names are refused."""
-    unknown = sorted(set(values) - set(POLICY_FIELDS))
+    fields = retention_policy_fields()
+    unknown = sorted(set(values) - set(fields))
     errors: dict[str, list[str]] = {name: ["is not a retention rule."] for name in unknown}
     cleaned: dict[str, int | None] = {}
-    for name in POLICY_FIELDS:
+    for name in fields:
         try:
             cleaned[name] = _clean_rule(name, values.get(name))
         except InvalidInput as exc:
@@ -88,10 +89,16 @@ def retention_policy_clean(**values: Any) -> dict[str, int | None]:
 
 
 def retention_policy_save(*, tenant: Tenant, **values: Any) -> RetentionPolicy:
-    """Create or replace the tenant's policy (rules not given become empty: keep everything)."""
+    """Create or replace the tenant's policy (rules not given become empty: keep everything). The
+    backends' rules go to ``backend_rules``, where an empty one is left out; the rules of a backend
+    not installed here are kept as they were (installing it again finds them)."""
     cleaned = retention_policy_clean(**values)
+    core = {name: cleaned.pop(name) for name in RetentionPolicy.RULES}
+    old = RetentionPolicy.objects.filter(tenant=tenant).values_list("backend_rules", flat=True).first() or {}
+    backend_rules = {name: value for name, value in old.items() if name not in cleaned}
+    backend_rules.update({name: value for name, value in cleaned.items() if value is not None})
     policy, _ = RetentionPolicy.objects.update_or_create(
-        tenant=tenant, defaults={**cleaned, "updated_at": timezone.now()}
+        tenant=tenant, defaults={**core, "backend_rules": backend_rules, "updated_at": timezone.now()}
     )
     return policy
 
@@ -278,8 +285,8 @@ class _Sweep:
             self._run(IDLE_SESSIONS, remaining.filter(ended_at__isnull=True, updated_at__lt=cutoff), self._end_idle)
         if policy.keep_latest_rounds:
             self._run(ROUNDS, remaining.filter(last_round_id__gt=0), self._prune_rounds)
-        for rule in (rule for backend in backends() for rule in backend.retention):
-            value = getattr(policy, rule.policy_field)
+        for rule in retention_rules():
+            value = policy.rule(rule.policy_field)
             if value:
                 self._run(rule.category, rule.sessions(remaining), partial(self._apply_rule, rule, value))
         if policy.drop_messages_after_days:

@@ -10,10 +10,10 @@ from django.contrib import admin
 from django.urls import reverse
 
 from agentstate import subject_data
+from backends.adk.people.models import AdkUserState
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 from tests.admin.staff import login, staff
 from tests.userdata_app.erasure_factories import subject_data_create
-from userdata_app.adk.models import AdkUserState
 
 pytestmark = pytest.mark.django_db
 NBSP = "\u00a0"

@@ -67,8 +67,8 @@ def test_demo_data_has_each_framework():
     (issue 29: staff must have each framework's state to read)."""
     import json
 
-    from sessions_app.adk.models import AdkEvent
-    from sessions_app.langgraph.models import LangGraphCheckpoint
+    from backends.adk.process.models import AdkEvent
+    from backends.langgraph.process.models import LangGraphCheckpoint
     from sessions_app.models import Message
 
     call_command("load_demo_data", "--users", "1", stdout=None)

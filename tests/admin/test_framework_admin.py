@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from agentstate.tenancy.services import tenant_get_or_create
 from agentstate_site.management.commands.load_demo_data import framework_sessions_create
-from sessions_app.langgraph import services as langgraph_services
+from backends.langgraph.process import services as langgraph_services
 from sessions_app.models import Session
 from tests.admin.staff import login, staff
 from tests.userdata_app.erasure_factories import subject_data_create
@@ -184,7 +184,7 @@ def test_labels_read_as_words(client, tenant, frameworks):
     no database numbers in a subject's title."""
     from django.contrib.auth import get_user_model
 
-    from sessions_app.langgraph.models import LangGraphCheckpoint
+    from backends.langgraph.process.models import LangGraphCheckpoint
     from userdata_app import erasure
 
     client.force_login(get_user_model().objects.create_superuser("root"))

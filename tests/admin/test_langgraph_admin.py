@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from sessions_app.langgraph import services
-from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread
+from backends.langgraph.process import services
+from backends.langgraph.process.models import LangGraphCheckpoint, LangGraphThread
 
 
 def typed(value):

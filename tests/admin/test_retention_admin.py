@@ -44,7 +44,8 @@ def test_staff_add_and_change_a_policy_through_the_admin(admin_client, tenant):
     )
     assert response.status_code == 302
     policy.refresh_from_db()
-    assert (policy.delete_ended_after_days, policy.keep_latest_checkpoints, policy.drop_messages_after_days) == (
+    checkpoints = policy.rule("keep_latest_checkpoints")
+    assert (policy.delete_ended_after_days, checkpoints, policy.drop_messages_after_days) == (
         None,
         3,
         90,

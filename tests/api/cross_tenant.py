@@ -1,8 +1,8 @@
 """Every API endpoint and method with what another tenant's key gets from it, and a snapshot of a
 tenant's rows to compare before and after (the ``victim`` fixture in the root conftest.py fills them)."""
 
+from backends.adk.people.artifacts.models import Artifact
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, RunUsage, Session
-from userdata_app.artifacts.models import Artifact
 from userdata_app.memory.models import MemoryItem
 from userdata_app.models import UserDatum
 

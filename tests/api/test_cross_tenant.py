@@ -3,12 +3,12 @@ list, writes that create land in the caller's own tenant, and our rows stay exac
 
 import pytest
 
+from backends.adk.people.artifacts import urls as artifact_urls
 from sessions_app.api import urls as session_urls
 from tests.api.cross_tenant import CASES, EMPTY, NOT_FOUND, NOTHING, snapshot
 from tests.api.routes import api_routes
 from tests.quick_loop import first_of_each_kind
 from userdata_app.api import urls as userdata_urls
-from userdata_app.artifacts import urls as artifact_urls
 from userdata_app.memory import urls as memory_urls
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import pytest
 from rest_framework.exceptions import ValidationError
 
 from agentstate.api.serializers import validated
-from sessions_app.langgraph.api import CheckpointBatchInput, WritesPutInput
+from backends.langgraph.views import CheckpointBatchInput, WritesPutInput
 
 
 def _batch(i: int) -> dict:

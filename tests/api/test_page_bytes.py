@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sessions_app.langgraph import services as langgraph_services
+from backends.langgraph.process import services as langgraph_services
 from userdata_app import services as userdata_services
 
 pytestmark = pytest.mark.django_db
@@ -79,7 +79,7 @@ def test_langgraph_pages_count_checkpoints_with_their_writes(api, tenant, settin
 
 
 def test_adk_session_lists_end_early_at_the_byte_budget(api, tenant, settings):
-    from sessions_app.adk import services as adk_services
+    from backends.adk.process import services as adk_services
 
     states = {f"s{i}": {"notes": "n" * (150 * (i % 3))} for i in range(9)}
     for session_id, state in states.items():

@@ -15,8 +15,8 @@ from rest_framework.test import APIClient
 from agentstate import subject_data
 from agentstate.tenancy.models import APIKey
 from agentstate.tenancy.services import api_key_create
-from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread
-from sessions_app.langgraph.services import thread_key
+from backends.langgraph.process.models import LangGraphCheckpoint, LangGraphThread
+from backends.langgraph.process.services import thread_key
 from sessions_app.models import Session
 from tests.api.assertions import assert_error
 from tests.api.cross_tenant import CASES

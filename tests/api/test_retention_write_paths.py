@@ -16,13 +16,13 @@ import pytest
 from django.urls import get_resolver
 from django.utils import timezone
 
+from backends.adk.people.models import AdkUserState
+from backends.adk.process.models import AdkEvent
+from backends.langgraph.process.models import LangGraphCheckpoint, LangGraphWrite
 from sessions_app import selectors, services
-from sessions_app.adk.models import AdkEvent
-from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphWrite
 from sessions_app.models import AgentTransition, Checkpoint, Message, MessagePop, Round, RunUsage, Session
 from tests.api.routes import api_routes
 from tests.quick_loop import first_of_each_kind
-from userdata_app.adk.models import AdkUserState
 
 pytestmark = pytest.mark.django_db
 

@@ -38,7 +38,7 @@ from tests.userdata_app.erasure_factories import subject_data_create
 from userdata_app.access_requests import access_request_create
 from userdata_app.erasure import erasure_request_create
 
-PROJECT = ("agentstate", "sessions_app", "userdata_app", "agentstate_site")
+PROJECT = ("agentstate", "sessions_app", "userdata_app", "backends", "agentstate_site")
 VALUES = [" alice ", "alice\u00a0", "   "]
 QUICK = [VALUES[0]]  # the quick loop's one value; the others run in the slow set
 ALL = [pytest.param(v, marks=() if v in QUICK else pytest.mark.crosscheck) for v in VALUES]

@@ -36,7 +36,7 @@ from agentstate import validation
 from agentstate.api import pagination, views
 from agentstate.tenancy.services import api_key_create
 from agentstate.validation import IDENTIFIER_MAX_LENGTH, MAX_BODY_DEPTH, MAX_JSON_DEPTH
-from sessions_app.langgraph import services as langgraph_services
+from backends.langgraph.process import services as langgraph_services
 from tests.api.assertions import assert_error
 from tests.hardening.openapi import Field, operations, request_fields
 from tests.hardening.stored import stored_everything

@@ -40,7 +40,7 @@ from agentstate.validation import (
     clean_timestamp,
     parse_json_text,
 )
-from sessions_app.langgraph.services import MAX_ID_BYTES, clean_text
+from backends.langgraph.process.services import MAX_ID_BYTES, clean_text
 from tests.hardening.edge_values import EXTREME_BUT_VALID, EXTREME_IN_UTC, forged
 
 REFUSED = "refused"

@@ -41,8 +41,8 @@ SETUP = """
 import base64, json, os
 from django.contrib.auth import get_user_model
 from agentstate.tenancy.services import api_key_create, tenant_get_or_create
-from sessions_app.adk import services as adk
-from sessions_app.langgraph import services as langgraph
+from backends.adk.process import services as adk
+from backends.langgraph.process import services as langgraph
 from userdata_app import access_requests, services as userdata
 
 tenant = tenant_get_or_create(slug="acme")

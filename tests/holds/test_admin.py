@@ -10,11 +10,11 @@ from django.urls import reverse
 
 from agentstate.holds import services as holds
 from agentstate.holds.models import LegalHold
-from sessions_app.langgraph import services as langgraph
-from sessions_app.langgraph.models import LangGraphThread
+from backends.adk.people.artifacts.models import Artifact
+from backends.langgraph.process import services as langgraph
+from backends.langgraph.process.models import LangGraphThread
 from sessions_app.models import Message, Session
 from tests.userdata_app.erasure_factories import compliance_group, subject_data_create
-from userdata_app.artifacts.models import Artifact
 from userdata_app.memory.models import MemoryItem
 from userdata_app.models import UserDatum
 

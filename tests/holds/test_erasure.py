@@ -15,6 +15,8 @@ from django.utils import timezone
 
 from agentstate.holds import services as holds
 from agentstate.holds.models import LegalHold
+from backends.adk.people.artifacts.models import Artifact
+from backends.adk.people.models import AdkEventUserDelta
 from sessions_app import services as session_services
 from sessions_app.models import Message, Session
 from tests.holds.world import build
@@ -28,8 +30,6 @@ from tests.userdata_app.erasure_factories import (
 )
 from userdata_app import erasure
 from userdata_app import services as userdata_services
-from userdata_app.adk.models import AdkEventUserDelta
-from userdata_app.artifacts.models import Artifact
 from userdata_app.models import ErasedSubject, ErasureReceipt, ErasureRequest, UserDatum
 
 pytestmark = pytest.mark.django_db

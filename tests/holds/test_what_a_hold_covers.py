@@ -233,7 +233,7 @@ COMMANDS: dict[str, Path | str] = {
     "import_sessions": "imports a framework's store: a session the tenant holds is left as it is",
     "load_demo_data": "writes the demo tenants through the services",
 }
-OUR_APPS = ("agentstate", "agentstate_site", "sessions_app", "userdata_app")
+OUR_APPS = ("agentstate", "agentstate_site", "backends", "sessions_app", "userdata_app")
 
 
 def _our_commands() -> set[str]:

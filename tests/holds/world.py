@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from backends.adk.people.artifacts.models import Artifact
+from backends.adk.process.models import AdkEvent
+from backends.langgraph.process.models import LangGraphBlob, LangGraphCheckpoint
 from sessions_app import working_state
-from sessions_app.adk.models import AdkEvent
-from sessions_app.langgraph.models import LangGraphBlob, LangGraphCheckpoint
 from sessions_app.models import Message, Round, Session
-from userdata_app.artifacts.models import Artifact
 from userdata_app.memory.models import MemoryItem
 from userdata_app.models import UserDatum
 

@@ -26,7 +26,7 @@ from google.genai import types
 from sqlalchemy.pool import NullPool
 
 from agentstate.integrations.adk import AgentStateSessionService
-from sessions_app.adk.models import AdkEvent
+from backends.adk.process.models import AdkEvent
 from sessions_app.models import Session
 from tests.admin.staff import login, staff
 from tests.client.keys import api_key_new

@@ -17,7 +17,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 from agentstate.integrations.langgraph import AgentStateSaver
-from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread
+from backends.langgraph.process.models import LangGraphCheckpoint, LangGraphThread
 from tests.client.keys import api_key_new
 from tests.imports.test_import_adk import peer_postgres_url  # noqa: F401 (a fixture)
 from userdata_app.erasure.registry import subject_hash

@@ -12,9 +12,9 @@ from django.test import Client
 from django.urls import reverse
 
 from agentstate.tenancy.models import APIKey
-from sessions_app.adk.models import AdkAppState
+from backends.adk.people.models import AdkUserState
+from backends.adk.process.models import AdkAppState
 from sessions_app.models import Session
-from userdata_app.adk.models import AdkUserState
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def test_an_adk_session_page_shows_events_in_order_and_merged_state(staff, tenan
 def test_an_adk_session_page_of_large_events_stops_at_the_page_budget(staff, tenant, settings):
     """Fifty events carrying inline files made the session page load them all: past
     ``PAGE_MAX_BYTES`` it shows the ones that fit and sends staff to the events' list."""
-    from sessions_app.adk import services as adk_services
+    from backends.adk.process import services as adk_services
 
     adk_services.adk_session_create(tenant=tenant, app_name="app", user_id="ada", session_id="s1", state={})
     for i in range(6):

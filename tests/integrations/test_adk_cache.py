@@ -21,7 +21,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
 from agentstate.integrations.adk import AgentStateSessionService
-from sessions_app.adk.models import AdkEvent
+from backends.adk.process.models import AdkEvent
 from sessions_app.services import retention_apply, retention_policy_save
 from tests.client.keys import api_key_new
 from userdata_app.erasure import erasure_execute
@@ -100,7 +100,7 @@ async def test_another_writers_events_are_always_seen_in_their_place(reader, wri
 
 
 async def test_many_new_events_come_in_pages(reader, writer, monkeypatch):
-    from sessions_app.adk import selectors
+    from backends.adk.process import selectors
 
     monkeypatch.setattr(selectors, "EVENT_PAGE_SIZE", 2)
     base = time.time()

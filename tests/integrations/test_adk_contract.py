@@ -159,7 +159,7 @@ async def test_events_round_trip_whole_and_partial_events_are_not_stored(adk_ser
 
 
 async def test_get_session_config_window_oldest_first(adk_service, monkeypatch):
-    from sessions_app.adk import selectors
+    from backends.adk.process import selectors
 
     monkeypatch.setattr(selectors, "EVENT_PAGE_SIZE", 3)  # several pages per read
     session = await adk_service.create_session(app_name=APP, user_id="u1")

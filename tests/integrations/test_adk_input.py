@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agentstate.tenancy.services import api_key_create
-from sessions_app.adk.models import AdkAppState, AdkEvent
+from backends.adk.process.models import AdkAppState, AdkEvent
 from sessions_app.models import Session
 from tests.api.assertions import streamed
 

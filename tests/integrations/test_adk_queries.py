@@ -13,8 +13,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from agentstate.tenancy.models import APIKey
-from sessions_app.adk import selectors, services
-from sessions_app.adk.models import AdkEvent
+from backends.adk.process import selectors, services
+from backends.adk.process.models import AdkEvent
 from sessions_app.models import Session
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ import pytest
 from django.test import Client
 
 from agentstate.tenancy.models import APIKey
-from sessions_app.adk.models import AdkAppState, AdkEvent
+from backends.adk.people.models import AdkEventUserDelta, AdkUserState
+from backends.adk.process.models import AdkAppState, AdkEvent
 from sessions_app.models import Session
-from userdata_app.adk.models import AdkEventUserDelta, AdkUserState
 from userdata_app.erasure import erasure_execute
 from userdata_app.models import ErasureRequest, ErasureSubject
 from userdata_app.selectors import subject_export

@@ -16,8 +16,8 @@ from langgraph.checkpoint.conformance.test_utils import generate_checkpoint, gen
 from langgraph.graph import END, START, StateGraph
 
 from agentstate.integrations.langgraph import AgentStateSaver
-from sessions_app.langgraph import services
-from sessions_app.langgraph.models import LangGraphBlob, LangGraphCheckpoint
+from backends.langgraph.process import services
+from backends.langgraph.process.models import LangGraphBlob, LangGraphCheckpoint
 
 split_migration = importlib.import_module("sessions_app.migrations.0020_langgraph_channel_values")
 

@@ -47,7 +47,7 @@ def test_example_runs_resumes_and_time_travels(live_server, langgraph_key):
     # The fork is the thread's newest branch now; the Paris run stays in its history.
     assert result["latest_answer"] == "The weather: cloudy, 18 C."
 
-    from sessions_app.langgraph.models import LangGraphThread
+    from backends.langgraph.process.models import LangGraphThread
 
     thread = LangGraphThread.objects.get(thread_id="weather-demo")
     assert thread.user_id == "alice"

@@ -13,8 +13,8 @@ from django.utils import timezone
 from langgraph.graph import END, START, StateGraph
 
 from agentstate.integrations.langgraph import AgentStateSaver
+from backends.langgraph.process.models import LangGraphCheckpoint
 from sessions_app import services
-from sessions_app.langgraph.models import LangGraphCheckpoint
 from sessions_app.models import Session
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -225,14 +225,14 @@ def test_a_thread_belongs_to_the_user_of_its_first_checkpoint(saver):
     saver.put_writes(stored[0], [("ch", 1)], "task")
     assert len(list(saver.list(generate_config("t-owned")))) == 2
 
-    from sessions_app.langgraph.models import LangGraphThread
+    from backends.langgraph.process.models import LangGraphThread
 
     thread = LangGraphThread.objects.select_related("session").get(thread_id="t-owned")
     assert (thread.user_id, thread.session.user_id, thread.session.framework) == ("bob", "bob", "langgraph")
 
 
 def test_erasure_of_one_user_removes_that_users_threads_only_and_export_shows_them(saver, tenant):
-    from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphWrite
+    from backends.langgraph.process.models import LangGraphCheckpoint, LangGraphWrite
     from tests.userdata_app.erasure_factories import verified_request
     from userdata_app import erasure
     from userdata_app.models import ErasureRequest

@@ -8,8 +8,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from agentstate.tenancy.services import api_key_create
-from sessions_app.langgraph import services, urls
-from sessions_app.langgraph.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from backends.langgraph import urls
+from backends.langgraph.process import services
+from backends.langgraph.process.models import LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from tests.api.routes import api_routes
 
 pytestmark = pytest.mark.django_db

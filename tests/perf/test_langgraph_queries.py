@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from agentstate.tenancy import selectors as tenancy_selectors
 from agentstate.tenancy.services import api_key_create
-from sessions_app.langgraph import services
+from backends.langgraph.process import services
 
 pytestmark = pytest.mark.django_db
 L = "/api/v1/langgraph/"

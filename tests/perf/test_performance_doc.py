@@ -111,7 +111,7 @@ def test_the_code_carries_no_measured_figures():
     belong in docs/PERFORMANCE.md, next to the suite that measures them."""
     found = [
         f"{path.relative_to(ROOT)}:{line}: {MEASURED.search(text)[0]}"
-        for package in ("agentstate", "sessions_app", "userdata_app")
+        for package in ("agentstate", "sessions_app", "userdata_app", "backends")
         for path in sorted((ROOT / package).rglob("*.py"))
         for line, text in _comments_and_docstrings(path)
         if MEASURED.search(text)

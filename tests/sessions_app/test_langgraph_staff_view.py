@@ -13,7 +13,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer, _msgpack_ext_hook_to_json
 from pydantic import BaseModel
 
-from sessions_app.langgraph.staff_view import staff_view
+from backends.langgraph.process.staff_view import staff_view
 
 
 class Profile(BaseModel):
@@ -77,8 +77,8 @@ def test_values_without_a_json_form_have_no_view(type_, data):
 def test_a_long_threads_state_is_stored_once_and_compressed_with_lz4_on_postgresql(postgres_only, tenant):
     from django.db import connection
 
-    from sessions_app.langgraph import services
-    from sessions_app.langgraph.models import LangGraphCheckpoint
+    from backends.langgraph.process import services
+    from backends.langgraph.process.models import LangGraphCheckpoint
 
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {"messages": [f"A reply to question {i}, a short chat turn." for i in range(2_000)]}

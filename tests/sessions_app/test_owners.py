@@ -6,9 +6,9 @@ import json
 
 from django.apps import apps
 
+from backends.adk.process import services as adk
+from backends.langgraph.process import services as langgraph
 from sessions_app import services
-from sessions_app.adk import services as adk
-from sessions_app.langgraph import services as langgraph
 from sessions_app.models import Session, SessionOwned
 
 

@@ -12,9 +12,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agentstate.exceptions import NotFound
+from backends.langgraph.process import services as langgraph
+from backends.langgraph.process.models import LangGraphCheckpoint
 from sessions_app import services
-from sessions_app.langgraph import services as langgraph
-from sessions_app.langgraph.models import LangGraphCheckpoint
 from sessions_app.models import Message, Session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]

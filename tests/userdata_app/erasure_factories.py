@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from django.apps import apps
 from django.urls import reverse
 from django.utils import timezone
 
+from agentstate import subject_data
 from sessions_app import services as session_services
 from userdata_app import services as userdata_services
-from userdata_app.artifacts.services import artifact_save
 from userdata_app.erasure import erasure_request_create, erasure_request_verify
 from userdata_app.memory.selectors import user_label
 from userdata_app.memory.services import memory_batch
 from userdata_app.models import ErasureRequest
+
+# Whether the ADK backend is installed (the core runs without it: tests/test_backends_subset.py).
+ADK = apps.is_installed("backends.adk")
 
 # What subject_data_create stores for one subject with its default sizes, per erasure category.
 SUBJECT_DATA_COUNTS = {
@@ -33,11 +37,13 @@ SUBJECT_DATA_COUNTS = {
     "artifacts": 1,
     "adk_events": 0,  # ADK's categories: tests/integrations/test_adk_subjects.py
 }
+# The categories of the installed backends only.
+SUBJECT_DATA_COUNTS = {c: n for c, n in SUBJECT_DATA_COUNTS.items() if c in subject_data.categories()}
 
 
 def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: int = 3) -> None:
     """Sessions with messages, a round, a checkpoint, a transition, a turn's usage and live working
-    state, plus two keys of user data, a memory item and an artifact."""
+    state, plus two keys of user data, a memory item and an artifact (with the ADK backend)."""
     for n in range(sessions):
         session = session_services.session_create(
             tenant=tenant, user_id=user_id, session_id=f"s{n}", agent_id="planner"
@@ -56,6 +62,10 @@ def subject_data_create(*, tenant, user_id: str, sessions: int = 2, messages: in
     namespace = ["users", user_label(user_id), "memories"]
     memory = {"op": "put", "namespace": namespace, "key": "food", "value": {"likes": "tea"}}
     memory_batch(tenant=tenant, ops=[memory])
+    if not ADK:
+        return
+    from backends.adk.people.artifacts.services import artifact_save
+
     artifact_save(tenant=tenant, app_name="files", user_id=user_id, filename="user:notes.txt", artifact={"text": "hi"})
 
 
@@ -110,8 +120,8 @@ def subject_data_restored(*, tenant, user_id: str, before, **sizes) -> None:
     before ``before``, the erasure they predate. Re-applying an erasure erases exactly those."""
     from datetime import timedelta
 
+    from backends.adk.people.artifacts.models import Artifact
     from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
-    from userdata_app.artifacts.models import Artifact
     from userdata_app.memory.models import MemoryItem
     from userdata_app.models import UserDatum
 

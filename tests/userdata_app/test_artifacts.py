@@ -13,11 +13,11 @@ from django.core.files.storage import storages
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from backends.adk.people.artifacts.models import Artifact, ArtifactFileOwed
 from sessions_app.models import Session
 from sessions_app.services import retention
 from tests.userdata_app.erasure_factories import verified_request
 from userdata_app import erasure
-from userdata_app.artifacts.models import Artifact, ArtifactFileOwed
 from userdata_app.models import ErasureRequest
 from userdata_app.selectors import subject_export
 

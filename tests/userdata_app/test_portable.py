@@ -243,7 +243,7 @@ def test_the_format_module_names_its_version():
 def test_an_artifact_whose_chunk_rolls_back_leaves_no_file(filled, tmp_path):
     from django.core.files.storage import storages
 
-    from userdata_app.artifacts.models import Artifact
+    from backends.adk.people.artifacts.models import Artifact
 
     lines = exported().decode().splitlines(keepends=True)
     artifact = next(i for i, line in enumerate(lines) if '"record":"artifact"' in line)
@@ -311,7 +311,7 @@ def _import_refused(lines: list[str], tmp_path) -> str:
 def test_an_import_refuses_what_the_api_refuses_naming_line_and_field(
     six_sessions, tmp_path, record, nth, fields, field, reason
 ):
-    from userdata_app.artifacts.models import Artifact
+    from backends.adk.people.artifacts.models import Artifact
     from userdata_app.models import UserDatum
 
     line = _record_edited(six_sessions, record, nth, **fields)

@@ -55,9 +55,9 @@ def erased_subject_write_guard(*, tenant: Tenant, user_id: str, category: str) -
     """Refuse a write that would recreate ``category`` data of a subject erased less than
     ``AGENTSTATE_ERASURE_GRACE_HOURS`` ago (an agent still running must not undo the erasure).
 
-    The implementation of ``agentstate.subjects.subject_write_check`` (setting
-    ``SUBJECT_WRITE_GUARD``): called on create paths only, inside the transaction that
-    writes (it takes the subject's shared lock, see ``subjects_lock``); one indexed lookup."""
+    The implementation of ``agentstate.subjects.subject_write_check`` (registered from
+    ``UserdataAppConfig.ready``): called on create paths only, inside the transaction that writes
+    (it takes the subject's shared lock, see ``subjects_lock``); one indexed lookup."""
     if not settings.ERASURE_HMAC_KEYS:
         return
     hashes = subject_hashes_all_keys(tenant_slug=tenant.slug, user_id=user_id)

@@ -31,7 +31,7 @@ from agentstate.subject_data import rows_held
 from agentstate.subjects import USER_DATA, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
-from sessions_app.langgraph.selectors import thread_session_pk
+from sessions_app.backends import thread_session_pk
 from sessions_app.selectors.sessions import session_get
 from userdata_app.memory import filters, selectors, vectors
 from userdata_app.memory.models import (

@@ -12,38 +12,16 @@ from agentstate.db_waits import JobCommand
 from agentstate.identifiers import identifier_argument
 from agentstate.management.tenants import tenant_named
 from agentstate.tenancy.models import Tenant
-from agentstate_site.imports import ImportSummary, sessions_import
-
-SOURCES = {
-    "adk-database": "Google ADK DatabaseSessionService: its SQLAlchemy URL (sqlite+aiosqlite:///..., postgresql+asyncpg://...)",
-    "adk-sqlite": "Google ADK SqliteSessionService: its database file",
-    "langgraph-sqlite": "LangGraph SqliteSaver: its database file",
-    "langgraph-postgres": "LangGraph PostgresSaver: its connection string (postgresql://...)",
-    "openai-sqlite": "OpenAI Agents SDK SQLiteSession: its database file",
-    "openai-sqlalchemy": "OpenAI Agents SDK SQLAlchemySession: its async SQLAlchemy URL",
-    "langgraph-store-sqlite": "LangGraph SqliteStore: its database file",
-    "langgraph-store-postgres": "LangGraph PostgresStore: its connection string (postgresql://...)",
-}
+from sessions_app.backends import import_sources
+from userdata_app.imports import ImportSummary, sessions_import
 
 
 def _source(kind: str, location: str, options: dict[str, Any]) -> Any:
-    if kind.startswith("adk-"):
-        from agentstate_site.imports.adk import AdkSource
-
-        return AdkSource(kind, location)
-    if kind.startswith("langgraph-store-"):
-        from agentstate_site.imports.langgraph_store import LangGraphStoreSource
-
-        return LangGraphStoreSource(kind, location)
-    if not options["default_user"]:
+    """The peer store of ``kind``, as the backend that reads it registered it (``sessions_app.backends``)."""
+    source = import_sources()[kind]
+    if source.needs_default_user and not options["default_user"]:
         raise CommandError(f"--from {kind} needs --default-user: the owner of sessions that name no user.")
-    if kind.startswith("openai-"):
-        from agentstate_site.imports.openai_agents import OpenAIAgentsSource
-
-        return OpenAIAgentsSource(kind, location, default_user_id=options["default_user"])
-    from agentstate_site.imports.langgraph import LangGraphSource
-
-    return LangGraphSource(kind, location, default_user_id=options["default_user"])
+    return source.open(kind, location, options["default_user"] or "")
 
 
 class Command(JobCommand):
@@ -57,7 +35,9 @@ class Command(JobCommand):
             nargs=2,
             metavar=("KIND", "LOCATION"),
             required=True,
-            help="The old store. KIND is one of: " + "; ".join(f"{k} ({v})" for k, v in SOURCES.items()) + ".",
+            help="The old store. KIND is one of: "
+            + "; ".join(f"{kind} ({source.kinds[kind]})" for kind, source in import_sources().items())
+            + ".",
         )
         parser.add_argument(
             "--default-user",
@@ -74,8 +54,8 @@ class Command(JobCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         kind, location = options["source"]
-        if kind not in SOURCES:
-            raise CommandError(f"Unknown source kind {kind!r}: one of {', '.join(SOURCES)}.")
+        if kind not in import_sources():
+            raise CommandError(f"Unknown source kind {kind!r}: one of {', '.join(import_sources())}.")
         tenant = tenant_named(options["tenant"])
         source = None
         try:

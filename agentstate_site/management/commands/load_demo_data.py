@@ -23,9 +23,9 @@ from django.utils import timezone
 
 from agentstate.tenancy.models import Tenant
 from agentstate.tenancy.services import tenant_get_or_create
+from backends.adk.process import services as adk_services
+from backends.langgraph.process import services as langgraph_services
 from sessions_app import services
-from sessions_app.adk import services as adk_services
-from sessions_app.langgraph import services as langgraph_services
 from sessions_app.models import AgentTransition, Checkpoint, Message, Round, Session
 from userdata_app import erasure
 from userdata_app import services as userdata_services

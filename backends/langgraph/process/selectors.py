@@ -1,0 +1,452 @@
+"""Reads of the LangGraph checkpointer. Every query is scoped by the caller's tenant and served
+by an index: a thread by (tenant, key), checkpoints by (session, namespace, id) or (session, id),
+a page's writes by (session, checkpoint id)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import BigIntegerField, Count, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import Coalesce, Length
+
+from agentstate.tenancy.models import Tenant
+from agentstate.validation import clean_json
+from backends.langgraph.process.models import LangGraphBlob, LangGraphCheckpoint, LangGraphThread, LangGraphWrite
+from backends.langgraph.process.services import (
+    MAX_ID_BYTES,
+    MAX_NS_BYTES,
+    clean_text,
+    prepared_server_cursor,
+    server_cursor,
+    thread_key,
+)
+from sessions_app.models import Session
+
+
+def _thread_pk(*, tenant: Tenant, thread_id: str) -> Subquery:
+    """The thread's session pk as a scalar subquery: one statement, and PostgreSQL knows the one
+    session when it reads the newest checkpoint backwards on the (session, namespace, id) index."""
+    key = thread_key(clean_text(thread_id, field="thread_id"))
+    return Subquery(LangGraphThread.objects.filter(tenant=tenant, thread_key=key).values("pk"))
+
+
+def thread_session_pk(*, tenant: Tenant, thread_id: str, user_id: str) -> int | None:
+    """The session of the tenant's thread, when ``user_id`` owns it (a memory item's source)."""
+    threads = LangGraphThread.objects.filter(tenant=tenant, thread_key=thread_key(thread_id), user_id=user_id)
+    return threads.values_list("pk", flat=True).first()
+
+
+def clean_filter(value: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``filter`` query parameter (parsed from its JSON text): metadata keys and the values
+    they equal; none when absent or blank."""
+    return clean_json(value or {}, field="filter", require_object=True)
+
+
+def checkpoint_list(
+    *,
+    tenant: Tenant,
+    thread_id: str | None = None,
+    checkpoint_ns: str | None = None,
+    checkpoint_id: str | None = None,
+    before: str | None = None,
+    metadata_filter: dict[str, Any] | None = None,
+    user_id: str | None = None,
+) -> QuerySet[LangGraphCheckpoint]:
+    """Checkpoints newest first (descending id, as LangGraph lists them): of one user's threads,
+    of one thread, of one namespace, of one id when given, before a checkpoint id, whose metadata
+    has the given key values. The caller pages it with a cursor on the id, so no thread is ever
+    read whole."""
+    rows = LangGraphCheckpoint.objects.filter(tenant=tenant)
+    if user_id is not None:
+        rows = rows.filter(user_id=user_id)
+    if thread_id is not None:
+        rows = rows.filter(session_id=_thread_pk(tenant=tenant, thread_id=thread_id))
+    if checkpoint_ns is not None:
+        rows = rows.filter(checkpoint_ns=clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES))
+    if checkpoint_id is not None:
+        rows = rows.filter(checkpoint_id=clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES))
+    if before is not None:
+        rows = rows.filter(checkpoint_id__lt=clean_text(before, field="before", max_bytes=MAX_ID_BYTES))
+    for number, (key, value) in enumerate((metadata_filter or {}).items()):
+        # KeyTransform, not metadata__<key>: a key holding "__" must not become a nested lookup.
+        rows = rows.alias(**{f"_meta_{number}": KeyTransform(key, "metadata")}).filter(**{f"_meta_{number}": value})
+    return rows.order_by("-checkpoint_id")
+
+
+def checkpoint_writes_size() -> Coalesce:
+    """The bytes of a checkpoint's pending writes (in a query of checkpoints): a page of
+    checkpoints is bounded by what its answer holds, writes included."""
+    writes = LangGraphWrite.objects.filter(
+        session_id=OuterRef("session_id"),
+        checkpoint_ns=OuterRef("checkpoint_ns"),
+        checkpoint_id=OuterRef("checkpoint_id"),
+    )
+    total = writes.values("session_id").annotate(total=Sum(Length("value"))).values("total")
+    return Coalesce(Subquery(total), 0)
+
+
+def _writes_order(write: PendingWrite) -> tuple[str, str, int]:
+    """LangGraph's order of a checkpoint's writes (``writes_sort_key``): Python's string order,
+    not the database's collation."""
+    return (write.task_path, write.task_id, write.idx)
+
+
+class PendingWrite(NamedTuple):
+    """A pending write as a read answers it (not a model, as ``ChannelValue``)."""
+
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    value_type: str
+    value: bytes
+
+
+class ChannelValue(NamedTuple):
+    """A channel's value at a version, as a read answers it (``pk``: the stored row's, if read from a
+    page: checkpoints naming the same value share it). Not a model: a page names a hundred of them,
+    and a model instance cost more to make than the rest of the page."""
+
+    pk: int | None
+    channel: str
+    version: str
+    value_type: str
+    value: bytes
+
+
+# What a CheckpointTuple's writes carry: not the JSON view for staff, which the ORM would parse.
+@dataclass(frozen=True)
+class CheckpointTuple:
+    checkpoint: LangGraphCheckpoint
+    thread_id: str
+    writes: list[PendingWrite]
+    blobs: list[ChannelValue]  # the values of the channels it names a version of, stored apart
+
+
+def _blobs_join(checkpoint: str) -> str:
+    """SQL joining the checkpoint ``checkpoint`` (an alias) to the channel values it names: each
+    (channel, version) of its ``channel_versions``, the version as text as ``version_text`` writes
+    it (a JSON string as it is, a number in its digits)."""
+    return f"CROSS JOIN {_blobs_of(checkpoint)}"
+
+
+def _blobs_of(checkpoint: str) -> str:
+    """``_blobs_join`` without its CROSS JOIN: the FROM of a subquery correlated to ``checkpoint``."""
+    blob = connection.ops.quote_name(LangGraphBlob._meta.db_table)
+    if connection.vendor == "postgresql":
+        # Each value found on the unique index: PostgreSQL would otherwise hash-join every value of
+        # the thread to every pair (LIMIT 1, a key's one row, keeps the lookup a nested loop).
+        return (
+            f"jsonb_each_text({checkpoint}.channel_versions) AS cv(key, value) CROSS JOIN LATERAL "  # noqa: S608 (quoted identifiers and constant SQL)
+            f"(SELECT id, channel, version, value_type, value FROM {blob} WHERE session_id = {checkpoint}.session_id "
+            f"AND checkpoint_ns = {checkpoint}.checkpoint_ns AND channel = cv.key AND version = cv.value LIMIT 1) b"
+        )
+    return (
+        f"json_each({checkpoint}.channel_versions) AS cv JOIN {blob} b ON b.session_id = {checkpoint}.session_id "
+        f"AND b.checkpoint_ns = {checkpoint}.checkpoint_ns AND b.channel = cv.key "
+        f"AND b.version = CAST(cv.value AS TEXT)"
+    )
+
+
+def checkpoint_blobs_size() -> RawSQL:
+    """The bytes of the channel values a checkpoint names that its parent does not name at the same
+    version (in a query of checkpoints): a page carries each value once (``checkpoint_tuples``), and
+    a thread's checkpoints mostly share their values with their parents, so a page of checkpoints is
+    bounded by what its answer holds (within one checkpoint's values: those it shares with a parent
+    on the next page)."""
+    table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+    sql = (
+        f"(SELECT COALESCE(SUM(LENGTH(b.value)), 0) FROM {_blobs_of(table)} "  # noqa: S608 (quoted identifiers and constant SQL)
+        f"WHERE NOT EXISTS ({_parent_names(table)}))"
+    )
+    return RawSQL(sql, [], output_field=BigIntegerField())  # noqa: S611 (idem)
+
+
+def _parent_names(checkpoint: str) -> str:
+    """A subquery (for ``_blobs_of``'s ``cv``) finding ``checkpoint``'s parent naming the channel
+    ``cv.key`` at the version ``cv.value``."""
+    table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+    parent = (
+        f"SELECT 1 FROM {table} p WHERE p.session_id = {checkpoint}.session_id "  # noqa: S608 (quoted identifiers and constant SQL)
+        f"AND p.checkpoint_ns = {checkpoint}.checkpoint_ns AND p.checkpoint_id = {checkpoint}.parent_checkpoint_id "
+    )
+    if connection.vendor == "postgresql":
+        return parent + "AND p.channel_versions ->> cv.key = cv.value"
+    return (
+        parent.replace(f"FROM {table} p", f"FROM {table} p, json_each(p.channel_versions) pv", 1)
+        + "AND pv.key = cv.key AND CAST(pv.value AS TEXT) = CAST(cv.value AS TEXT)"
+    )
+
+
+def checkpoint_blobs(checkpoints: Sequence[LangGraphCheckpoint]) -> None:
+    """Attach to each checkpoint the channel values it names (``blobs``: its ``rendered`` shows
+    them), in one query: what staff and exports read of a checkpoint's state."""
+    found: dict[int, list[LangGraphBlob]] = {}
+    if checkpoints:
+        table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+        marks = ", ".join(["%s"] * len(checkpoints))
+        sql = (
+            f"SELECT c.id, b.channel, b.version, b.value_type, b.value FROM {table} c {_blobs_join('c')} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+            f"WHERE c.id IN ({marks})"
+        )
+        for pk, channel, version, value_type, value in _binary_rows(connection, sql, [c.pk for c in checkpoints]):
+            found.setdefault(pk, []).append(
+                LangGraphBlob(channel=channel, version=version, value_type=value_type, value=value)
+            )
+    for checkpoint in checkpoints:
+        checkpoint.blobs = found.get(checkpoint.pk, [])  # type: ignore[attr-defined]
+        checkpoint.__dict__.pop("rendered", None)
+
+
+def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str | None = None) -> list[CheckpointTuple]:
+    """The checkpoints with their thread ids, pending writes (in LangGraph's order: task path, task
+    id, idx) and channel values: one query for a page of one thread (``thread_id`` given), two
+    otherwise. A checkpoint whose value was deferred (a page of them) gets it in the writes' query.
+    A value several checkpoints name (a channel no step between them changed) is read once, and
+    their ``blobs`` share it (the same ``pk`` and bytes)."""
+    if not checkpoints:
+        return []
+    session_pks = {c.session_id for c in checkpoints}
+    if thread_id is not None:
+        thread_ids = dict.fromkeys(session_pks, thread_id)
+    else:
+        thread_ids = dict(LangGraphThread.objects.filter(pk__in=session_pks).values_list("pk", "thread_id"))
+    unread = [c.pk for c in checkpoints if "value" in c.get_deferred_fields()]
+    values: dict[int, bytes] = {}
+    writes: dict[tuple[int, str, str], list[PendingWrite]] = {}
+    named: dict[int, list[tuple[int, str, str, str]]] = {}
+    blob_values: dict[int, bytes] = {}
+    sql, params = _values_and_writes_sql(
+        unread, sorted(session_pks), sorted({c.checkpoint_id for c in checkpoints}), [c.pk for c in checkpoints]
+    )
+    rows = _binary_rows(connections[checkpoints[0]._state.db or DEFAULT_DB_ALIAS], sql, params)  # where they came from
+    for kind, pk, session_id, ns, checkpoint_id, task_id, task_path, idx, channel, version, value_type, value in rows:
+        if kind == _WRITE:
+            write = PendingWrite(task_id, task_path, idx, channel, value_type, value)
+            writes.setdefault((session_id, ns, checkpoint_id), []).append(write)
+        elif kind == _VALUE:
+            values[pk] = value
+        elif kind == _NAMED:  # idx: the value's pk
+            named.setdefault(pk, []).append((idx, channel, version, value_type))
+        else:
+            blob_values[pk] = value
+    for checkpoint in checkpoints:
+        if checkpoint.pk in values:
+            checkpoint.value = values[checkpoint.pk]
+    return [
+        CheckpointTuple(
+            checkpoint=c,
+            thread_id=thread_ids[c.session_id],
+            writes=sorted(writes.get((c.session_id, c.checkpoint_ns, c.checkpoint_id), []), key=_writes_order),
+            blobs=[
+                ChannelValue(pk, channel, version, value_type, blob_values[pk])
+                for pk, channel, version, value_type in named.get(c.pk, [])
+            ],
+        )
+        for c in checkpoints
+    ]
+
+
+_WRITE, _VALUE, _NAMED, _BLOB = 0, 1, 2, 3  # the kinds of rows of ``_values_and_writes_sql``
+
+
+def _values_and_writes_sql(
+    checkpoint_pks: list[int], session_pks: list[int], checkpoint_ids: list[str], blobs_of: list[int]
+) -> tuple[str, list[Any]]:
+    """One statement, its rows ``(kind, pk, session_id, checkpoint_ns, checkpoint_id, task_id,
+    task_path, idx, channel, version, value_type, value)``: the writes of those sessions'
+    checkpoints with those ids, on the (session, checkpoint id) index (``_WRITE``); the values of
+    ``checkpoint_pks`` (``_VALUE``); each channel value ``blobs_of``'s checkpoints name, without its
+    bytes, ``idx`` its pk (``_NAMED``); and the bytes of each of those values once (``_BLOB``)."""
+
+    def marks(values: list[Any]) -> str:
+        return ", ".join(["%s"] * len(values))
+
+    quote = connection.ops.quote_name
+    sql = (
+        f"SELECT {_WRITE} AS kind, NULL AS id, session_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"channel, NULL AS version, value_type, value FROM {quote(LangGraphWrite._meta.db_table)} "
+        f"WHERE session_id IN ({marks(session_pks)}) AND checkpoint_id IN ({marks(checkpoint_ids)})"
+    )
+    params: list[Any] = [*session_pks, *checkpoint_ids]
+    if checkpoint_pks:
+        sql += (
+            f" UNION ALL SELECT {_VALUE}, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value "  # noqa: S608 (as above)
+            f"FROM {quote(LangGraphCheckpoint._meta.db_table)} WHERE id IN ({marks(checkpoint_pks)})"
+        )
+        params += checkpoint_pks
+    table = quote(LangGraphCheckpoint._meta.db_table)
+    named = f"FROM {table} c {_blobs_join('c')} WHERE c.id IN ({marks(blobs_of)})"
+    sql += (
+        f" UNION ALL SELECT {_NAMED}, c.id, NULL, NULL, NULL, NULL, NULL, b.id, b.channel, b.version, b.value_type, "  # noqa: S608 (as above)
+        f"NULL {named} UNION ALL SELECT {_BLOB}, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value "
+        f"FROM {quote(LangGraphBlob._meta.db_table)} WHERE id IN (SELECT b.id {named})"
+    )
+    return sql, [*params, *blobs_of, *blobs_of]
+
+
+def _binary_rows(
+    connection: BaseDatabaseWrapper, sql: str, params: list[Any], *, prepared: bool = False
+) -> list[tuple[Any, ...]]:
+    """A read of large bytes. On PostgreSQL the rows come in binary, the bytes as they are: Django's
+    cursor binds parameters in the client, which allows text results only, where bytea is hex,
+    twice its size, encoded by PostgreSQL and decoded by the worker (about 40% of the worker's time
+    for a page of 50 checkpoints of 75 KB). This cursor binds them in the server, and is wrapped as
+    Django wraps its own (timeouts, query logging). ``prepared``: a statement of a few fixed shapes
+    (``prepared_server_cursor``)."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+    opened = prepared_server_cursor if prepared else server_cursor
+    with opened(connection, binary_results=True) as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def checkpoint_tuple_get(
+    *,
+    tenant: Tenant,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str | None = None,
+    user_id: str | None = None,
+) -> CheckpointTuple | None:
+    """One checkpoint with its pending writes, or the namespace's newest when no id is given; None
+    when missing (or another user's thread, when ``user_id`` is given). One statement
+    (LangGraph's runner starts every run with this read): the checkpoint's row, then its writes',
+    found on the (session, namespace, id) and (session, id) indexes."""
+    key = thread_key(clean_text(thread_id, field="thread_id"))
+    checkpoint_ns = clean_text(checkpoint_ns, field="checkpoint_ns", max_bytes=MAX_NS_BYTES)
+    params: list[Any] = [tenant.pk, key]
+    owner = ""
+    if user_id is not None:
+        owner = "AND user_id = %s "
+        params.append(user_id)
+    params.append(checkpoint_ns)
+    chosen = ""
+    if checkpoint_id is not None:
+        chosen = "AND checkpoint_id = %s "
+        params.append(clean_text(checkpoint_id, field="checkpoint_id", max_bytes=MAX_ID_BYTES))
+    quote = connection.ops.quote_name
+    sql = (
+        f"WITH c AS (SELECT session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, metadata, value_type, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"value, channel_versions FROM {quote(LangGraphCheckpoint._meta.db_table)} "
+        f"WHERE session_id = (SELECT session_id FROM {quote(LangGraphThread._meta.db_table)} "
+        f"WHERE tenant_id = %s AND thread_key = %s {owner}) AND checkpoint_ns = %s {chosen}"
+        f"ORDER BY checkpoint_ns DESC, checkpoint_id DESC LIMIT 1) "
+        f"SELECT 0 AS kind, c.checkpoint_id, c.parent_checkpoint_id, c.metadata, c.value_type, c.value, "
+        f"NULL AS task_id, NULL AS task_path, NULL AS idx, NULL AS channel FROM c "
+        f"UNION ALL SELECT 1, NULL, NULL, NULL, w.value_type, w.value, w.task_id, w.task_path, w.idx, w.channel "
+        f"FROM {quote(LangGraphWrite._meta.db_table)} w JOIN c ON w.session_id = c.session_id "
+        f"AND w.checkpoint_id = c.checkpoint_id AND w.checkpoint_ns = c.checkpoint_ns "
+        f"UNION ALL SELECT 2, b.version, NULL, NULL, b.value_type, b.value, NULL, NULL, NULL, b.channel "
+        f"FROM c {_blobs_join('c')} "
+        f"ORDER BY kind"
+    )
+    rows = _binary_rows(connection, sql, params, prepared=True)  # four shapes, one per step
+    if not rows:
+        return None
+    _, checkpoint_id, parent, metadata, value_type, value, *_ = rows[0]
+    checkpoint = LangGraphCheckpoint(
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=parent,
+        # JSON text from SQLite; PostgreSQL's binary rows carry jsonb parsed
+        metadata=json.loads(metadata) if isinstance(metadata, str) else metadata,
+        value_type=value_type,
+        value=value,
+    )
+    writes = [
+        PendingWrite(task_id, task_path, idx, channel, type_, data)
+        for kind, _, _, _, type_, data, task_id, task_path, idx, channel in rows[1:]
+        if kind == 1
+    ]
+    blobs = [
+        ChannelValue(None, channel, version, type_, data)
+        for kind, version, _, _, type_, data, _, _, _, channel in rows[1:]  # a value's version in the id's place
+        if kind == 2
+    ]
+    return CheckpointTuple(
+        checkpoint=checkpoint, thread_id=thread_id, writes=sorted(writes, key=_writes_order), blobs=blobs
+    )
+
+
+def checkpoint_counts(sessions: Sequence[Session]) -> dict[int, int]:
+    """How many checkpoints each thread holds, every namespace counted, in one query."""
+    return dict(
+        LangGraphCheckpoint.objects.filter(session__in=[s.pk for s in sessions])
+        .values("session_id")
+        .annotate(n=Count("pk"))
+        .values_list("session_id", "n")
+        .order_by()
+    )
+
+
+def _blob_sizes(checkpoints: Sequence[LangGraphCheckpoint]) -> dict[int, int]:
+    """The bytes of the channel values each checkpoint names, stored apart from it."""
+    if not checkpoints:
+        return {}
+    table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+    marks = ", ".join(["%s"] * len(checkpoints))
+    sql = (
+        f"SELECT c.id, SUM(LENGTH(b.value)) FROM {table} c {_blobs_join('c')} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"WHERE c.id IN ({marks}) GROUP BY c.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [c.pk for c in checkpoints])
+        return {pk: int(size) for pk, size in cursor.fetchall()}
+
+
+TIMELINE_VALUES_BYTES = 8 * 1024 * 1024  # of stored state one timeline page reads, newest first
+
+
+def thread_timeline(*, session_pk: int, limit: int) -> list[LangGraphCheckpoint]:
+    """A thread's newest ``limit`` checkpoints for the admin's timeline, every namespace, with the
+    stored value's size (``value_bytes``). Their values (from which staff's view of the state is
+    rendered) are read newest first up to ``TIMELINE_VALUES_BYTES`` in all, so a long thread's page
+    stays small; ``state_read`` says whether a checkpoint's was."""
+    newest: list[LangGraphCheckpoint] = list(
+        LangGraphCheckpoint.objects.filter(session_id=session_pk)
+        .order_by("-checkpoint_id")  # the (session, checkpoint_id) index, read backwards
+        .defer("value", "channel_versions")
+        .annotate(value_bytes=Length("value"))[:limit]
+    )
+    apart = _blob_sizes(newest)
+    budget, wanted = TIMELINE_VALUES_BYTES, []
+    for checkpoint in newest:
+        checkpoint.value_bytes += apart.get(checkpoint.pk, 0)  # type: ignore[attr-defined]  # the whole state
+        size: int = checkpoint.value_bytes  # type: ignore[attr-defined]  # annotated above
+        if size > budget:
+            break
+        budget -= size
+        wanted.append(checkpoint.pk)
+    values = dict(LangGraphCheckpoint.objects.filter(pk__in=wanted).values_list("pk", "value"))
+    for checkpoint in newest:
+        checkpoint.state_read = checkpoint.pk in values  # type: ignore[attr-defined]
+        if checkpoint.state_read:  # type: ignore[attr-defined]
+            checkpoint.value = values[checkpoint.pk]
+    checkpoint_blobs([c for c in newest if c.state_read])  # type: ignore[attr-defined]
+    return newest
+
+
+def thread_stored_keys(
+    *, tenant: Tenant, thread_id: str
+) -> tuple[set[tuple[str, str]], set[tuple[str, str, str, int]]]:
+    """The keys a thread holds: its checkpoints' ``(namespace, id)`` and its writes' ``(namespace,
+    checkpoint id, task id, idx)``; empty sets for a thread agentstate does not hold."""
+    thread = LangGraphThread.objects.filter(tenant=tenant, thread_key=thread_key(thread_id)).first()
+    if thread is None:
+        return set(), set()
+    checkpoints = LangGraphCheckpoint.objects.filter(session_id=thread.pk).values_list("checkpoint_ns", "checkpoint_id")
+    writes = LangGraphWrite.objects.filter(session_id=thread.pk).values_list(
+        "checkpoint_ns", "checkpoint_id", "task_id", "idx"
+    )
+    return set(checkpoints), set(writes)

@@ -1,1 +1,0 @@
-"""Google ADK's ``user:`` state as user-attributed data (written with its event by agentstate_site.adk)."""
