@@ -14,8 +14,8 @@ Migrations, tests, benchmarks and these tools are not the service and are not co
 A raw-SQL site is justified by a ``# Raw:`` comment line above it in its function (or right above
 it, outside one) saying which benchmark and target of docs/PERFORMANCE.md it serves (``# Raw:
 benchmarks/http_load.py append p99; ...``), or that the ORM has no form of the statement (``# Raw:
-no ORM form: ...``). The core's modules (``core``: outside the framework backends' packages) hold
-none unjustified: tests/test_sql_sites.py fails on one.
+no ORM form: ...``). No module holds one unjustified, the core's (``core``: outside the framework
+backends' packages) nor a backend's: tests/test_sql_sites.py fails on one.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ PACKAGES = ("agentstate", "agentstate_site", "sessions_app", "userdata_app", "ba
 SQL_METHODS = {"execute", "executemany", "raw", "extra"}
 SQL_CALLABLES = {"RawSQL", "RunSQL"}
 JUSTIFIED = re.compile(r"#\s*Raw:")
-# The framework backends' server code: counted, but not held to the justification rule here.
+# The framework backends' server code: counted apart from the core's.
 FRAMEWORK_PATHS = ("backends/",)
 # As the code writes SQL: keywords in capitals.
 STATEMENT_START = re.compile(r"\s*(SELECT|UPDATE|INSERT|DELETE|WITH|CREATE|DROP|ALTER|LOCK|SET|PRAGMA|COPY)\s")

@@ -46,6 +46,7 @@ class AdkSource:
         self._loop.close()
 
     def _app_names(self) -> list[str]:
+        # Raw: no ORM form (ADK's own store, read in place: its tables have no Django models)
         query = "SELECT DISTINCT app_name FROM sessions ORDER BY app_name"
         if self.kind == "adk-sqlite":
             connection = sqlite3.connect(f"file:{self.location}?mode=ro", uri=True)
@@ -56,6 +57,7 @@ class AdkSource:
         from sqlalchemy import text
 
         async def names() -> list[str]:
+            # Raw: idem, through SQLAlchemy's engine
             async with self.service.db_engine.connect() as connection:
                 return [row[0] for row in await connection.execute(text(query))]
 
@@ -64,6 +66,7 @@ class AdkSource:
     def _create_times(self) -> dict[tuple[str, str, str], datetime]:
         """Each session's creation time as the store keeps it (ADK's API does not return it): epoch
         seconds in ``SqliteSessionService``'s file, a UTC timestamp in ``DatabaseSessionService``'s."""
+        # Raw: no ORM form (ADK's own store, read in place: its tables have no Django models)
         query = "SELECT app_name, user_id, id, create_time FROM sessions"
         if self.kind == "adk-sqlite":
             connection = sqlite3.connect(f"file:{self.location}?mode=ro", uri=True)
@@ -75,6 +78,7 @@ class AdkSource:
             from sqlalchemy import DateTime, text
 
             async def read() -> list[Any]:
+                # Raw: idem, through SQLAlchemy's engine
                 async with self.service.db_engine.connect() as connection:
                     typed = text(query).columns(create_time=DateTime())
                     return list(await connection.execute(typed))

@@ -36,6 +36,7 @@ class LangGraphDatabase:
         self.connection.close()
 
     def rows(self, sql: str, params: tuple = ()) -> list[tuple]:
+        # Raw: no ORM form (LangGraph's own SqliteSaver file: its tables have no Django models)
         cursor = self.connection.cursor()
         try:
             cursor.execute(sql, params)

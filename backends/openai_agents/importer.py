@@ -61,11 +61,13 @@ class OpenAIAgentsSource:
             self.advanced = False
 
     def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
+        # Raw: no ORM form (the SDK's own session store: its tables have no Django models)
         if self.kind == "openai-sqlite":
             return self.connection.execute(sql, params or {}).fetchall()
         from sqlalchemy import text
 
         async def fetch() -> list[tuple]:
+            # Raw: idem, through SQLAlchemy's engine
             async with self.engine.connect() as connection:
                 return [tuple(row) for row in await connection.execute(text(sql), params or {})]
 

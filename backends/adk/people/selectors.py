@@ -33,6 +33,7 @@ def adk_app_and_user_states(
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The app's state and several users' states in it, in one query (a page of sessions): the
     app's row comes first, without a user id, each found by its unique index."""
+    # Raw: benchmarks/frameworks.py ADK list_sessions per-call target; a page's app and users' states in one query
     users = sorted(set(user_ids))
     marks = ", ".join(["%s"] * len(users)) or "NULL"
     sql = (
@@ -79,6 +80,7 @@ _DELTAS = (
 
 def adk_states_get(*, tenant: Tenant, app_name: str, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The app's and the user's state, in one query."""
+    # Raw: benchmarks/frameworks.py ADK get_session per-call target; the app's and the user's state in one query
     with connection.cursor() as cursor:
         cursor.execute(_STATES_OF, [tenant.pk, app_name, tenant.pk, user_id, app_name])
         return adk_states_of(cursor.fetchone())

@@ -58,6 +58,7 @@ def _locked_state(*, tenant: Tenant, app_name: str, user_id: str) -> tuple[int, 
     """Inside a transaction: the primary key and state of the user's row in the app, under its row
     lock; a missing row is created empty. On PostgreSQL one statement: an insert that, on the
     unique (tenant, user, app), locks the row it met and returns its latest state."""
+    # Raw: benchmarks/frameworks.py ADK append_event (user: state delta) target; insert-or-lock in one statement
     if connection.vendor == "postgresql":
         table = connection.ops.quote_name(AdkUserState._meta.db_table)
         with prepared_cursor() as cursor:

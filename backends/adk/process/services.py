@@ -184,6 +184,7 @@ def adk_event_append_one_statement(
     match and the session does not hold the event's id. None when that did not apply or stored
     nothing: ``adk_event_append`` (in a transaction) then stores it or says why not (not found,
     stale, an id the session holds)."""
+    # Raw: benchmarks/frameworks.py ADK append_event and turn targets; event and activity in one statement
     timestamp, delta = _event_fields(event)
     if connection.vendor != "postgresql" or any(state_split(delta).values()):
         return None

@@ -161,6 +161,7 @@ def checkpoint_blobs_size() -> RawSQL:
     a thread's checkpoints mostly share their values with their parents, so a page of checkpoints is
     bounded by what its answer holds (within one checkpoint's values: those it shares with a parent
     on the next page)."""
+    # Raw: benchmarks/frameworks.py LangGraph get_state_history targets; a page's bytes sized in SQL
     table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
     sql = (
         f"(SELECT COALESCE(SUM(LENGTH(b.value)), 0) FROM {_blobs_of(table)} "  # noqa: S608 (quoted identifiers and constant SQL)
@@ -301,6 +302,7 @@ def _binary_rows(
     for a page of 50 checkpoints of 75 KB). This cursor binds them in the server, and is wrapped as
     Django wraps its own (timeouts, query logging). ``prepared``: a statement of a few fixed shapes
     (``prepared_server_cursor``)."""
+    # Raw: benchmarks/frameworks.py LangGraph step and history targets; channel values read as binary
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
@@ -392,6 +394,7 @@ def checkpoint_counts(sessions: Sequence[Session]) -> dict[int, int]:
 
 def _blob_sizes(checkpoints: Sequence[LangGraphCheckpoint]) -> dict[int, int]:
     """The bytes of the channel values each checkpoint names, stored apart from it."""
+    # Raw: benchmarks/frameworks.py LangGraph get_state_history targets; all value bytes in one query
     if not checkpoints:
         return {}
     table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)

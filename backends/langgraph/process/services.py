@@ -183,6 +183,7 @@ def _thread_lock(*, tenant: Tenant, key: str) -> ThreadRef | None:
     statement: ``updated_at`` moves to now and a thread retention ended is reopened, and the write
     is ordered with a delete, an erasure or a retention sweep of the thread (one that won leaves
     nothing to find)."""
+    # Raw: benchmarks/frameworks.py LangGraph step target; find, lock and touch the thread in one statement
     with connection.cursor() as cursor:
         cursor.execute(_thread_lock_sql(user_check=False), [_now(), tenant.pk, key])
         row = cursor.fetchone()
@@ -375,6 +376,7 @@ def _fast_write(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> bool:
     write as the session's activity and stores every row, with no BEGIN and COMMIT round trips, its
     values bound as parameters (``prepared_server_cursor``), not spliced into its text. False when it stored
     nothing (no such thread of that user) or the database is not PostgreSQL."""
+    # Raw: benchmarks/frameworks.py LangGraph step target; a put or a batch of one thread in one statement
     if connection.vendor != "postgresql":
         return False
     write, now = writes[0], _now()
@@ -397,6 +399,7 @@ def thread_write(*, tenant: Tenant, write: ThreadWrite) -> None:
     activity: one statement when it can (``_fast_write``), else a transaction that finds or creates
     the thread (``thread_for_write``: its first write, the erased-subject guard, a 409 for another
     user) and then stores the rows."""
+    # Raw: benchmarks/frameworks.py LangGraph step target; a write's rows as the fast path shapes them, on SQLite
     if _fast_write(tenant=tenant, writes=[write]):
         return
     with transaction.atomic():
@@ -694,6 +697,7 @@ def thread_copy(*, tenant: Tenant, source_thread_id: str, target_thread_id: str,
     target owned by someone else is refused). Two INSERT ... SELECT statements whatever the size;
     rows the target already has are kept. Returns the checkpoints copied; a missing source (or
     with ``user_id`` another user's) copies nothing."""
+    # Raw: no ORM form of INSERT ... SELECT (a thread copied in two statements whatever its size)
     source = _thread_find(tenant=tenant, thread_id=source_thread_id, user_id=user_id)
     if source is None:
         clean_text(target_thread_id, field="target_thread_id", allow_empty=False)
