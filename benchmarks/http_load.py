@@ -140,7 +140,7 @@ def documented_proxy(app_url: str, workdir: Path) -> Iterator[str]:
     https, app = free_port(), app_url.removeprefix("http://")
     site = {"HAPROXY_ETC": str(workdir), "HAPROXY_LOG": "stdout format raw", "PROXY_NAME": "127.0.0.1"}
     site |= {"PROXY_SAN": "IP:127.0.0.1", "HTTPS_BIND": f"127.0.0.1:{https}", "HTTP_BIND": f"127.0.0.1:{free_port()}"}
-    site |= {"APP1": app, "APP2": app}
+    site |= {"APP1": app, "APP2": app, "MCP1": app, "MCP2": app}  # the recipe's /mcp backend: unused here
     for step in ("proxy-cert", "proxy"):
         script = subprocess.run(
             [sys.executable, "-m", "tools.recipe", step], cwd=REPO, capture_output=True, text=True, check=True

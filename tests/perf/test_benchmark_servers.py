@@ -6,6 +6,7 @@ from the source (the tests never import the benchmarks); cheap, no server."""
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,23 @@ print(json.dumps(http_load.server_config({**__import__("os").environ, "GUNICORN_
     helper = ast.unparse(_function("http_load", "gunicorn"))
     assert "report.SERVERS.append(config)" in helper and "server_config(env)" in helper
     assert "SERVERS" in ast.unparse(_function("report", "write_results"))
+
+
+def test_the_proxy_run_gives_every_variable_the_recipe_names():
+    """``frameworks --proxy`` sets HAProxy up by SCALING.md's recipe as written, under ``bash -u``: a
+    variable the recipe gains (its /mcp backend's servers) and the benchmark does not give stops
+    the run before it measures anything."""
+    named = set()
+    for step in ("proxy-cert", "proxy"):
+        script = subprocess.run(
+            [sys.executable, "-m", "tools.recipe", step], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+        named |= set(re.findall(r"\$\{?([A-Z][A-Z0-9_]*)", script))
+    given = {
+        node.value
+        for node in ast.walk(_function("http_load", "documented_proxy"))
+        if isinstance(node, ast.Dict)
+        for node in node.keys
+        if isinstance(node, ast.Constant)
+    }
+    assert named and not named - given - set(os.environ), sorted(named - given)
