@@ -101,3 +101,14 @@ def _body_narrow(document: dict[str, Any], person: str) -> None:
         document[FIELD] = person
     elif named != person:
         raise _other_person()
+
+
+def person_key_scope(places: tuple[str, ...] | None) -> str:
+    """What a person key meets on a route, in the API's words (the schema's 403 says it per route)."""
+    if places is None or places == TENANT_WIDE:
+        return "A key scoped to one person is refused here (`person_key`): this route needs a tenant key."
+    if places == NO_PERSON:
+        return "A key scoped to one person is served here as any key: the route names no person."
+    named = {PATH: "the path's `user_id`", QUERY: "the query's `user_id`"}
+    where = " or ".join(named.get(place, "the body's `user_id`") for place in dict.fromkeys(places))
+    return f"A key scoped to one person is refused (`person_key`) when {where} names another person."

@@ -9,6 +9,7 @@ from drf_spectacular import openapi
 from drf_spectacular.utils import OpenApiResponse
 
 from agentstate.api.errors import ErrorSerializer
+from agentstate.api.people import person_key_scope
 
 ERROR_DESCRIPTIONS = {
     400: "Invalid input; `fields` names what was refused.",
@@ -78,5 +79,7 @@ class AutoSchema(openapi.AutoSchema):
             if str(code) not in responses:
                 response = self._get_response_for_code(ErrorSerializer, str(code), direction=direction)
                 response["description"] = ERROR_DESCRIPTIONS[code]
+                if code == 403 and hasattr(self.view, "person_named_in"):  # the views person keys reach
+                    response["description"] += " " + person_key_scope(self.view.person_named_in)
                 responses[str(code)] = response
         return responses

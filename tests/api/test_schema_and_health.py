@@ -141,3 +141,16 @@ def test_livez_refuses_writes(client):
 def test_readyz_is_the_readiness_check(client):
     response = client.get("/readyz/")
     assert response.status_code == 200 and response.json()["database"] == "ok" and response.json()["cache"] == "ok"
+
+
+def test_each_routes_403_says_what_a_person_key_meets_there(schema):
+    """A client holding a key scoped to one person reads in the schema, route by route, whether it is
+    refused outright (tenant-wide routes), refused only for another person, or served."""
+    refused = schema["paths"]["/api/v1/compliance/users/{user_id}/export/"]["get"]["responses"]["403"]
+    assert "`person_key`" in refused["description"] and "needs a tenant key" in refused["description"]
+    own = schema["paths"]["/api/v1/users/{user_id}/sessions/{session_id}/rounds/"]["post"]["responses"]["403"]
+    assert "`person_key`" in own["description"] and "path's `user_id` names another person" in own["description"]
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            if path.startswith("/api/v1/"):
+                assert "scoped to one person" in operation["responses"]["403"]["description"], (method, path)
