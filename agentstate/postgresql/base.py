@@ -45,7 +45,7 @@ from typing import Any
 import psycopg
 from django.db import DatabaseError
 from django.db.backends.postgresql import base, operations
-from psycopg.pq import TransactionStatus
+from psycopg.pq import Format, TransactionStatus
 
 from agentstate.watchdog import watchdog
 
@@ -142,7 +142,17 @@ class DatabaseWrapper(base.DatabaseWrapper):
         when statements are not prepared. Several statements joined by ``;`` need ``cursor()``."""
         if not self.prepares:
             return self.cursor()
-        return self._wrapped(_PreparedCursor(self._open()))
+        return self.bound_cursor(prepared=True)
+
+    def bound_cursor(self, *, prepared: bool = False, binary_results: bool = False) -> Any:
+        """A cursor, as ``cursor()`` gives, whose parameters the server binds: bytes travel as binary
+        parameters rather than hex in the statement's text (Django's cursor binds in the client).
+        ``binary_results``: rows come in binary, bytea as it is rather than hex, twice its size.
+        ``prepared``: each statement prepared on its connection, where statements are prepared."""
+        cursor = (_PreparedCursor if prepared and self.prepares else psycopg.Cursor)(self._open())
+        if binary_results:
+            cursor.format = Format.BINARY
+        return self._wrapped(cursor)
 
     def pipelined_cursor(self, statements: Sequence[tuple[str, Any]]) -> Any:
         """A cursor whose ``execute(sql, params)`` runs ``statements`` (each ``(sql, params)``)

@@ -23,8 +23,6 @@ from backends.langgraph.process.services import (
     MAX_ID_BYTES,
     MAX_NS_BYTES,
     clean_text,
-    prepared_server_cursor,
-    server_cursor,
     thread_key,
 )
 from sessions_app.models import Session
@@ -300,15 +298,14 @@ def _binary_rows(
     cursor binds parameters in the client, which allows text results only, where bytea is hex,
     twice its size, encoded by PostgreSQL and decoded by the worker (about 40% of the worker's time
     for a page of 50 checkpoints of 75 KB). This cursor binds them in the server, and is wrapped as
-    Django wraps its own (timeouts, query logging). ``prepared``: a statement of a few fixed shapes
-    (``prepared_server_cursor``)."""
+    Django wraps its own (timeouts, query logging). ``prepared``: a statement of a few fixed shapes,
+    prepared (``bound_cursor``)."""
     # Raw: benchmarks/frameworks.py LangGraph step and history targets; channel values read as binary
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
-    opened = prepared_server_cursor if prepared else server_cursor
-    with opened(connection, binary_results=True) as cursor:
+    with connection.bound_cursor(prepared=prepared, binary_results=True) as cursor:  # type: ignore[attr-defined]  # agentstate.postgresql's
         cursor.execute(sql, params)
         return cursor.fetchall()
 

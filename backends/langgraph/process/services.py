@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import functools
 import hashlib
 from collections.abc import Iterator, Sequence
@@ -14,7 +13,6 @@ from typing import Any, cast
 
 import ormsgpack
 from django.db import IntegrityError, connection, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Exists, Field, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
@@ -374,7 +372,7 @@ def _fast_write(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> bool:
     """On PostgreSQL, writes of one thread by one user as one statement, atomic by itself, when the
     thread exists and they name no other user (every write after a thread's first): it records the
     write as the session's activity and stores every row, with no BEGIN and COMMIT round trips, its
-    values bound as parameters (``prepared_server_cursor``), not spliced into its text. False when it stored
+    values bound as parameters (``bound_cursor``), not spliced into its text. False when it stored
     nothing (no such thread of that user) or the database is not PostgreSQL."""
     # Raw: benchmarks/frameworks.py LangGraph step target; a put or a batch of one thread in one statement
     if connection.vendor != "postgresql":
@@ -388,7 +386,7 @@ def _fast_write(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> bool:
     ]
     params = [now, tenant.pk, thread_key(write.thread_id), write.user_id]
     params += [p for i in inserts for p in i.values_params] + [p for i in inserts for p in i.insert_params]
-    with prepared_server_cursor(connection) as cursor:
+    with connection.bound_cursor(prepared=True) as cursor:  # type: ignore[attr-defined]  # agentstate.postgresql's
         cursor.execute(f"WITH {', '.join(ctes)} SELECT count(*) FROM s", params)  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         (found,) = cursor.fetchone()
     return bool(found)
@@ -454,40 +452,6 @@ def _same_thread_runs(writes: Sequence[ThreadWrite]) -> Iterator[list[ThreadWrit
         keys |= mine
     if run:
         yield run
-
-
-def prepared_server_cursor(connection: BaseDatabaseWrapper, *, binary_results: bool = False) -> Any:
-    """A ``server_cursor`` whose statements go prepared (``prepared_cursor``: PostgreSQL parses
-    each shape once per connection, and plans it once when its generic plan serves), for a step's
-    fixed-shape statements (its puts, its read) rather than at every step; a ``server_cursor``
-    where statements are not prepared (PgBouncer in transaction mode)."""
-    prepared = getattr(connection, "prepared_cursor", None)  # agentstate.postgresql's
-    if prepared is None or not getattr(connection, "prepares", False):
-        return server_cursor(connection, binary_results=binary_results)
-    import psycopg
-
-    cursor = prepared()
-    if binary_results:
-        cursor.cursor.format = psycopg.pq.Format.BINARY
-    return cursor
-
-
-@contextlib.contextmanager
-def server_cursor(connection: BaseDatabaseWrapper, *, binary_results: bool = False) -> Iterator[Any]:
-    """A PostgreSQL cursor that binds parameters in the server: bytes travel as binary parameters
-    rather than hex spliced into the statement's text (Django's cursor binds them in the client),
-    and with ``binary_results`` the rows come in binary too, bytea as it is rather than hex, twice
-    its size. Wrapped as Django wraps its own (timeouts, query logging)."""
-    import psycopg
-
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    raw = psycopg.Cursor(connection.connection)
-    if binary_results:
-        raw.format = psycopg.pq.Format.BINARY
-    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
-    with wrap(raw) as cursor:  # type: ignore[arg-type]  # the stubs want a wrapper; Django passes a DB-API cursor
-        yield cursor
 
 
 _CHECKPOINT_FIELDS = (
