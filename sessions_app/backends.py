@@ -6,8 +6,10 @@ names no framework.
 
 What a backend must do beyond registering (docs/DESIGN.md, "Adding a framework backend"): keep
 its sessions as ``Session`` rows with ``framework`` set, hang its rows off them, and make every
-write activity (``services.live.session_touch`` or ``update_live_session`` under the session's row
-lock), so retention and erasure treat its data as they treat the core's.
+write activity under the session's row lock, so retention and erasure treat its data as they treat
+the core's: its hand-written writes of the session row are ``services.live.activity_update_sql``
+(the core's UPDATE, to which it gives only its own SET and WHERE), its others ``session_touch`` or
+``update_live_session``. tests/sessions_app/test_activity_rule.py holds each registered backend to it.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from sessions_app.models import Message, MessagePop, Round, RunUsage, Session
 from sessions_app.selectors.export import message_as_dict
 from sessions_app.selectors.rows import column_converter, model_columns, row_as_model
 from sessions_app.selectors.sessions import session_get
-from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED, lock_session, session_hold_check, session_touch
+from sessions_app.services.live import activity_update_sql, lock_session, session_hold_check, session_touch
 from sessions_app.services.sessions import new_session_id_clean
 from sessions_app.services.usage import run_usage_drop_removed_turns
 
@@ -221,10 +221,11 @@ _POP_READ_SQL = (
 _SESSION_IDENTITY = "tenant_id = %(tenant)s AND user_id = %(user_id)s AND session_id = %(session_id)s AND app_name = ''"
 # The REST API's session found by its lock (as ``session_touch`` takes it, with the hold lock),
 # then the pop's read of it as a statement of its own: one round trip (``execute_all``), two snapshots.
-_POP_LOCK_SQL = (
-    f'UPDATE "{Session._meta.db_table}" SET updated_at = %(now)s, {REOPEN_IF_RETENTION_ENDED} '  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-    f"WHERE {_SESSION_IDENTITY} RETURNING {model_columns(Session, Session._meta.db_table)}, "
-    "pg_advisory_xact_lock_shared(%(holds)s)"
+_POP_LOCK_SQL = activity_update_sql(
+    where=_SESSION_IDENTITY,
+    returning=f"{model_columns(Session, Session._meta.db_table)}, pg_advisory_xact_lock_shared(%(holds)s)",
+    writable=False,
+    time="%(now)s",
 )
 _POP_READ_LOCKED_SQL = _POP_READ_SQL.replace(
     "%(session_pk)s",

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from contextvars import ContextVar
+from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Case, F, Value, When
@@ -52,30 +53,49 @@ def session_get_or_create(*, tenant: Tenant, user_id: str, session_id: str) -> S
 
 
 # A write reopens a session retention ended for idleness (a framework's graph or runner must not
-# break after an idle day); a session an agent ended stays ended. SQL for the SET and WHERE of the
-# one statement each write already sends.
-REOPEN_IF_RETENTION_ENDED = (
+# break after an idle day); a session an agent ended stays ended.
+_REOPEN_IF_RETENTION_ENDED = (
     "ended_at = CASE WHEN ended_by_retention THEN NULL ELSE ended_at END, ended_by_retention = false"
 )
-WRITABLE = "(ended_at IS NULL OR ended_by_retention)"
+_WRITABLE = "(ended_at IS NULL OR ended_by_retention)"
+
+
+def activity_update_sql(
+    *, where: str, sets: str = "", returning: str = "id", writable: bool = True, time: str = "%s"
+) -> str:
+    """The one ``UPDATE`` of a session's row every hand-written write sends, the core's and every
+    backend's: ``UPDATE session SET <sets>, updated_at = <time>, <a retention end undone> WHERE
+    (<where>) AND <writable> RETURNING <returning>``. It takes the row lock and records the activity
+    in the round trip the write sends anyway (a caller may embed it as ``WITH s AS (...)``).
+
+    Its parameters in order: those of ``sets``, the activity time (``activity_time()``, or the
+    name ``time`` gives, e.g. ``%(now)s``), those of ``where`` and ``returning``. ``writable=False``
+    for a write whose caller decides on an ended session itself (it reads the row it locked)."""
+    table = connection.ops.quote_name(Session._meta.db_table)
+    sets = f"{sets}, " if sets else ""
+    live = f" AND {_WRITABLE}" if writable else ""
+    return (
+        f"UPDATE {table} SET {sets}updated_at = {time}, {_REOPEN_IF_RETENTION_ENDED} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"WHERE ({where}){live} RETURNING {returning}"
+    )
+
+
+def activity_time() -> Any:
+    """The activity time as ``activity_update_sql``'s parameter: now, as the database stores it."""
+    return connection.ops.adapt_datetimefield_value(timezone.now())
 
 
 def update_live_session(
     session: Session, assignments: str = "", params: Sequence[Any] = (), returning: str = "id"
 ) -> Any:
-    """Run ``UPDATE session SET <assignments>, updated_at = now WHERE pk AND writable RETURNING
-    <returning>``: one round trip that locks the row and records the activity (a session retention
-    ended is reopened). Raises if an agent ended the session or it is gone."""
+    """Run ``activity_update_sql`` on the session, live: one round trip that locks the row and
+    records the activity (a session retention ended is reopened), with ``assignments`` (and their
+    ``params``) set too. Returns ``returning``'s value; raises if an agent ended the session or it
+    is gone."""
     # Raw: benchmarks/frameworks.py per-call targets: the lock and the activity in one UPDATE … RETURNING
-    table = connection.ops.quote_name(Session._meta.db_table)
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    sets = f"{assignments}, " if assignments else ""
-    sql = (
-        f"UPDATE {table} SET {sets}updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"WHERE id = %s AND {WRITABLE} RETURNING {returning}"
-    )
+    sql = activity_update_sql(where="id = %s", sets=assignments, returning=returning)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, now, session.pk])
+        cursor.execute(sql, [*params, activity_time(), session.pk])
         row = cursor.fetchone()
     if row is None:
         raise_not_live(session)
@@ -91,10 +111,11 @@ def lock_session(session: Session) -> Session:
     return locked
 
 
-def activity_changes() -> dict[str, Any]:
-    """The ORM form of what every write sets: the activity time, and a retention end undone."""
+def activity_changes(now: datetime | None = None) -> dict[str, Any]:
+    """The ORM form of what every write sets (``activity_update_sql``'s SET): the activity time
+    (``now``, or the time it is called), and a retention end undone."""
     return {
-        "updated_at": timezone.now(),
+        "updated_at": now or timezone.now(),
         "ended_at": Case(When(ended_by_retention=True, then=Value(None)), default=F("ended_at")),
         "ended_by_retention": False,
     }
@@ -108,26 +129,34 @@ def session_touch(session: Session, *, holds_lock_shared: bool = False) -> Sessi
     statement then takes the tenant's hold lock shared (PostgreSQL; ``holds_lock``), so the hold
     check, in a later statement, sees every hold placed before."""
     # Raw: benchmarks/frameworks.py per-call targets: the lock and the activity in one UPDATE … RETURNING
-    table = connection.ops.quote_name(Session._meta.db_table)
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    params: list[Any] = [now, session.pk]
+    params: list[Any] = [activity_time(), session.pk]
     returning = "*"
     if holds_lock_shared:
         holds_lock_required()
     if holds_lock_shared and connection.vendor == "postgresql":
         returning += ", pg_advisory_xact_lock_shared(%s) AS holds_locked"
         params.append(holds_lock_key(session.tenant_id))
-    sql = f"UPDATE {table} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} WHERE id = %s RETURNING {returning}"  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+    sql = activity_update_sql(where="id = %s", returning=returning, writable=False)
     touched = next(iter(Session.objects.raw(sql, params)), None)
     if touched is None:
         raise NotFound("Session not found.")
     return touched
 
 
-def raise_not_live(session: Session) -> None:
+ENDED = "The session has ended; it accepts no new messages, rounds or working state."
+
+
+def raise_not_live(session: Session) -> NoReturn:
     if Session.objects.filter(pk=session.pk).exists():
-        raise SessionEnded("The session has ended; it accepts no new messages, rounds or working state.")
+        raise SessionEnded(ENDED)
     raise NotFound("Session not found.")
+
+
+def refuse_if_ended(locked: Session) -> None:
+    """``activity_update_sql``'s rule for a row read under its lock before the write: a session an
+    agent ended refuses it (409); one retention ended takes it, and the write reopens it."""
+    if locked.ended_at is not None and not locked.ended_by_retention:
+        raise SessionEnded(ENDED)
 
 
 def session_hold_check(session: Session, *, what: str = "this session") -> None:

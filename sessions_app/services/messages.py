@@ -22,8 +22,7 @@ from agentstate.validation import clean_identifier, clean_json, clean_optional_l
 from sessions_app.models import Message, Session
 from sessions_app.selectors.sessions import session_get
 from sessions_app.services.live import (
-    REOPEN_IF_RETENTION_ENDED,
-    WRITABLE,
+    activity_update_sql,
     raise_not_live,
     session_touch,
     update_live_session,
@@ -153,14 +152,16 @@ def _message_insert_postgresql(
         params.append(position)
         params.extend(field.get_db_prep_save(values[field.name], connection) for field in fields)
     columns = ", ".join(_MESSAGE_COLUMNS)
+    update = activity_update_sql(
+        sets="last_seq = last_seq + %s, message_count = message_count + %s",
+        where=f"{session_is}{not_stored}",
+        returning="id, tenant_id, user_id, last_seq",
+    )
     selected = ", ".join(
         f"v.{field.name}::jsonb" if field.get_internal_type() == "JSONField" else f"v.{field.name}" for field in fields
     )
     sql = (
-        f"WITH s AS (UPDATE {sessions} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"SET last_seq = last_seq + %s, message_count = message_count + %s, "
-        f"updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
-        f"WHERE {session_is} AND {WRITABLE}{not_stored} RETURNING id, tenant_id, user_id, last_seq) "
+        f"WITH s AS ({update}) "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"INSERT INTO {messages} (session_id, tenant_id, user_id, seq, created_at, {columns}) "
         f"SELECT s.id, s.tenant_id, s.user_id, s.last_seq - %s + 1 + v.position, %s, {selected} "
         f"FROM s, (VALUES {', '.join([row] * len(fresh))}) AS v(position, {columns}) "

@@ -14,8 +14,7 @@ from agentstate.validation import ROUND_ID_MAX, clean_identifier, clean_json, cl
 from sessions_app import selectors
 from sessions_app.models import Round, Session
 from sessions_app.services.live import (
-    REOPEN_IF_RETENTION_ENDED,
-    WRITABLE,
+    activity_update_sql,
     session_get_or_create,
     session_hold_check,
     session_touch,
@@ -61,11 +60,13 @@ def _round_append_postgresql(*, tenant: Tenant, user_id: str, session_id: str, s
     # Raw: benchmarks/scaling.py save auto round ratio ≤ 1.3: one statement for five round trips
     now = timezone.now()
     quote = connection.ops.quote_name
+    update = activity_update_sql(
+        sets="last_round_id = last_round_id + 1",
+        where="tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = '' AND last_round_id < %s",
+        returning="id, last_round_id",
+    )
     sql = (
-        f"WITH s AS (UPDATE {quote(Session._meta.db_table)} SET last_round_id = last_round_id + 1, updated_at = %s, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"{REOPEN_IF_RETENTION_ENDED} WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = '' "
-        f"AND {WRITABLE} AND last_round_id < %s "
-        f"RETURNING id, last_round_id) "
+        f"WITH s AS ({update}) "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"INSERT INTO {quote(Round._meta.db_table)} "
         f"(session_id, tenant_id, user_id, round_id, state, created_at, updated_at, version) "
         f"SELECT s.id, %s, %s, s.last_round_id, %s, %s, %s, 1 FROM s RETURNING id, session_id, round_id"

@@ -29,7 +29,7 @@ from backends.adk.process.models import ADK_EVENT_ID_INDEXED, AdkAppState, AdkEv
 from backends.adk.process.state import USER_PREFIX, json_object, json_text, state_split
 from sessions_app.models import Session
 from sessions_app.selectors import IMPORTED, model_columns, row_as_model
-from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED
+from sessions_app.services.live import activity_changes, activity_update_sql, refuse_if_ended
 from sessions_app.services.sessions import new_session_id_clean, session_insert
 
 FRAMEWORK = "adk"
@@ -149,10 +149,9 @@ def adk_session_import(
         durable_state=json_text(parts["session"]),
         last_update_time=clean_timestamp(last_update_time, field="last_update_time"),
         last_seq=seq,
-        updated_at=now,
         version=F("version") + 1,
         **first_import,
-        **({"ended_at": None, "ended_by_retention": False} if session.ended_by_retention else {}),
+        **activity_changes(now),
     )
     if parts["app"]:
         _app_state_update(tenant_id=session.tenant_id, app_name=session.app_name, delta=parts["app"])
@@ -194,14 +193,18 @@ def adk_event_append_one_statement(
     # A concurrent append bumps the version: PostgreSQL re-checks `version = %s` on the row it waited
     # for, so of two writers holding one version, one appends and the other stores nothing.
     read_time = "" if last_update_time is None else "AND last_update_time = %s "
+    update = activity_update_sql(
+        sets="last_seq = last_seq + 1, version = version + 1, last_update_time = %s",
+        where=(
+            "tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s AND framework = %s "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+            f"AND version = %s {read_time}"
+            f"AND NOT EXISTS (SELECT 1 FROM {event_table} e WHERE e.session_id = {session_table}.id "
+            f"AND SUBSTRING(e.event_id, 1, {ADK_EVENT_ID_INDEXED}) = %s AND e.event_id = %s)"
+        ),
+        returning="id, tenant_id, user_id, last_seq",
+    )
     sql = (
-        f"WITH s AS (UPDATE {session_table} SET last_seq = last_seq + 1, version = version + 1, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"last_update_time = %s, updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "
-        f"WHERE tenant_id = %s AND user_id = %s AND session_id = %s AND app_name = %s AND framework = %s "
-        f"AND version = %s {read_time}"
-        f"AND NOT EXISTS (SELECT 1 FROM {event_table} e WHERE e.session_id = {session_table}.id "
-        f"AND SUBSTRING(e.event_id, 1, {ADK_EVENT_ID_INDEXED}) = %s AND e.event_id = %s) "
-        f"RETURNING id, tenant_id, user_id, last_seq) "
+        f"WITH s AS ({update}) "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"INSERT INTO {event_table} (session_id, tenant_id, user_id, created_at, seq, event_id, invocation_id, "
         f"author, timestamp, text, data) "
         f"SELECT s.id, s.tenant_id, s.user_id, %s, s.last_seq, %s, %s, %s, %s, %s, %s FROM s RETURNING session_id, seq"
@@ -262,6 +265,7 @@ def adk_event_append(
     locked, same_prefix = _lock_with_event_ids(
         identity=[tenant.pk, user_id, session_id, app_name, FRAMEWORK], event_id=event_id
     )
+    refuse_if_ended(locked)
     _check_not_stale(locked, expected_version, last_update_time, last_event_id)
     # The whole id is compared here: the index holds a prefix of each id (a whole long id would
     # not fit in a PostgreSQL index row). Ids sharing their first 100 characters are rare.
@@ -281,9 +285,12 @@ def adk_event_append(
     quote = connection.ops.quote_name
     execute_all(
         (
-            f"UPDATE {quote(Session._meta.db_table)} SET durable_state = %s, last_update_time = %s, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-            f"updated_at = %s, last_seq = %s, version = %s, {REOPEN_IF_RETENTION_ENDED} WHERE id = %s",
-            [json_text(session_state), timestamp, at, locked.last_seq, locked.version, locked.pk],
+            activity_update_sql(
+                sets="durable_state = %s, last_update_time = %s, last_seq = %s, version = %s",
+                where="id = %s",
+                writable=False,  # refuse_if_ended read the row this lock holds
+            ),
+            [json_text(session_state), timestamp, locked.last_seq, locked.version, at, locked.pk],
         ),
         (
             f"INSERT INTO {quote(AdkEvent._meta.db_table)} (session_id, tenant_id, user_id, created_at, seq, "  # noqa: S608 (as above)

@@ -22,7 +22,7 @@ from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json
 from backends.langgraph.process.models import LangGraphBlob, LangGraphCheckpoint, LangGraphThread, LangGraphWrite
 from sessions_app.models import Session, SessionOwned
-from sessions_app.services.live import REOPEN_IF_RETENTION_ENDED, sessions_hold_check
+from sessions_app.services.live import activity_update_sql, raise_not_live, sessions_hold_check
 from sessions_app.services.retention import rows_past_latest
 from sessions_app.services.sessions import session_delete
 
@@ -161,14 +161,16 @@ class ThreadRef:
 
 
 def _thread_lock_sql(*, user_check: bool) -> str:
-    """``UPDATE session ... RETURNING id, user_id`` of the tenant's thread (its two parameters after
-    the time: tenant and key; a third, the user id or NULL, when ``user_check``)."""
-    quote = connection.ops.quote_name
+    """The activity ``UPDATE`` (``activity_update_sql``) of the tenant's live thread, ``RETURNING id,
+    user_id`` (its two parameters after the time: tenant and key; a third, the user id or NULL,
+    when ``user_check``)."""
     owner = " AND user_id = COALESCE(%s, user_id)" if user_check else ""
-    return (
-        f"UPDATE {quote(Session._meta.db_table)} SET updated_at = %s, {REOPEN_IF_RETENTION_ENDED} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"WHERE id = (SELECT session_id FROM {quote(LangGraphThread._meta.db_table)} "
-        f"WHERE tenant_id = %s AND thread_key = %s){owner} RETURNING id, user_id"
+    return activity_update_sql(
+        where=(
+            f"id = (SELECT session_id FROM {connection.ops.quote_name(LangGraphThread._meta.db_table)} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+            f"WHERE tenant_id = %s AND thread_key = %s){owner}"
+        ),
+        returning="id, user_id",
     )
 
 
@@ -214,10 +216,13 @@ def thread_for_write(*, tenant: Tenant, thread_id: str, user_id: str | None, def
                     session=session, tenant=tenant, user_id=owner, thread_id=thread_id, thread_key=key
                 )
             thread = ThreadRef(session.pk, owner)
-        except IntegrityError:  # a concurrent first write won
+        except IntegrityError:  # a concurrent first write won, or the thread is there and not live
             thread = _thread_lock(tenant=tenant, key=key)
             if thread is None:
-                raise
+                found = LangGraphThread.objects.filter(tenant=tenant, thread_key=key).first()
+                if found is None:
+                    raise
+                raise_not_live(found.session)
     if user_id is not None and thread.user_id != user_id:
         raise ThreadOwnedByAnotherUser("This thread belongs to another user; writes must name its owner.")
     return thread
