@@ -2,6 +2,10 @@
 each installed backend is registered once, the system checks pass, and a backend left out has no
 API. .ci/run runs the smoke set (marker ``any_backends``) with each backend left out."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 from django.apps import apps
 from django.conf import settings
@@ -30,3 +34,24 @@ def test_a_backend_left_out_has_no_api(api, prefix, backend):
     response = api.get(prefix)
     assert response.status_code == 404
     assert response.json()["error"]
+
+
+@pytest.mark.servers  # a pytest of its own: seconds to collect
+def test_a_test_needing_a_left_out_backend_skips_naming_it():
+    """conftest.py's rule, by what a test imports or the backend its file is named after: with
+    LangGraph left out, a module importing it and a test_langgraph_* file skip, and the run collects
+    without an error."""
+    files = ["tests/api/test_langgraph_msgpack.py", "tests/integrations/test_langgraph_retention.py"]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "0", "-p", "no:randomly", "-q", "-rs", *files],
+        cwd=settings.BASE_DIR,
+        env={**os.environ, "AGENTSTATE_BACKENDS": "adk,openai_agents"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-2000:]
+    summary = result.stdout.strip().splitlines()
+    assert "passed" not in summary[-1] and "error" not in summary[-1] and "skipped" in summary[-1]
+    skips = [line for line in summary if line.startswith("SKIPPED")]
+    assert skips and all("needs the langgraph backend, which AGENTSTATE_BACKENDS leaves out" in s for s in skips)

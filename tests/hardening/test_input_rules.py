@@ -27,6 +27,7 @@ from urllib.parse import quote
 
 import pytest
 from asgiref.testing import ApplicationCommunicator
+from django.conf import settings
 from django.core.asgi import get_asgi_application
 from django.urls import resolve
 from rest_framework import pagination as drf_pagination
@@ -264,7 +265,12 @@ IDENTIFIER_FIELDS = {
     "post /api/v1/adk/apps/{app_name}/users/{user_id}/sessions/": ["session_id"],
 }
 BAD_IDENTIFIERS = {"too long": "x" * (IDENTIFIER_MAX_LENGTH + 1), "control": "a\tb", "lone surrogate": "\ud800"}
-IDENTIFIER_PAIRS = [field_of(operation, name) for operation, names in IDENTIFIER_FIELDS.items() for name in names]
+IDENTIFIER_PAIRS = [
+    field_of(operation, name)
+    for operation, names in IDENTIFIER_FIELDS.items()
+    if "/adk/" not in operation or "adk" in settings.BACKENDS_INSTALLED  # a left-out backend has no API
+    for name in names
+]
 
 
 def check_identifier_field(api, field: Field, kind: str) -> None:
