@@ -112,7 +112,7 @@ def filtered(
 ) -> tuple[QuerySet[MemoryItem], dict[str, Any]]:
     """``rows`` narrowed by LangGraph's ``filter`` in SQL, and the part of it SQL does not say
     (``filters.filter_sql``), which ``filters.value_matches`` checks on them."""
-    # Raw: benchmarks/memory.py search (filter) beside PostgresStore (no target): LangGraph's filter in SQL
+    # Raw: no ORM form: LangGraph's filter needs the JSON type of each value (jsonb_typeof, json_type)
     if not filter:
         return rows, {}
     connection = connections[alias]
