@@ -50,3 +50,14 @@ def execute_all(*statements: tuple[str, Any]) -> list[list[tuple[Any, ...]]]:
             results.append(cursor.fetchall() if cursor.rownumber is not None else [])
             if not cursor.nextset():
                 return results
+
+
+def binary_rows(sql: str, params: list[Any], *, database: Any = connection) -> list[tuple[Any, ...]]:
+    """The rows of a read of large bytes, in binary on PostgreSQL: Django's cursor binds parameters
+    in the client, which allows text results only, where bytea travels as hex, twice its size,
+    encoded by the server and decoded by the worker. ``cursor()`` elsewhere."""
+    # Raw: runs the statement its caller justifies (benchmarks/semantic.py, the vectors a search reads)
+    bound = getattr(database, "bound_cursor", None)  # agentstate.postgresql's
+    with database.cursor() if bound is None else bound(binary_results=True) as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()

@@ -33,7 +33,7 @@ FILL_BATCH = 2_000
 PUT_BLOCKS, PUT_BLOCK = 6, 50
 
 
-def _fill(tenant, people: list[tuple[str, int]], rng: np.random.Generator) -> None:
+def fill(tenant, people: list[tuple[str, int]], rng: np.random.Generator) -> None:
     """Items and their vectors, ``count`` for each person, in bulk."""
     from userdata_app.memory.models import MemoryItem, MemoryVector
     from userdata_app.memory.selectors import namespace_text, user_label
@@ -125,12 +125,12 @@ def run(*, tenant_sizes: tuple[int, ...] = TENANT_SIZES) -> dict[str, Any]:
     rng = np.random.default_rng(45)
     person_tenant = tenant_get_or_create(slug="semantic-person")
     print(f"semantic: a person's {PERSON_ITEMS:,} items")
-    _fill(person_tenant, [("reader", PERSON_ITEMS)], rng)
+    fill(person_tenant, [("reader", PERSON_ITEMS)], rng)
     prefixes = {f"a person's {PERSON_ITEMS:,} items": (person_tenant, ["users", "reader"], PERSON_ITEMS)}
     for size in tenant_sizes:
         tenant = tenant_get_or_create(slug=f"semantic{size}")
         print(f"semantic: a tenant of {size:,} items ({size // PEOPLE_ITEMS} people)")
-        _fill(tenant, [(f"p{n}", PEOPLE_ITEMS) for n in range(size // PEOPLE_ITEMS)], rng)
+        fill(tenant, [(f"p{n}", PEOPLE_ITEMS) for n in range(size // PEOPLE_ITEMS)], rng)
         prefixes[f"a tenant prefix of {size:,} items"] = (tenant, ["users"], size)
     from agentstate_site import bulk_data
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from functools import partial
-from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ from django.db.models import QuerySet, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from agentstate import statements
 from agentstate.exceptions import InvalidInput
 from agentstate.tenancy.models import Tenant
 from userdata_app.memory import filters, selectors, vector_cache
@@ -118,19 +118,23 @@ def _matrix(ids: list[int], blobs: list[Any], other: list[int], nbytes: int) -> 
     return vector_cache.Matrix(ids=ids_array, rows=rows, norms=np.linalg.norm(rows, axis=1), other=other_array)
 
 
-def _chunks(vectors: QuerySet[MemoryVector], nbytes: int) -> Iterator[vector_cache.Matrix]:
-    """The vectors of ``vectors`` by id, ``_CHUNK`` at a time: those of ``nbytes`` bytes as rows,
-    the others' ids apart."""
-    rows = vectors.order_by("pk").values_list("pk", "vector").iterator(chunk_size=_CHUNK)
-    while chunk := list(islice(rows, _CHUNK)):
-        ids, blobs, other = [], [], []
-        for pk, blob in chunk:
+def _chunks(vectors: QuerySet[MemoryVector], ids: np.ndarray, nbytes: int) -> Iterator[vector_cache.Matrix]:
+    """The vectors of ``ids`` (sorted), ``_CHUNK`` at a time, each chunk read by its ids (binary
+    rows): those of ``nbytes`` bytes as rows, the others' ids apart. Not the scope's subquery
+    through a server-side cursor: PostgreSQL plans a cursor for its first rows, and its estimate of
+    a prefix's rows (a few for thousands) made that plan a nested loop over every vector stored."""
+    # Raw: benchmarks/semantic.py first (cold) search and a scope past the bound: vectors as binary
+    for start in range(0, len(ids), _CHUNK):
+        chunk = vectors.filter(pk__in=ids[start : start + _CHUNK].tolist()).order_by("pk").values_list("pk", "vector")
+        sql, params = chunk.query.get_compiler(vectors.db).as_sql()
+        found, blobs, other = [], [], []
+        for pk, blob in statements.binary_rows(sql, params, database=connections[vectors.db]):
             if len(blob) == nbytes:
-                ids.append(pk)
+                found.append(pk)
                 blobs.append(blob)
             else:
                 other.append(pk)
-        yield _matrix(ids, blobs, other, nbytes)
+        yield _matrix(found, blobs, other, nbytes)
 
 
 def _joined(parts: list[vector_cache.Matrix], nbytes: int) -> vector_cache.Matrix:
@@ -186,13 +190,16 @@ def _similarities(
     vectors = MemoryVector.objects.using(alias)
     matrix: vector_cache.Matrix | None
     if len(missing) <= _FETCH:
-        fresh = list(_chunks(vectors.filter(pk__in=missing.tolist()), nbytes)) if len(missing) else []
+        fresh = list(_chunks(vectors, np.sort(missing), nbytes))
         matrix = _joined([copy, *fresh], nbytes) if fresh else copy
         parts = [(matrix.ids, _cosine(matrix, query))]
     else:
         kept: list[vector_cache.Matrix] | None = []
         size, parts = 0, []
-        for chunk in _chunks(vectors.filter(item__in=scope().values("pk")), nbytes):
+        every = present  # all the scope holds, or (a filter) the scope's, kept for other filters' searches
+        if not complete:
+            every = np.array(vectors.filter(item__in=scope().values("pk")).values_list("pk", flat=True), np.int64)
+        for chunk in _chunks(vectors, np.sort(every), nbytes):
             parts.append((chunk.ids, _cosine(chunk, query)))
             size += chunk.nbytes
             kept = kept if kept is not None and size <= vector_cache.limit_bytes() else None
