@@ -4,11 +4,13 @@ and stores nothing. The table below names each backend's writes (its one-stateme
 locked one); a backend registered without an entry fails here until it has one. SQLite and
 PostgreSQL."""
 
+import ast
 import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -177,3 +179,36 @@ def test_a_write_to_a_session_ended_otherwise_is_refused(api, tenant, write):
     session.refresh_from_db()
     assert session.ended_at is not None and session.updated_at < timezone.now() - timedelta(days=1)
     assert write.stored(session) == before
+
+
+def _session_writes_by_hand(tree: ast.AST, source: str) -> Iterator[int]:
+    """Lines of ``tree`` that write a session row without the core's activity rule: an SQL
+    ``UPDATE`` of the session table in an f-string, or ``Session.objects....update(...)`` without
+    ``activity_changes()``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(
+                part.value if isinstance(part, ast.Constant) else "{" + ast.unparse(part.value) + "}"
+                for part in node.values
+            )
+            if "UPDATE {" in text and "session" in text.split("UPDATE {", 1)[1].split("}", 1)[0].lower():
+                yield node.lineno
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update":
+            call = ast.get_source_segment(source, node) or ""
+            if call.startswith("Session.objects") and "activity_changes(" not in call:
+                yield node.lineno
+
+
+def test_no_backend_writes_a_session_row_but_through_the_core():
+    """What the table above cannot see: a backend's new write. Each of its session-row writes is
+    the core's ``activity_update_sql`` or carries ``activity_changes()``."""
+    root = Path(__file__).resolve().parents[2] / "backends"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        source = path.read_text()
+        found += [
+            f"{path.relative_to(root.parent)}:{line}" for line in _session_writes_by_hand(ast.parse(source), source)
+        ]
+    assert not found, f"write the session row through sessions_app.services.live: {found}"
