@@ -225,7 +225,8 @@ def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str 
     sql, params = _values_and_writes_sql(
         unread, sorted(session_pks), sorted({c.checkpoint_id for c in checkpoints}), [c.pk for c in checkpoints]
     )
-    rows = _binary_rows(connections[checkpoints[0]._state.db or DEFAULT_DB_ALIAS], sql, params)  # where they came from
+    database = connections[checkpoints[0]._state.db or DEFAULT_DB_ALIAS]  # where they came from
+    rows = _binary_rows(database, sql, params, prepared=True)  # two shapes (``_among``)
     for kind, pk, session_id, ns, checkpoint_id, task_id, task_path, idx, channel, version, value_type, value in rows:
         if kind == _WRITE:
             write = PendingWrite(task_id, task_path, idx, channel, value_type, value)
@@ -265,30 +266,40 @@ def _values_and_writes_sql(
     ``checkpoint_pks`` (``_VALUE``); each channel value ``blobs_of``'s checkpoints name, without its
     bytes, ``idx`` its pk (``_NAMED``); and the bytes of each of those values once (``_BLOB``)."""
 
-    def marks(values: list[Any]) -> str:
-        return ", ".join(["%s"] * len(values))
-
     quote = connection.ops.quote_name
+    writes_in, writes_params = _among(("session_id", session_pks), ("checkpoint_id", checkpoint_ids))
     sql = (
         f"SELECT {_WRITE} AS kind, NULL AS id, session_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"channel, NULL AS version, value_type, value FROM {quote(LangGraphWrite._meta.db_table)} "
-        f"WHERE session_id IN ({marks(session_pks)}) AND checkpoint_id IN ({marks(checkpoint_ids)})"
+        f"channel, NULL AS version, value_type, value FROM {quote(LangGraphWrite._meta.db_table)} WHERE {writes_in}"
     )
-    params: list[Any] = [*session_pks, *checkpoint_ids]
+    params: list[Any] = writes_params
     if checkpoint_pks:
+        values_in, values_params = _among(("id", checkpoint_pks))
         sql += (
             f" UNION ALL SELECT {_VALUE}, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value "  # noqa: S608 (as above)
-            f"FROM {quote(LangGraphCheckpoint._meta.db_table)} WHERE id IN ({marks(checkpoint_pks)})"
+            f"FROM {quote(LangGraphCheckpoint._meta.db_table)} WHERE {values_in}"
         )
-        params += checkpoint_pks
+        params += values_params
     table = quote(LangGraphCheckpoint._meta.db_table)
-    named = f"FROM {table} c {_blobs_join('c')} WHERE c.id IN ({marks(blobs_of)})"
+    blobs_in, blobs_params = _among(("c.id", blobs_of))
+    named = f"FROM {table} c {_blobs_join('c')} WHERE {blobs_in}"
     sql += (
         f" UNION ALL SELECT {_NAMED}, c.id, NULL, NULL, NULL, NULL, NULL, b.id, b.channel, b.version, b.value_type, "  # noqa: S608 (as above)
         f"NULL {named} UNION ALL SELECT {_BLOB}, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value "
         f"FROM {quote(LangGraphBlob._meta.db_table)} WHERE id IN (SELECT b.id {named})"
     )
-    return sql, [*params, *blobs_of, *blobs_of]
+    return sql, [*params, *blobs_params, *blobs_params]
+
+
+def _among(*columns: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
+    """SQL for each column being one of its values, ANDed, and its parameters. On PostgreSQL one
+    array per column (``= ANY(%s)``): the statement has one text whatever a page holds, so it is
+    prepared (PostgreSQL plans it once per connection) and psycopg converts its text once (it
+    parses a text past 4 KB, a page's ``IN`` lists, at every call); elsewhere ``IN`` lists."""
+    if connection.vendor == "postgresql":
+        return " AND ".join(f"{column} = ANY(%s)" for column, _ in columns), [list(v) for _, v in columns]
+    sql = " AND ".join(f"{column} IN ({', '.join(['%s'] * len(values))})" for column, values in columns)
+    return sql, [value for _, values in columns for value in values]
 
 
 def _binary_rows(
