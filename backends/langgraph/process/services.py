@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import functools
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -383,7 +384,7 @@ def _fast_write(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> bool:
     if connection.vendor != "postgresql":
         return False
     write, now = writes[0], _now()
-    inserts = [rows.insert(tenant, f"v{n}", now) for n, rows in enumerate(r for w in writes for r in w.rows)]
+    inserts = [rows.insert(tenant, f"v{n}", now) for n, rows in enumerate(_merged(r for w in writes for r in w.rows))]
     ctes = [
         f"s AS ({_thread_lock_sql(user_check=True)})",
         *(i.values for i in inserts),
@@ -395,6 +396,18 @@ def _fast_write(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> bool:
         cursor.execute(f"WITH {', '.join(ctes)} SELECT count(*) FROM s", params)  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         (found,) = cursor.fetchone()
     return bool(found)
+
+
+def _merged(rows: Iterable[_Rows]) -> list[_Rows]:
+    """``rows`` with those of one table that do the same on a stored key as one: an ``INSERT`` each
+    in the statement (a step's batch stores its tasks' writes in one). Their keys are distinct
+    (``_same_thread_runs``), so one ``INSERT`` stores what several would."""
+    merged: dict[tuple[Any, ...], _Rows] = {}
+    for each in rows:
+        shape = (each.model, each.fields, each.conflict, each.update)
+        before = merged.get(shape)
+        merged[shape] = each if before is None else dataclasses.replace(before, rows=[*before.rows, *each.rows])
+    return list(merged.values())
 
 
 def thread_write(*, tenant: Tenant, write: ThreadWrite) -> None:
