@@ -5,10 +5,12 @@ kept only once the search's transaction commits."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -101,8 +103,10 @@ def test_an_erased_persons_vectors_are_never_served_and_leave_the_copy(tenant):
 
 def test_a_search_in_a_transaction_rolled_back_leaves_no_copy(tenant):
     """On SQLite the ids of a write rolled back are given again: a copy read inside it must not
-    outlive it."""
+    outlive it. A search after a write in one transaction lists the write (PostgreSQL moves the
+    counters only as the transaction commits: its own pending ones count)."""
     put(tenant, "ann", "east", EAST)
+    search(tenant, ["users", "ann"], NORTH)  # the scope's copy, warm
 
     class Undo(Exception):
         pass
@@ -141,3 +145,24 @@ def test_the_bound_evicts_and_a_scope_over_it_is_searched_alike(tenant, settings
     settings.MEMORY_VECTOR_CACHE_MB = 200 / 1024 / 1024  # 200 bytes: one scope's listing at most
     search(tenant, ["users", "ann"], NORTH)
     assert vector_cache.held_bytes() <= 200
+
+
+@pytest.mark.postgres
+def test_a_put_waits_for_no_other_persons_open_transaction(postgres_only, tenant):
+    """Two people whose user ids hash to one of the tenant's counter rows: one's put goes through
+    while a transaction that wrote the other's memories is still open (a long batch, an erasure)."""
+    took: list[float] = []
+
+    def other_person_puts():
+        started = time.perf_counter()
+        put(tenant, "w91", "meanwhile", EAST)
+        took.append(time.perf_counter() - started)
+        connections.close_all()
+
+    with transaction.atomic():
+        put(tenant, "writer-a", "long", NORTH)  # "writer-a" and "w91": one bucket of 64
+        writer = threading.Thread(target=other_person_puts)
+        writer.start()
+        writer.join(timeout=4)
+        assert took, "the other person's put waited for this transaction"
+    assert [key for key, _ in search(tenant, ["users", "w91"], EAST)] == ["meanwhile"]

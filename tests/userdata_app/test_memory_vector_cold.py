@@ -17,7 +17,12 @@ from userdata_app.memory import vector_cache
 from userdata_app.memory.models import MemoryVector
 from userdata_app.memory.vectors import memory_vector_search
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.postgres,
+    pytest.mark.slow,
+    pytest.mark.usefixtures("postgres_only"),
+]
 
 
 def test_a_persons_first_search_reads_their_vectors_only():

@@ -90,6 +90,7 @@ def vectors_replace(tenant: Tenant, ops: list[dict[str, Any]], now) -> None:
     )
 
 
+PENDING = "userdata_app_memorygeneration_pending"  # a writing transaction's counters to move (migration 0021)
 _FETCH = 1_000  # vectors missing from the worker's copy read by id; more: the scope is read whole
 _CHUNK = 4_096  # vectors read and scored at a time when a scope is read whole
 _NONE = np.zeros(0, np.int64)
@@ -221,15 +222,22 @@ def _similarities(
 
 def _generation(alias: str, tenant: Tenant, prefix: list[str]) -> int:
     """The counters a scope's listing depends on (``MemoryGeneration``): its person's bucket when the
-    prefix names one, else the sum of the tenant's (each only grows, so the sum moves with any)."""
+    prefix names one, else the sum of the tenant's (each only grows, so the sum moves with any). On
+    PostgreSQL they move as a writing transaction commits: within one, its own writes' pending
+    pairs count too (migration 0021)."""
     # Raw: benchmarks/semantic.py by-meaning p99 target; no ORM form of hashtext's bucket
     connection = connections[alias]
     table = connection.ops.quote_name(MemoryGeneration._meta.db_table)
-    sql = f"SELECT COALESCE(SUM(value), 0) FROM {table} WHERE tenant_pk = %s"  # noqa: S608
+    where = "tenant_pk = %s"
     params: list[Any] = [tenant.pk]
-    if len(prefix) >= 2 and prefix[0] == selectors.USERS and connection.vendor == "postgresql":
-        sql, params = f"{sql} AND bucket = (hashtext(%s) & 63)", [*params, selectors.label_user(prefix[1])]
-    with connections[alias].cursor() as cursor:
+    if connection.vendor != "postgresql":
+        sql = f"SELECT COALESCE(SUM(value), 0) FROM {table} WHERE {where}"  # noqa: S608
+    else:
+        if len(prefix) >= 2 and prefix[0] == selectors.USERS:
+            where, params = f"{where} AND bucket = (hashtext(%s) & 63)", [tenant.pk, selectors.label_user(prefix[1])]
+        own = f"SELECT count(*) FROM {PENDING} WHERE txid = txid_current_if_assigned() AND {where}"  # noqa: S608
+        sql, params = f"SELECT ({own}) + (SELECT COALESCE(SUM(value), 0) FROM {table} WHERE {where})", params * 2  # noqa: S608
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return int(cursor.fetchone()[0])
 
