@@ -131,12 +131,13 @@ class MemoryVector(models.Model):
 
 class MemoryGeneration(models.Model):
     """A counter the database itself moves on every write to a tenant's memory items or their
-    vectors (triggers, migration 0020), in the writing transaction: a worker's copy of what a scope
+    vectors (triggers, migration 0020), in the writing transaction (on PostgreSQL as it commits,
+    migration 0021, so that no write holds the row while it runs): a worker's copy of what a scope
     holds (``vector_cache``) is good while the counters it was read with stand. ``bucket`` spreads a
     tenant's people over a few rows (on PostgreSQL a hash of the user id, 64 buckets; SQLite writes
-    one at a time anyway: one row) so that writes for different people seldom wait on one row; it
-    names nobody. ``tenant_pk`` is no foreign key: a tenant's deletion deletes its items, whose
-    triggers write here, in any order."""
+    one at a time anyway: one row) so that a person's search checks their own; it names nobody.
+    ``tenant_pk`` is no foreign key: a tenant's deletion deletes its items, whose triggers write
+    here, in any order."""
 
     tenant_pk = models.BigIntegerField()
     bucket = models.SmallIntegerField()
