@@ -175,6 +175,31 @@ async def concept_embed(texts: list[str]) -> list[list[float]]:
     return out
 
 
+def test_a_search_comparing_more_vectors_than_the_bound_is_refused_with_a_400(client, store_key, settings):
+    """Read from the database at every search, such a search would take minutes (a tenant's
+    1,000,000): the caller is told to search within a person, and nothing is read."""
+    headers = {"HTTP_AUTHORIZATION": f"Api-Key {store_key}"}
+    puts = [
+        {
+            "op": "put",
+            "namespace": ["users", user, "notes"],
+            "key": "k",
+            "value": {"text": "x"},
+            "vectors": [{"path": "text", "vector": [1.0] * DIMS}],
+        }
+        for user in ("u1", "u2")
+    ]
+    client.post("/api/v1/store/batch/", {"ops": puts}, content_type="application/json", **headers)
+    settings.MEMORY_VECTOR_CACHE_MB = DIMS * 4 * 1.5 / 1024 / 1024  # one vector's bytes, not two
+    search = {"op": "search", "namespace_prefix": ["users"], "query": "x", "vector": [1.0] * DIMS}
+    answer = client.post("/api/v1/store/batch/", {"ops": [search]}, content_type="application/json", **headers)
+    assert answer.status_code == 400
+    assert "person's namespace" in str(answer.json()["error"]["fields"]["namespace_prefix"])
+    search["namespace_prefix"] = ["users", "u1"]
+    answer = client.post("/api/v1/store/batch/", {"ops": [search]}, content_type="application/json", **headers)
+    assert [item["key"] for item in answer.json()["results"][0]] == ["k"]
+
+
 def test_adk_memory_with_an_embedder_ranks_by_meaning(live_server, transactional_db, tenant):
     from google.adk.events.event import Event
     from google.adk.sessions.session import Session

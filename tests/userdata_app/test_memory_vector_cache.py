@@ -14,6 +14,7 @@ from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from agentstate.exceptions import InvalidInput
 from userdata_app.erasure.execution import erase_subject
 from userdata_app.memory import vector_cache
 from userdata_app.memory.models import MemoryGeneration, MemoryItem, MemoryVector
@@ -132,12 +133,9 @@ def test_an_expired_item_drops_out_with_no_write(tenant, monkeypatch):
     assert [key for key, _ in search(tenant, ["users", "ann"], NORTH)] == ["kept"]
 
 
-def test_the_bound_evicts_and_a_scope_over_it_is_searched_alike(tenant, settings):
+def test_the_bound_evicts_and_a_search_comparing_more_is_refused(tenant, settings):
     put(tenant, "ann", "north", NORTH)
     put(tenant, "bob", "east", EAST)
-    settings.MEMORY_VECTOR_CACHE_MB = 0
-    assert search(tenant, ["users", "ann"], NORTH) == [("north", pytest.approx(1.0))]
-    assert vector_cache.held_bytes() == 0
     settings.MEMORY_VECTOR_CACHE_MB = 1
     search(tenant, ["users", "ann"], NORTH)
     search(tenant, ["users", "bob"], NORTH)
@@ -145,6 +143,10 @@ def test_the_bound_evicts_and_a_scope_over_it_is_searched_alike(tenant, settings
     settings.MEMORY_VECTOR_CACHE_MB = 200 / 1024 / 1024  # 200 bytes: one scope's listing at most
     search(tenant, ["users", "ann"], NORTH)
     assert vector_cache.held_bytes() <= 200
+    settings.MEMORY_VECTOR_CACHE_MB = 20 / 1024 / 1024  # 20 bytes: one vector of 12, not two
+    with pytest.raises(InvalidInput, match=r"namespace_prefix: has 2 vector\(s\) under it"):
+        search(tenant, ["users"], NORTH)
+    assert search(tenant, ["users"], NORTH, filter={"text": "north"}) == [("north", pytest.approx(1.0))]
 
 
 @pytest.mark.postgres

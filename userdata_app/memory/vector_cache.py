@@ -14,7 +14,8 @@ scored, a new one is read once and added. A copy made inside a transaction is ke
 commits (an id of a write rolled back may be given again on SQLite).
 
 Bounded by ``AGENTSTATE_MEMORY_VECTOR_CACHE_MB`` per worker, least recently searched scope evicted
-first; a scope larger than the bound is scored from the database in chunks and not kept.
+first; a search that would compare more vectors than the bound holds is refused
+(``vectors.memory_vector_search``): read from the database at every search, it would take minutes.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.db import connections, router, transaction
 from django.db.models import QuerySet, Value
 from django.db.models.functions import Coalesce
@@ -91,8 +92,8 @@ def vectors_replace(tenant: Tenant, ops: list[dict[str, Any]], now) -> None:
 
 
 PENDING = "userdata_app_memorygeneration_pending"  # a writing transaction's counters to move (migration 0021)
-_FETCH = 1_000  # vectors missing from the worker's copy read by id; more: the scope is read whole
-_CHUNK = 4_096  # vectors read and scored at a time when a scope is read whole
+_FETCH = 1_000  # a filter's search missing more of the worker's copy reads the scope whole (within the bound)
+_CHUNK = 4_096  # vectors read by id at a time
 _NONE = np.zeros(0, np.int64)
 
 
@@ -124,7 +125,7 @@ def _chunks(vectors: QuerySet[MemoryVector], ids: np.ndarray, nbytes: int) -> It
     rows): those of ``nbytes`` bytes as rows, the others' ids apart. Not the scope's subquery
     through a server-side cursor: PostgreSQL plans a cursor for its first rows, and its estimate of
     a prefix's rows (a few for thousands) made that plan a nested loop over every vector stored."""
-    # Raw: benchmarks/semantic.py first (cold) search and a scope past the bound: vectors as binary
+    # Raw: benchmarks/semantic.py first (cold) search: the scope's vectors as binary
     for start in range(0, len(ids), _CHUNK):
         chunk = vectors.filter(pk__in=ids[start : start + _CHUNK].tolist()).order_by("pk").values_list("pk", "vector")
         sql, params = chunk.query.get_compiler(vectors.db).as_sql()
@@ -139,13 +140,15 @@ def _chunks(vectors: QuerySet[MemoryVector], ids: np.ndarray, nbytes: int) -> It
 
 
 def _joined(parts: list[vector_cache.Matrix], nbytes: int) -> vector_cache.Matrix:
-    """One copy of several, ids sorted."""
+    """One copy of several, ids sorted (parts read in order of their ids are not copied twice)."""
     ids = np.concatenate([_NONE, *(part.ids for part in parts)])
-    order = np.argsort(ids, kind="stable")
     rows = np.concatenate([np.zeros((0, nbytes // DTYPE.itemsize), DTYPE), *(part.rows for part in parts)])
     norms = np.concatenate([np.zeros(0, DTYPE), *(part.norms for part in parts)])
     other = np.sort(np.concatenate([_NONE, *(part.other for part in parts)]))
-    return vector_cache.Matrix(ids=ids[order], rows=rows[order], norms=norms[order], other=other)
+    if np.any(ids[1:] < ids[:-1]):
+        order = np.argsort(ids, kind="stable")
+        ids, rows, norms = ids[order], rows[order], norms[order]
+    return vector_cache.Matrix(ids=ids, rows=rows, norms=norms, other=other)
 
 
 def _cosine(matrix: vector_cache.Matrix, query: np.ndarray) -> np.ndarray:
@@ -171,10 +174,11 @@ def _similarities(
     complete: bool,
 ) -> np.ndarray:
     """The similarity of each of the ``wanted`` vector ids to ``query`` (NaN: none, or of another
-    length), from the worker's copy of the scope (``vector_cache``), reading the vectors it lacks:
-    by id when few, else the scope whole, in chunks (kept whole only within the cache's bound).
-    ``complete``: ``wanted`` is all the scope holds, and the copy drops any other (a vector deleted,
-    replaced, expired or erased leaves the worker at the scope's next search)."""
+    length), from the worker's copy of the scope (``vector_cache``), reading the vectors it lacks
+    (a filter's search reads the scope whole when it lacks many and the scope fits the cache's
+    bound, for the searches of other filters). ``complete``: ``wanted`` is all the scope holds, and
+    the copy drops any other (a vector deleted, replaced, expired or erased leaves the worker at the
+    scope's next search)."""
     nbytes = query.nbytes
     copy = vector_cache.cached(key)
     if not isinstance(copy, vector_cache.Matrix):
@@ -189,33 +193,20 @@ def _similarities(
         )
     missing = present[~(in_ids | in_other)]
     vectors = MemoryVector.objects.using(alias)
-    matrix: vector_cache.Matrix | None
-    if len(missing) <= _FETCH:
-        fresh = list(_chunks(vectors, np.sort(missing), nbytes))
-        matrix = _joined([copy, *fresh], nbytes) if fresh else copy
-        parts = [(matrix.ids, _cosine(matrix, query))]
-    else:
-        kept: list[vector_cache.Matrix] | None = []
-        size, parts = 0, []
-        every = present  # all the scope holds, or (a filter) the scope's, kept for other filters' searches
-        if not complete:
-            every = np.array(vectors.filter(item__in=scope().values("pk")).values_list("pk", flat=True), np.int64)
-        for chunk in _chunks(vectors, np.sort(every), nbytes):
-            parts.append((chunk.ids, _cosine(chunk, query)))
-            size += chunk.nbytes
-            kept = kept if kept is not None and size <= vector_cache.limit_bytes() else None
-            if kept is not None:
-                kept.append(chunk)
-        matrix = _joined(kept, nbytes) if kept is not None else None
-    if matrix is not None and matrix is not vector_cache.cached(key):  # kept once the reading transaction commits
+    if not complete and len(missing) > _FETCH:
+        every = np.array(vectors.filter(item__in=scope().values("pk")).values_list("pk", flat=True), np.int64)
+        if len(every) * nbytes <= vector_cache.limit_bytes():
+            missing = every[~(_contains(copy.ids, every) | _contains(copy.other, every))]
+    fresh = list(_chunks(vectors, np.sort(missing), nbytes))
+    matrix = _joined([copy, *fresh], nbytes) if fresh else copy
+    if matrix is not vector_cache.cached(key):  # kept once the reading transaction commits
         keep = partial(vector_cache.keep, key, matrix)
         transaction.on_commit(keep, using=alias)  # at once outside a transaction
-    ids = np.concatenate([_NONE, *(ids for ids, _ in parts)])
-    sims = np.concatenate([np.zeros(0, DTYPE), *(sims for _, sims in parts)])
     found = np.full(len(wanted), np.nan, DTYPE)
-    if len(ids):
-        where = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
-        hit = ids[where] == wanted
+    if len(matrix.ids):
+        sims = _cosine(matrix, query)
+        where = np.minimum(np.searchsorted(matrix.ids, wanted), len(matrix.ids) - 1)
+        hit = matrix.ids[where] == wanted
         found[hit] = sims[where[hit]]
     return found
 
@@ -279,6 +270,14 @@ def memory_vector_search(
     if not len(item_pks):
         return []
     query = np.frombuffer(vector, dtype=DTYPE)
+    compared = int(np.count_nonzero(vector_pks >= 0))
+    if compared * query.nbytes > vector_cache.limit_bytes():
+        raise InvalidInput.for_field(
+            "namespace_prefix",
+            f"has {compared:,} vector(s) under it, more than a search by meaning compares at once "
+            f"({settings.MEMORY_VECTOR_CACHE_MB:g} MB of them, AGENTSTATE_MEMORY_VECTOR_CACHE_MB): search within a "
+            "person's namespace, or narrow it with a filter.",
+        )
     key = ("vectors", alias, tenant.pk, selectors.namespace_text(namespace_prefix), query.nbytes)
     sims = _similarities(key, scope, vector_pks, query, alias, complete=not filter)
     starts = np.flatnonzero(np.concatenate([[True], item_pks[1:] != item_pks[:-1]]))
