@@ -52,12 +52,16 @@ def execute_all(*statements: tuple[str, Any]) -> list[list[tuple[Any, ...]]]:
                 return results
 
 
-def binary_rows(sql: str, params: list[Any], *, database: Any = connection) -> list[tuple[Any, ...]]:
+def binary_rows(
+    sql: str, params: list[Any], *, database: Any = connection, prepared: bool = False
+) -> list[tuple[Any, ...]]:
     """The rows of a read of large bytes, in binary on PostgreSQL: Django's cursor binds parameters
     in the client, which allows text results only, where bytea travels as hex, twice its size,
-    encoded by the server and decoded by the worker. ``cursor()`` elsewhere."""
-    # Raw: runs the statement its caller justifies (benchmarks/semantic.py, the vectors a search reads)
+    encoded by the server and decoded by the worker. ``prepared``: a statement of a few fixed
+    shapes, planned once per connection. ``cursor()`` elsewhere."""
+    # Raw: runs the statement its caller justifies (benchmarks/semantic.py, the vectors a search
+    # reads; benchmarks/frameworks.py, LangGraph's channel values)
     bound = getattr(database, "bound_cursor", None)  # agentstate.postgresql's
-    with database.cursor() if bound is None else bound(binary_results=True) as cursor:
+    with database.cursor() if bound is None else bound(prepared=prepared, binary_results=True) as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()

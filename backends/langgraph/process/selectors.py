@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BigIntegerField, Count, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce, Length
 
+from agentstate.statements import binary_rows
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
 from backends.langgraph.process.models import LangGraphBlob, LangGraphCheckpoint, LangGraphThread, LangGraphWrite
@@ -195,7 +195,7 @@ def checkpoint_blobs(checkpoints: Sequence[LangGraphCheckpoint]) -> None:
             f"SELECT c.id, b.channel, b.version, b.value_type, b.value FROM {table} c {_blobs_join('c')} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
             f"WHERE c.id IN ({marks})"
         )
-        for pk, channel, version, value_type, value in _binary_rows(connection, sql, [c.pk for c in checkpoints]):
+        for pk, channel, version, value_type, value in binary_rows(sql, [c.pk for c in checkpoints]):
             found.setdefault(pk, []).append(
                 LangGraphBlob(channel=channel, version=version, value_type=value_type, value=value)
             )
@@ -226,7 +226,7 @@ def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str 
         unread, sorted(session_pks), sorted({c.checkpoint_id for c in checkpoints}), [c.pk for c in checkpoints]
     )
     database = connections[checkpoints[0]._state.db or DEFAULT_DB_ALIAS]  # where they came from
-    rows = _binary_rows(database, sql, params, prepared=True)  # two shapes (``_among``)
+    rows = binary_rows(sql, params, database=database, prepared=True)  # two shapes (``_among``)
     for kind, pk, session_id, ns, checkpoint_id, task_id, task_path, idx, channel, version, value_type, value in rows:
         if kind == _WRITE:
             write = PendingWrite(task_id, task_path, idx, channel, value_type, value)
@@ -302,25 +302,6 @@ def _among(*columns: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
     return sql, [value for _, values in columns for value in values]
 
 
-def _binary_rows(
-    connection: BaseDatabaseWrapper, sql: str, params: list[Any], *, prepared: bool = False
-) -> list[tuple[Any, ...]]:
-    """A read of large bytes. On PostgreSQL the rows come in binary, the bytes as they are: Django's
-    cursor binds parameters in the client, which allows text results only, where bytea is hex,
-    twice its size, encoded by PostgreSQL and decoded by the worker (about 40% of the worker's time
-    for a page of 50 checkpoints of 75 KB). This cursor binds them in the server, and is wrapped as
-    Django wraps its own (timeouts, query logging). ``prepared``: a statement of a few fixed shapes,
-    prepared (``bound_cursor``)."""
-    # Raw: benchmarks/frameworks.py LangGraph step and history targets; channel values read as binary
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-    with connection.bound_cursor(prepared=prepared, binary_results=True) as cursor:  # type: ignore[attr-defined]  # agentstate.postgresql's
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def checkpoint_tuple_get(
     *,
     tenant: Tenant,
@@ -361,7 +342,7 @@ def checkpoint_tuple_get(
         f"FROM c {_blobs_join('c')} "
         f"ORDER BY kind"
     )
-    rows = _binary_rows(connection, sql, params, prepared=True)  # four shapes, one per step
+    rows = binary_rows(sql, params, prepared=True)  # four shapes, one per step
     if not rows:
         return None
     _, checkpoint_id, parent, metadata, value_type, value, *_ = rows[0]
