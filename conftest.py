@@ -46,15 +46,31 @@ ROOT = Path(__file__).resolve().parent
 
 
 # The framework backends AGENTSTATE_BACKENDS leaves out. A test needs one when it imports its
-# package (at the top of its module, in a helper, a fixture or its body: the import is what skips)
-# or its file is named after it (test_adk_*.py: it reaches the backend's API or client); either
-# way it skips, naming the backend, and a new test file is covered the day it is written.
+# package (at the top of its module, in a helper, a fixture or its body: the import is what skips),
+# when its id names it (its file, its function or a parameter: test_adk_*.py, test_a_langgraph_...,
+# [sessions_app_langgraphthread], the API's /api/v1/adk/...), or when it is marked
+# ``needs_backends(name, ...)`` (none named: every one, e.g. a table or a doc naming each one's
+# data); it then skips, naming the backend. A new test file is covered the day it is written.
 LEFT_OUT = frozenset(settings.BACKENDS) - frozenset(settings.BACKENDS_INSTALLED)
-NAMED_AFTER = re.compile(rf"\btest_({'|'.join(LEFT_OUT) or '(?!)'})(_|\.py$)")
+# How a test names a backend when not (only) by its package's name: artifacts are ADK's.
+NAMES = {"adk": "adk|artifact", "openai_agents": "openai"}
+NAMED = re.compile(rf"(?<![a-z0-9])({'|'.join(NAMES.get(b, b) for b in LEFT_OUT) or '(?!)'})", re.IGNORECASE)
 
 
 def _left_out(backend: str) -> str:
     return f"needs the {backend} backend, which AGENTSTATE_BACKENDS leaves out"
+
+
+def _needs_left_out(item: pytest.Item) -> str | None:
+    """The left-out backend ``item`` names, or one of them if it needs them all."""
+    if marked := item.get_closest_marker("needs_backends"):
+        needed = LEFT_OUT.intersection(marked.args or LEFT_OUT)
+        if needed:
+            return min(needed)
+    named = NAMED.search(f"{item.path.name}::{item.name}")
+    if named is None:
+        return None
+    return next(b for b in LEFT_OUT if re.fullmatch(NAMES.get(b, b), named.group(1), re.IGNORECASE))
 
 
 class _LeftOutBackends(importlib.abc.MetaPathFinder):
@@ -83,8 +99,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.relative_to(ROOT).as_posix() in ANY_BACKENDS:
             item.add_marker(pytest.mark.any_backends)
-        if named := NAMED_AFTER.search(item.path.name):
-            item.add_marker(pytest.mark.skip(reason=_left_out(named.group(1))))
+        if backend := _needs_left_out(item):
+            item.add_marker(pytest.mark.skip(reason=_left_out(backend)))
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
         if uses_the_stores(item) and not item.get_closest_marker("database"):
@@ -160,6 +176,16 @@ def _fresh_redis():
     """Working state in Redis is keyed by session pk, which restarts with each test database:
     start every run from an empty (reserved) Redis database."""
     redis_test_db_flush()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings):
+    """SQLite's in-memory test database is copied from a migrated template rather than migrated in
+    every pytest-xdist worker (tests/sqlite_template.py)."""
+    if connection.vendor == "sqlite":
+        from tests.sqlite_template import TemplateCreation
+
+        connection.creation = TemplateCreation(connection)
 
 
 @pytest.fixture(scope="session")

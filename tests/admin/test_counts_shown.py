@@ -50,6 +50,7 @@ def held_alice(tenant):
     legal_hold_place(tenant=tenant, user_id="alice", session_pk=s0.pk, reference="CASE-2", reason="Smith v. Acme")
 
 
+@pytest.mark.needs_backends("adk")
 def test_every_count_staff_read_names_only_what_holds_rows(client, officer, tenant, held_alice):
     login(client, officer)
     request = verified_request(subjects=[(tenant, "alice")], scope="everything")

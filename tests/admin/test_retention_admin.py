@@ -29,6 +29,7 @@ def form(**rules):
     return {name: rules.get(name, "") for name in RULES}
 
 
+@pytest.mark.needs_backends("langgraph")
 def test_staff_add_and_change_a_policy_through_the_admin(admin_client, tenant):
     response = admin_client.post(
         reverse("admin:sessions_app_retentionpolicy_add"),

@@ -19,6 +19,7 @@ def compliance_api(tenant):
     return client
 
 
+@pytest.mark.needs_backends("langgraph")
 def test_a_compliance_key_reads_its_tenants_policy(compliance_api, tenant, other_tenant):
     services.retention_policy_save(tenant=tenant, delete_ended_after_days=30, keep_latest_checkpoints=10)
     services.retention_policy_save(tenant=other_tenant, keep_latest_rounds=1)

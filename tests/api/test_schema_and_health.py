@@ -65,6 +65,7 @@ def test_every_operation_has_shapes_and_the_error_shape(schema):
                 assert operation["security"], (method, path)
 
 
+@pytest.mark.needs_backends
 def test_the_docs_speak_to_the_apis_users(schema):
     """Every section has a description; no operation shows a base view's docstring (written for the
     project's developers); a 409 names the codes its endpoint answers; a JSON field that holds a

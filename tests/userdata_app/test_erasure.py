@@ -51,6 +51,7 @@ def world(tenant, other_tenant):
 USER_DATA_ONLY = {"user_data": 2, "adk_user_state": 0, "memories": 1, "artifacts": 1}
 
 
+@pytest.mark.needs_backends("adk")
 def test_user_data_scope_erases_user_data_only_and_keeps_process_state(world, officer):
     acme, globex = world
     request = verified_request(subjects=[(acme, "alice")], scope=Scope.USER_DATA, actor=officer)
