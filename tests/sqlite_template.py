@@ -11,6 +11,7 @@ import fcntl
 import hashlib
 import importlib.util
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -86,6 +87,17 @@ def template_key() -> str:
         digest.update(f"{path.relative_to(base)}\n".encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:32]
+
+
+def migrated_file(path: Path) -> None:
+    """A SQLite database file at ``path`` as ``migrate`` makes it: a copy of the template the
+    test database was copied from, or migrated where there is none."""
+    template = DIRECTORY / f"{template_key()}.sqlite3"
+    if template.exists():
+        shutil.copyfile(template, path)
+    else:
+        call_command("migrate", verbosity=0, interactive=False)
+        call_command("createcachetable", verbosity=0)
 
 
 @contextmanager

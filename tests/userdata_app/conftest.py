@@ -1,11 +1,11 @@
 import threading
 
 import pytest
-from django.core.management import call_command
 from django.db import connection, connections
 
 from sessions_app import working_state
 from sessions_app.models import Session
+from tests.sqlite_template import migrated_file
 
 
 @pytest.fixture
@@ -28,8 +28,7 @@ def sqlite_file(transactional_db, tmp_path, monkeypatch):
     wrapper.connection = None  # closing would drop the in-memory test database; set it aside
     wrapper.settings_dict["NAME"] = str(path)
     try:
-        call_command("migrate", verbosity=0, interactive=False)
-        call_command("createcachetable", verbosity=0)
+        migrated_file(path)
         yield path
         # Working state in Redis is keyed by session pk, which the next test's database reuses.
         working_state.get_store().clear_many(list(Session.objects.values_list("pk", flat=True)))
