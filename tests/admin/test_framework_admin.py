@@ -54,6 +54,7 @@ def rows_of(client, **params) -> dict[str, tuple[str, str]]:
     return {name: (framework, holds) for name, framework, holds in cells}
 
 
+@pytest.mark.needs_backends
 def test_the_session_list_names_each_framework_and_counts_what_its_sessions_hold(client, viewer, frameworks):
     login(client, viewer)
     assert rows_of(client) == {

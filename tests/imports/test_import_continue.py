@@ -88,6 +88,7 @@ def test_an_imported_thread_is_resumed_and_invoked_again(live_server, tenant, st
     assert again["log"] == ["start", "asked, answer yes", "acted", "again", "asked, answer no", "acted"]
 
 
+@pytest.mark.needs_backends("openai_agents")
 def test_an_imported_sdk_session_is_appended_to_and_read_back(live_server, tenant, tmp_path):
     path = str(tmp_path / "sdk.db")
     before = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
