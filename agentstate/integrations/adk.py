@@ -43,7 +43,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from agentstate.client.calls import NOTHING_SENT, segment
-from agentstate.client.clients import USER_AGENT
+from agentstate.client.clients import http_options
 from agentstate.client.errors import AgentStateError, error_from_response, network_error
 from agentstate.client.loops import LoopClients
 from agentstate.client.tracing import async_request_hooks
@@ -99,13 +99,9 @@ class AgentStateHttp:
             raise ValueError(f"{name} needs the server's base_url (or uri=agentstate://host:port).")
         if not api_key:
             raise ValueError(f"{name} needs an API key (api_key=..., or {API_KEY_ENV}).")
-        self._options: dict[str, Any] = {
-            "base_url": base_url,
-            "timeout": timeout,
-            "transport": transport,
-            "headers": {"X-Api-Key": api_key, "Accept": "application/json", "User-Agent": USER_AGENT},
-            "event_hooks": async_request_hooks(),  # the caller's trace context
-        }
+        # The caller's trace context goes with each request (async_request_hooks).
+        options = http_options(base_url, api_key, timeout, async_request_hooks())
+        self._options: dict[str, Any] = {**options, "transport": transport}
         # One connection pool per event loop, closed with it: a pool is bound to the loop that opened it.
         self._clients = LoopClients(lambda: httpx.AsyncClient(**self._options))
 

@@ -37,6 +37,15 @@ def test_client_imports_without_django():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_clients_share_one_tls_context():
+    """Each client built its own, reading every certificate authority again (about 30 ms of CPU)."""
+    clients = [AgentStateClient("https://agentstate.invalid", "k"), AgentStateClient("http://127.0.0.1:9", "k")]
+    contexts = {id(client._http._transport._pool._ssl_context) for client in clients}
+    for client in clients:
+        client.close()
+    assert len(contexts) == 1
+
+
 def _error(status, body=None, headers=None, text=None):
     response = httpx.Response(status, json=body, headers=headers, text=text, request=httpx.Request("GET", "http://x/"))
     return error_from_response(response)
