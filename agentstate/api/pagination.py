@@ -151,24 +151,15 @@ class ByteBoundedPagination(CursorPagination):
     def page_size(self, value: int) -> None:
         self._requested_page_size = value
 
-
-class RowsPagination(ByteBoundedPagination):
-    """For the rows of ``agentstate.api.json_rows``: pages of up to 2,000, bounded by their JSON. A
-    page of small rows pays a length per row for it (``json_rows.byte_bounded``, docs/PERFORMANCE.md)."""
-
-    max_page_size = MAX_ROWS_PAGE_SIZE
-
-    def bounded(self, queryset: QuerySet[Any], budget: json_rows.ByteBudget) -> QuerySet[Any]:
-        return json_rows.byte_bounded(queryset, budget)
-
     def paginate_first_page(
-        self, fetch: Callable[[int, json_rows.ByteBudget], list[tuple[Any, ...]]], request: Request
+        self, fetch: Callable[[int, json_rows.ByteBudget], list[Any]], request: Request
     ) -> list[Any]:
         """``paginate_queryset`` of a first page (a request that names no cursor) read by
         ``fetch(rows, budget)``: a written-out statement giving the first ``rows`` rows in this
-        pagination's order, bounded as ``json_rows.bounded_fetch`` bounds them. The state is the one
-        DRF's cursor logic leaves after a first page, so the links are its links; building the
-        queryset it pages cost more than reading the page, on every reader's first page."""
+        pagination's order, bounded as ``bounded`` bounds them (``json_rows.bounded_fetch`` for
+        rows). The state is the one DRF's cursor logic leaves after a first page, so the links are
+        its links; building the queryset it pages cost more than reading the page, on every
+        reader's first page."""
         self.request = request
         self.page_size = self.get_page_size(request)
         self.base_url = request.build_absolute_uri()
@@ -184,6 +175,16 @@ class RowsPagination(ByteBoundedPagination):
             self.next_position = self._get_position_from_instance(results[-1], self.ordering)
         self.display_page_controls = self.has_next and self.template is not None
         return self.page
+
+
+class RowsPagination(ByteBoundedPagination):
+    """For the rows of ``agentstate.api.json_rows``: pages of up to 2,000, bounded by their JSON. A
+    page of small rows pays a length per row for it (``json_rows.byte_bounded``, docs/PERFORMANCE.md)."""
+
+    max_page_size = MAX_ROWS_PAGE_SIZE
+
+    def bounded(self, queryset: QuerySet[Any], budget: json_rows.ByteBudget) -> QuerySet[Any]:
+        return json_rows.byte_bounded(queryset, budget)
 
 
 class ModelsPagination(ByteBoundedPagination):

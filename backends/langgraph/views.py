@@ -20,7 +20,6 @@ from rest_framework import exceptions, parsers, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentstate import streaming
 from agentstate.api import people
 from agentstate.api.errors import exception_handler
 from agentstate.api.pagination import ModelsPagination
@@ -324,12 +323,7 @@ class CheckpointPagination(ModelsPagination):
     large = ("metadata",)
 
     def size(self) -> Expression:
-        return (
-            super().size()
-            + streaming.stored_size(LangGraphCheckpoint, "value")
-            + selectors.checkpoint_writes_size()
-            + selectors.checkpoint_blobs_size()
-        )
+        return selectors.checkpoint_page_size()
 
 
 def _checkpoint_write(body: Any) -> tuple[services.ThreadWrite, dict[str, Any]]:
@@ -392,17 +386,18 @@ class CheckpointListView(CheckpointReadView):
     )
     def get(self, request: TenantRequest) -> Response:
         query = validated(ListQuery, request.query_params)
-        rows = selectors.checkpoint_list(
-            tenant=request.tenant,
-            thread_id=query.get("thread_id"),
-            checkpoint_ns=query.get("checkpoint_ns"),
-            checkpoint_id=query.get("checkpoint_id"),
-            before=query.get("before"),
-            metadata_filter=selectors.clean_filter(query.get("filter")),
-            user_id=query.get("user_id"),
-        ).defer("channel_versions", "value")  # the first not in the answer, the second read with the writes
+        metadata_filter = selectors.clean_filter(query.get("filter"))
+        chosen = {name: query.get(name) for name in ("checkpoint_ns", "checkpoint_id", "before", "user_id")}
         paginator = self.pagination_class()
-        page = paginator.paginate_queryset(rows, request, view=self)
+        page: list[LangGraphCheckpoint] | None
+        if query.get("thread_id") is None or metadata_filter or paginator.cursor_query_param in request.query_params:
+            rows = selectors.checkpoint_list(
+                tenant=request.tenant, thread_id=query.get("thread_id"), metadata_filter=metadata_filter, **chosen
+            ).defer("channel_versions", "value")  # the first not in the answer, the second read with the writes
+            page = paginator.paginate_queryset(rows, request, view=self)
+        else:  # a thread's first page (what get_state_history reads): a written-out statement
+            fetch = selectors.checkpoint_first_page(tenant=request.tenant, thread_id=query["thread_id"], **chosen)
+            page = paginator.paginate_first_page(fetch, request)
         tuples = selectors.checkpoint_tuples(page or [], thread_id=query.get("thread_id"))
         binary, separate, sent = self.binary(request), query.get("channel_values") == SEPARATE, set[int]()
         return paginator.get_paginated_response(

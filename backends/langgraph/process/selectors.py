@@ -5,17 +5,21 @@ a page's writes by (session, checkpoint id)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache, lru_cache
 from typing import Any, NamedTuple
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
-from django.db.models import BigIntegerField, Count, OuterRef, QuerySet, Subquery, Sum
+from django.db import DEFAULT_DB_ALIAS, connection, connections, router
+from django.db.models import BigIntegerField, Count, Expression, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce, Length
+from django.db.models.sql import Query
 
+from agentstate.api.json_rows import ByteBudget
 from agentstate.statements import binary_rows
+from agentstate.streaming import stored_size
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
 from backends.langgraph.process.models import LangGraphBlob, LangGraphCheckpoint, LangGraphThread, LangGraphWrite
@@ -76,6 +80,100 @@ def checkpoint_list(
         # KeyTransform, not metadata__<key>: a key holding "__" must not become a nested lookup.
         rows = rows.alias(**{f"_meta_{number}": KeyTransform(key, "metadata")}).filter(**{f"_meta_{number}": value})
     return rows.order_by("-checkpoint_id")
+
+
+def checkpoint_page_size() -> Expression:
+    """The bytes a checkpoint's answer in a page holds (in a query of checkpoints): its metadata,
+    its value, its pending writes and the channel values it names that its parent does not; what
+    bounds a page of them."""
+    return (
+        stored_size(LangGraphCheckpoint, "metadata")
+        + stored_size(LangGraphCheckpoint, "value")
+        + checkpoint_writes_size()
+        + checkpoint_blobs_size()
+    )
+
+
+@cache
+def _page_size_sql(vendor: str) -> tuple[str, tuple[Any, ...]]:
+    """``checkpoint_page_size`` compiled once into SQL over the checkpoint table (as itself)."""
+    query = Query(LangGraphCheckpoint)
+    expression = checkpoint_page_size().resolve_expression(query)
+    sql, params = query.get_compiler(connection=connection).compile(expression)
+    return sql, tuple(params)
+
+
+# A page's columns, in the model's order (``from_db``'s), the metadata read apart from the rest.
+_PAGE_FIELDS = ("id", "session_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "metadata", "value_type")
+_PAGE_COLUMNS = ", ".join(name for name in _PAGE_FIELDS if name != "metadata")
+
+
+def checkpoint_first_page(
+    *,
+    tenant: Tenant,
+    thread_id: str,
+    checkpoint_ns: str | None = None,
+    checkpoint_id: str | None = None,
+    before: str | None = None,
+    user_id: str | None = None,
+) -> Callable[[int, ByteBudget], list[LangGraphCheckpoint]]:
+    """The first page of ``checkpoint_list`` of one thread (no metadata filter) as a fetch of its
+    first ``rows`` checkpoints within a byte budget, as ``CheckpointPagination`` pages them: the
+    checkpoints (``value`` and ``channel_versions`` deferred) that fit, each counted by
+    ``checkpoint_page_size`` (at least one fits), then the first that did not, without its metadata,
+    where the next page starts. One written-out statement, prepared on PostgreSQL: building the
+    ORM's query cost more than running it and reading the page's values (docs/PERFORMANCE.md)."""
+    # Raw: benchmarks/frameworks.py LangGraph get_state_history targets; the ORM built the page query slower than it ran
+    quote = connection.ops.quote_name
+    threads = quote(LangGraphThread._meta.db_table)
+    thread = f"(SELECT session_id FROM {threads} WHERE tenant_id = %s AND thread_key = %s)"  # noqa: S608 (quoted identifiers and constant SQL)
+    where = [f"tenant_id = %s AND session_id = {thread}"]
+    params: list[Any] = [tenant.pk, tenant.pk, thread_key(clean_text(thread_id, field="thread_id"))]
+    for sql, value, field, max_bytes in (
+        ("user_id = %s", user_id, None, 0),
+        ("checkpoint_ns = %s", checkpoint_ns, "checkpoint_ns", MAX_NS_BYTES),
+        ("checkpoint_id = %s", checkpoint_id, "checkpoint_id", MAX_ID_BYTES),
+        ("checkpoint_id < %s", before, "before", MAX_ID_BYTES),
+    ):
+        if value is not None:
+            where.append(sql)
+            params.append(value if field is None else clean_text(value, field=field, max_bytes=max_bytes))
+    database = connections[router.db_for_read(LangGraphCheckpoint)]
+    sql = _first_page_sql(database.vendor, " AND ".join(where))
+    _, size_params = _page_size_sql(database.vendor)
+
+    def fetch(rows: int, budget: ByteBudget) -> list[LangGraphCheckpoint]:
+        found = binary_rows(
+            sql, [budget.limit, *size_params, *params, rows], database=database, prepared=True
+        )  # a shape per filter given
+        page: list[LangGraphCheckpoint] = []
+        for *columns, value_type, metadata, fits in found:
+            if not fits:
+                budget.rows_that_fit = len(page)
+            elif isinstance(metadata, str):  # JSON text from SQLite; PostgreSQL's binary rows carry jsonb parsed
+                metadata = json.loads(metadata)
+            page.append(LangGraphCheckpoint.from_db(database.alias, _PAGE_FIELDS, [*columns, metadata, value_type]))
+            if not fits:
+                break
+        return page
+
+    return fetch
+
+
+@lru_cache(maxsize=32)
+def _first_page_sql(vendor: str, where: str) -> str:
+    """A row fits while the sizes of the rows before it hold less than the budget (the first
+    parameter): ``_ByteBoundedModels``'s rule, counted by the database."""
+    size_sql, _ = _page_size_sql(vendor)
+    table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+    columns = _PAGE_COLUMNS
+    return (
+        f"SELECT {columns}, CASE WHEN held < budget THEN metadata END, held < budget FROM ("  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"SELECT {columns}, metadata, budget, COALESCE(SUM(size) OVER (ORDER BY checkpoint_id DESC "
+        f"ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS held FROM ("
+        f"SELECT {columns}, metadata, CAST(%s AS BIGINT) AS budget, {size_sql} AS size FROM {table} "
+        f"WHERE {where} ORDER BY checkpoint_id DESC LIMIT %s) page) counted ORDER BY checkpoint_id DESC"
+    )
 
 
 def checkpoint_writes_size() -> Coalesce:
