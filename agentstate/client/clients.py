@@ -26,8 +26,8 @@ USER_AGENT = "agentstate-client/0.1"
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     """One TLS context a process, as httpx makes one (certifi's authorities, or SSL_CERT_FILE's):
-    loading the authorities cost each new client about 30 ms of CPU, a client per event loop or
-    per call added up."""
+    each new client (one per event loop) read and parsed every authority again, which cost more CPU
+    than a small call."""
     return httpx.create_ssl_context()
 
 
