@@ -5,7 +5,8 @@ ORM object per row would."""
 
 from __future__ import annotations
 
-from django.db import connection
+import numpy as np
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -163,6 +164,44 @@ def user_data_create(*, tenant: Tenant, user_id: str, count: int) -> None:
         },
         params=[tenant.pk, user_id, now, now],
     )
+
+
+def memory_vectors_fill(*, tenant: Tenant, people: list[tuple[str, int]], rng: np.random.Generator, dims: int) -> None:
+    """Memory items with one random ``dims``-long vector each: ``count`` for each ``(user_id,
+    count)`` of ``people``, under ``("users", user_id, "facts")``, in bulk (2,000 a transaction)."""
+    from userdata_app.memory.models import MemoryItem, MemoryVector
+    from userdata_app.memory.selectors import namespace_text, user_label
+
+    now, batch = timezone.now(), 2_000
+    for user_id, count in people:
+        namespace = namespace_text(["users", user_label(user_id), "facts"])
+        for start in range(0, count, batch):
+            with transaction.atomic():
+                items = MemoryItem.objects.bulk_create(
+                    [
+                        MemoryItem(
+                            tenant=tenant,
+                            user_id=user_id,
+                            namespace=namespace,
+                            key=f"k{i}",
+                            value={"text": f"fact {i} of {user_id}"},
+                            created_at=now,
+                            updated_at=now,
+                        )
+                        for i in range(start, min(count, start + batch))
+                    ]
+                )
+                if connection.vendor != "postgresql":  # SQLite's bulk_create sets no pk
+                    pks = dict(MemoryItem.objects.filter(tenant=tenant, namespace=namespace).values_list("key", "pk"))
+                    for item in items:
+                        item.pk = pks[item.key]
+                vectors = rng.standard_normal((len(items), dims), dtype=np.float32)
+                MemoryVector.objects.bulk_create(
+                    [
+                        MemoryVector(item_id=item.pk, path="text", vector=vector.tobytes())
+                        for item, vector in zip(items, vectors, strict=True)
+                    ]
+                )
 
 
 def analyze() -> None:

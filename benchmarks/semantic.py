@@ -18,9 +18,9 @@ import time
 from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
-from django.utils import timezone
+from django.db import connection
 
+from agentstate_site.bulk_data import memory_vectors_fill
 from benchmarks import report
 
 TARGET_P99_MS = 50.0
@@ -30,45 +30,7 @@ TENANT_SIZES = (10_000, 100_000, 1_000_000)
 PEOPLE_ITEMS = 1_000  # items per person in a tenant prefix
 SEARCHES = 100
 BIG_SEARCHES = 5  # a scope whose vectors exceed the worker's bound: refused
-FILL_BATCH = 2_000
 PUT_BLOCKS, PUT_BLOCK = 6, 50
-
-
-def fill(tenant, people: list[tuple[str, int]], rng: np.random.Generator) -> None:
-    """Items and their vectors, ``count`` for each person, in bulk."""
-    from userdata_app.memory.models import MemoryItem, MemoryVector
-    from userdata_app.memory.selectors import namespace_text, user_label
-
-    now = timezone.now()
-    for user_id, count in people:
-        namespace = namespace_text(["users", user_label(user_id), "facts"])
-        for start in range(0, count, FILL_BATCH):
-            with transaction.atomic():
-                items = MemoryItem.objects.bulk_create(
-                    [
-                        MemoryItem(
-                            tenant=tenant,
-                            user_id=user_id,
-                            namespace=namespace,
-                            key=f"k{i}",
-                            value={"text": f"fact {i} of {user_id}"},
-                            created_at=now,
-                            updated_at=now,
-                        )
-                        for i in range(start, min(count, start + FILL_BATCH))
-                    ]
-                )
-                if connection.vendor != "postgresql":  # SQLite's bulk_create sets no pk
-                    pks = dict(MemoryItem.objects.filter(tenant=tenant, namespace=namespace).values_list("key", "pk"))
-                    for item in items:
-                        item.pk = pks[item.key]
-                vectors = rng.standard_normal((len(items), DIMS), dtype=np.float32)
-                MemoryVector.objects.bulk_create(
-                    [
-                        MemoryVector(item_id=item.pk, path="text", vector=vector.tobytes())
-                        for item, vector in zip(items, vectors, strict=True)
-                    ]
-                )
 
 
 def _time_searches(prefixes: dict[str, tuple[Any, list[str], int]], rng: np.random.Generator) -> list[dict[str, Any]]:
@@ -137,12 +99,14 @@ def run(*, tenant_sizes: tuple[int, ...] = TENANT_SIZES) -> dict[str, Any]:
     rng = np.random.default_rng(45)
     person_tenant = tenant_get_or_create(slug="semantic-person")
     print(f"semantic: a person's {PERSON_ITEMS:,} items")
-    fill(person_tenant, [("reader", PERSON_ITEMS)], rng)
+    memory_vectors_fill(tenant=person_tenant, people=[("reader", PERSON_ITEMS)], rng=rng, dims=DIMS)
     prefixes = {f"a person's {PERSON_ITEMS:,} items": (person_tenant, ["users", "reader"], PERSON_ITEMS)}
     for size in tenant_sizes:
         tenant = tenant_get_or_create(slug=f"semantic{size}")
         print(f"semantic: a tenant of {size:,} items ({size // PEOPLE_ITEMS} people)")
-        fill(tenant, [(f"p{n}", PEOPLE_ITEMS) for n in range(size // PEOPLE_ITEMS)], rng)
+        memory_vectors_fill(
+            tenant=tenant, people=[(f"p{n}", PEOPLE_ITEMS) for n in range(size // PEOPLE_ITEMS)], rng=rng, dims=DIMS
+        )
         prefixes[f"a tenant prefix of {size:,} items"] = (tenant, ["users"], size)
     from agentstate_site import bulk_data
 

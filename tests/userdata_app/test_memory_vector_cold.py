@@ -12,10 +12,11 @@ import pytest
 
 from agentstate.tenancy.services import tenant_get_or_create
 from agentstate_site import bulk_data
-from benchmarks import semantic
 from userdata_app.memory import vector_cache
 from userdata_app.memory.models import MemoryVector
 from userdata_app.memory.vectors import memory_vector_search
+
+DIMS = 768
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -28,11 +29,11 @@ pytestmark = [
 def test_a_persons_first_search_reads_their_vectors_only():
     rng = np.random.default_rng(45)
     person, others = tenant_get_or_create(slug="cold-person"), tenant_get_or_create(slug="cold-others")
-    semantic.fill(person, [("reader", 2_000)], rng)
-    semantic.fill(others, [(f"p{n}", 1_000) for n in range(20)], rng)
+    bulk_data.memory_vectors_fill(tenant=person, people=[("reader", 2_000)], rng=rng, dims=DIMS)
+    bulk_data.memory_vectors_fill(tenant=others, people=[(f"p{n}", 1_000) for n in range(20)], rng=rng, dims=DIMS)
     bulk_data.analyze()
     vector_cache.clear()
-    query = rng.standard_normal(semantic.DIMS, dtype=np.float32)
+    query = rng.standard_normal(DIMS, dtype=np.float32)
 
     started = time.perf_counter()
     found = memory_vector_search(
