@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Case, F, TextField, Value, When
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -132,6 +133,15 @@ class MessageAppendInput(StrictInput):
     messages = MessageInput(many=True, help_text="1 to 500 messages, stored atomically in this order.")
 
 
+class KeptTimeField(serializers.DateTimeField):
+    """A time that may come as the text a pop's kept answer stored (``message_as_dict``): answered
+    as every time of the API is (UTC as ``Z``), not as that text was written."""
+
+    def to_representation(self, value: Any) -> Any:
+        kept = parse_datetime(value) if isinstance(value, str) else value
+        return super().to_representation(kept if kept is not None else value)
+
+
 class MessageSerializer(Output):
     seq = serializers.IntegerField(help_text="Gap-free position in the session's history, from 1.")
     client_id = serializers.CharField(allow_null=True)
@@ -142,7 +152,7 @@ class MessageSerializer(Output):
     content = ContentField()
     metadata = serializers.DictField()
     usage = serializers.DictField(allow_null=True)
-    created_at = serializers.DateTimeField()
+    created_at = KeptTimeField()
 
 
 class MessageAppendedSerializer(Output):

@@ -22,6 +22,7 @@ def _contents(session_pk) -> list[str]:
 
 
 def test_pop_answers_the_message_then_null_and_a_retry_pops_nothing(api, session):
+    listed = api.get(S + "messages/").json()["results"]
     first = api.post(S + "messages/pop/", {"idempotency_key": "k1"}, format="json")
     assert first.status_code == 200 and first.json()["message"]["seq"] == 3
     assert set(first.json()["message"]) == {
@@ -36,6 +37,7 @@ def test_pop_answers_the_message_then_null_and_a_retry_pops_nothing(api, session
         "usage",
         "created_at",
     }
+    assert first.json()["message"] == listed[-1]  # as the history showed it, times written alike
     again = api.post(S + "messages/pop/", {"idempotency_key": "k1"}, format="json")
     assert again.json() == first.json() and _contents(session.pk) == ["a", "b"]
     assert api.post(S + "messages/pop/").json()["message"]["content"] == "b"  # no body: a pop without a key
