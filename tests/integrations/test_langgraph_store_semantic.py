@@ -110,7 +110,7 @@ def test_same_ranking_as_in_memory_store(server, store_key, entries, query, kind
 
 @pytest.mark.slow
 @pytest.mark.crosscheck
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=puts, query=st.sampled_from(WORDS), kind=st.sampled_from([None, "a"]))
 def test_same_ranking_as_in_memory_store_many(server, store_key, entries, query, kind):
     check_same_ranking_as_in_memory(server, store_key, entries, query, kind)
