@@ -5,6 +5,8 @@ ORM object per row would."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from django.db import connection, transaction
 from django.db.models import F
@@ -67,12 +69,14 @@ def sessions_create(*, tenant: Tenant, user_id: str, count: int, prefix: str = "
     )
 
 
-def history_fill(*, session: Session, messages: int = 0, rounds: int = 0) -> Session:
+def history_fill(*, session: Session, messages: int = 0, rounds: int = 0, content: str | None = None) -> Session:
     """Give ``session`` ``messages`` messages (seq 1..n) and ``rounds`` rounds (ids 1..n) and set
-    its counters to match, as the services would have."""
+    its counters to match, as the services would have. ``content``: every message's text (a short
+    numbered line when None)."""
     now = timezone.now()
     owner = [session.pk, session.tenant_id, session.user_id]
     if messages:
+        text = "'\"Message ' || i || ' of a long conversation, about as long as a short chat turn.\"'"
         insert_series(
             model=Message,
             count=messages,
@@ -85,13 +89,11 @@ def history_fill(*, session: Session, messages: int = 0, rounds: int = 0) -> Ses
                 "type": "'message'",
                 "status": "''",
                 "name": "''",
-                "content": json_sql(
-                    "'\"Message ' || i || ' of a long conversation, about as long as a short chat turn.\"'"
-                ),
+                "content": json_sql(text if content is None else "%s"),
                 "metadata": json_sql("'{}'"),
                 "created_at": "%s",
             },
-            params=[*owner, now],
+            params=[*owner, *([] if content is None else [json.dumps(content)]), now],
         )
     if rounds:
         insert_series(
