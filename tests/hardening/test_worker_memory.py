@@ -36,7 +36,7 @@ pytestmark = [
 MiB = 2**20
 GROWTH_BOUND_MIB = 256  # docs/OPERATIONS.md: what one read may add to a worker's memory
 BODY_LIMIT = 5 * MiB  # AGENTSTATE_MAX_BODY_BYTES' default
-LARGE = 20  # ADK events, LangGraph checkpoints and user data values of 3-4 MiB
+LARGE = 32  # ADK events, LangGraph checkpoints, user data values of 3-4 MiB: each kind past the bound read whole
 MESSAGES = 64  # of 5 MiB: 320 MiB, more than the bound (an unbounded page of them grows a worker by ~1 GiB)
 
 SETUP = (
