@@ -14,7 +14,8 @@ default, PostgreSQL when DATABASE_URL is set). frameworks drives Google ADK, Lan
 OpenAI Agents SDK through their own interfaces against agentstate (gunicorn, one worker) and against
 each framework's own store on the same PostgreSQL (DATABASE_URL's server, or a private one), their
 SQLite stores beside, and computes issue 26's targets (--note keeps a line about the run with it;
---proxy puts HAProxy, set up as docs/SCALING.md's recipe does, in front of gunicorn).
+--proxy puts HAProxy, set up as docs/SCALING.md's recipe does, in front of gunicorn, and keeps the
+run as frameworks-proxy).
 search times the message search at 10,000, 100,000 and 1,000,000 messages per tenant (--quick:
 10,000), and what its index costs an append beside 100,000 (SQLite by default, PostgreSQL when
 DATABASE_URL is set; --reuse-db searches the messages a kept run left in the benchmark database,
@@ -124,7 +125,9 @@ def _frameworks(args) -> None:
 
             result = frameworks.run(quick=args.quick, note=args.note, only=args.framework, proxy=args.proxy)
             frameworks.print_table(result)
-            print(f"results: {report.write_results('frameworks', result, args.results)}")
+            # A complete run through the documented proxy is kept under its own name, beside the direct runs.
+            suite = "frameworks-proxy" if args.proxy else "frameworks"
+            print(f"results: {report.write_results(suite, result, args.results)}")
 
 
 def _http(args) -> None:
@@ -184,7 +187,7 @@ def results_dir(args: argparse.Namespace) -> Path | None:
     """Where a suite writes its run: ``--results``, else benchmarks/results/ (None) for a complete
     run. A partial one (``--quick``, ``--framework``) goes to a scratch directory instead and is
     refused in benchmarks/results/, where the summary and docs/PERFORMANCE.md read complete runs."""
-    flags = (("--quick", args.quick), ("--framework", args.framework), ("--proxy", args.proxy))
+    flags = (("--quick", args.quick), ("--framework", args.framework))
     partial = [flag for flag, given in flags if given]
     if not partial:
         return args.results
@@ -249,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--proxy",
         action="store_true",
-        help="frameworks: through HAProxy as docs/SCALING.md sets it up (a partial run, like --framework)",
+        help="frameworks: through HAProxy as docs/SCALING.md sets it up (kept as frameworks-proxy)",
     )
     parser.add_argument("--no-profile", action="store_true", help="http: skip the py-spy profile")
     parser.add_argument(
@@ -266,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         type=Path,
         help="summary: read the kept runs from DIR; a suite: write its run there (default benchmarks/results/ for a "
-        "complete run, a scratch directory for a partial one: --quick, --framework, --proxy)",
+        "complete run, a scratch directory for a partial one: --quick, --framework)",
     )
     args, _ = parser.parse_known_args(argv)
     # A terminated run still stops its servers and drops its database (the finally blocks run).

@@ -119,7 +119,8 @@ def test_the_code_carries_no_measured_figures():
     assert not found, found
 
 
-KEPT_RUN = re.compile(r"^(?P<suite>[a-z]+)-(?P<database>[a-z]+)-\d{8}T\d{6}Z\.json$")
+# A suite's name, with a variant after a hyphen (frameworks-proxy: ``frameworks --proxy``).
+KEPT_RUN = re.compile(r"^(?P<suite>[a-z]+)(?P<variant>-[a-z]+)?-(?P<database>postgresql|sqlite)-\d{8}T\d{6}Z\.json$")
 
 
 def kept_runs() -> dict[tuple[str, str], list[str]]:
@@ -127,7 +128,7 @@ def kept_runs() -> dict[tuple[str, str], list[str]]:
     runs: dict[tuple[str, str], list[str]] = {}
     for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
         if match := KEPT_RUN.match(path.name):
-            runs.setdefault((match["suite"], match["database"]), []).append(path.name)
+            runs.setdefault((match["suite"] + (match["variant"] or ""), match["database"]), []).append(path.name)
     return runs
 
 
@@ -138,7 +139,7 @@ def test_every_kept_run_belongs_to_a_suite_that_still_runs():
         [sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
     ).stdout
     suites = set(re.search(r"\{([\w,]+)\}", usage)[1].split(","))
-    orphans = sorted({suite for suite, _ in kept_runs()} - suites)
+    orphans = sorted({suite for suite, _ in kept_runs()} - suites - {f"{suite}-proxy" for suite in suites})
     assert not orphans, f"kept runs of {orphans}, which python -m benchmarks no longer runs"
 
 
