@@ -4,7 +4,7 @@ migrating made (triggers, FTS5 tables, views, the rows post_migrate adds), so th
 database. It lives in the system's temporary directory under a key of everything that shapes it (the
 migrations' files and the project modules they import, the installed apps, Django's and SQLite's
 versions): changing any of them makes a new one, which the first worker to need it builds while the
-others wait for it."""
+others wait for it. Each use marks it used; a build removes the templates no run used for a day."""
 
 import ast
 import fcntl
@@ -15,8 +15,9 @@ import shutil
 import sqlite3
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 
 import django
@@ -28,6 +29,7 @@ from django.db.migrations.loader import MigrationLoader
 
 ROOT = Path(__file__).resolve().parent.parent
 DIRECTORY = Path(tempfile.gettempdir()) / "agentstate-test-databases"
+UNUSED_SECONDS = 24 * 3600  # a template unused this long is removed when another is built
 
 
 def _project_file(module: str) -> Path | None:
@@ -108,6 +110,17 @@ def _held(lock: Path) -> Iterator[None]:
         yield
 
 
+def _remove_unused(kept: Path) -> None:
+    """Each change to the migrations makes a new template: the others go once no run used them for
+    ``UNUSED_SECONDS`` (a checkout beside this one, at other migrations, builds its own again)."""
+    cutoff = time.time() - UNUSED_SECONDS
+    for template in DIRECTORY.glob("*.sqlite3"):
+        with suppress(FileNotFoundError):  # another run's clean-up may have taken it
+            if template != kept and template.stat().st_mtime < cutoff:
+                template.unlink()
+                template.with_suffix(".lock").unlink(missing_ok=True)
+
+
 class TemplateCreation(DatabaseCreation):
     """Django's SQLite test database creation, for an in-memory test database (the default when
     TEST's NAME is unset): copied from the template, built by migrating when there is none."""
@@ -124,6 +137,7 @@ class TemplateCreation(DatabaseCreation):
                 building = template.with_suffix(f".{os.getpid()}.tmp")
                 self.connection.cursor().execute("VACUUM INTO %s", [str(building)])
                 building.replace(template)
+                _remove_unused(template)
                 return name
         self.connection.close()
         settings.DATABASES[self.connection.alias]["NAME"] = name
@@ -131,6 +145,7 @@ class TemplateCreation(DatabaseCreation):
         self.connection.ensure_connection()
         with closing(sqlite3.connect(template)) as source:
             source.backup(self.connection.connection)
+        os.utime(template)  # used: kept by the next build's clean-up
         if serialize:
             self.connection._test_serialized_contents = self.serialize_db_to_string()
         call_command("createcachetable", database=self.connection.alias)
