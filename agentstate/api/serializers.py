@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import json
+from collections.abc import Callable, Mapping
 from functools import cache, cached_property, partial
 from typing import Any, cast
 
 from django.conf import settings
+from django.core.validators import ProhibitNullCharactersValidator
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from agentstate.exceptions import InvalidInput
 from agentstate.validation import parse_json_text
@@ -67,8 +71,29 @@ class JSONTextField(StringField):
         return value
 
 
+@extend_schema_field({"type": "object"})
+class PassedOn(serializers.Field):
+    """A value the service checks itself (its messages name the part at fault), taken as sent: e.g.
+    typed values whose data is bytes in msgpack, base64 in JSON, which DRF's JSONField cannot hold."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
 def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    """``data`` checked by ``serializer_class``; a 400 naming the fields otherwise."""
+    """``data`` checked by ``serializer_class``; a 400 naming the fields otherwise. A body that
+    plainly passes (``_plainly_valid``) skips DRF's field machinery; any other goes through DRF,
+    which gives the answer, so a refusal is worded as DRF words it."""
+    if type(data) is dict:  # not a QueryDict: DRF reads form and query input its own way
+        plan = _plan(serializer_class)
+        if plan is not None:
+            try:
+                return _plainly_valid(plan, data)
+            except _NotPlain:
+                pass
     serializer = serializer_class(data=data)
     serializer.__dict__["fields"] = _input_fields(serializer_class)  # DRF's ``fields`` is a cached_property
     serializer.is_valid(raise_exception=True)
@@ -82,6 +107,132 @@ def _input_fields(serializer_class: type[serializers.Serializer]) -> Any:
     validation (values and errors travel as return values and exceptions, and no input serializer
     here reads its context or instance), so every request's serializer can share them."""
     return serializer_class().fields
+
+
+class _NotPlain(Exception):
+    """DRF must look at this body: it may refuse it, or turn a value into another."""
+
+
+_STRING_CHECKS = (ProhibitNullCharactersValidator, ProhibitSurrogateCharactersValidator)
+# name, check (the value sent -> the value validated, or _NotPlain), required, default, allow_null
+_Step = tuple[str, Callable[[Any], Any], bool, Any, bool]
+
+
+@cache
+def _plan(serializer_class: type[serializers.Serializer]) -> tuple[_Step, ...] | None:
+    """How to check a ``StrictInput`` without DRF: a step per field, each as DRF would accept a
+    value (strings, JSON, booleans, choices, values passed on); None when any field, validator or
+    ``validate`` is of another kind (DRF checks every body then)."""
+    own_validate = serializer_class.validate is not serializers.Serializer.validate
+    if not issubclass(serializer_class, StrictInput) or own_validate:
+        return None
+    owner = serializer_class()
+    if owner.get_validators():
+        return None
+    steps = []
+    for name, field in _input_fields(serializer_class).items():
+        check = _value_check(field)
+        contextual = getattr(field.default, "requires_context", False)
+        if check is None or field.read_only or field.source != name or contextual:
+            return None
+        hook = getattr(owner, f"validate_{name}", None)
+        if hook is not None:
+            check = _then(check, hook)
+        steps.append((name, check, field.required, field.default, field.allow_null))
+    return tuple(steps)
+
+
+def _then(check: Callable[[Any], Any], hook: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def checked(value: Any) -> Any:
+        try:
+            return hook(check(value))
+        except serializers.ValidationError:
+            raise _NotPlain() from None
+
+    return checked
+
+
+def _value_check(field: serializers.Field) -> Callable[[Any], Any] | None:
+    """A value's check by ``field``'s rule, for the kinds of field DRF's own rule is plain for."""
+    kind = type(field)
+    if isinstance(field, StringField) and kind is StringField:
+        plain = not field.trim_whitespace and field.max_length is field.min_length is None
+        if not plain or [type(v) for v in field.validators] != list(_STRING_CHECKS):
+            return None
+        return functools.partial(_plain_string, blank=field.allow_blank)
+    if field.validators:
+        return None
+    if isinstance(field, serializers.JSONField) and kind is serializers.JSONField:
+        return _plain_json if not field.binary and field.encoder is None else None
+    if kind is serializers.BooleanField:
+        return _plain_bool
+    if isinstance(field, serializers.ChoiceField) and kind is serializers.ChoiceField:
+        return functools.partial(_plain_choice, choices=field.choice_strings_to_values)
+    if issubclass(kind, PassedOn) and kind.to_internal_value is PassedOn.to_internal_value:
+        return _passed_on
+    return None
+
+
+def _plain_string(value: Any, *, blank: bool) -> str:
+    if type(value) is not str or (not value and not blank) or "\x00" in value:
+        raise _NotPlain()
+    if not value.isascii():
+        try:
+            value.encode("utf-8")  # a lone surrogate cannot be
+        except UnicodeEncodeError:
+            raise _NotPlain() from None
+    return value
+
+
+def _plain_json(value: Any) -> Any:
+    try:
+        json.dumps(value)  # DRF's own test of a JSON field's value
+    except (TypeError, ValueError):
+        raise _NotPlain() from None
+    return value
+
+
+def _plain_bool(value: Any) -> bool:
+    if type(value) is not bool:
+        raise _NotPlain()
+    return value
+
+
+def _plain_choice(value: Any, *, choices: dict[str, Any]) -> Any:
+    if type(value) is not str or value not in choices:
+        raise _NotPlain()
+    return choices[value]
+
+
+def _passed_on(value: Any) -> Any:
+    return value
+
+
+def _plainly_valid(plan: tuple[_Step, ...], data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` as DRF validates it, or ``_NotPlain``: every key a field, every field there or
+    with a default, no null where none is allowed, each value plainly fine."""
+    if len(data) > len(plan):
+        raise _NotPlain()
+    validated: dict[str, Any] = {}
+    seen = 0
+    for name, check, required, default, allow_null in plan:
+        if name not in data:
+            if required:
+                raise _NotPlain()
+            if default is not serializers.empty:
+                validated[name] = default() if callable(default) else default
+            continue
+        seen += 1
+        value = data[name]
+        if value is None:
+            if not allow_null:
+                raise _NotPlain()
+            validated[name] = None
+        else:
+            validated[name] = check(value)
+    if seen != len(data):  # a key that is no field: StrictInput's 400
+        raise _NotPlain()
+    return validated
 
 
 class Output(serializers.Serializer):

@@ -26,13 +26,12 @@ from agentstate.api.pagination import ModelsPagination
 from agentstate.api.parsers import JSONParser, PayloadTooLarge
 from agentstate.api.renderers import MSGPACK_BIG_INT, JSONRenderer, MsgpackRenderer
 from agentstate.api.schema import error_responses
-from agentstate.api.serializers import JSONTextField, StrictInput, StringField, validated
+from agentstate.api.serializers import JSONTextField, PassedOn, StrictInput, StringField, validated
 from agentstate.api.views import TenantAPIView, TenantRequest
 from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
 from backends.langgraph.process import selectors, services
-from backends.langgraph.process.models import LangGraphCheckpoint
 
 LANGGRAPH_CONFLICTS = ("thread_owned_by_another_user", "subject_erased")  # a write to a thread
 
@@ -67,18 +66,6 @@ def _big_int(code: int, data: bytes) -> int:
 
 
 WRITE_PARSERS = [JSONParser, MsgpackParser]
-
-
-@extend_schema_field({"type": "object"})
-class PassedOn(serializers.Field):
-    """A value the service checks itself (its messages name the part at fault): typed values
-    whose data is bytes in msgpack, base64 in JSON, which DRF's JSONField cannot hold."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        return data
-
-    def to_representation(self, value: Any) -> Any:
-        return value
 
 
 class TypedValueSerializer(serializers.Serializer):
@@ -389,16 +376,16 @@ class CheckpointListView(CheckpointReadView):
         metadata_filter = selectors.clean_filter(query.get("filter"))
         chosen = {name: query.get(name) for name in ("checkpoint_ns", "checkpoint_id", "before", "user_id")}
         paginator = self.pagination_class()
-        page: list[LangGraphCheckpoint] | None
+        tuples: list[selectors.CheckpointTuple]
         if query.get("thread_id") is None or metadata_filter or paginator.cursor_query_param in request.query_params:
             rows = selectors.checkpoint_list(
                 tenant=request.tenant, thread_id=query.get("thread_id"), metadata_filter=metadata_filter, **chosen
             ).defer("channel_versions", "value")  # the first not in the answer, the second read with the writes
             page = paginator.paginate_queryset(rows, request, view=self)
-        else:  # a thread's first page (what get_state_history reads): a written-out statement
+            tuples = selectors.checkpoint_tuples(page or [], thread_id=query.get("thread_id"))
+        else:  # a thread's first page (what get_state_history reads): one written-out statement
             fetch = selectors.checkpoint_first_page(tenant=request.tenant, thread_id=query["thread_id"], **chosen)
-            page = paginator.paginate_first_page(fetch, request)
-        tuples = selectors.checkpoint_tuples(page or [], thread_id=query.get("thread_id"))
+            tuples = paginator.paginate_first_page(fetch, request)
         binary, separate, sent = self.binary(request), query.get("channel_values") == SEPARATE, set[int]()
         return paginator.get_paginated_response(
             [_tuple_data(t, binary=binary, separate=separate, sent=sent) for t in tuples]

@@ -1,0 +1,80 @@
+"""``validated`` skips DRF's field machinery for a body that plainly passes: for every input whose
+fields allow it, each field changed one value at a time from a good body gets exactly DRF's answer
+(the same validated values, or the same 400)."""
+
+from typing import Any
+
+import pytest
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+
+import agentstate_site.urls  # noqa: F401 (every app's views, and so their inputs, imported)
+from agentstate.api import serializers as api_serializers
+from agentstate.api.serializers import PassedOn, StrictInput, StringField, validated
+from backends.langgraph.views import CheckpointPutInput, WritesPutInput
+
+
+def _inputs(cls: type = StrictInput) -> list[type[StrictInput]]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_inputs(sub)]
+    return found
+
+
+PLAIN = sorted({c for c in _inputs() if api_serializers._plan(c) is not None}, key=lambda c: c.__qualname__)
+
+
+def _good(field: serializers.Field) -> Any:
+    if isinstance(field, serializers.ChoiceField):
+        return next(iter(field.choice_strings_to_values.values()))
+    if isinstance(field, serializers.BooleanField):
+        return True
+    if isinstance(field, StringField):
+        return "x"
+    return {"a": [1, "b"]}
+
+
+ODD = ["", " x ", "a\x00b", "\ud800", "é", 7, 1.5, True, None, {}, [], {"k": b"bytes"}, b"raw", "on", "1"]
+
+
+def _drf(cls: type[serializers.Serializer], data: dict[str, Any]) -> Any:
+    serializer = cls(data=data)
+    return dict(serializer.validated_data) if serializer.is_valid() else serializer.errors
+
+
+def _answer(cls: type[serializers.Serializer], data: dict[str, Any]) -> Any:
+    try:
+        return dict(validated(cls, data))
+    except ValidationError as exc:
+        return exc.detail
+
+
+def test_the_hot_writes_take_the_plain_path():
+    assert CheckpointPutInput in PLAIN and WritesPutInput in PLAIN
+
+
+@pytest.mark.parametrize("cls", PLAIN, ids=lambda c: c.__qualname__)
+def test_each_field_changed_gets_drfs_answer(cls):
+    fields = cls().fields
+    good = {name: _good(field) for name, field in fields.items()}
+    bodies = [good, {**good, "unknown": 1}, {name: value for name, value in good.items() if fields[name].required}]
+    for name in fields:
+        bodies += [{**good, name: odd} for odd in ODD]
+        bodies.append({key: value for key, value in good.items() if key != name})
+    for body in bodies:
+        assert _answer(cls, body) == _drf(cls, body), body
+
+
+def test_a_passed_on_value_is_the_one_sent():
+    value = {"type": "msgpack", "data": b"\x01"}
+    assert isinstance(CheckpointPutInput().fields["checkpoint"], PassedOn)
+    body = {
+        "thread_id": "t",
+        "default_user_id": "u",
+        "checkpoint_ns": "",
+        "checkpoint_id": "c",
+        "checkpoint": value,
+        "metadata": {},
+        "channel_versions": {},
+    }
+    assert validated(CheckpointPutInput, body)["checkpoint"] is value
