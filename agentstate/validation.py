@@ -105,15 +105,22 @@ def clean_optional_label(value: Any, *, field: str, max_length: int = IDENTIFIER
     return clean_identifier(value, field=field, max_length=max_length)
 
 
-def clean_json(value: Any, *, field: str, require_object: bool = False, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """Check a JSON document: no NUL characters anywhere, bounded depth, optionally an object."""
+def clean_json(
+    value: Any, *, field: str, require_object: bool = False, max_depth: int = MAX_JSON_DEPTH, binary: bool = False
+) -> Any:
+    """Check a JSON document: no NUL characters anywhere, bounded depth, optionally an object.
+    ``binary``: bytes may stand where a value goes (a msgpack body's), checked as any value."""
     if require_object and not isinstance(value, dict):
         raise InvalidInput.for_field(field, "must be a JSON object.")
-    _check_json(value, field=field, depth=0, max_depth=max_depth)
+    _check_json(value, field=field, depth=0, max_depth=max_depth, leaves=_BINARY_LEAVES if binary else _LEAVES)
     return value
 
 
-def _check_json(value: Any, *, field: str, depth: int, max_depth: int) -> None:
+_LEAVES = (bool, int)
+_BINARY_LEAVES = (bool, int, bytes)
+
+
+def _check_json(value: Any, *, field: str, depth: int, max_depth: int, leaves: tuple[type, ...] = _LEAVES) -> None:
     if depth > max_depth:
         raise InvalidInput.for_field(field, f"nests deeper than {max_depth} levels.")
     if isinstance(value, str):
@@ -123,14 +130,14 @@ def _check_json(value: Any, *, field: str, depth: int, max_depth: int) -> None:
             if not isinstance(key, str):
                 raise InvalidInput.for_field(field, "object keys must be strings.")
             _check_text(key, field=field)
-            _check_json(item, field=field, depth=depth + 1, max_depth=max_depth)
+            _check_json(item, field=field, depth=depth + 1, max_depth=max_depth, leaves=leaves)
     elif isinstance(value, list):
         for item in value:
-            _check_json(item, field=field, depth=depth + 1, max_depth=max_depth)
+            _check_json(item, field=field, depth=depth + 1, max_depth=max_depth, leaves=leaves)
     elif isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise InvalidInput.for_field(field, "must not contain NaN or infinity.")
-    elif value is not None and not isinstance(value, (bool, int)):
+    elif value is not None and not isinstance(value, leaves):
         raise InvalidInput.for_field(field, "must be JSON.")
 
 

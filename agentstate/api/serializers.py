@@ -121,8 +121,8 @@ _Step = tuple[str, Callable[[Any], Any], bool, Any, bool]
 @cache
 def _plan(serializer_class: type[serializers.Serializer]) -> tuple[_Step, ...] | None:
     """How to check a ``StrictInput`` without DRF: a step per field, each as DRF would accept a
-    value (strings, JSON, booleans, choices, values passed on); None when any field, validator or
-    ``validate`` is of another kind (DRF checks every body then)."""
+    value (strings, JSON, booleans, choices, values passed on, lists of such inputs); None when
+    any field, validator or ``validate`` is of another kind (DRF checks every body then)."""
     own_validate = serializer_class.validate is not serializers.Serializer.validate
     if not issubclass(serializer_class, StrictInput) or own_validate:
         return None
@@ -160,6 +160,8 @@ def _value_check(field: serializers.Field) -> Callable[[Any], Any] | None:
         if not plain or [type(v) for v in field.validators] != list(_STRING_CHECKS):
             return None
         return functools.partial(_plain_string, blank=field.allow_blank)
+    if isinstance(field, serializers.ListField) and kind is serializers.ListField:
+        return _list_check(field)
     if field.validators:
         return None
     if isinstance(field, serializers.JSONField) and kind is serializers.JSONField:
@@ -171,6 +173,28 @@ def _value_check(field: serializers.Field) -> Callable[[Any], Any] | None:
     if issubclass(kind, PassedOn) and kind.to_internal_value is PassedOn.to_internal_value:
         return _passed_on
     return None
+
+
+def _list_check(field: serializers.ListField) -> Callable[[Any], Any] | None:
+    """A list of inputs, each checked by its own plan, within the list's bounds."""
+    child, bounds = field.child, (field.min_length, field.max_length)
+    plan = _plan(type(child)) if isinstance(child, StrictInput) and not child.allow_null else None
+    if plan is None or len(field.validators) != sum(bound is not None for bound in bounds):
+        return None
+    return functools.partial(_plain_list, plan=plan, bounds=bounds, empty=field.allow_empty)
+
+
+def _plain_list(value: Any, *, plan: tuple[_Step, ...], bounds: tuple[int | None, int | None], empty: bool) -> list:
+    low, high = bounds
+    if type(value) is not list or (not value and not empty) or (low is not None and len(value) < low):
+        raise _NotPlain()
+    if high is not None and len(value) > high:
+        raise _NotPlain()
+    return [_plainly_valid(plan, item) if type(item) is dict else _not_plain() for item in value]
+
+
+def _not_plain() -> Any:
+    raise _NotPlain()
 
 
 def _plain_string(value: Any, *, blank: bool) -> str:

@@ -448,21 +448,10 @@ class BatchCallInput(StrictInput):
         any body; what the call's own endpoint would refuse is that call's answer. Bytes (a msgpack
         body's values) are checked by the call's endpoint."""
         try:
-            clean_json(_bytes_as_text(value), field="body", require_object=True)
+            clean_json(value, field="body", require_object=True, binary=True)
         except InvalidInput as exc:
             raise serializers.ValidationError(exc.fields["body"]) from None
         return value
-
-
-def _bytes_as_text(value: Any) -> Any:
-    """``value`` with each bytes value as an empty string: JSON's checks apply to the rest."""
-    if isinstance(value, bytes):
-        return ""
-    if isinstance(value, dict):
-        return {k: _bytes_as_text(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_bytes_as_text(v) for v in value]
-    return value
 
 
 class CheckpointBatchInput(StrictInput):

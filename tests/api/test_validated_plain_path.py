@@ -11,7 +11,7 @@ from rest_framework.exceptions import ValidationError
 import agentstate_site.urls  # noqa: F401 (every app's views, and so their inputs, imported)
 from agentstate.api import serializers as api_serializers
 from agentstate.api.serializers import PassedOn, StrictInput, StringField, validated
-from backends.langgraph.views import CheckpointPutInput, WritesPutInput
+from backends.langgraph.views import CheckpointBatchInput, CheckpointPutInput, WritesPutInput
 
 
 def _inputs(cls: type = StrictInput) -> list[type[StrictInput]]:
@@ -25,6 +25,8 @@ PLAIN = sorted({c for c in _inputs() if api_serializers._plan(c) is not None}, k
 
 
 def _good(field: serializers.Field) -> Any:
+    if isinstance(field, serializers.ListField):
+        return [_good_body(field.child)]
     if isinstance(field, serializers.ChoiceField):
         return next(iter(field.choice_strings_to_values.values()))
     if isinstance(field, serializers.BooleanField):
@@ -32,6 +34,20 @@ def _good(field: serializers.Field) -> Any:
     if isinstance(field, StringField):
         return "x"
     return {"a": [1, "b"]}
+
+
+def _good_body(serializer: serializers.Serializer) -> dict[str, Any]:
+    return {name: _good(field) for name, field in serializer.fields.items()}
+
+
+def _odd_lists(field: serializers.Field) -> list[Any]:
+    """For a list of inputs: items missing, null, of another shape, too many, and one changed."""
+    if not isinstance(field, serializers.ListField):
+        return []
+    good = _good_body(field.child)
+    many = [good] * ((field.max_length or 3) + 1)
+    changed = [[{**good, name: odd} for odd in ODD] for name in good]
+    return [[], [None], [good, "x"], [{**good, "unknown": 1}], many, *[[item] for c in changed for item in c]]
 
 
 ODD = ["", " x ", "a\x00b", "\ud800", "é", 7, 1.5, True, None, {}, [], {"k": b"bytes"}, b"raw", "on", "1"]
@@ -50,16 +66,16 @@ def _answer(cls: type[serializers.Serializer], data: dict[str, Any]) -> Any:
 
 
 def test_the_hot_writes_take_the_plain_path():
-    assert CheckpointPutInput in PLAIN and WritesPutInput in PLAIN
+    assert {CheckpointPutInput, WritesPutInput, CheckpointBatchInput} <= set(PLAIN)
 
 
 @pytest.mark.parametrize("cls", PLAIN, ids=lambda c: c.__qualname__)
 def test_each_field_changed_gets_drfs_answer(cls):
     fields = cls().fields
-    good = {name: _good(field) for name, field in fields.items()}
+    good = _good_body(cls())
     bodies = [good, {**good, "unknown": 1}, {name: value for name, value in good.items() if fields[name].required}]
     for name in fields:
-        bodies += [{**good, name: odd} for odd in ODD]
+        bodies += [{**good, name: odd} for odd in ODD + _odd_lists(fields[name])]
         bodies.append({key: value for key, value in good.items() if key != name})
     for body in bodies:
         assert _answer(cls, body) == _drf(cls, body), body
