@@ -19,20 +19,16 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+# The fields the API shows of a message, in its order: ``message_as_dict``'s, and those of a pop's
+# kept answer, which PostgreSQL builds in the pop's statement (``to_jsonb`` writes a time as ``iso``).
+MESSAGE_FIELDS = ("seq", "client_id", "role", "type", "status", "name", "content", "metadata", "usage", "created_at")
+
+
 def message_as_dict(m: Message) -> dict[str, Any]:
     """A message as JSON-ready data, the fields the API shows (export, a pop's kept answer)."""
-    return {
-        "seq": m.seq,
-        "client_id": m.client_id,
-        "role": m.role,
-        "type": m.type,
-        "status": m.status,
-        "name": m.name,
-        "content": m.content,
-        "metadata": m.metadata,
-        "usage": m.usage,
-        "created_at": iso(m.created_at),
-    }
+    shown = {name: getattr(m, name) for name in MESSAGE_FIELDS}
+    shown["created_at"] = iso(m.created_at)
+    return shown
 
 
 USAGE_COUNTS = ("requests", "input_tokens", "output_tokens", "total_tokens")

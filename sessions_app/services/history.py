@@ -11,7 +11,6 @@ refuse edits; fork only reads its source, so an ended session can be forked.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,16 +22,22 @@ from django.utils import timezone
 from agentstate import subject_data
 from agentstate.exceptions import Held, InvalidInput, NotFound, PreconditionFailed, SessionAlreadyExists, SessionEnded
 from agentstate.holds.selectors import COVERING_HOLD_SQL
-from agentstate.holds.services import holds_lock_key, holds_lock_required
-from agentstate.statements import execute_all, prepared_cursor
+from agentstate.holds.services import holds_lock_key
+from agentstate.statements import execute_all
 from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_json, clean_round_id
 from sessions_app.models import Message, MessagePop, Round, RunUsage, Session
-from sessions_app.selectors.export import message_as_dict
+from sessions_app.selectors.export import MESSAGE_FIELDS, message_as_dict
 from sessions_app.selectors.rows import column_converter, model_columns, row_as_model
 from sessions_app.selectors.sessions import session_get
-from sessions_app.services.live import activity_update_sql, lock_session, session_hold_check, session_touch
+from sessions_app.services.live import (
+    activity_time,
+    activity_update_sql,
+    lock_session,
+    session_hold_check,
+    session_touch,
+)
 from sessions_app.services.sessions import new_session_id_clean
 from sessions_app.services.usage import run_usage_drop_removed_turns
 
@@ -90,23 +95,22 @@ def _record_edit(session: Session, *, removed_messages: int, removed_rounds: int
         run_usage_drop_removed_turns(session)
 
 
-@transaction.atomic
 def message_pop(
     *, session: Session, idempotency_key: str | None = None, expected_last_seq: int | None = None
 ) -> dict[str, Any] | None:
-    """Remove and return the newest message (as the API shows it), or None for an empty history.
+    """Remove and return the newest message (``message_as_dict``), or None for an empty history.
 
     Pops of one session are serialised by its row lock, so concurrent pops each get a different
     message or None. With ``idempotency_key``, the answer is kept: a retry with the same key
-    returns it again and pops nothing. Three statements on PostgreSQL at any history size: the
-    row lock with the hold lock, the checks with the newest message, the edit."""
+    returns it again and pops nothing. A refused pop (ended, held, a stale ``expected_last_seq``)
+    changes nothing. One round trip on PostgreSQL at any history size (``_pop_in_one_round_trip``)."""
     key, expected_last_seq = _pop_arguments(idempotency_key, expected_last_seq)
-    locked = session_touch(session, holds_lock_shared=True)
-    newest, found = _pop_read(session, key)
-    return _pop(locked, newest, found, key=key, expected_last_seq=expected_last_seq)
+    if connection.vendor == "postgresql":
+        found = {"session_pk": session.pk, "tenant": session.tenant_id, "user_id": session.user_id}
+        return _pop_in_one_round_trip(_POP_BY_PK, found, key=key, expected_last_seq=expected_last_seq)
+    return _pop_locked(session, key=key, expected_last_seq=expected_last_seq)
 
 
-@transaction.atomic
 def message_pop_from(
     *,
     tenant: Tenant,
@@ -115,31 +119,14 @@ def message_pop_from(
     idempotency_key: str | None = None,
     expected_last_seq: int | None = None,
 ) -> dict[str, Any] | None:
-    """``message_pop`` of the REST API's session ``session_id`` of ``user_id``. On PostgreSQL the
-    session is found by its lock, and the lock and the pop's read go in one round trip (two
-    statements, the read after the lock): with the edit, a pop is three round trips besides the
-    transaction's, where a lookup, the lock and the read were one each."""
-    # Raw: benchmarks/frameworks.py SDK pop_item per-call target: lock and read in one round trip
+    """``message_pop`` of the REST API's session ``session_id`` of ``user_id`` (on PostgreSQL found
+    by the pop's own statements, no lookup of its own)."""
     key, expected_last_seq = _pop_arguments(idempotency_key, expected_last_seq)  # first, on every database
-    if connection.vendor != "postgresql":
-        session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
-        return message_pop(session=session, idempotency_key=key, expected_last_seq=expected_last_seq)
-    holds_lock_required()
-    database = connections[DEFAULT_DB_ALIAS]
-    params = {
-        "now": connection.ops.adapt_datetimefield_value(timezone.now()),
-        "tenant": tenant.pk,
-        "user_id": user_id,
-        "session_id": session_id,
-        "holds": holds_lock_key(tenant.pk),
-        "key": key,
-    }
-    touched, (read,) = execute_all((_POP_LOCK_SQL, params), (_POP_READ_LOCKED_SQL, params))
-    if not touched:
-        raise NotFound("Session not found.")
-    locked = row_as_model(Session, database, touched[0][: len(Session._meta.concrete_fields)])
-    newest, found = _pop_found(database, read)
-    return _pop(locked, newest, found, key=key, expected_last_seq=expected_last_seq)
+    if connection.vendor == "postgresql":
+        found = {"tenant": tenant.pk, "user_id": user_id, "session_id": session_id}
+        return _pop_in_one_round_trip(_POP_BY_IDENTITY, found, key=key, expected_last_seq=expected_last_seq)
+    session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
+    return _pop_locked(session, key=key, expected_last_seq=expected_last_seq)
 
 
 def _pop_arguments(idempotency_key: str | None, expected_last_seq: int | None) -> tuple[str | None, int | None]:
@@ -149,34 +136,64 @@ def _pop_arguments(idempotency_key: str | None, expected_last_seq: int | None) -
     return key, expected_last_seq
 
 
-def _pop(
-    session: Session,
-    newest: Message | None,
-    found: dict[str, Any],
-    *,
-    key: str | None,
-    expected_last_seq: int | None,
+def _pop_refused(*, ended: bool, hold_reference: str | None, newest: int, expected_last_seq: int | None) -> None:
+    """The pop's rules, in the order both databases apply them (after a kept answer, which wins)."""
+    if ended:
+        raise SessionEnded(ENDED)
+    if hold_reference is not None:
+        raise Held.of(hold_reference, what="this session's messages")
+    _check_last_seen(newest, expected_last_seq)
+
+
+def _pop_in_one_round_trip(
+    statements: tuple[str, str], found: dict[str, Any], *, key: str | None, expected_last_seq: int | None
 ) -> dict[str, Any] | None:
-    """The pop's rules and its edit, under the session's row lock (``session`` as locked)."""
+    """PostgreSQL's pop: two statements in one round trip (``execute_all``), one transaction (the
+    caller's, or in autocommit the round trip's own, which the hold lock lasts until). The first
+    takes the session's row lock and the tenant's hold lock (shared); the second, whose snapshot
+    begins after both, decides (a kept answer, an ended session, a hold, the newest seq) and, when
+    the pop goes through, deletes the newest message, records the activity and the edit on the
+    session's row (``activity_update_sql``), drops the usage of the turn it removed and keeps the
+    answer. It returns what decided, so a refusal has changed nothing. It was four round trips
+    (BEGIN, the locks with the read, the edit, COMMIT)."""
+    # Raw: benchmarks/frameworks.py SDK pop_item per-call target: a pop in one round trip
+    database = connections[DEFAULT_DB_ALIAS]
+    holds_key = holds_lock_key(found["tenant"])
+    params = {**found, "holds": holds_key, "key": key, "expected": expected_last_seq, "now": activity_time()}
+    _, decided = execute_all((statements[0], params), (statements[1], params))
+    if not decided:
+        raise NotFound("Session not found.")
+    ended, hold_reference, newest, answered, kept, popped = decided[0]
+    convert = column_converter(database, MessagePop._meta.get_field("message"))
+    if answered:
+        return convert(kept) if convert is not None and kept is not None else kept
+    _pop_refused(ended=ended, hold_reference=hold_reference, newest=newest, expected_last_seq=expected_last_seq)
+    return convert(popped) if convert is not None and popped is not None else popped
+
+
+@transaction.atomic
+def _pop_locked(session: Session, *, key: str | None, expected_last_seq: int | None) -> dict[str, Any] | None:
+    """The pop on SQLite (its IMMEDIATE transaction serialises every writer): the row lock and the
+    activity, the read of what decides, the edit through the ORM."""
+    locked = session_touch(session, holds_lock_shared=True)
+    newest, found = _pop_read(session, key)
     if key is not None and found["answered"]:
         return found["answer"]
-    if session.ended_at is not None:
-        raise SessionEnded(ENDED)
-    if found["hold_reference"] is not None:
-        raise Held.of(found["hold_reference"], what="this session's messages")
-    _check_last_seen(0 if newest is None else newest.seq, expected_last_seq)
+    _pop_refused(
+        ended=locked.ended_at is not None,
+        hold_reference=found["hold_reference"],
+        newest=0 if newest is None else newest.seq,
+        expected_last_seq=expected_last_seq,
+    )
     popped = None if newest is None else message_as_dict(newest)
-    if newest is not None and connection.vendor == "postgresql":
-        _pop_postgresql(session, newest, key=key, popped=popped)
-        return popped
     if newest is not None:
         Message.objects.filter(pk=newest.pk).delete()
-        _record_edit(session, removed_messages=1, removed_rounds=0)
+        _record_edit(locked, removed_messages=1, removed_rounds=0)
     if key is not None:
         MessagePop.objects.create(
-            session=session,
-            tenant_id=session.tenant_id,
-            user_id=session.user_id,
+            session=locked,
+            tenant_id=locked.tenant_id,
+            user_id=locked.user_id,
             key=key,
             message=popped,
             message_created_at=None if newest is None else newest.created_at,
@@ -188,20 +205,15 @@ def _pop_read(session: Session, key: str | None) -> tuple[Message | None, dict[s
     """The session's newest message (None for an empty history) and what decides its pop, in one
     written-out statement: the answer kept under ``key`` (``answered``, and ``answer``) and the
     oldest legal hold covering the session (``hold_reference``). The ORM's build of this query,
-    with its subqueries, cost about four times running it: it was most of a pop's time."""
-    # Raw: benchmarks/frameworks.py SDK pop_item per-call target; the ORM's build cost more than the run
+    with its subqueries, cost about four times running it."""
+    # Raw: SQLite's pop read; the ORM's build of it cost more than its run (benchmarks/frameworks.py)
     database = connections[DEFAULT_DB_ALIAS]
     with database.cursor() as cursor:
         cursor.execute(
             _POP_READ_SQL,
             {"tenant": session.tenant_id, "user_id": session.user_id, "session_pk": session.pk, "key": key},
         )
-        return _pop_found(database, cursor.fetchone())
-
-
-def _pop_found(database: Any, row: tuple[Any, ...]) -> tuple[Message | None, dict[str, Any]]:
-    """``_POP_READ_SQL``'s row: the newest message and what decides the pop."""
-    *message, hold_reference, answered, answer = row
+        *message, hold_reference, answered, answer = cursor.fetchone()
     newest = None if message[0] is None else row_as_model(Message, database, message)
     convert = column_converter(database, MessagePop._meta.get_field("message"))
     if answer is not None and convert is not None:
@@ -218,62 +230,61 @@ _POP_READ_SQL = (
 )
 
 
-_SESSION_IDENTITY = "tenant_id = %(tenant)s AND user_id = %(user_id)s AND session_id = %(session_id)s AND app_name = ''"
-# The REST API's session found by its lock (as ``session_touch`` takes it, with the hold lock),
-# then the pop's read of it as a statement of its own: one round trip (``execute_all``), two snapshots.
-_POP_LOCK_SQL = activity_update_sql(
-    where=_SESSION_IDENTITY,
-    returning=f"{model_columns(Session, Session._meta.db_table)}, pg_advisory_xact_lock_shared(%(holds)s)",
-    writable=False,
-    time="%(now)s",
-)
-_POP_READ_LOCKED_SQL = _POP_READ_SQL.replace(
-    "%(session_pk)s",
-    f'(SELECT id FROM "{Session._meta.db_table}" WHERE {_SESSION_IDENTITY})',  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-)
-
-
-def _pop_postgresql(session: Session, newest: Message, *, key: str | None, popped: dict[str, Any] | None) -> None:
-    """The pop's edit in one statement: delete the message, keep the counters true, drop the usage
-    of the turns it removed (as ``_record_edit``: every turn past the user messages left, every
-    turn once none is left) and keep the answer under ``key``. The statement's snapshot still
-    holds the popped message, which the usage rule leaves out by its seq."""
-    # Raw: benchmarks/frameworks.py SDK pop_item per-call target: the pop's edit in one statement
-    quote = connection.ops.quote_name
-    messages, usage = quote(Message._meta.db_table), quote(RunUsage._meta.db_table)
-    params: dict[str, Any] = {
-        "session": session.pk,
-        "message": newest.pk,
-        "seq": newest.seq,
-        "was_user": int(newest.role == "user"),
-    }
-    kept = "SELECT 1"
-    if key is not None:
-        kept = (
-            f"INSERT INTO {quote(MessagePop._meta.db_table)} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-            "(session_id, tenant_id, user_id, created_at, key, message, message_created_at) "
-            "VALUES (%(session)s, %(tenant)s, %(user_id)s, %(now)s, %(key)s, %(answer)s::jsonb, %(created_at)s)"
-        )
-        params.update(
-            tenant=session.tenant_id,
-            user_id=session.user_id,
-            now=timezone.now(),
-            key=key,
-            answer=json.dumps(popped),
-            created_at=newest.created_at,
-        )
-    sql = (
-        f"WITH removed AS (DELETE FROM {messages} WHERE id = %(message)s), "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"counted AS (UPDATE {quote(Session._meta.db_table)} SET message_count = message_count - 1, "
-        "history_generation = history_generation + 1 WHERE id = %(session)s), "
-        f"turns_gone AS (DELETE FROM {usage} WHERE session_id = %(session)s AND ("
-        f"NOT EXISTS (SELECT 1 FROM {messages} WHERE session_id = %(session)s AND seq < %(seq)s) "
-        f"OR turn > (SELECT COUNT(*) FROM {messages} WHERE session_id = %(session)s AND role = 'user') "
-        "- %(was_user)s)) "
-        f"{kept}"
+def _pop_statements(where: str) -> tuple[str, str]:
+    """The two statements of ``_pop_in_one_round_trip`` for the session ``where`` finds. Named
+    parameters: those of ``where``, ``tenant`` and ``user_id`` (the hold check), ``holds`` (the hold
+    lock's key), ``key``, ``expected`` (expected_last_seq or None) and ``now`` (the activity time)."""
+    sessions, usage = f'"{Session._meta.db_table}"', f'"{RunUsage._meta.db_table}"'
+    messages, pops = f'"{_MESSAGES}"', f'"{_POPS}"'
+    columns = {field.name: field.column for field in Message._meta.concrete_fields}
+    answer = ", ".join(f"'{name}', m.\"{columns[name]}\"" for name in MESSAGE_FIELDS)
+    # It begins with WITH, the first word of a write: the round trip commits (agentstate.postgresql
+    # bounds a commit's wait for a standby by the statement's first word).
+    lock = (
+        f"WITH s AS (SELECT id FROM {sessions} WHERE {where} FOR NO KEY UPDATE) "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        "SELECT pg_advisory_xact_lock_shared(%(holds)s) FROM s"
     )
-    with prepared_cursor() as cursor:
-        cursor.execute(sql, params)
+    touched = activity_update_sql(
+        where="id = (SELECT id FROM verdict WHERE answered OR passes)",
+        sets="message_count = message_count - (SELECT COUNT(*) FROM popped), "
+        "history_generation = history_generation + (SELECT COUNT(*) FROM popped)",
+        time="%(now)s",
+    )
+    pop = (
+        f"WITH s AS (SELECT id, tenant_id, user_id, ended_at IS NOT NULL AND NOT ended_by_retention AS ended "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"FROM {sessions} WHERE {where}), "
+        f"newest AS (SELECT m.id, m.seq, m.role, m.created_at, JSONB_BUILD_OBJECT({answer}) AS answer "
+        f"FROM {messages} m WHERE m.session_id = (SELECT id FROM s) ORDER BY m.seq DESC LIMIT 1), "
+        "checked AS (SELECT s.*, kept.id IS NOT NULL AS answered, kept.message AS kept, "
+        f"({COVERING_HOLD_SQL.replace('%(session_pk)s', 's.id')}) AS hold_reference, "
+        "COALESCE((SELECT seq FROM newest), 0) AS newest_seq "
+        f"FROM s LEFT JOIN {pops} kept ON kept.session_id = s.id AND kept.key = %(key)s::text), "
+        "verdict AS (SELECT *, NOT answered AND NOT ended AND hold_reference IS NULL "
+        "AND (%(expected)s::bigint IS NULL OR newest_seq = %(expected)s::bigint) AS passes FROM checked), "
+        f"removed AS (DELETE FROM {messages} WHERE id = (SELECT id FROM newest) "
+        "AND (SELECT passes FROM verdict) RETURNING id), "
+        "popped AS (SELECT newest.* FROM newest JOIN removed USING (id)), "
+        f"touched AS ({touched}), "
+        # The usage of the turns the pop removed (as run_usage_drop_removed_turns): every turn once
+        # no message is left, else every turn past the user messages left. This snapshot still
+        # holds the popped message, which is left out by its seq and its role.
+        f"turns_gone AS (DELETE FROM {usage} u USING popped WHERE u.session_id = (SELECT id FROM s) AND ("
+        f"NOT EXISTS (SELECT 1 FROM {messages} WHERE session_id = u.session_id AND seq < popped.seq) "
+        f"OR u.turn > (SELECT COUNT(*) FROM {messages} WHERE session_id = u.session_id AND role = 'user') "
+        "- (popped.role = 'user')::int)), "
+        f"kept_answer AS (INSERT INTO {pops} (session_id, tenant_id, user_id, created_at, key, message, "
+        "message_created_at) SELECT verdict.id, verdict.tenant_id, verdict.user_id, %(now)s, %(key)s::text, "
+        "popped.answer, popped.created_at FROM verdict LEFT JOIN popped ON TRUE "
+        "WHERE verdict.passes AND %(key)s::text IS NOT NULL) "
+        "SELECT ended, hold_reference, newest_seq, answered, kept, (SELECT answer FROM popped) FROM verdict"
+    )
+    return lock, pop
+
+
+_POP_BY_IDENTITY = _pop_statements(
+    "tenant_id = %(tenant)s AND user_id = %(user_id)s AND session_id = %(session_id)s AND app_name = ''"
+)
+_POP_BY_PK = _pop_statements("id = %(session_pk)s")
 
 
 @transaction.atomic

@@ -1,10 +1,10 @@
 """A delete in flight racing a hold's placement (PostgreSQL: real row locks and real concurrency).
 
-Another transaction holds the row the API call deletes locked (``SELECT … FOR UPDATE``), so the
-call passes its hold check and then waits on that lock; a legal hold on the person is placed
-meanwhile from another thread; then the row lock goes. Either the placement waited until the
-delete committed (the delete came first: fine) or the delete is refused: the row is never gone
-after the hold was acknowledged."""
+Another transaction holds a row the API call needs locked (``SELECT … FOR UPDATE``): the row it
+deletes, which it waits on after its hold check, or the session's row, which a pop waits on before
+it checks; a legal hold on the person is placed meanwhile from another thread; then the row lock
+goes. Either the placement waited until the delete committed (the delete came first: fine) or the
+delete is refused: the row is never gone after the hold was acknowledged."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from agentstate.holds import services as holds
-from sessions_app.models import Session
+from sessions_app.models import Message, Session
 from tests.holds.world import S, build
 from userdata_app.memory.models import MemoryItem
 from userdata_app.models import UserDatum
@@ -24,11 +24,25 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 FORGET = {"ops": [{"op": "forget", "namespace": ["users", "u1", "prefs"], "key": "k"}]}
 
-# What the call deletes, the row it waits on, and the call.
+NEWEST = (Message, {"session__session_id": "s1", "seq": 3})  # what a pop of s1 deletes
+S1 = (Session, {"session_id": "s1"})
+
+
+def _pop(api):
+    return api.post(S + "messages/pop/")
+
+
+# What the call deletes (a model and the filter of its row), the call, and the row it waits on.
 DELETES = {
-    "user datum": (UserDatum, lambda api: api.delete("/api/v1/users/u1/data/email/")),
-    "session": (Session, lambda api: api.delete(S)),
-    "memory forget": (MemoryItem, lambda api: api.post("/api/v1/store/batch/", FORGET, format="json")),
+    "user datum": ((UserDatum, {}), lambda api: api.delete("/api/v1/users/u1/data/email/"), (UserDatum, {})),
+    "session": (S1, lambda api: api.delete(S), S1),
+    "memory forget": (
+        (MemoryItem, {}),
+        lambda api: api.post("/api/v1/store/batch/", FORGET, format="json"),
+        (MemoryItem, {}),
+    ),
+    "message pop, waiting on the message": (NEWEST, _pop, NEWEST),
+    "message pop, waiting on the session": (NEWEST, _pop, S1),
 }
 
 
@@ -50,14 +64,14 @@ def test_a_delete_waiting_on_a_row_lock_never_deletes_after_a_hold_is_acknowledg
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Api-Key {agent_key}")
     build(api)
-    model, call = DELETES[what]
-    pk = model.objects.filter(**({"session_id": "s1"} if model is Session else {})).get().pk
+    (model, row), call, (locked_model, locked_row) = DELETES[what]
+    pk = model.objects.filter(**row).get().pk
     locked, release, outcome = threading.Event(), threading.Event(), {}
 
     def hold_the_row() -> None:
         try:
             with transaction.atomic():
-                list(model.objects.select_for_update().filter(pk=pk))
+                list(locked_model.objects.select_for_update().filter(**locked_row))
                 locked.set()
                 assert release.wait(timeout=60)
         finally:

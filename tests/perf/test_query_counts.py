@@ -64,13 +64,13 @@ def test_appending_a_message_is_one_statement_on_postgresql_at_any_history_size(
     assert counts == {size: 1 if _postgres() else 2 for size in SIZES}
 
 
-def test_a_kept_pop_is_three_statements_on_postgresql_at_any_history_size(tenant):
+def test_a_kept_pop_is_one_round_trip_on_postgresql_at_any_history_size(tenant):
     keys = itertools.count()
     counts = _per_size(tenant, lambda s: services.message_pop(session=s, idempotency_key=f"k{next(keys)}"))
-    # PostgreSQL: the row and hold locks; the kept answer, the hold and the newest message; the edit.
-    # SQLite (no hold lock, no CTE that writes): the lock, the checks, the delete, the counters, the
-    # usage count and drop, the kept answer.
-    assert counts == {size: 3 if _postgres() else 7 for size in SIZES}
+    # PostgreSQL: the row and hold locks, then the checks and the edit, two statements in one round
+    # trip. SQLite (no hold lock, no CTE that writes): the lock, the checks, the delete, the
+    # counters, the usage count and drop, the kept answer.
+    assert counts == {size: 1 if _postgres() else 7 for size in SIZES}
 
 
 def test_saving_an_automatic_round_is_one_statement_on_postgresql_at_any_history_size(tenant):
@@ -133,10 +133,10 @@ def test_api_append_is_one_statement_on_postgresql_the_session_found_by_it(agent
     }
 
 
-def test_api_pop_is_two_round_trips_on_postgresql_the_session_found_by_its_lock(agent_api, tenant):
-    # PostgreSQL: the lock (finding the session) and the read in one round trip, then the edit.
+def test_api_pop_is_one_round_trip_on_postgresql_the_session_found_by_its_lock(agent_api, tenant):
+    # PostgreSQL: the locks (finding the session), then the checks and the edit, in one round trip.
     counts = _request_counts(agent_api, tenant, "post", "messages/pop/", {"idempotency_key": "k1"})
-    assert counts == {size: 2 if _postgres() else 8 for size in SIZES}
+    assert counts == {size: 1 if _postgres() else 8 for size in SIZES}
 
 
 def test_api_automatic_round_save_is_one_statement_on_postgresql(agent_api, tenant):
@@ -237,9 +237,9 @@ def test_adk_list_sessions_is_two_statements_at_any_count(agent_api):
 
 
 def test_adk_create_session_statements(agent_api):
-    """A create without app: or user: state: the erased-subject guard (on PostgreSQL the subject's
-    shared lock and the registry lookup after it, sent as one query), then the insert, which on
-    PostgreSQL reads the app's and user's state back itself (SQLite: a read of its own)."""
+    """A create without app: or user: state: on PostgreSQL one query, the erased-subject guard (the
+    subject's shared lock, the registry lookup after it) and the insert where it passed, which reads
+    the app's and user's state back itself; SQLite: the lookup, the insert and a read of its own."""
     url = "/api/v1/adk/apps/created/users/adk-create/sessions/"
     agent_api.post(url, {"state": "{}"}, format="json")  # warms the key cache
-    assert _adk_count(agent_api, "post", url, {"state": json.dumps({"k": 1})}) == (2 if _postgres() else 3)
+    assert _adk_count(agent_api, "post", url, {"state": json.dumps({"k": 1})}) == (1 if _postgres() else 3)

@@ -121,10 +121,12 @@ def test_an_edit_conditioned_on_an_old_last_seq_changes_nothing(tenant, edit):
     session = _session(tenant)
     _append(session, "a", "b")
     _append(session, "c")  # appended after the caller read seq 2
+    before = _fresh(session).updated_at
     with pytest.raises(PreconditionFailed):
         edit(session, 2)
     assert _history(session) == [(1, "a"), (2, "b"), (3, "c")]
     assert _fresh(session).history_generation == 0 and Session.objects.count() == 1
+    assert _fresh(session).updated_at == before  # a refused edit is no activity
     edit(session, 3)  # the newest seq it saw: goes through
 
 
