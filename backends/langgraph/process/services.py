@@ -8,7 +8,7 @@ import binascii
 import dataclasses
 import functools
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -278,21 +278,40 @@ def _insert(
     time); a row whose ``conflict`` key is stored already is kept as it is, or takes the ``update``
     columns (a retried put replaces, as LangGraph's savers do). ``name``: the CTE of the values,
     one per table of a statement."""
-    concrete = _fields(model, fields)
+    prepare = _preparers(model, fields)
     values, insert = _insert_sql(model, fields, len(rows), conflict, update, connection.vendor, name)
     return _Insert(
         values=values,
-        values_params=[
-            field.get_db_prep_save(value, connection) for r in rows for field, value in zip(concrete, r, strict=True)
-        ],
+        values_params=[p(value) for r in rows for p, value in zip(prepare, r, strict=True)],
         insert=insert,
         insert_params=[tenant.pk, now],
     )
 
 
+# Columns whose values the checks above leave as the database takes them (str, int or None).
+_TAKEN_AS_THEY_ARE = frozenset({"TextField", "CharField", "IntegerField", "BigIntegerField"})
+
+
+def _as_it_is(value: Any) -> Any:
+    return value
+
+
 @functools.cache  # a few tables' field lists
-def _fields(model: type[SessionOwned], fields: tuple[str, ...]) -> tuple[Field, ...]:
-    return tuple(cast(Field, model._meta.get_field(name)) for name in fields)
+def _preparers(model: type[SessionOwned], fields: tuple[str, ...]) -> tuple[Callable[[Any], Any], ...]:
+    """How each field's value is bound: as it is for text and integers, else as Django prepares
+    it for the connection (JSON, bytes)."""
+    preparers = []
+    for name in fields:
+        field = cast(Field, model._meta.get_field(name))
+        if field.get_internal_type() in _TAKEN_AS_THEY_ARE:
+            preparers.append(_as_it_is)
+        else:
+            preparers.append(functools.partial(_prepared, field))
+    return tuple(preparers)
+
+
+def _prepared(field: Field, value: Any) -> Any:
+    return field.get_db_prep_save(value, connection)
 
 
 @functools.lru_cache(maxsize=256)  # shapes by row count: a few per graph
