@@ -30,7 +30,9 @@ PROCESS_STATE = "process_state"
 
 
 class SubjectWriteGuard(Protocol):
-    def __call__(self, *, tenant: Tenant, user_id: str, category: str) -> None: ...
+    def __call__(
+        self, *, tenant: Tenant, user_id: str, category: str, then: tuple[str, list[Any]] | None = None
+    ) -> list[tuple[Any, ...]] | None: ...
 
 
 def subject_canonical(*, tenant_slug: str, user_id: str) -> bytes:
@@ -39,21 +41,21 @@ def subject_canonical(*, tenant_slug: str, user_id: str) -> bytes:
 
 
 def subjects_lock(
-    *, subjects: list[tuple[Tenant, str]], exclusive: bool, then: tuple[str, list[Any]] | None = None
-) -> Any:
+    *, subjects: list[tuple[Tenant, str]], exclusive: bool, then: tuple[tuple[str, list[Any]], ...] = ()
+) -> list[list[tuple[Any, ...]]]:
     """Inside a transaction, serialise an erasure with the writes that could recreate its
     subjects' data: writers share a subject's lock, the erasure holds it alone. A write then
     either commits before the erasure starts (and is erased with the rest) or checks the registry
     after the erasure committed (and is refused). A PostgreSQL advisory lock per subject, taken in
     key order and released at commit; SQLite's IMMEDIATE transactions already serialise writers.
 
-    PostgreSQL: ``then``, a query (SQL and parameters), goes in the locks' round trip and runs once
-    they are granted, as a statement of its own: READ COMMITTED gives each statement its own
+    PostgreSQL: ``then``, statements (SQL and parameters), go in the locks' round trip and run once
+    they are granted, each a statement of its own: READ COMMITTED gives each statement its own
     snapshot, so it sees what an erasure committed while the lock waited (in the lock's own
-    statement it would not). Returns its first row's first value (None without ``then``, or a row)."""
+    statement it would not). Returns their rows, statement by statement ([] elsewhere)."""
     # Raw: benchmarks/frameworks.py per-call targets: the subjects' locks and the caller's read in one trip
     if connection.vendor != "postgresql":
-        return None
+        return []
     keys = sorted(
         int.from_bytes(
             hashlib.blake2b(subject_canonical(tenant_slug=t.slug, user_id=u), digest_size=8).digest(),
@@ -64,12 +66,7 @@ def subjects_lock(
     )
     function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
     statements: list[tuple[str, list[Any]]] = [(f"SELECT {function}(%s)", [key]) for key in keys]
-    if then is not None:
-        statements.append(then)
-    results = execute_all(*statements)  # one round trip, the statements in order
-    if then is None or not results[-1]:
-        return None
-    return results[-1][0][0]
+    return execute_all(*statements, *then)[len(keys) :]  # one round trip, the statements in order
 
 
 _write_guard: SubjectWriteGuard | None = None
@@ -81,13 +78,20 @@ def write_guard_register(guard: SubjectWriteGuard) -> None:
     _write_guard = guard
 
 
-def subject_write_check(*, tenant: Tenant, user_id: str, category: str) -> None:
+def subject_write_check(
+    *, tenant: Tenant, user_id: str, category: str, then: tuple[str, list[Any]] | None = None
+) -> list[tuple[Any, ...]] | None:
     """Called inside the transaction of every write that creates ``category`` data for a subject;
     raises (``SubjectErased``) when the registered guard refuses it, and refuses every write when
-    none is registered (a project without the erasure workflow must not write people's data)."""
+    none is registered (a project without the erasure workflow must not write people's data).
+
+    PostgreSQL: ``then``, the write itself (SQL and parameters), goes in the check's round trip,
+    after it: it selects what it writes ``FROM allowed``, a relation of one row when the check
+    passes and none when it refuses (``INSERT ... SELECT ... FROM allowed RETURNING ...``), so a
+    refused write stores nothing; its rows are returned. Elsewhere ``then`` is not run (None)."""
     if _write_guard is None:
         raise ImproperlyConfigured("No subject write guard is registered (the user-data app is not installed).")
-    _write_guard(tenant=tenant, user_id=user_id, category=category)
+    return _write_guard(tenant=tenant, user_id=user_id, category=category, then=then)
 
 
 # --- After an erasure commits: copies of erased rows outside the live tables --------------------

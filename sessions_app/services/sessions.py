@@ -65,23 +65,38 @@ def session_create(
     return session
 
 
-def session_insert(session: Session, *, columns: str = "", params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+def session_insert(
+    session: Session, *, columns: str = "", params: Sequence[Any] = (), checked: bool = False
+) -> tuple[Any, ...] | None:
     """Store ``session``, a new model, and give it its primary key. On PostgreSQL one written-out
     ``INSERT``, which also returns ``columns`` (SQL over the new row, ``s``, with ``params``): what a
     caller reads beside a new session (a framework's state) without a statement of its own; the
     ORM's insert cost more to build than to run, and every create pays it. Elsewhere the ORM's
     insert, and None: the caller reads what it needs itself. An existing identity raises
-    ``IntegrityError``, as the ORM's insert does."""
+    ``IntegrityError``, as the ORM's insert does. ``checked``: the subject's write check
+    (``subject_write_check``) comes first, on PostgreSQL in the insert's round trip, the insert
+    prepared and made only where the check passes."""
     # Raw: benchmarks/frameworks.py create-session per-call targets; the ORM's insert cost more to build
     connection = connections[router.db_for_write(Session)]
     if connection.vendor != "postgresql":
+        if checked:
+            subject_write_check(tenant=session.tenant, user_id=session.user_id, category=PROCESS_STATE)
         session.save(force_insert=True, using=connection.alias)
         return None
     fields = _INSERTED_FIELDS
     values = [field.get_db_prep_save(field.pre_save(session, True), connection) for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(_insert_sql(columns), [*values, *params])
-        pk, *extra = cursor.fetchone()
+    if checked:
+        rows = subject_write_check(
+            tenant=session.tenant,
+            user_id=session.user_id,
+            category=PROCESS_STATE,
+            then=(_insert_sql(columns, checked=True), [*values, *params]),
+        )
+        pk, *extra = rows[0]  # type: ignore[index]  # PostgreSQL: the write's rows
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute(_insert_sql(columns), [*values, *params])
+            pk, *extra = cursor.fetchone()
     session.pk = pk
     session._state.adding, session._state.db = False, connection.alias
     return tuple(extra)
@@ -91,11 +106,14 @@ _INSERTED_FIELDS = [field for field in Session._meta.concrete_fields if not fiel
 
 
 @cache
-def _insert_sql(columns: str) -> str:
+def _insert_sql(columns: str, *, checked: bool = False) -> str:
     names = ", ".join(f'"{field.column}"' for field in _INSERTED_FIELDS)
     marks = ", ".join(["%s"] * len(_INSERTED_FIELDS))
+    # ``allowed``: subject_write_check's relation, one row where the check passed (quoted identifiers
+    # and constant SQL; values are parameters)
+    source = f"SELECT {marks} FROM allowed" if checked else f"VALUES ({marks})"  # noqa: S608
     returning = f"s.id, {columns}" if columns else "s.id"
-    return f'INSERT INTO "{Session._meta.db_table}" AS s ({names}) VALUES ({marks}) RETURNING {returning}'  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+    return f'INSERT INTO "{Session._meta.db_table}" AS s ({names}) {source} RETURNING {returning}'
 
 
 _UNSET: Any = object()

@@ -98,3 +98,37 @@ def test_erasure_of_user_data_keeps_the_events_without_their_user_delta(adk_api,
     assert after["events"][0]["actions"]["state_delta"] == {"app:units": "metric", "k": 1}
     assert after["state"] == {"k": 2, "app:units": "metric"}
     assert [e["id"] for e in after["events"]] == ["e1", "e2"]
+
+
+def test_a_create_for_an_erased_person_is_refused_and_stores_nothing(adk_api, tenant, hmac_keys, settings):
+    """The create's insert rides in the erasure check's round trip on PostgreSQL: a refused one
+    stores nothing, a session id already taken is still a conflict, and without an erasure key
+    (no erasure recorded) the insert goes alone."""
+    base = f"/api/v1/adk/apps/{APP}/users/{{}}/sessions/"
+    _session_with_events(adk_api, "ada")
+    _erase(tenant, "ada", ErasureRequest.Scope.EVERYTHING)
+    for state in ({}, {"user:plan": "pro", "app:units": "metric"}):
+        refused = adk_api.post(
+            base.format("ada"), {"session_id": "", "state": json.dumps(state)}, content_type="application/json"
+        )
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "subject_erased", refused.content
+    assert not Session.objects.filter(user_id="ada").exists()
+    assert not AdkUserState.objects.filter(user_id="ada").exists()
+
+    created = adk_api.post(base.format("bob"), {"session_id": "s1", "state": "{}"}, content_type="application/json")
+    assert created.status_code == 201 and created.json()["state"] == {"app:units": "metric"}
+    again = adk_api.post(base.format("bob"), {"session_id": "s1", "state": "{}"}, content_type="application/json")
+    assert again.status_code == 409 and again.json()["error"]["code"] != "subject_erased"
+
+    _session_with_events(adk_api, "cy")
+    _erase(tenant, "cy", ErasureRequest.Scope.USER_DATA)  # process state may come back, user: state may not
+    kept = adk_api.post(base.format("cy"), {"session_id": "s2", "state": '{"k": 1}'}, content_type="application/json")
+    assert kept.status_code == 201
+    user_part = adk_api.post(
+        base.format("cy"), {"session_id": "s3", "state": '{"user:plan": "pro"}'}, content_type="application/json"
+    )
+    assert user_part.status_code == 409 and not Session.objects.filter(user_id="cy", session_id="s3").exists()
+
+    settings.ERASURE_HMAC_KEYS = {}
+    unchecked = adk_api.post(base.format("dee"), {"session_id": "s1", "state": "{}"}, content_type="application/json")
+    assert unchecked.status_code == 201 and Session.objects.filter(user_id="dee").count() == 1

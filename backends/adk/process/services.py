@@ -22,7 +22,6 @@ from django.utils import timezone
 
 from agentstate.exceptions import Conflict, InvalidInput, NotFound, SessionAlreadyExists
 from agentstate.statements import execute_all, prepared_cursor
-from agentstate.subjects import PROCESS_STATE, subject_write_check
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_identifier, clean_timestamp
 from backends.adk.process.models import ADK_EVENT_ID_INDEXED, AdkAppState, AdkEvent
@@ -68,7 +67,6 @@ def adk_session_create(
     app_name = clean_identifier(app_name, field="app_name")
     user_id = clean_identifier(user_id, field="user_id")
     session_id = new_session_id_clean(session_id, field="session_id")
-    subject_write_check(tenant=tenant, user_id=user_id, category=PROCESS_STATE)
     parts = state_split(state)
     now = timezone.now()
     session = Session(
@@ -83,7 +81,7 @@ def adk_session_create(
         updated_at=now,
     )
     try:
-        extra = session_insert(session, columns=columns, params=params)
+        extra = session_insert(session, columns=columns, params=params, checked=True)  # with the erasure check
     except IntegrityError:  # the transaction is rolled back: this error leaves it
         raise SessionAlreadyExists(f"Session with id {session_id!r} already exists.") from None
     if parts["app"]:
