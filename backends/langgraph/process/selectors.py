@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, router
@@ -94,18 +95,31 @@ def checkpoint_page_size() -> Expression:
     )
 
 
+# The kinds of rows of ``_first_page_sql`` and ``_values_and_writes_sql``: a write, a checkpoint (its
+# value), a channel value a checkpoint names, a channel value's bytes.
+_WRITE, _VALUE, _NAMED, _BLOB = 0, 1, 2, 3
+
+
 @cache
-def _page_size_sql(vendor: str) -> tuple[str, tuple[Any, ...]]:
-    """``checkpoint_page_size`` compiled once into SQL over the checkpoint table (as itself)."""
+def _own_size_sql(vendor: str) -> tuple[str, tuple[Any, ...]]:
+    """The bytes of a checkpoint's own metadata and value (``checkpoint_page_size``'s first two
+    terms), compiled once into SQL over the checkpoint table (as itself)."""
     query = Query(LangGraphCheckpoint)
-    expression = checkpoint_page_size().resolve_expression(query)
+    expression = stored_size(LangGraphCheckpoint, "metadata", "value").resolve_expression(query)
     sql, params = query.get_compiler(connection=connection).compile(expression)
     return sql, tuple(params)
 
 
-# A page's columns, in the model's order (``from_db``'s), the metadata read apart from the rest.
-_PAGE_FIELDS = ("id", "session_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "metadata", "value_type")
-_PAGE_COLUMNS = ", ".join(name for name in _PAGE_FIELDS if name != "metadata")
+class CheckpointRow(NamedTuple):
+    """A checkpoint as a page answers it (not a model: a page holds fifty, and a model instance
+    cost more to make than its row cost to read)."""
+
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    metadata: Any  # None where the page ends (its first row left out)
+    value_type: str
+    value: bytes  # idem
 
 
 def checkpoint_first_page(
@@ -116,19 +130,17 @@ def checkpoint_first_page(
     checkpoint_id: str | None = None,
     before: str | None = None,
     user_id: str | None = None,
-) -> Callable[[int, ByteBudget], list[LangGraphCheckpoint]]:
+) -> Callable[[int, ByteBudget], list[CheckpointTuple]]:
     """The first page of ``checkpoint_list`` of one thread (no metadata filter) as a fetch of its
-    first ``rows`` checkpoints within a byte budget, as ``CheckpointPagination`` pages them: the
-    checkpoints (``value`` and ``channel_versions`` deferred) that fit, each counted by
-    ``checkpoint_page_size`` (at least one fits), then the first that did not, without its metadata,
-    where the next page starts. One written-out statement, prepared on PostgreSQL: building the
-    ORM's query cost more than running it and reading the page's values (docs/PERFORMANCE.md)."""
+    first ``rows`` checkpoints within a byte budget, as ``CheckpointPagination`` pages them, each
+    with its writes and values as ``checkpoint_tuples`` gives them: the checkpoints that fit, each
+    counted as ``checkpoint_page_size`` counts it (at least one fits), then the first that did not
+    (or the row past the page), without its state, where the next page starts. One written-out
+    statement, prepared on PostgreSQL: building the ORM's query cost more than running it, and the
+    page's values were a second statement (docs/PERFORMANCE.md)."""
     # Raw: benchmarks/frameworks.py LangGraph get_state_history targets; the ORM built the page query slower than it ran
-    quote = connection.ops.quote_name
-    threads = quote(LangGraphThread._meta.db_table)
-    thread = f"(SELECT session_id FROM {threads} WHERE tenant_id = %s AND thread_key = %s)"  # noqa: S608 (quoted identifiers and constant SQL)
-    where = [f"tenant_id = %s AND session_id = {thread}"]
-    params: list[Any] = [tenant.pk, tenant.pk, thread_key(clean_text(thread_id, field="thread_id"))]
+    where = ["session_id = (SELECT session_id FROM {threads} WHERE tenant_id = %s AND thread_key = %s)"]
+    params: list[Any] = [tenant.pk, thread_key(clean_text(thread_id, field="thread_id"))]
     for sql, value, field, max_bytes in (
         ("user_id = %s", user_id, None, 0),
         ("checkpoint_ns = %s", checkpoint_ns, "checkpoint_ns", MAX_NS_BYTES),
@@ -139,40 +151,131 @@ def checkpoint_first_page(
             where.append(sql)
             params.append(value if field is None else clean_text(value, field=field, max_bytes=max_bytes))
     database = connections[router.db_for_read(LangGraphCheckpoint)]
-    sql = _first_page_sql(database.vendor, " AND ".join(where))
-    _, size_params = _page_size_sql(database.vendor)
+    _, own_params = _own_size_sql(database.vendor)
 
-    def fetch(rows: int, budget: ByteBudget) -> list[LangGraphCheckpoint]:
-        found = binary_rows(
-            sql, [budget.limit, *size_params, *params, rows], database=database, prepared=True
-        )  # a shape per filter given
-        page: list[LangGraphCheckpoint] = []
-        for *columns, value_type, metadata, fits in found:
-            if not fits:
-                budget.rows_that_fit = len(page)
-            elif isinstance(metadata, str):  # JSON text from SQLite; PostgreSQL's binary rows carry jsonb parsed
-                metadata = json.loads(metadata)
-            page.append(LangGraphCheckpoint.from_db(database.alias, _PAGE_FIELDS, [*columns, metadata, value_type]))
-            if not fits:
-                break
-        return page
+    def fetch(rows: int, budget: ByteBudget) -> list[CheckpointTuple]:
+        sql = _first_page_sql(database.vendor, " AND ".join(where), rows)  # a shape per filter and page size
+        found = binary_rows(sql, [*own_params, *params, budget.limit], database=database, prepared=True)
+        return _first_page(found, thread_id, budget)
 
     return fetch
 
 
-@lru_cache(maxsize=32)
-def _first_page_sql(vendor: str, where: str) -> str:
-    """A row fits while the sizes of the rows before it hold less than the budget (the first
-    parameter): ``_ByteBoundedModels``'s rule, counted by the database."""
-    size_sql, _ = _page_size_sql(vendor)
-    table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
-    columns = _PAGE_COLUMNS
+def _first_page(found: list[tuple[Any, ...]], thread_id: str, budget: ByteBudget) -> list[CheckpointTuple]:
+    """``_first_page_sql``'s rows as the page's checkpoints with their writes and values, in order."""
+    checkpoints: list[tuple[int, int, bool, CheckpointRow]] = []
+    writes: dict[int, list[PendingWrite]] = {}
+    named: dict[int, list[tuple[int, int, str, str, str]]] = {}
+    values: dict[int, bytes] = {}
+    for kind, ref, a, b, c, d, e, n, at, value, fits in found:
+        if kind == _VALUE:  # a: id, b: parent, c: namespace, d: metadata, n: place in the page
+            checkpoints.append((n, ref, fits, CheckpointRow(c, a, b, d, e, value)))
+        elif kind == _WRITE:  # a: task id, b: task path, c: channel, n: idx
+            writes.setdefault(ref, []).append(PendingWrite(a, b, n, c, e, value))
+        elif kind == _NAMED:  # a: channel, b: version, n: the value's pk, at: its place in channel_versions
+            named.setdefault(ref, []).append((at, n, a, b, e))
+        else:
+            values[ref] = value
+    page: list[CheckpointTuple] = []
+    for _, pk, fits, row in sorted(checkpoints, key=itemgetter(0)):
+        if row.metadata is None:  # past the budget (fits false), or the row past the page
+            if not fits:
+                budget.rows_that_fit = len(page)
+            page.append(CheckpointTuple(row, thread_id, [], []))
+            break
+        page.append(
+            CheckpointTuple(
+                row._replace(metadata=json.loads(row.metadata)),
+                thread_id,
+                sorted(writes.get(pk, ()), key=_writes_order),
+                [
+                    ChannelValue(value, channel, version, type_, values[value])
+                    for _, value, channel, version, type_ in sorted(named.get(pk, ()), key=itemgetter(0))
+                ],
+            )
+        )
+    return page
+
+
+@lru_cache(maxsize=128)
+def _first_page_sql(vendor: str, where: str, rows: int) -> str:
+    """One statement, its rows ``(kind, ref, a, b, c, d, type, n, at, value, fits)`` (the letters as
+    ``_first_page`` reads them): the page's first ``rows`` checkpoints, each with whether it fits:
+    the sizes of the checkpoints before it hold less than the budget (the last parameter),
+    ``_ByteBoundedModels``'s rule; then for each that fits and is within the page (before row
+    ``rows``) its metadata, value, writes, the values it names and their bytes. Each value is found
+    once (on the unique index, by the distinct channel versions the page names), each checkpoint's
+    writes on theirs. ``rows`` is written in, not bound: PostgreSQL then plans a prepared statement
+    once with the estimates of a page, small enough that it never compiles the plan (JIT took 40-200
+    ms a call here, a generic plan's guess of a tenth of the thread being past its threshold)."""
+    quote = connection.ops.quote_name
+    table, blob = quote(LangGraphCheckpoint._meta.db_table), quote(LangGraphBlob._meta.db_table)
+    write = quote(LangGraphWrite._meta.db_table)
+    own, _ = _own_size_sql(vendor)
+    where = where.format(threads=quote(LangGraphThread._meta.db_table))
+    names = "w.session_id = page.session_id AND w.checkpoint_ns = page.checkpoint_ns"
+    names += " AND w.checkpoint_id = page.checkpoint_id"
+
+    if vendor == "postgresql":
+        metadata, version, at = "metadata::text", "cv.value", "cv.at"  # JSON text, parsed once read
+        each = "CROSS JOIN LATERAL jsonb_each_text(page.channel_versions) WITH ORDINALITY AS cv(key, value, at)"
+        new = "(parent.channel_versions ->> cv.key) IS DISTINCT FROM cv.value"
+        # LATERAL ... LIMIT 1 / OFFSET 0: looked up on the index, never a hash join of the whole table.
+        found = (
+            f"CROSS JOIN LATERAL (SELECT id, value_type, LENGTH(value) AS size FROM {blob} b "  # noqa: S608 (quoted identifiers)
+            f"WHERE b.session_id = v.session_id AND b.checkpoint_ns = v.checkpoint_ns AND b.channel = v.channel "
+            f"AND b.version = v.version LIMIT 1) b"
+        )
+        written = (
+            f"CROSS JOIN LATERAL (SELECT task_id, task_path, channel, value_type, idx, value FROM {write} w "  # noqa: S608 (idem)
+            f"WHERE {names} OFFSET 0) w"
+        )
+    else:
+        metadata, version, at = "metadata", "CAST(cv.value AS TEXT)", "cv.id"
+        each = "CROSS JOIN json_each(page.channel_versions) AS cv"
+        new = (
+            "NOT EXISTS (SELECT 1 FROM json_each(parent.channel_versions) pv WHERE pv.key = cv.key "
+            "AND CAST(pv.value AS TEXT) = CAST(cv.value AS TEXT))"
+        )
+        found = (
+            f"JOIN (SELECT id, session_id, checkpoint_ns, channel, version, value_type, LENGTH(value) AS size "  # noqa: S608 (idem)
+            f"FROM {blob}) b ON b.session_id = v.session_id AND b.checkpoint_ns = v.checkpoint_ns "
+            f"AND b.channel = v.channel AND b.version = v.version"
+        )
+        written = f"JOIN {write} w ON {names}"
     return (
-        f"SELECT {columns}, CASE WHEN held < budget THEN metadata END, held < budget FROM ("  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"SELECT {columns}, metadata, budget, COALESCE(SUM(size) OVER (ORDER BY checkpoint_id DESC "
-        f"ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS held FROM ("
-        f"SELECT {columns}, metadata, CAST(%s AS BIGINT) AS budget, {size_sql} AS size FROM {table} "
-        f"WHERE {where} ORDER BY checkpoint_id DESC LIMIT %s) page) counted ORDER BY checkpoint_id DESC"
+        f"WITH page AS (SELECT id, session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, value_type, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"metadata, channel_versions, {own} AS own FROM {table} WHERE {where} "
+        f"ORDER BY checkpoint_id DESC LIMIT {int(rows)}), "
+        f"versions AS (SELECT page.id AS checkpoint, page.session_id, page.checkpoint_ns, cv.key AS channel, "
+        f"{at} AS at, "
+        f"{version} AS version, {new} AS new FROM page LEFT JOIN {table} parent ON parent.session_id = page.session_id "
+        f"AND parent.checkpoint_ns = page.checkpoint_ns AND parent.checkpoint_id = page.parent_checkpoint_id {each}), "
+        f"found AS (SELECT v.checkpoint_ns, v.channel, v.version, b.id, b.value_type, b.size FROM (SELECT DISTINCT "
+        f"session_id, checkpoint_ns, channel, version FROM versions) v {found}), "
+        f"named AS (SELECT v.checkpoint, v.at, f.id, f.channel, f.version, f.value_type, f.size, v.new FROM versions v "
+        f"JOIN found f ON f.checkpoint_ns = v.checkpoint_ns AND f.channel = v.channel AND f.version = v.version), "
+        f"writes AS (SELECT page.id AS checkpoint, w.task_id, w.task_path, w.channel, w.value_type, w.idx, w.value "
+        f"FROM page {written}), "
+        f"counted AS (SELECT id, checkpoint_id, parent_checkpoint_id, checkpoint_ns, metadata, value_type, "
+        f"ROW_NUMBER() OVER newest AS n, COALESCE(SUM(own + COALESCE(apart.size, 0) + COALESCE(written.size, 0)) "
+        f"OVER (newest ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < %s AS fits FROM page "
+        f"LEFT JOIN (SELECT checkpoint, SUM(size) AS size FROM named WHERE new GROUP BY checkpoint) apart "
+        f"ON apart.checkpoint = page.id LEFT JOIN (SELECT checkpoint, SUM(LENGTH(value)) AS size FROM writes "
+        f"GROUP BY checkpoint) written ON written.checkpoint = page.id "
+        f"WINDOW newest AS (ORDER BY checkpoint_id DESC)), "
+        f"wanted AS (SELECT counted.id, value FROM counted JOIN {table} v ON v.id = counted.id "
+        f"WHERE fits AND n < {int(rows)}) "
+        f"SELECT {_VALUE}, c.id, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_ns, "
+        f"CASE WHEN wanted.id IS NOT NULL THEN c.{metadata} END, c.value_type, c.n, CAST(NULL AS BIGINT), "
+        f"wanted.value, c.fits "
+        f"FROM counted c LEFT JOIN wanted ON wanted.id = c.id "
+        f"UNION ALL SELECT {_WRITE}, checkpoint, task_id, task_path, channel, NULL, value_type, idx, NULL, value, NULL "
+        f"FROM writes WHERE checkpoint IN (SELECT id FROM wanted) "
+        f"UNION ALL SELECT {_NAMED}, checkpoint, channel, version, NULL, NULL, value_type, id, at, NULL, NULL "
+        f"FROM named WHERE checkpoint IN (SELECT id FROM wanted) "
+        f"UNION ALL SELECT {_BLOB}, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value, NULL FROM {blob} "
+        f"WHERE id IN (SELECT id FROM named WHERE checkpoint IN (SELECT id FROM wanted))"
     )
 
 
@@ -220,10 +323,15 @@ class ChannelValue(NamedTuple):
 # What a CheckpointTuple's writes carry: not the JSON view for staff, which the ORM would parse.
 @dataclass(frozen=True)
 class CheckpointTuple:
-    checkpoint: LangGraphCheckpoint
+    checkpoint: LangGraphCheckpoint | CheckpointRow
     thread_id: str
     writes: list[PendingWrite]
     blobs: list[ChannelValue]  # the values of the channels it names a version of, stored apart
+
+    @property
+    def checkpoint_id(self) -> str:
+        """Its checkpoint's id: a page's position (``CheckpointPagination``'s ordering)."""
+        return self.checkpoint.checkpoint_id
 
 
 def _blobs_join(checkpoint: str) -> str:
@@ -350,9 +458,6 @@ def checkpoint_tuples(checkpoints: list[LangGraphCheckpoint], *, thread_id: str 
         )
         for c in checkpoints
     ]
-
-
-_WRITE, _VALUE, _NAMED, _BLOB = 0, 1, 2, 3  # the kinds of rows of ``_values_and_writes_sql``
 
 
 def _values_and_writes_sql(
