@@ -161,9 +161,9 @@ class ThreadRef:
     user_id: str
 
 
-def _thread_lock_sql(*, user_check: bool) -> str:
-    """The activity ``UPDATE`` (``activity_update_sql``) of the tenant's live thread, ``RETURNING id,
-    user_id`` (its two parameters after the time: tenant and key; a third, the user id or NULL,
+def _thread_lock_sql(*, user_check: bool, returning: str = "id, user_id") -> str:
+    """The activity ``UPDATE`` (``activity_update_sql``) of the tenant's live thread, ``RETURNING
+    returning`` (its two parameters after the time: tenant and key; a third, the user id or NULL,
     when ``user_check``)."""
     owner = " AND user_id = COALESCE(%s, user_id)" if user_check else ""
     return activity_update_sql(
@@ -171,7 +171,7 @@ def _thread_lock_sql(*, user_check: bool) -> str:
             f"id = (SELECT session_id FROM {connection.ops.quote_name(LangGraphThread._meta.db_table)} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
             f"WHERE tenant_id = %s AND thread_key = %s){owner}"
         ),
-        returning="id, user_id",
+        returning=returning,
     )
 
 
@@ -254,13 +254,13 @@ def _column(model: type[SessionOwned], name: str) -> str:
 @dataclass(frozen=True)
 class _Insert:
     """Rows of one of a thread's tables, as the two pieces of a statement that reads the thread's
-    session from a CTE ``s(id, user_id)``: the CTE of their values (named ``name``), and the
-    ``INSERT ... SELECT ... FROM s, <name>`` that stores them."""
+    session from a CTE ``s(id, user_id, tenant_id, updated_at)``: the CTE of their values (named
+    ``name``), and the ``INSERT ... SELECT ... FROM s, <name>`` that stores them, created at the
+    session's activity time (the statement's one time)."""
 
     values: str
     values_params: list[Any]
     insert: str
-    insert_params: list[Any]
 
 
 def _insert(
@@ -268,23 +268,19 @@ def _insert(
     fields: tuple[str, ...],
     rows: Sequence[Sequence[Any]],
     *,
-    tenant: Tenant,
     conflict: tuple[str, ...],
     update: tuple[str, ...] = (),
     name: str = "v",
-    now: Any,
 ) -> _Insert:
-    """``rows`` (values of ``fields``) for ``model``, created at ``now`` (the statement's one
-    time); a row whose ``conflict`` key is stored already is kept as it is, or takes the ``update``
-    columns (a retried put replaces, as LangGraph's savers do). ``name``: the CTE of the values,
-    one per table of a statement."""
+    """``rows`` (values of ``fields``) for ``model``; a row whose ``conflict`` key is stored already
+    is kept as it is, or takes the ``update`` columns (a retried put replaces, as LangGraph's savers
+    do). ``name``: the CTE of the values, one per table of a statement."""
     prepare = _preparers(model, fields)
     values, insert = _insert_sql(model, fields, len(rows), conflict, update, connection.vendor, name)
     return _Insert(
         values=values,
         values_params=[p(value) for r in rows for p, value in zip(prepare, r, strict=True)],
         insert=insert,
-        insert_params=[tenant.pk, now],
     )
 
 
@@ -341,7 +337,8 @@ def _insert_sql(
     return (
         f"{name}({', '.join(columns)}) AS (VALUES {', '.join([row] * rows)})",
         f"INSERT INTO {table} (session_id, tenant_id, user_id, created_at, {', '.join(columns)}) "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"SELECT s.id, %s, s.user_id, %s, {selected} FROM s, {name} WHERE true ON CONFLICT ({keys}) {action}",
+        f"SELECT s.id, s.tenant_id, s.user_id, s.updated_at, {selected} FROM s, {name} WHERE true "
+        f"ON CONFLICT ({keys}) {action}",
     )
 
 
@@ -361,17 +358,8 @@ class _Rows:
         at = [self.fields.index(name) for name in self.conflict if name != "session"]
         return {(self.model, *(row[i] for i in at)) for row in self.rows}
 
-    def insert(self, tenant: Tenant, name: str, now: Any) -> _Insert:
-        return _insert(
-            self.model,
-            self.fields,
-            self.rows,
-            tenant=tenant,
-            conflict=self.conflict,
-            update=self.update,
-            name=name,
-            now=now,
-        )
+    def insert(self, name: str) -> _Insert:
+        return _insert(self.model, self.fields, self.rows, conflict=self.conflict, update=self.update, name=name)
 
 
 @dataclass(frozen=True)
@@ -403,14 +391,14 @@ def _fast_write(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> bool:
     if connection.vendor != "postgresql":
         return False
     write, now = writes[0], _now()
-    inserts = [rows.insert(tenant, f"v{n}", now) for n, rows in enumerate(_merged(r for w in writes for r in w.rows))]
+    inserts = [rows.insert(f"v{n}") for n, rows in enumerate(_merged(r for w in writes for r in w.rows))]
     ctes = [
-        f"s AS ({_thread_lock_sql(user_check=True)})",
+        f"s AS ({_thread_lock_sql(user_check=True, returning='id, user_id, tenant_id, updated_at')})",
         *(i.values for i in inserts),
         *(f"w{n} AS ({i.insert})" for n, i in enumerate(inserts)),
     ]
     params = [now, tenant.pk, thread_key(write.thread_id), write.user_id]
-    params += [p for i in inserts for p in i.values_params] + [p for i in inserts for p in i.insert_params]
+    params += [p for i in inserts for p in i.values_params]
     with connection.bound_cursor(prepared=True) as cursor:  # type: ignore[attr-defined]  # agentstate.postgresql's
         cursor.execute(f"WITH {', '.join(ctes)} SELECT count(*) FROM s", params)  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         (found,) = cursor.fetchone()
@@ -444,10 +432,11 @@ def thread_write(*, tenant: Tenant, write: ThreadWrite) -> None:
         now = _now()
         with connection.cursor() as cursor:
             for rows in write.rows:  # SQLite's WITH holds one INSERT; a transaction holds them all
-                insert = rows.insert(tenant, "v", now)
+                insert = rows.insert("v")
                 cursor.execute(
-                    f"WITH s(id, user_id) AS (VALUES (%s, %s)), {insert.values} {insert.insert}",
-                    [thread.pk, thread.user_id, *insert.values_params, *insert.insert_params],
+                    f"WITH s(id, user_id, tenant_id, updated_at) AS (VALUES (%s, %s, %s, %s)), "
+                    f"{insert.values} {insert.insert}",
+                    [thread.pk, thread.user_id, tenant.pk, now, *insert.values_params],
                 )
 
 
