@@ -130,6 +130,8 @@ def test_json_documents():
         *refused(*LONE_SURROGATES, {"\ud800": 1}, {"k": ["ok\udfff"]}),
     ]
     assert_table(lambda value: clean_json(value, field="metadata"), table)
+    binary = [*kept(b"a", {"k": [b"\x00", 1]}), *refused("a\x00b", {1: b""}, {"k": bytearray(b"a")})]
+    assert_table(lambda value: clean_json(value, field="body", binary=True), binary)  # a msgpack body's bytes
     objects = [({}, {}), ({"a": 1}, {"a": 1}), *refused([], "a", 1, None)]
     assert_table(lambda value: clean_json(value, field="state", require_object=True), objects)
 
