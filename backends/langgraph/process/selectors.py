@@ -111,8 +111,8 @@ def _own_size_sql(vendor: str) -> tuple[str, tuple[Any, ...]]:
 
 
 class CheckpointRow(NamedTuple):
-    """A checkpoint as a page answers it (not a model: a page holds fifty, and a model instance
-    cost more to make than its row cost to read)."""
+    """A checkpoint as a page or ``get_tuple`` answers it (not a model: a page holds fifty, and a
+    model instance cost more to make than its row cost to read)."""
 
     checkpoint_ns: str
     checkpoint_id: str
@@ -549,7 +549,7 @@ def checkpoint_tuple_get(
     if not rows:
         return None
     _, checkpoint_id, parent, metadata, value_type, value, *_ = rows[0]
-    checkpoint = LangGraphCheckpoint(
+    checkpoint = CheckpointRow(
         checkpoint_ns=checkpoint_ns,
         checkpoint_id=checkpoint_id,
         parent_checkpoint_id=parent,
