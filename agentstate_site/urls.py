@@ -26,12 +26,14 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/auth/", include("rest_framework.urls")),  # log in / out links of the browsable API (staff)
-    path("api/v1/", include("sessions_app.api.urls")),
-    path("api/v1/", include("userdata_app.api.urls")),
+    # The routes under a prefix of their own before the core's: a request is matched against the
+    # routes in order, and a framework's call went through every route of the core's before its own.
     path("api/v1/compliance/", include("sessions_app.api.compliance")),
     path("api/v1/compliance/", include("userdata_app.api.compliance")),
     # The framework backends' own endpoints, as each registered them (sessions_app.backends).
     *(path(f"api/v1/{prefix}", include(urlconf)) for backend in backends() for prefix, urlconf in backend.urls),
+    path("api/v1/", include("sessions_app.api.urls")),
+    path("api/v1/", include("userdata_app.api.urls")),
     path("api/v1/", include("userdata_app.memory.urls")),  # LangGraph's store (memories), their search
     re_path(r"^api/v1/key/?$", KeyView.as_view(), name="api-key"),  # the calling key: its tenant, scope, person
     re_path(r"^api/", api_not_found),  # last: JSON 404s under /api/ whatever DEBUG says
