@@ -50,7 +50,9 @@ max_worker_memory_mb = int(os.environ.get("GUNICORN_MAX_WORKER_MEMORY_MB", "1024
 
 def post_request(worker, req, environ, resp):
     """Recycle this worker after the request when it holds more than ``max_worker_memory_mb``."""
-    if max_worker_memory_mb and worker.alive:
+    # Resident memory is never above the peak: its /proc read (open, read, close) waits until the
+    # peak, one system call, passed the bound.
+    if max_worker_memory_mb and worker.alive and peak_mib() > max_worker_memory_mb:
         resident = resident_mib()
         if resident > max_worker_memory_mb:
             worker.log.info(
@@ -67,8 +69,13 @@ def resident_mib() -> int:
         with open("/proc/self/statm") as statm:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
     except OSError:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
-        return peak // 2**20 if sys.platform == "darwin" else peak // 2**10
+        return peak_mib()
+
+
+def peak_mib() -> int:
+    """The most resident memory this process has held."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return peak // 2**20 if sys.platform == "darwin" else peak // 2**10
 
 
 # Forked workers open their own database connections: never load the app in the master.
