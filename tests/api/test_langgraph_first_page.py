@@ -28,7 +28,8 @@ def thread(tenant):
             **key,
             parent_checkpoint_id=f"c{step - 1:03}" if step else None,
             checkpoint=_checkpoint(step),
-            metadata={"step": step, "source": "loop", "run_id": f"r{step % 2}", "note": "é" * (step * 40)},
+            # an integer past 64 bits: read as an integer both ways
+            metadata={"step": step, "source": "loop", "run_id": f"r{step % 2}", "note": "é" * (step * 40), "n": 2**70},
             channel_versions={"messages": step // 2, "step": step},
             channel_values=[
                 {"channel": "messages", "type": "msgpack", "data": ormsgpack.packb(["m"] * (step + 1) * 30)}
