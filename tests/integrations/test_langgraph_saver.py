@@ -209,6 +209,9 @@ def test_any_identifier_and_payload_langgraph_accepts_round_trips(saver):
     assert found.metadata["nested"] == {"deep\x00key": ["\x00", "\ue000"]}
     assert found.pending_writes == [("task\x00id", "chan\x00nel", "w\x00")]
     assert ids(saver.list(config, filter={"nested": {"deep\x00key": ["\x00", "\ue000"]}})) == [checkpoint["id"]]
+    listed = next(iter(saver.list(config)))  # a first page, read apart from get_tuple's answer
+    assert listed.config == found.config and listed.metadata == found.metadata
+    assert listed.checkpoint["channel_values"] == values and listed.pending_writes == found.pending_writes
     saver.delete_thread(thread_id)
     assert saver.get_tuple(stored) is None
 
