@@ -22,6 +22,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from http import HTTPStatus
 
+import orjson
+
 request_id_var: ContextVar[str | None] = ContextVar("agentstate_request_id", default=None)
 
 # Attributes a record may carry (from ``extra=``) that are safe to write out.
@@ -74,7 +76,10 @@ class JsonFormatter(logging.Formatter):
                 entry[name] = getattr(record, name)
         if record.exc_info and record.exc_info[1] is not None:
             entry["exception"] = exception_summary(record.exc_info[1])
-        return json.dumps(entry, default=str, ensure_ascii=False)
+        try:  # every request writes a line: orjson encodes it in a tenth of the standard module's time
+            return orjson.dumps(entry, default=str).decode()
+        except orjson.JSONEncodeError:  # what orjson refuses (a lone surrogate, an integer past 64 bits)
+            return json.dumps(entry, default=str, ensure_ascii=False)
 
 
 def _message(record: logging.LogRecord) -> str:
