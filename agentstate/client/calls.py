@@ -36,6 +36,7 @@ def segment(value: str) -> str:
     return encoded.replace(".", "%2E") if encoded in {".", ".."} else encoded
 
 
+@functools.lru_cache(maxsize=1024)  # a caller asks for the same few again and again
 def session_url(user_id: str, session_id: str, *rest: str | int) -> str:
     """URL of a session or of something under it; ``rest`` are already-safe path parts."""
     parts = [API, "users", segment(user_id), "sessions", segment(session_id), *map(str, rest)]

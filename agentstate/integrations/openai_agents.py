@@ -19,6 +19,7 @@ docs/CLIENT.md lists the mapping and its deviations. Imports no Django.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -101,6 +102,7 @@ def main_session_id(session_id: str) -> str:
     return session_id if _valid_identifier(session_id) else _hashed("session", session_id)
 
 
+@functools.lru_cache(maxsize=1024)  # asked on every call; the identifier check reads each character
 def branch_session_id(session_id: str, branch_id: str) -> str:
     """The agentstate session of a branch other than ``main``: a stable hash of both names, so no
     branch can collide with a session id a caller picked."""
