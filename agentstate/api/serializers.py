@@ -9,7 +9,7 @@ from functools import cache, cached_property, partial
 from typing import Any, cast
 
 from django.conf import settings
-from django.core.validators import ProhibitNullCharactersValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, ProhibitNullCharactersValidator
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -162,6 +162,8 @@ def _value_check(field: serializers.Field) -> Callable[[Any], Any] | None:
         return functools.partial(_plain_string, blank=field.allow_blank)
     if isinstance(field, serializers.ListField) and kind is serializers.ListField:
         return _list_check(field)
+    if isinstance(field, serializers.IntegerField) and kind is serializers.IntegerField:
+        return _int_check(field)
     if field.validators:
         return None
     if isinstance(field, serializers.JSONField) and kind is serializers.JSONField:
@@ -173,6 +175,25 @@ def _value_check(field: serializers.Field) -> Callable[[Any], Any] | None:
     if issubclass(kind, PassedOn) and kind.to_internal_value is PassedOn.to_internal_value:
         return _passed_on
     return None
+
+
+def _int_check(field: serializers.IntegerField) -> Callable[[Any], Any] | None:
+    """An integer within the field's bounds (DRF's own check of one; a string of digits, which DRF
+    takes too, goes to DRF)."""
+    bounds = {
+        type(validator): validator.limit_value
+        for validator in field.validators
+        if isinstance(validator, MinValueValidator | MaxValueValidator) and not callable(validator.limit_value)
+    }
+    if len(bounds) != len(field.validators):
+        return None
+    return functools.partial(_plain_int, low=bounds.get(MinValueValidator), high=bounds.get(MaxValueValidator))
+
+
+def _plain_int(value: Any, *, low: Any, high: Any) -> int:
+    if type(value) is not int or (low is not None and value < low) or (high is not None and value > high):
+        raise _NotPlain()
+    return value
 
 
 def _list_check(field: serializers.ListField) -> Callable[[Any], Any] | None:

@@ -12,6 +12,7 @@ import agentstate_site.urls  # noqa: F401 (every app's views, and so their input
 from agentstate.api import serializers as api_serializers
 from agentstate.api.serializers import PassedOn, StrictInput, StringField, validated
 from backends.langgraph.views import CheckpointBatchInput, CheckpointPutInput, WritesPutInput
+from sessions_app.api.serializers import MessagePopInput
 
 
 def _inputs(cls: type = StrictInput) -> list[type[StrictInput]]:
@@ -31,6 +32,8 @@ def _good(field: serializers.Field) -> Any:
         return next(iter(field.choice_strings_to_values.values()))
     if isinstance(field, serializers.BooleanField):
         return True
+    if isinstance(field, serializers.IntegerField):
+        return 1 if field.min_value is None else field.min_value
     if isinstance(field, StringField):
         return "x"
     return {"a": [1, "b"]}
@@ -50,7 +53,7 @@ def _odd_lists(field: serializers.Field) -> list[Any]:
     return [[], [None], [good, "x"], [{**good, "unknown": 1}], many, *[[item] for c in changed for item in c]]
 
 
-ODD = ["", " x ", "a\x00b", "\ud800", "é", 7, 1.5, True, None, {}, [], {"k": b"bytes"}, b"raw", "on", "1"]
+ODD = ["", " x ", "a\x00b", "\ud800", "é", 7, -1, 2**63, 1.5, True, None, {}, [], {"k": b"bytes"}, b"raw", "on", "1"]
 
 
 def _drf(cls: type[serializers.Serializer], data: dict[str, Any]) -> Any:
@@ -66,7 +69,7 @@ def _answer(cls: type[serializers.Serializer], data: dict[str, Any]) -> Any:
 
 
 def test_the_hot_writes_take_the_plain_path():
-    assert {CheckpointPutInput, WritesPutInput, CheckpointBatchInput} <= set(PLAIN)
+    assert {CheckpointPutInput, WritesPutInput, CheckpointBatchInput, MessagePopInput} <= set(PLAIN)
 
 
 @pytest.mark.parametrize("cls", PLAIN, ids=lambda c: c.__qualname__)
