@@ -161,10 +161,11 @@ class ThreadRef:
     user_id: str
 
 
-def _thread_lock_sql(*, user_check: bool, returning: str = "id, user_id") -> str:
-    """The activity ``UPDATE`` (``activity_update_sql``) of the tenant's live thread, ``RETURNING
-    returning`` (its two parameters after the time: tenant and key; a third, the user id or NULL,
-    when ``user_check``)."""
+@functools.cache  # two shapes per database
+def _thread_lock_sql(vendor: str, *, user_check: bool, returning: str = "id, user_id") -> str:
+    """The activity ``UPDATE`` (``activity_update_sql``) of the tenant's live thread on ``vendor``'s
+    database, ``RETURNING returning`` (its two parameters after the time: tenant and key; a third,
+    the user id or NULL, when ``user_check``)."""
     owner = " AND user_id = COALESCE(%s, user_id)" if user_check else ""
     return activity_update_sql(
         where=(
@@ -186,7 +187,7 @@ def _thread_lock(*, tenant: Tenant, key: str) -> ThreadRef | None:
     nothing to find)."""
     # Raw: benchmarks/frameworks.py LangGraph step target; find, lock and touch the thread in one statement
     with connection.cursor() as cursor:
-        cursor.execute(_thread_lock_sql(user_check=False), [_now(), tenant.pk, key])
+        cursor.execute(_thread_lock_sql(connection.vendor, user_check=False), [_now(), tenant.pk, key])
         row = cursor.fetchone()
     return None if row is None else ThreadRef(*row)
 
@@ -392,8 +393,9 @@ def _fast_write(*, tenant: Tenant, writes: Sequence[ThreadWrite]) -> bool:
         return False
     write, now = writes[0], _now()
     inserts = [rows.insert(f"v{n}") for n, rows in enumerate(_merged(r for w in writes for r in w.rows))]
+    lock = _thread_lock_sql(connection.vendor, user_check=True, returning="id, user_id, tenant_id, updated_at")
     ctes = [
-        f"s AS ({_thread_lock_sql(user_check=True, returning='id, user_id, tenant_id, updated_at')})",
+        f"s AS ({lock})",
         *(i.values for i in inserts),
         *(f"w{n} AS ({i.insert})" for n, i in enumerate(inserts)),
     ]
