@@ -444,6 +444,7 @@ REST_FRAMEWORK = {
         "agentstate.api.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "agentstate.api.negotiation.ContentNegotiation",
     "DEFAULT_THROTTLE_CLASSES": ["agentstate.api.throttling.ApiKeyRateThrottle"],
     # e.g. "6000/minute" per API key (or staff user); unset means no throttling (and no cache hit).
     "DEFAULT_THROTTLE_RATES": {"api_key": os.environ.get("AGENTSTATE_API_RATE") or None},

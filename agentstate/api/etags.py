@@ -32,7 +32,7 @@ def if_match_version(request: Request) -> int | None:
 
     One strong ETag is accepted; anything else can never match the stored version, so it is a 412.
     """
-    header = request.headers.get("If-Match")
+    header = request.META.get("HTTP_IF_MATCH")  # not request.headers: built from every header
     if header is None:
         return None
     header = header.strip()
