@@ -122,7 +122,9 @@ _Step = tuple[str, Callable[[Any], Any], bool, Any, bool]
 def _plan(serializer_class: type[serializers.Serializer]) -> tuple[_Step, ...] | None:
     """How to check a ``StrictInput`` without DRF: a step per field, each as DRF would accept a
     value (strings, JSON, booleans, choices, values passed on, lists of such inputs); None when
-    any field, validator or ``validate`` is of another kind (DRF checks every body then)."""
+    any field, validator or ``validate`` is of another kind (DRF checks every body then). A
+    ``validate_<field>`` hook runs on one shared instance: as the shared fields, it must keep no
+    state and read neither ``context`` nor ``initial_data``."""
     own_validate = serializer_class.validate is not serializers.Serializer.validate
     if not issubclass(serializer_class, StrictInput) or own_validate:
         return None
