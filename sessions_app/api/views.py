@@ -189,7 +189,7 @@ class MessageListView(SessionScopedView):
         query = validated(s.MessageQuery, request.query_params)
         role = query.get("role")
         if "recent" in query:
-            session, recent = selectors.session_recent_rows(
+            generation, recent = selectors.session_recent_rows(
                 tenant=request.tenant,
                 user_id=user_id,
                 session_id=session_id,
@@ -201,6 +201,7 @@ class MessageListView(SessionScopedView):
             response = Response({"next": None, "previous": None, "results": recent})
         else:
             session = self.get_session()
+            generation = session.history_generation
             paginator = self.pagination_class()
             if paginator.cursor_query_param in request.query_params:
                 messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
@@ -215,7 +216,7 @@ class MessageListView(SessionScopedView):
                 response = paginator.get_paginated_response(json_rows.embedded(page))
         # A reader following after_seq or cursors compares it page to page: a change means an edit
         # (pop, rewind, clear) removed messages it may already hold.
-        response[HISTORY_GENERATION] = str(session.history_generation)
+        response[HISTORY_GENERATION] = str(generation)
         return response
 
     @extend_schema(

@@ -11,13 +11,14 @@ from django.db.models import QuerySet
 
 from agentstate.api import json_rows
 from agentstate.api.renderers import RawJSON
-from agentstate.exceptions import InvalidInput
+from agentstate.exceptions import InvalidInput, NotFound
+from agentstate.statements import prepared_cursor
 from agentstate.tenancy.models import Tenant
 from sessions_app.models import (
     Message,
     Session,
 )
-from sessions_app.selectors.sessions import session_get, session_get_with
+from sessions_app.selectors.sessions import session_get
 
 MAX_RECENT = 500  # most recent messages one read returns (the API's page-size bound)
 
@@ -87,32 +88,46 @@ def session_recent_rows(
     role: str | None = None,
     serializer_class: type,
     max_bytes: int,
-) -> tuple[Session, RawJSON]:
-    """The session and its ``recent`` page (``message_recent_rows``, as one JSON list). On
-    PostgreSQL the page is read in the session's own statement when its window holds it and every
-    row is within its share of ``max_bytes``; otherwise, and for one role, it is read apart. An
-    agent's recent read was two statements and their round trips for what one answers."""
+) -> tuple[int, RawJSON]:
+    """The session's history generation and its ``recent`` page (``message_recent_rows``, as one
+    JSON list). On PostgreSQL one statement reads the session's counters and the page, when its
+    window holds it and every row is within its share of ``max_bytes``; otherwise, and for one role,
+    the session is read and the page apart. An agent's recent read was two statements and their
+    round trips for what one answers, and the whole session row made a model for two counters."""
+    # Raw: benchmarks/frameworks.py SDK get_items(limit=20) per-call target: the page and two counters
     _recent_limit_check(limit)
     connection = connections[router.db_for_read(Session)]
-    if connection.vendor != "postgresql" or role is not None or not limit:
-        session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
-    else:
+    if connection.vendor == "postgresql" and role is None and limit:
         row = json_rows.row_column(serializer_class, Message)
-        session, (found,) = session_get_with(
-            tenant=tenant,
-            user_id=user_id,
-            session_id=session_id,
-            columns=_window_column(row.sql),
-            params=[max_bytes // limit, *row.params, limit, limit, limit],
-        )
-        if found is not None:
-            count, _, rows = found.partition(":")
-            if int(count) in (limit, session.message_count):
-                return session, RawJSON(f"[{rows}]")
+        with prepared_cursor(connection) as cursor:
+            cursor.execute(
+                _recent_sql(row.sql),
+                [max_bytes // limit, *row.params, limit, limit, limit, tenant.pk, user_id, session_id],
+            )
+            found = cursor.fetchone()
+        if found is None:
+            raise NotFound("Session not found.")
+        generation, message_count, window = found
+        if window is not None:
+            count, _, rows = window.partition(":")
+            if int(count) in (limit, message_count):
+                return generation, RawJSON(f"[{rows}]")
+    session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
     rows = message_recent_rows(
         session=session, limit=limit, role=role, serializer_class=serializer_class, max_bytes=max_bytes
     )
-    return session, json_rows.embedded(rows)
+    return session.history_generation, json_rows.embedded(rows)
+
+
+@lru_cache(maxsize=8)
+def _recent_sql(row_sql: str) -> str:
+    """A REST API session's history generation, message count and ``_window_column``, found by
+    its identity (the (tenant, user_id, session_id, app_name) unique index)."""
+    return (
+        f"SELECT s.history_generation, s.message_count, {_window_column(row_sql)} "  # noqa: S608 (quoted identifiers and compiled SQL; values are parameters)
+        f'FROM "{Session._meta.db_table}" s '
+        "WHERE s.tenant_id = %s AND s.user_id = %s AND s.session_id = %s AND s.app_name = ''"
+    )
 
 
 @lru_cache(maxsize=8)
