@@ -9,6 +9,7 @@ from functools import cache, cached_property, partial
 from typing import Any, cast
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, ProhibitNullCharactersValidator
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -148,7 +149,7 @@ def _then(check: Callable[[Any], Any], hook: Callable[[Any], Any]) -> Callable[[
     def checked(value: Any) -> Any:
         try:
             return hook(check(value))
-        except serializers.ValidationError:
+        except (serializers.ValidationError, DjangoValidationError):  # DRF's answer is the refusal
             raise _NotPlain() from None
 
     return checked
