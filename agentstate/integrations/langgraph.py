@@ -243,19 +243,27 @@ class _GroupCommit:
         elif len(batch) == 1:
             batch[0].outcome = answer
         else:
-            for pending, response in zip(batch, answer, strict=True):
+            request, results = answer
+            for pending, result in zip(batch, results, strict=True):
                 try:
-                    pending.outcome = pending.call.result(response)
+                    pending.outcome = _call_result(pending.call, result, request)
                 except Exception as exc:  # the typed error the call alone would have raised
                     pending.error = exc
 
 
-def _batch_responses(response: httpx.Response) -> list[httpx.Response]:
-    """A batch's answer as the response each call would have had alone."""
-    return [
-        httpx.Response(result["status"], json=result["body"], request=response.request)
-        for result in as_json(response)["results"]
-    ]
+def _batch_responses(response: httpx.Response) -> tuple[httpx.Request, list[dict[str, Any]]]:
+    """A batch's answer: each call's status and body, as the call alone would have had them."""
+    return response.request, as_json(response)["results"]
+
+
+def _call_result(call: Call[Any], result: dict[str, Any], request: httpx.Request) -> Any:
+    """What ``call`` alone would have returned or raised for a batch's ``result``: a stored put's
+    answer read as it is; anything else through the response the call alone would have had."""
+    if result["status"] < 400 and call.parse is as_nothing:
+        return None
+    if result["status"] < 400 and call.parse is as_json:
+        return result["body"]
+    return call.result(httpx.Response(result["status"], json=result["body"], request=request))
 
 
 class _SyncGroupCommit(_GroupCommit):
