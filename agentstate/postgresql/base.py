@@ -234,7 +234,15 @@ def _quiet(connection: Any) -> bool:
     return not readable
 
 
+_WRITE_WORDS = frozenset({"INSERT", "UPDATE", "DELETE", "MERGE", "WITH"})
+
+
 def _writes(sql: Any) -> bool:
-    """Whether a statement may write (and so commit, in autocommit mode): by its first word."""
-    words = sql[:64].split(None, 1) if isinstance(sql, str) else []
-    return bool(words) and words[0].upper() in {"INSERT", "UPDATE", "DELETE", "MERGE", "WITH"}
+    """Whether a statement may write (and so commit, in autocommit mode): by its first word, or
+    any one's of several joined by ``; `` (``agentstate.statements.execute_all``: a lock, then a write)."""
+    return isinstance(sql, str) and any(_first_word(part) in _WRITE_WORDS for part in sql.split("; "))
+
+
+def _first_word(sql: str) -> str:
+    words = sql[:64].split(None, 1)
+    return words[0].upper() if words else ""

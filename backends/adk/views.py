@@ -135,7 +135,7 @@ class SessionCreateView(AdkView):
     )
     def post(self, request: TenantRequest, app_name: str, user_id: str) -> HttpResponse:
         data = validated(s.AdkSessionCreateInput, request.data)
-        with transaction.atomic():
+        with services.adk_session_create_transaction(data["state"]):
             created = services.adk_session_create(
                 tenant=request.tenant,
                 app_name=app_name,

@@ -100,10 +100,12 @@ def test_erasure_of_user_data_keeps_the_events_without_their_user_delta(adk_api,
     assert [e["id"] for e in after["events"]] == ["e1", "e2"]
 
 
-def test_a_create_for_an_erased_person_is_refused_and_stores_nothing(adk_api, tenant, hmac_keys, settings):
-    """The create's insert rides in the erasure check's round trip on PostgreSQL: a refused one
-    stores nothing, a session id already taken is still a conflict, and without an erasure key
-    (no erasure recorded) the insert goes alone."""
+def test_a_create_for_an_erased_person_is_refused_and_stores_nothing(
+    transactional_db, adk_api, tenant, hmac_keys, settings
+):
+    """The create's insert rides in the erasure check's round trip on PostgreSQL, in autocommit
+    (as served) a transaction of its own: a refused one stores nothing, a session id already taken
+    is still a conflict, and without an erasure key (no erasure recorded) the insert goes alone."""
     base = f"/api/v1/adk/apps/{APP}/users/{{}}/sessions/"
     _session_with_events(adk_api, "ada")
     _erase(tenant, "ada", ErasureRequest.Scope.EVERYTHING)

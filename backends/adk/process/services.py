@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -48,7 +49,18 @@ class AdkSessionCreated:
     extra: tuple[Any, ...] | None  # the create's ``columns``; None when not read, or the create changes them
 
 
-@transaction.atomic(savepoint=False)  # a failure rolls back the caller's whole transaction anyway
+def adk_session_create_transaction(state: dict[str, Any], *, savepoint: bool = True) -> AbstractContextManager[Any]:
+    """The transaction a create of ``state``, with its caller's store of the ``user:`` part, runs
+    in: in autocommit on PostgreSQL, none for a state without ``app:`` or ``user:`` keys, whose
+    create is one round trip that is a transaction of its own (``session_insert``'s, the erasure
+    check's lock lasting until its end), so that no BEGIN and COMMIT go with it; else one."""
+    parts = state_split(state)
+    alone = not parts["app"] and not parts["user"]
+    if alone and connection.vendor == "postgresql" and not connection.in_atomic_block:
+        return nullcontext()
+    return transaction.atomic(savepoint=savepoint)
+
+
 def adk_session_create(
     *,
     tenant: Tenant,
@@ -63,7 +75,8 @@ def adk_session_create(
     existing one a conflict. The initial state's ``app:`` keys update the app's state, its
     session keys become the session's. ``columns``: SQL over the new row read by its insert
     (``session_insert``); ``extra`` is None when the create changes what they read (``app:`` keys
-    it stores, ``user:`` keys its caller stores) or the database read none."""
+    it stores, ``user:`` keys its caller stores) or the database read none. It runs in
+    ``adk_session_create_transaction(state)``, which the caller opens when it stores more."""
     app_name = clean_identifier(app_name, field="app_name")
     user_id = clean_identifier(user_id, field="user_id")
     session_id = new_session_id_clean(session_id, field="session_id")
@@ -80,12 +93,13 @@ def adk_session_create(
         created_at=now,
         updated_at=now,
     )
-    try:
-        extra = session_insert(session, columns=columns, params=params, checked=True)  # with the erasure check
-    except IntegrityError:  # the transaction is rolled back: this error leaves it
-        raise SessionAlreadyExists(f"Session with id {session_id!r} already exists.") from None
-    if parts["app"]:
-        _app_state_update(tenant_id=tenant.pk, app_name=app_name, delta=parts["app"])
+    with adk_session_create_transaction(state, savepoint=False):  # a failure rolls back the caller's anyway
+        try:
+            extra = session_insert(session, columns=columns, params=params, checked=True)  # with the erasure check
+        except IntegrityError:  # the transaction is rolled back: this error leaves it
+            raise SessionAlreadyExists(f"Session with id {session_id!r} already exists.") from None
+        if parts["app"]:
+            _app_state_update(tenant_id=tenant.pk, app_name=app_name, delta=parts["app"])
     changed = parts["app"] or parts["user"]
     return AdkSessionCreated(session=session, user_delta=parts["user"], extra=None if changed else extra)
 
