@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 from django.db import connections, router
 from django.db.models import QuerySet
@@ -21,6 +21,27 @@ from sessions_app.models import (
 from sessions_app.selectors.sessions import session_get
 
 MAX_RECENT = 500  # most recent messages one read returns (the API's page-size bound)
+
+
+class HistoryCounters(Protocol):
+    """What a read of the newest messages needs of its session: a ``Session``, or ``_Counters``."""
+
+    @property
+    def pk(self) -> Any: ...
+
+    @property
+    def last_seq(self) -> int: ...
+
+    @property
+    def message_count(self) -> int: ...
+
+
+class _Counters(NamedTuple):
+    """A session's counters, as a recent read's own statement returned them."""
+
+    pk: int
+    last_seq: int
+    message_count: int
 
 
 def message_list(*, session: Session, after_seq: int | None = None, role: str | None = None) -> QuerySet[Message]:
@@ -52,7 +73,7 @@ def message_recent(*, session: Session, limit: int, role: str | None = None) -> 
 
 
 def message_recent_rows(
-    *, session: Session, limit: int, role: str | None = None, serializer_class: type, max_bytes: int
+    *, session: HistoryCounters, limit: int, role: str | None = None, serializer_class: type, max_bytes: int
 ) -> list[tuple[Any, ...]]:
     """``message_recent`` as rows of ``json_rows`` in ``serializer_class``'s shape, bounded by
     ``max_bytes`` of JSON: when the last ``limit`` hold more, the newest that fit (at least one).
@@ -91,9 +112,10 @@ def session_recent_rows(
 ) -> tuple[int, RawJSON]:
     """The session's history generation and its ``recent`` page (``message_recent_rows``, as one
     JSON list). On PostgreSQL one statement reads the session's counters and the page, when its
-    window holds it and every row is within its share of ``max_bytes``; otherwise, and for one role,
-    the session is read and the page apart. An agent's recent read was two statements and their
-    round trips for what one answers, and the whole session row made a model for two counters."""
+    window holds it and every row is within its share of ``max_bytes``; otherwise one more reads the
+    page by those counters. Elsewhere, and for one role, the session is read, then the page. An
+    agent's recent read was two statements and their round trips for what one answers, and the
+    whole session row made a model for a few counters."""
     # Raw: benchmarks/frameworks.py SDK get_items(limit=20) per-call target: the page and two counters
     _recent_limit_check(limit)
     connection = connections[router.db_for_read(Session)]
@@ -107,24 +129,34 @@ def session_recent_rows(
             found = cursor.fetchone()
         if found is None:
             raise NotFound("Session not found.")
-        generation, message_count, window = found
-        if window is not None:
-            count, _, rows = window.partition(":")
-            if int(count) in (limit, message_count):
-                return generation, RawJSON(f"[{rows}]")
+        generation, window, *counters = found
+        session_counters = _Counters(*counters)
+        if window is None:  # a row over its share of the budget: the window read within the budget
+            page = message_recent_rows(
+                session=session_counters, limit=limit, serializer_class=serializer_class, max_bytes=max_bytes
+            )
+            return generation, json_rows.embedded(page)
+        count, _, rows = window.partition(":")
+        if int(count) in (limit, session_counters.message_count):
+            return generation, RawJSON(f"[{rows}]")
+        page, _ = _recent_page(  # edits' gaps left the window short of rows: the whole history's newest
+            session_counters, after=0, role=None, limit=limit, serializer_class=serializer_class, max_bytes=max_bytes
+        )
+        return generation, json_rows.embedded(page)
     session = session_get(tenant=tenant, user_id=user_id, session_id=session_id)
-    rows = message_recent_rows(
+    page = message_recent_rows(
         session=session, limit=limit, role=role, serializer_class=serializer_class, max_bytes=max_bytes
     )
-    return session.history_generation, json_rows.embedded(rows)
+    return session.history_generation, json_rows.embedded(page)
 
 
 @lru_cache(maxsize=8)
 def _recent_sql(row_sql: str) -> str:
-    """A REST API session's history generation, message count and ``_window_column``, found by
-    its identity (the (tenant, user_id, session_id, app_name) unique index)."""
+    """A REST API session's history generation, its ``_window_column`` and its counters (id,
+    last_seq, message_count), found by its identity (the (tenant, user_id, session_id, app_name)
+    unique index)."""
     return (
-        f"SELECT s.history_generation, s.message_count, {_window_column(row_sql)} "  # noqa: S608 (quoted identifiers and compiled SQL; values are parameters)
+        f"SELECT s.history_generation, {_window_column(row_sql)}, s.id, s.last_seq, s.message_count "  # noqa: S608 (quoted identifiers and compiled SQL; values are parameters)
         f'FROM "{Session._meta.db_table}" s '
         "WHERE s.tenant_id = %s AND s.user_id = %s AND s.session_id = %s AND s.app_name = ''"
     )
@@ -144,7 +176,7 @@ def _window_column(row_sql: str) -> str:
     )
 
 
-def recent_window(session: Session, limit: int) -> int:
+def recent_window(session: HistoryCounters, limit: int) -> int:
     """How many of the newest seqs hold the newest ``limit`` messages: ``limit`` and the seqs that
     edits and retention left unused (``last_seq - message_count``, at most another ``limit``). Up
     to ``limit`` gaps that is certain; past that, likely."""
@@ -152,7 +184,7 @@ def recent_window(session: Session, limit: int) -> int:
 
 
 def _recent_page(
-    session: Session, *, after: int, role: str | None, limit: int, serializer_class: type, max_bytes: int
+    session: HistoryCounters, *, after: int, role: str | None, limit: int, serializer_class: type, max_bytes: int
 ) -> tuple[list[tuple[Any, ...]], bool]:
     """The newest ``limit`` messages after seq ``after`` (of ``role``, if given) as JSON rows
     within ``max_bytes``, oldest first, and whether that is a whole page (``limit`` rows, or as
@@ -166,7 +198,7 @@ def _recent_page(
 
 
 def message_rows(
-    *, session: Session, after: int | None, role: str | None, serializer_class: type, newest_first: bool = False
+    *, session: HistoryCounters, after: int | None, role: str | None, serializer_class: type, newest_first: bool = False
 ) -> Callable[[int, json_rows.ByteBudget], list[tuple[Any, ...]]]:
     """The session's messages after seq ``after`` (of ``role``, if given), in seq order or newest
     first, as (seq, JSON in ``serializer_class``'s shape): a fetch of the first ``rows`` of them

@@ -152,6 +152,20 @@ def test_api_reads_run_a_fixed_number_of_statements(agent_api, tenant):
     )
 
 
+def test_a_recent_read_whose_window_pops_emptied_is_two_statements_on_postgresql(agent_api, tenant):
+    # 25 pops leave the newest seqs unused past the window: the page is read again, by the counters
+    # the first statement read (PostgreSQL), or after the session (SQLite: the window, then all).
+    session = _history(tenant, 1_000)
+    for _ in range(25):
+        services.message_pop(session=session)
+    url = f"/api/v1/users/{session.user_id}/sessions/{session.session_id}/messages/?recent=20"
+    agent_api.get(url)  # the key verified and cached
+    with CaptureQueriesContext(connection) as captured:
+        page = agent_api.get(url).json()["results"]
+    assert [m["seq"] for m in page] == list(range(956, 976))
+    assert len(_statements(captured.captured_queries)) == (2 if _postgres() else 3)
+
+
 def test_api_key_is_not_looked_up_again_while_cached(agent_api, tenant):
     session = _history(tenant, 10)
     url = f"/api/v1/users/{session.user_id}/sessions/{session.session_id}/rounds/latest/"
