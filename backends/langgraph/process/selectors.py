@@ -230,6 +230,9 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
 
     if vendor == "postgresql":
         metadata, version, at = "metadata::text", "cv.value", "cv.at"  # JSON text, parsed once read
+        # Each distinct version looked up once (inlined, the lookups ran per checkpoint naming it);
+        # matched back bytewise: sorting for the merge join by the database's collation cost more.
+        once, bytewise = "MATERIALIZED ", ' COLLATE "C"'
         each = "CROSS JOIN LATERAL jsonb_each_text(page.channel_versions) WITH ORDINALITY AS cv(key, value, at)"
         new = "(parent.channel_versions ->> cv.key) IS DISTINCT FROM cv.value"
         # LATERAL ... LIMIT 1 / OFFSET 0: looked up on the index, never a hash join of the whole table.
@@ -244,6 +247,7 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
         )
     else:
         metadata, version, at = "metadata", "CAST(cv.value AS TEXT)", "cv.id"
+        once = bytewise = ""
         each = "CROSS JOIN json_each(page.channel_versions) AS cv"
         new = (
             "NOT EXISTS (SELECT 1 FROM json_each(parent.channel_versions) pv WHERE pv.key = cv.key "
@@ -263,10 +267,11 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
         f"{at} AS at, "
         f"{version} AS version, {new} AS new FROM page LEFT JOIN {table} parent ON parent.session_id = page.session_id "
         f"AND parent.checkpoint_ns = page.checkpoint_ns AND parent.checkpoint_id = page.parent_checkpoint_id {each}), "
-        f"found AS (SELECT v.checkpoint_ns, v.channel, v.version, b.id, b.value_type, b.size FROM (SELECT DISTINCT "
-        f"session_id, checkpoint_ns, channel, version FROM versions) v {found}), "
+        f"found AS {once}(SELECT v.checkpoint_ns, v.channel, v.version, b.id, b.value_type, b.size FROM "
+        f"(SELECT DISTINCT session_id, checkpoint_ns, channel, version FROM versions) v {found}), "
         f"named AS (SELECT v.checkpoint, v.at, f.id, f.channel, f.version, f.value_type, f.size, v.new FROM versions v "
-        f"JOIN found f ON f.checkpoint_ns = v.checkpoint_ns AND f.channel = v.channel AND f.version = v.version), "
+        f"JOIN found f ON f.checkpoint_ns = v.checkpoint_ns AND f.channel{bytewise} = v.channel{bytewise} "
+        f"AND f.version{bytewise} = v.version{bytewise}), "
         f"writes AS (SELECT page.id AS checkpoint, w.task_id, w.task_path, w.channel, w.value_type, w.idx, w.value "
         f"FROM page {written}), "
         f"counted AS (SELECT id, checkpoint_id, parent_checkpoint_id, checkpoint_ns, metadata, value_type, "
