@@ -4,10 +4,11 @@ or the request log taken away at a time, the variants taking turns request by re
 machine's swings hit them alike; and the statements each request sends, as configured.
 
 The requests are the small calls the frameworks make (the SDK's get_items(limit=20), add_items of
-two items, pop_item; ADK's append_event with and without a ``user:`` state delta) beside a bare
-``GET /livez`` and an unknown API URL, on the benchmark's own database (SQLite, or PostgreSQL
-with DATABASE_URL), the request log at INFO as shipped (written to /dev/null). gunicorn's own share
-(parsing, the socket) is not here: ``python -m benchmarks frameworks`` measures the whole call.
+two items, pop_item; ADK's create_session, append_event with and without a ``user:`` state delta)
+beside a bare ``GET /livez`` and an unknown API URL, on the benchmark's own database (SQLite, or
+PostgreSQL with DATABASE_URL), the request log at INFO as shipped (written to /dev/null).
+gunicorn's own share (parsing, the socket, its threads) is not here: ``python -m benchmarks
+frameworks`` measures the whole call.
 
 On PostgreSQL the database's own CPU per request is measured too (its backend process's, from
 /proc, summed over the rounds: the kernel counts it in 10 ms ticks), with the hot statements
@@ -87,7 +88,8 @@ class Requests:
 
     def all(self) -> dict[str, Callable[[], dict[str, Any]]]:
         messages = f"/api/v1/users/{USER}/sessions/{SESSION}/messages/"
-        events = f"/api/v1/adk/apps/{APP}/users/{USER}/sessions/{SESSION}/events/"
+        sessions = f"/api/v1/adk/apps/{APP}/users/{USER}/sessions/"
+        events = f"{sessions}{SESSION}/events/"
 
         def item(role: str) -> dict[str, Any]:
             return {"client_id": f"oa-{uuid.uuid4()}", "role": role, "type": "message", "content": '"a short turn"'}
@@ -111,6 +113,7 @@ class Requests:
                 "POST", messages, {"messages": [item("user"), item("assistant")]}
             ),
             "SDK pop_item": lambda: self.environ("POST", messages + "pop/", {"idempotency_key": str(uuid.uuid4())}),
+            "ADK create_session": lambda: self.environ("POST", sessions, {"state": "{}"}),
             "ADK append_event": lambda: self.environ("POST", events, event({})),
             "ADK append_event (user: state delta)": lambda: self.environ(
                 "POST", events, event({"lookups": 1, "user:last_city": "Paris"})
@@ -119,7 +122,7 @@ class Requests:
 
     def answered(self, name: str, body: bytes) -> None:
         """An ADK append's answer names the version the next one must name."""
-        if name.startswith("ADK"):
+        if name.startswith("ADK append"):
             answer = json.loads(body)
             self.version, self.time = answer["version"], answer["last_update_time"]
 
