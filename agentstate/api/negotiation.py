@@ -1,7 +1,7 @@
 """DRF's content negotiation, reading the ``Accept`` header from the request's environ.
 
 DRF reads it through ``request.headers``, which Django builds from every header of the request,
-once per request, for that one header (about 16 µs); no other part of a keyed API call reads it.
+once per request, for that one header; no other part of a keyed API call reads it.
 """
 
 from __future__ import annotations
