@@ -235,6 +235,14 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
         once, bytewise = "MATERIALIZED ", ' COLLATE "C"'
         each = "CROSS JOIN LATERAL jsonb_each_text(page.channel_versions) WITH ORDINALITY AS cv(key, value, at)"
         new = "(parent.channel_versions ->> cv.key) IS DISTINCT FROM cv.value"
+        # A parent mostly on the page itself (the next row): read from there, from the table otherwise.
+        parent = (
+            f"LEFT JOIN page near ON near.session_id = page.session_id AND near.checkpoint_ns = page.checkpoint_ns "  # noqa: S608 (idem)
+            f"AND near.checkpoint_id = page.parent_checkpoint_id CROSS JOIN LATERAL (SELECT COALESCE("
+            f"near.channel_versions, (SELECT channel_versions FROM {table} p WHERE p.session_id = page.session_id "
+            f"AND p.checkpoint_ns = page.checkpoint_ns AND p.checkpoint_id = page.parent_checkpoint_id)) "
+            f"AS channel_versions) parent"
+        )
         # LATERAL ... LIMIT 1 / OFFSET 0: looked up on the index, never a hash join of the whole table.
         found = (
             f"CROSS JOIN LATERAL (SELECT id, value_type, LENGTH(value) AS size FROM {blob} b "  # noqa: S608 (quoted identifiers)
@@ -248,6 +256,10 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
     else:
         metadata, version, at = "metadata", "CAST(cv.value AS TEXT)", "cv.id"
         once = bytewise = ""
+        parent = (
+            f"LEFT JOIN {table} parent ON parent.session_id = page.session_id "
+            f"AND parent.checkpoint_ns = page.checkpoint_ns AND parent.checkpoint_id = page.parent_checkpoint_id"
+        )
         each = "CROSS JOIN json_each(page.channel_versions) AS cv"
         new = (
             "NOT EXISTS (SELECT 1 FROM json_each(parent.channel_versions) pv WHERE pv.key = cv.key "
@@ -265,8 +277,7 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
         f"ORDER BY checkpoint_id DESC LIMIT {int(rows)}), "
         f"versions AS (SELECT page.id AS checkpoint, page.session_id, page.checkpoint_ns, cv.key AS channel, "
         f"{at} AS at, "
-        f"{version} AS version, {new} AS new FROM page LEFT JOIN {table} parent ON parent.session_id = page.session_id "
-        f"AND parent.checkpoint_ns = page.checkpoint_ns AND parent.checkpoint_id = page.parent_checkpoint_id {each}), "
+        f"{version} AS version, {new} AS new FROM page {parent} {each}), "
         f"found AS {once}(SELECT v.checkpoint_ns, v.channel, v.version, b.id, b.value_type, b.size FROM "
         f"(SELECT DISTINCT session_id, checkpoint_ns, channel, version FROM versions) v {found}), "
         f"named AS (SELECT v.checkpoint, v.at, f.id, f.channel, f.version, f.value_type, f.size, v.new FROM versions v "
