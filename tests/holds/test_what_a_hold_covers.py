@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from django.contrib import admin
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.management import call_command, get_commands
 from django.test import RequestFactory
 from django.urls import reverse
@@ -31,10 +31,7 @@ from sessions_app import working_state
 from sessions_app.models import Message, Session
 from tests.hardening.stored import stored_rows
 from tests.holds.test_api import DESTRUCTIVE, _send, _write_routes
-from tests.holds.world import THREAD, TYPED_VALUE, S, build
 from tests.subjects import held as rows_of
-from tests.userdata_app.erasure_factories import verified_request
-from userdata_app.access_log.models import AccessPolicy
 from userdata_app.erasure.registry import subject_hash
 from userdata_app.memory.models import MemoryItem
 from userdata_app.models import ErasedSubject
@@ -42,31 +39,6 @@ from userdata_app.models import ErasedSubject
 pytestmark = pytest.mark.django_db
 OLD = timezone.now() - timedelta(days=400)
 HOLDS = ("tenant", "person", "session a1", "session s1")
-PENDING_WRITE = {"idx": 0, "channel": "c", "value": TYPED_VALUE}
-
-
-def scenario(api, tenant, actor) -> None:
-    """u1's data in every declared category (tests/holds/world.py and the rest through the API), a
-    verified erasure request for u1 (the admin's execute), and a row of every admin's model that
-    can be deleted (a retention and an access policy, a group, another staff login)."""
-    build(api)
-    for path, body in (
-        (S + "messages/pop/", {"idempotency_key": "p1"}),
-        (S + "checkpoints/", {"label": "done"}),
-        (S + "transitions/", {"to_agent": "writer"}),
-        (S + "usage/", {"total_tokens": 3}),
-        (
-            "/api/v1/langgraph/writes/",
-            {**THREAD, "checkpoint_id": "c2", "task_id": "t", "writes": [PENDING_WRITE]},
-        ),
-    ):
-        response = api.post(path, body, format="json")
-        assert response.status_code in (200, 201, 204), (path, response.content[:300])
-    verified_request(subjects=[(tenant, "u1")], scope="everything")
-    session_services.retention_policy_save(tenant=tenant, delete_ended_after_days=1)
-    AccessPolicy.objects.create(tenant=tenant)
-    Group.objects.create(name="auditors")
-    User.objects.create_user("another", is_staff=True)
 
 
 def _place(tenant, hold: str):
@@ -273,10 +245,9 @@ QUICK = {
 }
 
 
-def test_the_scenario_holds_every_category(api, tenant, admin_user):
-    """Checked once, not in every case of the cross product (a tenth of its time there)."""
-    scenario(api, tenant, admin_user)
-    empty = {c for c, n in rows_of(tenant=tenant, user_id="u1").items() if not n}
+def test_the_scenario_holds_every_category(scenario_case):
+    """Checked once, not in every case of the cross product (tests/holds/conftest.py builds it)."""
+    empty = {c for c, n in rows_of(tenant=scenario_case.tenant, user_id="u1").items() if not n}
     assert not empty, f"the scenario holds nothing of {sorted(empty)}: add it"
 
 
@@ -296,10 +267,12 @@ def test_every_delete_path_is_exercised():
         for hold in HOLDS
     ],
 )
-def test_no_delete_path_removes_what_a_hold_covers(api, tenant, admin_user, client, tmp_path, hold, path):
-    scenario(api, tenant, admin_user)
+def test_no_delete_path_removes_what_a_hold_covers(scenario_case, client, tmp_path, hold, path):
+    """Every case starts from the same world (tests/holds/conftest.py: built once, each case rolled
+    back to it, its working state and files restored)."""
+    tenant, admin_user = scenario_case.tenant, scenario_case.admin
     client.force_login(admin_user)
-    context = {"api": api, "tenant": tenant, "staff": client, "actor": admin_user, "tmp_path": tmp_path}
+    context = {"api": scenario_case.api, "tenant": tenant, "staff": client, "actor": admin_user, "tmp_path": tmp_path}
     PATHS[path].prepare(**context)
     _place(tenant, hold)
     before = kept(tenant, hold)

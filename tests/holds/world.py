@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.contrib.auth.models import Group, User
+
 from backends.adk.people.artifacts.models import Artifact
 from backends.adk.process.models import AdkEvent
 from backends.langgraph.process.models import LangGraphBlob, LangGraphCheckpoint
+from sessions_app import services as session_services
 from sessions_app import working_state
 from sessions_app.models import Message, Round, Session
+from tests.userdata_app.erasure_factories import verified_request
+from userdata_app.access_log.models import AccessPolicy
 from userdata_app.memory.models import MemoryItem
 from userdata_app.models import UserDatum
 
@@ -19,6 +24,7 @@ ARTIFACTS = "/api/v1/adk/apps/app/users/u1/artifacts/"
 THREAD = {"thread_id": "t1", "default_user_id": "u1", "checkpoint_ns": ""}
 TYPED_VALUE = {"type": "json", "data": "e30=", "rendered": {}}
 # An ADK event whose state delta holds a user: key: that part is user data hanging off its session.
+PENDING_WRITE = {"idx": 0, "channel": "c", "value": TYPED_VALUE}
 EVENT = {"id": "e1", "author": "user", "timestamp": 1.0, "actions": {"state_delta": {"user:city": "Paris", "k": 1}}}
 
 
@@ -66,3 +72,27 @@ def rows() -> dict[str, int]:
     counted = {model.__name__: model.objects.count() for model in models}
     sessions = list(Session.objects.values_list("pk", flat=True))
     return {**counted, "working_state": working_state.get_store().count_many(sessions)}
+
+
+def scenario(api, tenant, actor) -> None:
+    """u1's data in every declared category (``build`` and the rest through the API), a verified
+    erasure request for u1 (the admin's execute), and a row of every admin's model that can be
+    deleted (a retention and an access policy, a group, another staff login)."""
+    build(api)
+    for path, body in (
+        (S + "messages/pop/", {"idempotency_key": "p1"}),
+        (S + "checkpoints/", {"label": "done"}),
+        (S + "transitions/", {"to_agent": "writer"}),
+        (S + "usage/", {"total_tokens": 3}),
+        (
+            "/api/v1/langgraph/writes/",
+            {**THREAD, "checkpoint_id": "c2", "task_id": "t", "writes": [PENDING_WRITE]},
+        ),
+    ):
+        response = api.post(path, body, format="json")
+        assert response.status_code in (200, 201, 204), (path, response.content[:300])
+    verified_request(subjects=[(tenant, "u1")], scope="everything")
+    session_services.retention_policy_save(tenant=tenant, delete_ended_after_days=1)
+    AccessPolicy.objects.create(tenant=tenant)
+    Group.objects.create(name="auditors")
+    User.objects.create_user("another", is_staff=True)
