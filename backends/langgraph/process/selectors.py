@@ -218,8 +218,8 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
     ``rows``) its metadata, value, writes, the values it names and their bytes. Each value is found
     once (on the unique index, by the distinct channel versions the page names), each checkpoint's
     writes on theirs. ``rows`` is written in, not bound: PostgreSQL then plans a prepared statement
-    once with the estimates of a page, small enough that it never compiles the plan (JIT took 40-200
-    ms a call here, a generic plan's guess of a tenth of the thread being past its threshold)."""
+    once with the estimates of a page, small enough that it never compiles the plan (JIT, which cost
+    more than the statement, once a generic plan guessed a tenth of the thread: past its threshold)."""
     quote = connection.ops.quote_name
     table, blob = quote(LangGraphCheckpoint._meta.db_table), quote(LangGraphBlob._meta.db_table)
     write = quote(LangGraphWrite._meta.db_table)
