@@ -31,7 +31,7 @@ def test_a_pop_and_an_append_go_prepared_on_postgresql(api, tenant, postgres_onl
     _pop_twice(api, tenant)
     prepared = _prepared()
     for statement in (
-        "WITH removed AS (DELETE FROM",
+        "removed AS (DELETE FROM",  # the pop's deciding statement
         "pg_advisory_xact_lock_shared($",
         'INSERT INTO "sessions_app_message"',
     ):
