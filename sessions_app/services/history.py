@@ -164,11 +164,16 @@ def _pop_in_one_round_trip(
     if not decided:
         raise NotFound("Session not found.")
     ended, hold_reference, newest, answered, kept, popped = decided[0]
-    convert = column_converter(database, MessagePop._meta.get_field("message"))
     if answered:
-        return convert(kept) if convert is not None and kept is not None else kept
+        return _answer_read(database, kept)
     _pop_refused(ended=ended, hold_reference=hold_reference, newest=newest, expected_last_seq=expected_last_seq)
-    return convert(popped) if convert is not None and popped is not None else popped
+    return _answer_read(database, popped)
+
+
+def _answer_read(database: Any, answer: Any) -> Any:
+    """A pop's answer as the database returned it (``MessagePop.message``'s column), as Python data."""
+    convert = column_converter(database, MessagePop._meta.get_field("message"))
+    return convert(answer) if convert is not None and answer is not None else answer
 
 
 @transaction.atomic
@@ -215,9 +220,7 @@ def _pop_read(session: Session, key: str | None) -> tuple[Message | None, dict[s
         )
         *message, hold_reference, answered, answer = cursor.fetchone()
     newest = None if message[0] is None else row_as_model(Message, database, message)
-    convert = column_converter(database, MessagePop._meta.get_field("message"))
-    if answer is not None and convert is not None:
-        answer = convert(answer)
+    answer = _answer_read(database, answer)
     return newest, {"hold_reference": hold_reference, "answered": bool(answered), "answer": answer}
 
 
