@@ -199,21 +199,24 @@ class MessageListView(SessionScopedView):
                 max_bytes=settings.PAGE_MAX_BYTES,
             )
             response = Response({"next": None, "previous": None, "results": recent})
-        else:
+        elif self.pagination_class.cursor_query_param in request.query_params:
             session = self.get_session()
             generation = session.history_generation
+            messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
+            response = self.paginated_rows(messages, serializer_class=s.MessageSerializer)
+        else:  # a first page: the session and the page read by a written-out statement
             paginator = self.pagination_class()
-            if paginator.cursor_query_param in request.query_params:
-                messages = selectors.message_list(session=session, after_seq=query.get("after_seq"), role=role)
-                response = self.paginated_rows(messages, serializer_class=s.MessageSerializer)
-            else:  # a first page: read by a written-out statement
-                page = paginator.paginate_first_page(
-                    selectors.message_rows(
-                        session=session, after=query.get("after_seq"), role=role, serializer_class=s.MessageSerializer
-                    ),
-                    request,
-                )
-                response = paginator.get_paginated_response(json_rows.embedded(page))
+            rows = selectors.SessionMessageRows(
+                tenant=request.tenant,
+                user_id=user_id,
+                session_id=session_id,
+                after=query.get("after_seq"),
+                role=role,
+                serializer_class=s.MessageSerializer,
+            )
+            page = paginator.paginate_first_page(rows, request)
+            response = paginator.get_paginated_response(json_rows.embedded(page))
+            generation = rows.generation
         # A reader following after_seq or cursors compares it page to page: a change means an edit
         # (pop, rewind, clear) removed messages it may already hold.
         response[HISTORY_GENERATION] = str(generation)

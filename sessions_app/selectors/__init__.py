@@ -21,6 +21,7 @@ from sessions_app.selectors.export import (
 )
 from sessions_app.selectors.messages import (
     MAX_RECENT,
+    SessionMessageRows,
     message_list,
     message_recent,
     message_recent_rows,
@@ -70,6 +71,7 @@ __all__ = [
     "MessageHit",
     "RestoredSession",
     "SessionContents",
+    "SessionMessageRows",
     "activity_summary",
     "checkpoint_latest",
     "checkpoint_list",

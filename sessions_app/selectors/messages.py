@@ -150,6 +150,73 @@ def session_recent_rows(
     return session.history_generation, json_rows.embedded(page)
 
 
+class SessionMessageRows:
+    """The first page of a REST API session's messages after seq ``after`` (of ``role``, if given),
+    as ``message_rows`` fetches one (``fetch(rows, budget)``, what a paginator asks for), found by
+    the session's identity; once fetched, ``generation`` is the session's history generation. On
+    PostgreSQL one statement finds the session and reads the page, when every row is within its
+    share of the budget (else the page is read apart by the counters it returned, as
+    ``json_rows.bounded_fetch`` reads one); elsewhere the session is read, then the page. A reader's
+    incremental read (the SDK's whole read asks what came after the items it holds) was two
+    statements, the session row made a model, and the page's statement planned on every call."""
+
+    def __init__(
+        self,
+        *,
+        tenant: Tenant,
+        user_id: str,
+        session_id: str,
+        after: int | None,
+        role: str | None,
+        serializer_class: type,
+    ) -> None:
+        self.tenant, self.user_id, self.session_id = tenant, user_id, session_id
+        self.after, self.role, self.serializer_class = after, role, serializer_class
+        self.generation: int  # set by the fetch
+
+    def __call__(self, rows: int, budget: json_rows.ByteBudget) -> list[tuple[Any, ...]]:
+        # Raw: benchmarks/frameworks.py SDK get_items (whole) per-call target: the session and its page at once
+        connection = connections[router.db_for_read(Session)]
+        session: HistoryCounters
+        if connection.vendor == "postgresql":
+            row = json_rows.row_column(self.serializer_class, Message)
+            of_role = [self.role] if self.role is not None else []
+            identity = [self.tenant.pk, self.user_id, self.session_id]
+            with prepared_cursor(connection) as cursor:
+                cursor.execute(
+                    _session_page_sql(row.sql, self.role is not None),
+                    [budget.limit // rows, *row.params, self.after or 0, *of_role, rows, *identity],
+                )
+                found = cursor.fetchall()
+            if not found:
+                raise NotFound("Session not found.")
+            self.generation, *counters = found[0][:4]
+            page = [row[4:] for row in found if row[4] is not None]
+            if all(json is not None for _, json in page):
+                return page
+            session = _Counters(*counters)
+        else:
+            session = session_get(tenant=self.tenant, user_id=self.user_id, session_id=self.session_id)
+            self.generation = session.history_generation
+        return message_rows(session=session, after=self.after, role=self.role, serializer_class=self.serializer_class)(
+            rows, budget
+        )
+
+
+@lru_cache(maxsize=4)
+def _session_page_sql(row_sql: str, of_role: bool) -> str:
+    """A REST API session's history generation and counters (id, last_seq, message_count) on each
+    row of its page (``_messages_sql`` in seq order, each row's JSON NULL when over its share of the
+    budget); one row with no message for an empty page, none for no session."""
+    return (
+        "SELECT s.history_generation, s.id, s.last_seq, s.message_count, m.seq, "  # noqa: S608 (quoted identifiers and compiled SQL; values are parameters)
+        f"CASE WHEN OCTET_LENGTH(m.{json_rows.ROW}) <= %s THEN m.{json_rows.ROW} END "
+        f'FROM "{Session._meta.db_table}" s LEFT JOIN LATERAL ('
+        f"{_messages_sql(row_sql, of_role, False, 's.id')}) m ON TRUE "
+        "WHERE s.tenant_id = %s AND s.user_id = %s AND s.session_id = %s AND s.app_name = '' ORDER BY m.seq"
+    )
+
+
 @lru_cache(maxsize=8)
 def _recent_sql(row_sql: str) -> str:
     """A REST API session's history generation, its ``_window_column`` and its counters (id,
@@ -223,12 +290,13 @@ def message_rows(
     return fetch
 
 
-@lru_cache(maxsize=16)
-def _messages_sql(row_sql: str, of_role: bool, newest_first: bool) -> str:
-    """Seqs start at 1: ``seq > 0`` is the whole history."""
+@lru_cache(maxsize=32)
+def _messages_sql(row_sql: str, of_role: bool, newest_first: bool, session: str = "%s") -> str:
+    """Seqs start at 1: ``seq > 0`` is the whole history. ``session``: SQL giving the session's id
+    (a parameter, or a column of a query around this one)."""
     role = " AND role = %s" if of_role else ""
     order = "DESC" if newest_first else "ASC"
     return (
         f'SELECT seq, {row_sql} AS {json_rows.ROW} FROM "{Message._meta.db_table}" '  # noqa: S608 (quoted identifiers and compiled SQL; values are parameters)
-        f"WHERE session_id = %s AND seq > %s{role} ORDER BY seq {order} LIMIT %s"
+        f"WHERE session_id = {session} AND seq > %s{role} ORDER BY seq {order} LIMIT %s"
     )

@@ -118,6 +118,15 @@ def test_after_seq_role_and_recent(api, history):
     assert _seqs(api.get(M, {"recent": 2, "role": "user"})) == [5, 7]
 
 
+def test_first_page_of_an_empty_history_and_of_no_session(api, session):
+    """The first page finds its session in its own statement (PostgreSQL): an empty history is an
+    empty page with its generation, a session that does not exist a 404."""
+    empty = api.get(M, {"after_seq": 0})
+    assert empty.json() == {"next": None, "previous": None, "results": []}
+    assert empty["X-History-Generation"] == "0"
+    assert_error(api.get(M.replace("/s1/", "/nope/")), 404, "not_found")
+
+
 @pytest.mark.parametrize(
     "query, field",
     [

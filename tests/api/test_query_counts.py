@@ -125,7 +125,8 @@ def test_django_assert_num_queries_on_the_hot_paths(api, tenant, django_assert_n
     api.get("/api/v1/sessions/")
     with django_assert_num_queries(1):
         api.get("/api/v1/users/big/sessions/big/")
-    with django_assert_num_queries(2):  # the session, one page of history
+    # the session, one page of history: on PostgreSQL in one statement
+    with django_assert_num_queries(1 if connection.vendor == "postgresql" else 2):
         api.get("/api/v1/users/big/sessions/big/messages/?after_seq=1990")
     with django_assert_num_queries(1):  # the latest round, found through its session in one query
         api.get("/api/v1/users/big/sessions/big/rounds/latest/")
