@@ -11,6 +11,7 @@ from typing import Any, cast
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, ProhibitNullCharactersValidator
+from django.http import QueryDict
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -85,14 +86,22 @@ class PassedOn(serializers.Field):
 
 
 def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    """``data`` checked by ``serializer_class``; a 400 naming the fields otherwise. A body that
-    plainly passes (``_plainly_valid``) skips DRF's field machinery; any other goes through DRF,
-    which gives the answer, so a refusal is worded as DRF words it."""
+    """``data`` checked by ``serializer_class``; a 400 naming the fields otherwise. A body
+    (``_plainly_valid``) or a query string (``_query_plan``) that plainly passes skips DRF's field
+    machinery; any other goes through DRF, which gives the answer, so a refusal is worded as DRF
+    words it."""
     if type(data) is dict:  # not a QueryDict: DRF reads form and query input its own way
         plan = _plan(serializer_class)
         if plan is not None:
             try:
                 return _plainly_valid(plan, data)
+            except _NotPlain:
+                pass
+    elif isinstance(data, QueryDict):
+        query_plan = _query_plan(serializer_class)
+        if query_plan is not None:
+            try:
+                return query_plan(data)
             except _NotPlain:
                 pass
     serializer = serializer_class(data=data)
@@ -123,26 +132,37 @@ _Step = tuple[str, Callable[[Any], Any], bool, Any, bool]
 def _plan(serializer_class: type[serializers.Serializer]) -> tuple[_Step, ...] | None:
     """How to check a ``StrictInput`` without DRF: a step per field, each as DRF would accept a
     value (strings, JSON, booleans, choices, values passed on, lists of such inputs); None when
-    any field, validator or ``validate`` is of another kind (DRF checks every body then). A
-    ``validate_<field>`` hook runs on one shared instance: as the shared fields, it must keep no
-    state and read neither ``context`` nor ``initial_data``."""
+    any field, validator or ``validate`` is of another kind (DRF checks every body then)."""
     own_validate = serializer_class.validate is not serializers.Serializer.validate
     if not issubclass(serializer_class, StrictInput) or own_validate:
         return None
+    checked = _checked_fields(serializer_class, _value_check)
+    if checked is None or any(getattr(field.default, "requires_context", False) for field, _ in checked[1].values()):
+        return None
+    return tuple(
+        (name, check, field.required, field.default, field.allow_null) for name, (field, check) in checked[1].items()
+    )
+
+
+def _checked_fields(
+    serializer_class: type[serializers.Serializer], value_check: Callable[[serializers.Field], Any]
+) -> tuple[serializers.Serializer, dict[str, tuple[serializers.Field, Callable[[Any], Any]]]] | None:
+    """The class's one shared instance, and each input field with its value's check (``value_check``
+    of the field, then its ``validate_<field>`` hook); None when the class has validators of its
+    own, or a field no plain check, is read only or reads another name. The hooks and the class's
+    ``validate`` run on the shared instance: as the shared fields, they must keep no state and read
+    neither ``context`` nor ``initial_data``."""
     owner = serializer_class()
     if owner.get_validators():
         return None
-    steps = []
+    fields = {}
     for name, field in _input_fields(serializer_class).items():
-        check = _value_check(field)
-        contextual = getattr(field.default, "requires_context", False)
-        if check is None or field.read_only or field.source != name or contextual:
+        check = value_check(field)
+        if check is None or field.read_only or field.source != name:
             return None
         hook = getattr(owner, f"validate_{name}", None)
-        if hook is not None:
-            check = _then(check, hook)
-        steps.append((name, check, field.required, field.default, field.allow_null))
-    return tuple(steps)
+        fields[name] = (field, check if hook is None else _then(check, hook))
+    return owner, fields
 
 
 def _then(check: Callable[[Any], Any], hook: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -191,6 +211,52 @@ def _int_check(field: serializers.IntegerField) -> Callable[[Any], Any] | None:
     if len(bounds) != len(field.validators):
         return None
     return functools.partial(_plain_int, low=bounds.get(MinValueValidator), high=bounds.get(MaxValueValidator))
+
+
+@cache
+def _query_plan(serializer_class: type[serializers.Serializer]) -> Callable[[QueryDict], dict[str, Any]] | None:
+    """How to check a query string without DRF, as DRF checks one (each parameter's last value; a
+    parameter that is no field ignored): integers as ASCII digits within the field's bounds, text
+    with nothing to trim, then the class's ``validate``. None when a field is of another kind,
+    required or defaulted, or the class refuses unknown parameters (``StrictInput``)."""
+    checked = None if issubclass(serializer_class, StrictInput) else _checked_fields(serializer_class, _query_check)
+    if checked is None:
+        return None
+    owner, fields = checked
+    if any(field.required or field.default is not serializers.empty for field, _ in fields.values()):
+        return None
+    own_validate = serializer_class.validate is not serializers.Serializer.validate
+    steps = tuple((name, check) for name, (_, check) in fields.items())
+    return partial(_plain_query, steps=steps, validate=_then(dict, owner.validate) if own_validate else dict)
+
+
+def _query_check(field: serializers.Field) -> Callable[[Any], Any] | None:
+    kind = type(field)
+    if kind is serializers.IntegerField:
+        check = _int_check(cast(serializers.IntegerField, field))
+        return None if check is None else partial(_plain_digits, check=check)
+    if isinstance(field, serializers.CharField) and kind in (serializers.CharField, StringField):
+        plain = field.max_length is field.min_length is None
+        if not plain or [type(v) for v in field.validators] != list(_STRING_CHECKS):
+            return None
+        return partial(_plain_text, trimmed=field.trim_whitespace, blank=field.allow_blank)
+    return None
+
+
+def _plain_query(data: QueryDict, *, steps: tuple[tuple[str, Callable[[Any], Any]], ...], validate: Any) -> Any:
+    return validate({name: check(data[name]) for name, check in steps if name in data})
+
+
+def _plain_digits(value: Any, *, check: Callable[[Any], int]) -> int:
+    if type(value) is not str or not value.isascii() or not value.isdigit() or len(value) > 1000:
+        raise _NotPlain()  # DRF takes " 7", "7.0" and more, and words a refusal its own way
+    return check(int(value))
+
+
+def _plain_text(value: Any, *, trimmed: bool, blank: bool) -> str:
+    if trimmed and type(value) is str and value != value.strip():
+        raise _NotPlain()
+    return _plain_string(value, blank=blank)
 
 
 def _plain_int(value: Any, *, low: Any, high: Any) -> int:

@@ -5,6 +5,7 @@ fields allow it, each field changed one value at a time from a good body gets ex
 from typing import Any
 
 import pytest
+from django.http import QueryDict
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
@@ -12,7 +13,7 @@ import agentstate_site.urls  # noqa: F401 (every app's views, and so their input
 from agentstate.api import serializers as api_serializers
 from agentstate.api.serializers import PassedOn, StrictInput, StringField, validated
 from backends.langgraph.views import CheckpointBatchInput, CheckpointPutInput, WritesPutInput
-from sessions_app.api.serializers import MessagePopInput
+from sessions_app.api.serializers import MessagePopInput, MessageQuery
 
 
 def _inputs(cls: type = StrictInput) -> list[type[StrictInput]]:
@@ -97,3 +98,52 @@ def test_a_passed_on_value_is_the_one_sent():
         "channel_versions": {},
     }
     assert validated(CheckpointPutInput, body)["checkpoint"] is value
+
+
+def _serializers(cls: type = serializers.Serializer) -> list[type[serializers.Serializer]]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_serializers(sub)]
+    return found
+
+
+QUERY_PLAIN = sorted(
+    {c for c in _serializers() if c.__name__.endswith("Query") and api_serializers._query_plan(c) is not None},
+    key=lambda c: c.__qualname__,
+)
+ODD_TEXT = ["", " 7", "7 ", "7.0", "0020", "-1", "+1", "1e3", "\uff11", "\u00b2", str(2**63), "9" * 1001]
+ODD_TEXT += ["x", " x ", "a\x00b", "\ud800", "é", "on"]
+
+
+def _query(params: dict[str, Any], repeated: tuple[str, list[str]] | None = None) -> QueryDict:
+    query = QueryDict(mutable=True)
+    for name, value in params.items():
+        query[name] = value
+    if repeated is not None:
+        query.setlist(*repeated)
+    return query
+
+
+def test_the_history_read_takes_the_query_plain_path():
+    assert MessageQuery in QUERY_PLAIN
+
+
+def _good_text(field: serializers.Field) -> str:
+    return "x" if isinstance(field, serializers.CharField) else str(getattr(field, "min_value", None) or 1)
+
+
+@pytest.mark.parametrize("cls", QUERY_PLAIN, ids=lambda c: c.__qualname__)
+def test_each_parameter_changed_gets_drfs_answer(cls):
+    """A query string's parameters are text (the last value of a repeated one counts): each changed
+    one at a time, alone and beside the others, and repeated either way round, gets exactly DRF's
+    answer."""
+    fields = cls().fields
+    good = {name: _good_text(field) for name, field in fields.items()}
+    queries = [_query(good), _query({**good, "unknown": "1"}), _query({})]
+    for name in fields:
+        queries.append(_query({key: value for key, value in good.items() if key != name}))
+        for odd in ODD_TEXT:
+            queries += [_query({**good, name: odd}), _query({name: odd})]
+            queries += [_query({}, (name, [odd, good[name]])), _query({}, (name, [good[name], odd]))]
+    for query in queries:
+        assert _answer(cls, query) == _drf(cls, query), query
