@@ -217,9 +217,12 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
     ``_ByteBoundedModels``'s rule; then for each that fits and is within the page (before row
     ``rows``) its metadata, value, writes, the values it names and their bytes. Each value is found
     once (on the unique index, by the distinct channel versions the page names), each checkpoint's
-    writes on theirs. ``rows`` is written in, not bound: PostgreSQL then plans a prepared statement
-    once with the estimates of a page, small enough that it never compiles the plan (JIT, which cost
-    more than the statement, once a generic plan guessed a tenth of the thread: past its threshold)."""
+    writes on theirs. No step joins two of the statement's own results row by row: the checkpoints
+    that fit are the first ``k`` (sizes only add up), so each part is cut at a place in the page
+    (``n``), and a parent is mostly the next row (``LEAD``). ``rows`` is written in, not bound:
+    PostgreSQL then plans a prepared statement once with the estimates of a page, small enough that
+    it never compiles the plan (JIT, which cost more than the statement, once a generic plan guessed
+    a tenth of the thread: past its threshold)."""
     quote = connection.ops.quote_name
     table, blob = quote(LangGraphCheckpoint._meta.db_table), quote(LangGraphBlob._meta.db_table)
     write = quote(LangGraphWrite._meta.db_table)
@@ -234,15 +237,7 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
         # matched back bytewise: sorting for the merge join by the database's collation cost more.
         once, bytewise = "MATERIALIZED ", ' COLLATE "C"'
         each = "CROSS JOIN LATERAL jsonb_each_text(page.channel_versions) WITH ORDINALITY AS cv(key, value, at)"
-        new = "(parent.channel_versions ->> cv.key) IS DISTINCT FROM cv.value"
-        # A parent mostly on the page itself (the next row): read from there, from the table otherwise.
-        parent = (
-            f"LEFT JOIN page near ON near.session_id = page.session_id AND near.checkpoint_ns = page.checkpoint_ns "  # noqa: S608 (idem)
-            f"AND near.checkpoint_id = page.parent_checkpoint_id CROSS JOIN LATERAL (SELECT COALESCE("
-            f"near.channel_versions, (SELECT channel_versions FROM {table} p WHERE p.session_id = page.session_id "
-            f"AND p.checkpoint_ns = page.checkpoint_ns AND p.checkpoint_id = page.parent_checkpoint_id)) "
-            f"AS channel_versions) parent"
-        )
+        new = "(page.parent_versions ->> cv.key) IS DISTINCT FROM cv.value"
         # LATERAL ... LIMIT 1 / OFFSET 0: looked up on the index, never a hash join of the whole table.
         found = (
             f"CROSS JOIN LATERAL (SELECT id, value_type, LENGTH(value) AS size FROM {blob} b "  # noqa: S608 (quoted identifiers)
@@ -256,13 +251,9 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
     else:
         metadata, version, at = "metadata", "CAST(cv.value AS TEXT)", "cv.id"
         once = bytewise = ""
-        parent = (
-            f"LEFT JOIN {table} parent ON parent.session_id = page.session_id "
-            f"AND parent.checkpoint_ns = page.checkpoint_ns AND parent.checkpoint_id = page.parent_checkpoint_id"
-        )
         each = "CROSS JOIN json_each(page.channel_versions) AS cv"
         new = (
-            "NOT EXISTS (SELECT 1 FROM json_each(parent.channel_versions) pv WHERE pv.key = cv.key "
+            "NOT EXISTS (SELECT 1 FROM json_each(page.parent_versions) pv WHERE pv.key = cv.key "
             "AND CAST(pv.value AS TEXT) = CAST(cv.value AS TEXT))"
         )
         found = (
@@ -271,39 +262,42 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
             f"AND b.channel = v.channel AND b.version = v.version"
         )
         written = f"JOIN {write} w ON {names}"
+    wanted = f"n <= (SELECT k FROM fitting) AND n < {int(rows)}"  # noqa: S608 (constant SQL)
     return (
-        f"WITH page AS (SELECT id, session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, value_type, "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-        f"metadata, channel_versions, {own} AS own FROM {table} WHERE {where} "
-        f"ORDER BY checkpoint_id DESC LIMIT {int(rows)}), "
-        f"versions AS (SELECT page.id AS checkpoint, page.session_id, page.checkpoint_ns, cv.key AS channel, "
-        f"{at} AS at, "
-        f"{version} AS version, {new} AS new FROM page {parent} {each}), "
+        # A parent mostly the next row: its versions from there, from the table otherwise (evaluated then only).
+        f"WITH page AS (SELECT *, CASE WHEN next_id = parent_checkpoint_id AND next_ns = checkpoint_ns "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+        f"THEN next_versions ELSE (SELECT channel_versions FROM {table} p WHERE p.session_id = page.session_id "
+        f"AND p.checkpoint_ns = page.checkpoint_ns AND p.checkpoint_id = page.parent_checkpoint_id) END "
+        f"AS parent_versions FROM (SELECT id, session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+        f"value_type, metadata, channel_versions, {own} AS own, ROW_NUMBER() OVER newest AS n, "
+        f"LEAD(checkpoint_id) OVER newest AS next_id, LEAD(checkpoint_ns) OVER newest AS next_ns, "
+        f"LEAD(channel_versions) OVER newest AS next_versions FROM {table} WHERE {where} "
+        f"WINDOW newest AS (ORDER BY checkpoint_id DESC) ORDER BY checkpoint_id DESC LIMIT {int(rows)}) page), "
+        f"versions AS (SELECT page.id AS checkpoint, page.n, page.session_id, page.checkpoint_ns, cv.key AS channel, "
+        f"{at} AS at, {version} AS version, {new} AS new FROM page {each}), "
         f"found AS {once}(SELECT v.checkpoint_ns, v.channel, v.version, b.id, b.value_type, b.size FROM "
         f"(SELECT DISTINCT session_id, checkpoint_ns, channel, version FROM versions) v {found}), "
-        f"named AS (SELECT v.checkpoint, v.at, f.id, f.channel, f.version, f.value_type, f.size, v.new FROM versions v "
-        f"JOIN found f ON f.checkpoint_ns = v.checkpoint_ns AND f.channel{bytewise} = v.channel{bytewise} "
-        f"AND f.version{bytewise} = v.version{bytewise}), "
-        f"writes AS (SELECT page.id AS checkpoint, w.task_id, w.task_path, w.channel, w.value_type, w.idx, w.value "
-        f"FROM page {written}), "
-        f"counted AS (SELECT id, checkpoint_id, parent_checkpoint_id, checkpoint_ns, metadata, value_type, "
-        f"ROW_NUMBER() OVER newest AS n, COALESCE(SUM(own + COALESCE(apart.size, 0) + COALESCE(written.size, 0)) "
-        f"OVER (newest ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < %s AS fits FROM page "
-        f"LEFT JOIN (SELECT checkpoint, SUM(size) AS size FROM named WHERE new GROUP BY checkpoint) apart "
-        f"ON apart.checkpoint = page.id LEFT JOIN (SELECT checkpoint, SUM(LENGTH(value)) AS size FROM writes "
-        f"GROUP BY checkpoint) written ON written.checkpoint = page.id "
-        f"WINDOW newest AS (ORDER BY checkpoint_id DESC)), "
-        f"wanted AS (SELECT counted.id, value FROM counted JOIN {table} v ON v.id = counted.id "
-        f"WHERE fits AND n < {int(rows)}) "
-        f"SELECT {_VALUE}, c.id, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_ns, "
-        f"CASE WHEN wanted.id IS NOT NULL THEN c.{metadata} END, c.value_type, c.n, CAST(NULL AS BIGINT), "
-        f"wanted.value, c.fits "
-        f"FROM counted c LEFT JOIN wanted ON wanted.id = c.id "
+        f"named AS (SELECT v.checkpoint, v.n, v.at, f.id, f.channel, f.version, f.value_type, f.size, v.new "
+        f"FROM versions v JOIN found f ON f.checkpoint_ns = v.checkpoint_ns "
+        f"AND f.channel{bytewise} = v.channel{bytewise} AND f.version{bytewise} = v.version{bytewise}), "
+        f"writes AS (SELECT page.id AS checkpoint, page.n, w.task_id, w.task_path, w.channel, w.value_type, w.idx, "
+        f"w.value FROM page {written}), "
+        # Each checkpoint's size (its own, the values it names that its parent does not, its writes), then
+        # how many fit: those before which less than the budget was counted.
+        f"sizes AS (SELECT n, SUM(size) AS size FROM (SELECT n, own AS size FROM page UNION ALL SELECT n, size "
+        f"FROM named WHERE new UNION ALL SELECT n, LENGTH(value) FROM writes) s GROUP BY n), "
+        f"fitting AS (SELECT COUNT(*) AS k FROM (SELECT COALESCE(SUM(size) OVER (ORDER BY n ROWS BETWEEN UNBOUNDED "
+        f"PRECEDING AND 1 PRECEDING), 0) < %s AS fits FROM sizes) f WHERE fits) "
+        f"SELECT {_VALUE}, id, checkpoint_id, parent_checkpoint_id, checkpoint_ns, "
+        f"CASE WHEN {wanted} THEN {metadata} END, value_type, n, CAST(NULL AS BIGINT), "
+        f"CASE WHEN {wanted} THEN (SELECT value FROM {table} v WHERE v.id = page.id) END, "
+        f"n <= (SELECT k FROM fitting) FROM page "
         f"UNION ALL SELECT {_WRITE}, checkpoint, task_id, task_path, channel, NULL, value_type, idx, NULL, value, NULL "
-        f"FROM writes WHERE checkpoint IN (SELECT id FROM wanted) "
+        f"FROM writes WHERE {wanted} "
         f"UNION ALL SELECT {_NAMED}, checkpoint, channel, version, NULL, NULL, value_type, id, at, NULL, NULL "
-        f"FROM named WHERE checkpoint IN (SELECT id FROM wanted) "
+        f"FROM named WHERE {wanted} "
         f"UNION ALL SELECT {_BLOB}, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value, NULL FROM {blob} "
-        f"WHERE id IN (SELECT id FROM named WHERE checkpoint IN (SELECT id FROM wanted))"
+        f"WHERE id IN (SELECT id FROM named WHERE {wanted})"
     )
 
 
