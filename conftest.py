@@ -15,6 +15,8 @@ from django.conf import settings
 from django.db import connection, connections
 from django.db.utils import load_backend
 
+from tests import db_reset
+
 # The marks (pyproject.toml) of what the quick loop, `pytest -m "not slow"`, leaves out; each also
 # counts as slow, so one expression skips them all.
 SLOW_KINDS = ("fuzz", "servers", "browser", "conformance", "crosscheck", "scale")
@@ -44,6 +46,10 @@ def uses_the_stores(item: pytest.Item) -> bool:
 
 
 ROOT = Path(__file__).resolve().parent
+
+# A transactional test empties only the tables it left rows in, not every table and post_migrate's
+# again (tests/db_reset.py).
+db_reset.install()
 
 
 # The framework backends AGENTSTATE_BACKENDS leaves out. A test needs one when it imports its
