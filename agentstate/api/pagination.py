@@ -151,29 +151,50 @@ class ByteBoundedPagination(CursorPagination):
     def page_size(self, value: int) -> None:
         self._requested_page_size = value
 
+    def forward_position(self, request: Request, model: type[models.Model]) -> str | None:
+        """The position of the request's cursor when it is a plain forward one (a ``next`` link with
+        no offset: the rows before that position, in this pagination's order), which a written-out
+        statement reads as ``paginate_first_page(position=...)``; None otherwise (no cursor, an
+        empty one, or one only ``paginate_queryset`` reads). A malformed cursor is refused here."""
+        if not request.query_params.get(self.cursor_query_param):
+            return None
+        self._model = model
+        self.ordering = (self.ordering,) if isinstance(self.ordering, str) else tuple(self.ordering)
+        cursor = self.decode_cursor(request)
+        if cursor is None or cursor.reverse or cursor.offset or cursor.position is None:
+            return None
+        return str(cursor.position)
+
     def paginate_first_page(
-        self, fetch: Callable[[int, json_rows.ByteBudget], list[Any]], request: Request
+        self,
+        fetch: Callable[[int, json_rows.ByteBudget], list[Any]],
+        request: Request,
+        *,
+        position: str | None = None,
     ) -> list[Any]:
-        """``paginate_queryset`` of a first page (a request that names no cursor) read by
-        ``fetch(rows, budget)``: a written-out statement giving the first ``rows`` rows in this
-        pagination's order, bounded as ``bounded`` bounds them (``json_rows.bounded_fetch`` for
-        rows). The state is the one DRF's cursor logic leaves after a first page, so the links are
-        its links; building the queryset it pages cost more than reading the page, on every
-        reader's first page."""
+        """``paginate_queryset`` of a first page (a request that names no cursor), or of the page a
+        plain forward cursor at ``position`` names (``forward_position``), read by ``fetch(rows,
+        budget)``: a written-out statement giving the first ``rows`` rows in this pagination's
+        order (after ``position``), bounded as ``bounded`` bounds them (``json_rows.bounded_fetch``
+        for rows). The state is the one DRF's cursor logic leaves after such a page, so the links
+        are its links; building the queryset it pages cost more than reading the page."""
         self.request = request
         self.page_size = self.get_page_size(request)
         self.base_url = request.build_absolute_uri()
         self.ordering = (self.ordering,) if isinstance(self.ordering, str) else tuple(self.ordering)
-        self.cursor = None
+        # djangorestframework-stubs type Cursor.position as int; DRF decodes it as a str.
+        self.cursor = None if position is None else pagination.Cursor(0, False, position)  # type: ignore[arg-type]
         self._budget = json_rows.ByteBudget(settings.PAGE_MAX_BYTES)
         results = fetch(self.page_size + 1, self._budget)
         self.page = results[: self.page_size]  # the rows that fit, when the budget ran out
         self._rows_in_page = len(self.page)
-        self.has_previous = False
+        self.has_previous = position is not None  # as DRF's forward cursor: the page before starts here
+        if self.has_previous:
+            self.previous_position = position
         self.has_next = len(results) > len(self.page)
         if self.has_next:
             self.next_position = self._get_position_from_instance(results[-1], self.ordering)
-        self.display_page_controls = self.has_next and self.template is not None
+        self.display_page_controls = (self.has_previous or self.has_next) and self.template is not None
         return self.page
 
 

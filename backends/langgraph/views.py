@@ -32,6 +32,7 @@ from agentstate.exceptions import InvalidInput, NotFound
 from agentstate.tenancy.models import Tenant
 from agentstate.validation import clean_json
 from backends.langgraph.process import selectors, services
+from backends.langgraph.process.models import LangGraphCheckpoint
 
 LANGGRAPH_CONFLICTS = ("thread_owned_by_another_user", "subject_erased")  # a write to a thread
 
@@ -376,16 +377,23 @@ class CheckpointListView(CheckpointReadView):
         metadata_filter = selectors.clean_filter(query.get("filter"))
         chosen = {name: query.get(name) for name in ("checkpoint_ns", "checkpoint_id", "before", "user_id")}
         paginator = self.pagination_class()
+        position = paginator.forward_position(request, LangGraphCheckpoint)
         tuples: list[selectors.CheckpointTuple]
-        if query.get("thread_id") is None or metadata_filter or paginator.cursor_query_param in request.query_params:
+        if (
+            query.get("thread_id") is None
+            or metadata_filter
+            or (paginator.cursor_query_param in request.query_params and position is None)
+        ):
             rows = selectors.checkpoint_list(
                 tenant=request.tenant, thread_id=query.get("thread_id"), metadata_filter=metadata_filter, **chosen
             ).defer("channel_versions", "value")  # the first not in the answer, the second read with the writes
             page = paginator.paginate_queryset(rows, request, view=self)
             tuples = selectors.checkpoint_tuples(page or [], thread_id=query.get("thread_id"))
-        else:  # a thread's first page (what get_state_history reads): one written-out statement
-            fetch = selectors.checkpoint_first_page(tenant=request.tenant, thread_id=query["thread_id"], **chosen)
-            tuples = paginator.paginate_first_page(fetch, request)
+        else:  # a thread's first page or next one (what get_state_history reads): one written-out statement
+            fetch = selectors.checkpoint_first_page(
+                tenant=request.tenant, thread_id=query["thread_id"], cursor=position, **chosen
+            )
+            tuples = paginator.paginate_first_page(fetch, request, position=position)
         binary, separate, sent = self.binary(request), query.get("channel_values") == SEPARATE, set[int]()
         return paginator.get_paginated_response(
             [_tuple_data(t, binary=binary, separate=separate, sent=sent) for t in tuples]

@@ -4,6 +4,8 @@ request with an empty ``cursor=`` (the first page too) the ORM's way, so each fi
 read both ways and compared, in JSON and msgpack, on a thread with two namespaces, pending writes,
 values shared between checkpoints and a page budget that ends pages early."""
 
+from urllib.parse import parse_qs, urlsplit
+
 import ormsgpack
 import pytest
 from django.db import connection
@@ -105,3 +107,30 @@ def test_following_a_first_page_reads_every_checkpoint_once(api, thread, setting
         url, pages = body["next"], pages + 1
     assert seen == [f"c{step:03}" for step in reversed(range(12))]
     assert pages > 2
+
+
+def _cursor(link: str | None) -> str | None:
+    return None if link is None else parse_qs(urlsplit(link).query)["cursor"][0]
+
+
+@pytest.mark.parametrize("budget", [1_500, 4 * 1024 * 1024])
+def test_a_threads_next_pages_answer_as_the_orms(api, thread, settings, budget):
+    """A thread's pages after the first (a plain ``next`` link) are read by the written-out statement
+    too, and answer the rows and links the ORM's page gives: here the same checkpoints listed by
+    their user (u1 owns only thread t), which the ORM serves, page after page."""
+    settings.PAGE_MAX_BYTES = budget
+    pages = {"thread_id=t": [], "user_id=u1": []}
+    for query, walked in pages.items():
+        url = f"{LIST}?{query}&page_size=3&channel_values=separate"
+        while url:
+            answer, statements = _with_statements(api.get, url, HTTP_ACCEPT="application/msgpack")
+            assert answer.status_code == 200, answer.content
+            body = ormsgpack.unpackb(answer.content, ext_hook=lambda code, data: int(data))
+            served = any("UNBOUNDED PRECEDING" in sql for sql in statements)
+            walked.append((body["results"], _cursor(body["next"]), _cursor(body["previous"]), served))
+            url = body["next"]
+    fast, orm = pages["thread_id=t"], pages["user_id=u1"]
+    assert [page[:3] for page in fast] == [page[:3] for page in orm]
+    assert len(fast) > 2
+    assert all(page[3] for page in fast)
+    assert not any(page[3] for page in orm)

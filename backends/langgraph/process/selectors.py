@@ -132,8 +132,10 @@ def checkpoint_first_page(
     checkpoint_id: str | None = None,
     before: str | None = None,
     user_id: str | None = None,
+    cursor: str | None = None,
 ) -> Callable[[int, ByteBudget], list[CheckpointTuple]]:
-    """The first page of ``checkpoint_list`` of one thread (no metadata filter) as a fetch of its
+    """The first page of ``checkpoint_list`` of one thread (no metadata filter), or the page after
+    ``cursor`` (the position of a forward cursor: the ids before it), as a fetch of its
     first ``rows`` checkpoints within a byte budget, as ``CheckpointPagination`` pages them, each
     with its writes and values as ``checkpoint_tuples`` gives them: the checkpoints that fit, each
     counted as ``checkpoint_page_size`` counts it (at least one fits), then the first that did not
@@ -148,6 +150,7 @@ def checkpoint_first_page(
         ("checkpoint_ns = %s", checkpoint_ns, "checkpoint_ns", MAX_NS_BYTES),
         ("checkpoint_id = %s", checkpoint_id, "checkpoint_id", MAX_ID_BYTES),
         ("checkpoint_id < %s", before, "before", MAX_ID_BYTES),
+        ("checkpoint_id < %s", cursor, None, 0),  # checked as the pagination decoded it
     ):
         if value is not None:
             where.append(sql)
