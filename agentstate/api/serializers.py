@@ -216,17 +216,22 @@ def _int_check(field: serializers.IntegerField) -> Callable[[Any], Any] | None:
 @cache
 def _query_plan(serializer_class: type[serializers.Serializer]) -> Callable[[QueryDict], dict[str, Any]] | None:
     """How to check a query string without DRF, as DRF checks one (each parameter's last value; a
-    parameter that is no field ignored): integers as ASCII digits within the field's bounds, text
-    with nothing to trim, then the class's ``validate``. None when a field is of another kind,
-    required or defaulted, or the class refuses unknown parameters (``StrictInput``)."""
+    parameter that is no field ignored; a field absent refused when required, else its default if
+    it has one): integers as ASCII digits within the field's bounds, text with nothing to trim, one
+    of a choice's strings, then the class's ``validate``. None when a field is of another kind or
+    its default needs context, or the class refuses unknown parameters (``StrictInput``)."""
     checked = None if issubclass(serializer_class, StrictInput) else _checked_fields(serializer_class, _query_check)
     if checked is None:
         return None
     owner, fields = checked
-    if any(field.required or field.default is not serializers.empty for field, _ in fields.values()):
+    defaults = [(name, field.default) for name, (field, _) in fields.items() if field.default is not serializers.empty]
+    # DRF runs a field's hook on its default too, and a default needing context is not a value.
+    if any(
+        getattr(default, "requires_context", False) or hasattr(owner, f"validate_{name}") for name, default in defaults
+    ):
         return None
     own_validate = serializer_class.validate is not serializers.Serializer.validate
-    steps = tuple((name, check) for name, (_, check) in fields.items())
+    steps = tuple((name, check, field.required, field.default) for name, (field, check) in fields.items())
     return partial(_plain_query, steps=steps, validate=_then(dict, owner.validate) if own_validate else dict)
 
 
@@ -240,11 +245,25 @@ def _query_check(field: serializers.Field) -> Callable[[Any], Any] | None:
         if not plain or [type(v) for v in field.validators] != list(_STRING_CHECKS):
             return None
         return partial(_plain_text, trimmed=field.trim_whitespace, blank=field.allow_blank)
+    if kind is serializers.ChoiceField and not field.validators:
+        choice = cast(serializers.ChoiceField, field)
+        # A blank one DRF reads as absent, or as blank or null: DRF's own reading.
+        return None if choice.allow_blank else partial(_plain_choice, choices=choice.choice_strings_to_values)
     return None
 
 
-def _plain_query(data: QueryDict, *, steps: tuple[tuple[str, Callable[[Any], Any]], ...], validate: Any) -> Any:
-    return validate({name: check(data[name]) for name, check in steps if name in data})
+def _plain_query(
+    data: QueryDict, *, steps: tuple[tuple[str, Callable[[Any], Any], bool, Any], ...], validate: Any
+) -> Any:
+    validated: dict[str, Any] = {}
+    for name, check, required, default in steps:
+        if name in data:
+            validated[name] = check(data[name])
+        elif required:
+            raise _NotPlain()  # DRF words the refusal
+        elif default is not serializers.empty:
+            validated[name] = default() if callable(default) else default
+    return validate(validated)
 
 
 def _plain_digits(value: Any, *, check: Callable[[Any], int]) -> int:

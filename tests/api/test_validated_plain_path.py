@@ -12,7 +12,8 @@ from rest_framework.exceptions import ValidationError
 import agentstate_site.urls  # noqa: F401 (every app's views, and so their inputs, imported)
 from agentstate.api import serializers as api_serializers
 from agentstate.api.serializers import PassedOn, StrictInput, StringField, validated
-from backends.langgraph.views import CheckpointBatchInput, CheckpointPutInput, WritesPutInput
+from agentstate.exceptions import DomainError
+from backends.langgraph.views import CheckpointBatchInput, CheckpointPutInput, CheckpointQuery, WritesPutInput
 from sessions_app.api.serializers import MessagePopInput, MessageQuery
 
 
@@ -59,7 +60,10 @@ ODD = ["", " x ", "a\x00b", "\ud800", "é", 7, -1, 2**63, 1.5, True, None, {}, [
 
 def _drf(cls: type[serializers.Serializer], data: dict[str, Any]) -> Any:
     serializer = cls(data=data)
-    return dict(serializer.validated_data) if serializer.is_valid() else serializer.errors
+    try:
+        return dict(serializer.validated_data) if serializer.is_valid() else serializer.errors
+    except DomainError as exc:  # a hook's own refusal (a search's cursor)
+        return type(exc), str(exc)
 
 
 def _answer(cls: type[serializers.Serializer], data: dict[str, Any]) -> Any:
@@ -67,6 +71,8 @@ def _answer(cls: type[serializers.Serializer], data: dict[str, Any]) -> Any:
         return dict(validated(cls, data))
     except ValidationError as exc:
         return exc.detail
+    except DomainError as exc:
+        return type(exc), str(exc)
 
 
 def test_the_hot_writes_take_the_plain_path():
@@ -128,7 +134,14 @@ def test_the_history_read_takes_the_query_plain_path():
     assert MessageQuery in QUERY_PLAIN
 
 
+def test_langgraphs_get_tuple_takes_the_query_plain_path():
+    """A required parameter, defaults and a choice: LangGraph's runner starts every run with this read."""
+    assert CheckpointQuery in QUERY_PLAIN
+
+
 def _good_text(field: serializers.Field) -> str:
+    if isinstance(field, serializers.ChoiceField):
+        return next(iter(field.choice_strings_to_values))
     return "x" if isinstance(field, serializers.CharField) else str(getattr(field, "min_value", None) or 1)
 
 
