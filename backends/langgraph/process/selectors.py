@@ -222,10 +222,11 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
     once (on the unique index, by the distinct channel versions the page names), each checkpoint's
     writes on theirs. No step joins two of the statement's own results row by row: the checkpoints
     that fit are the first ``k`` (sizes only add up), so each part is cut at a place in the page
-    (``n``), and a parent is mostly the next row (``LEAD``). ``rows`` is written in, not bound:
-    PostgreSQL then plans a prepared statement once with the estimates of a page, small enough that
-    it never compiles the plan (JIT, which cost more than the statement, once a generic plan guessed
-    a tenth of the thread: past its threshold)."""
+    (``n``), and a parent is mostly the next row (``LEAD``, over the page only: SQLite would number
+    the whole thread first). ``rows`` is written in, not bound: PostgreSQL then plans a prepared
+    statement once with the estimates of a page, small enough that it never compiles the plan (JIT,
+    which cost more than the statement, once a generic plan guessed a tenth of the thread: past its
+    threshold)."""
     quote = connection.ops.quote_name
     table, blob = quote(LangGraphCheckpoint._meta.db_table), quote(LangGraphBlob._meta.db_table)
     write = quote(LangGraphWrite._meta.db_table)
@@ -271,11 +272,12 @@ def _first_page_sql(vendor: str, where: str, rows: int) -> str:
         f"WITH page AS (SELECT *, CASE WHEN next_id = parent_checkpoint_id AND next_ns = checkpoint_ns "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
         f"THEN next_versions ELSE (SELECT channel_versions FROM {table} p WHERE p.session_id = page.session_id "
         f"AND p.checkpoint_ns = page.checkpoint_ns AND p.checkpoint_id = page.parent_checkpoint_id) END "
-        f"AS parent_versions FROM (SELECT id, session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-        f"value_type, metadata, channel_versions, {own} AS own, ROW_NUMBER() OVER newest AS n, "
+        f"AS parent_versions FROM (SELECT *, ROW_NUMBER() OVER newest AS n, "
         f"LEAD(checkpoint_id) OVER newest AS next_id, LEAD(checkpoint_ns) OVER newest AS next_ns, "
-        f"LEAD(channel_versions) OVER newest AS next_versions FROM {table} WHERE {where} "
-        f"WINDOW newest AS (ORDER BY checkpoint_id DESC) ORDER BY checkpoint_id DESC LIMIT {int(rows)}) page), "
+        f"LEAD(channel_versions) OVER newest AS next_versions FROM "
+        f"(SELECT id, session_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, value_type, metadata, "
+        f"channel_versions, {own} AS own FROM {table} WHERE {where} ORDER BY checkpoint_id DESC LIMIT {int(rows)}) "
+        f"page WINDOW newest AS (ORDER BY checkpoint_id DESC)) page), "
         f"versions AS (SELECT page.id AS checkpoint, page.n, page.session_id, page.checkpoint_ns, cv.key AS channel, "
         f"{at} AS at, {version} AS version, {new} AS new FROM page {each}), "
         f"found AS {once}(SELECT v.checkpoint_ns, v.channel, v.version, b.id, b.value_type, b.size FROM "
