@@ -131,6 +131,7 @@ class _Batched(psycopg.ClientCursor[Any]):
     def _prepared(self, sql: str, named: bool) -> tuple[str, tuple[str, ...]]:
         """The name ``sql`` is prepared by on this connection (preparing it the first time), and its
         parameters in the order ``EXECUTE`` takes them."""
+        # Raw: PREPARE of a statement execute_all's caller justifies (the ORM has no form of it)
         name, text, order = _by_name(sql, named)
         listed = self.connection._prepared._names  # psycopg's: (query, types) -> name
         key = (b"agentstate " + name.encode(), ())  # no query psycopg prepares itself starts so
