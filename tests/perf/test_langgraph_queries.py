@@ -124,3 +124,39 @@ def test_a_batch_of_a_steps_writes_and_checkpoint_is_one_statement_on_postgresql
     assert [r["status"] for r in answer.json()["results"]] == [201, 201, 201]
     if connection.vendor == "postgresql":
         assert len(queries) == 1
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's virtual machine counts its steps")
+def test_a_threads_page_does_the_same_work_at_10_and_300_checkpoints(tenant):
+    """A thread's list page reads the page, not the thread: SQLite's virtual machine takes about the
+    same steps for a page of 5 at 10 and at 300 checkpoints, first page and next. (A window function
+    over the thread before the page's LIMIT made SQLite number every checkpoint: 30 times the steps.)"""
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=api_key_create(tenant=tenant, name="k")[1])
+    put(tenant, "short", 10)
+    put(tenant, "long", 300)
+    connection.ensure_connection()
+
+    ticks = [0]
+
+    def tick() -> int:
+        ticks[0] += 1
+        return 0  # go on
+
+    def steps(thread_id: str) -> list[int]:
+        counted = []
+        url = f"{L}checkpoints/?thread_id={thread_id}&checkpoint_ns=&page_size=5"
+        for _ in range(2):  # the first page, then the next
+            ticks[0] = 0
+            connection.connection.set_progress_handler(tick, 100)
+            try:
+                body = client.get(url).json()
+            finally:
+                connection.connection.set_progress_handler(None, 100)
+            counted.append(ticks[0])
+            url = body["next"]
+        return counted
+
+    steps("short")  # warms the key cache
+    for short, long in zip(steps("short"), steps("long"), strict=True):
+        assert long < 1.5 * short, (short, long)
