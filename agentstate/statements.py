@@ -1,10 +1,10 @@
 """Several SQL statements in one round trip to PostgreSQL.
 
 PostgreSQL runs them in order, each with a snapshot of its own (READ COMMITTED), in the caller's
-transaction (or, in autocommit mode, in one transaction of their own). They go prepared, as one
-query of EXECUTEs (``agentstate.postgresql.base``: each planned once per connection); where
-statements are not prepared (PgBouncer in transaction mode), joined by semicolons as one
-simple-protocol query, parameters bound in the client. A request's cost was mostly its round trips and the work around
+transaction (or, in autocommit mode, in one transaction of their own). They go prepared, in
+psycopg's pipeline (``agentstate.postgresql.base``: planned once per connection); where statements
+are not prepared (PgBouncer in transaction mode), joined by semicolons as one simple-protocol query,
+parameters bound in the client. A request's cost was mostly its round trips and the work around
 each (docs/PERFORMANCE.md); on SQLite the statements run one by one.
 """
 

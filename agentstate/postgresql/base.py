@@ -38,10 +38,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import re
 import select
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -98,79 +96,43 @@ class _PreparedCursor(psycopg.Cursor[Any]):
         return super().execute(query, params, prepare=True, binary=binary)
 
 
-class _Batched(psycopg.ClientCursor[Any]):
-    """Statements sent in one round trip, read as one multi-statement execute is (the first
-    statement's rows, then ``nextset()`` to the next): one query of ``EXECUTE``s of statements this
-    connection prepared by name, each planned once per connection. Until the round trip's end they
-    run in one transaction, each with a snapshot of its own (READ COMMITTED), as statements joined
-    by ``;`` do. psycopg's pipeline sent each statement in a packet of its own, with a poll and its
-    machinery around each. A statement is prepared (``PREPARE``) in a round trip of its own the first
-    time a connection runs it, and listed in psycopg's cache of prepared statements: a ``DEALLOCATE``
-    psycopg sends (one evicted, or all after a ROLLBACK) removes it from the list as from the server."""
+class _Pipelined:
+    """Statements sent in one round trip (psycopg's pipeline), each prepared, read as one
+    multi-statement execute is: the first statement's rows, then ``nextset()`` to the next. Until
+    the round trip's end they run in one transaction, each with a snapshot of its own (READ
+    COMMITTED), as statements joined by ``;`` do."""
 
     def __init__(self, connection: Any, statements: Sequence[tuple[str, Any]]) -> None:
-        super().__init__(connection)
-        self.statements = statements
+        self.connection, self.statements = connection, statements
+        self.cursors = [_PreparedCursor(connection) for _ in statements]
+        self.current = 0
 
-    def execute(self, query: Any = None, params: Any = None, **kwargs: Any) -> _Batched:
+    def execute(self, query: Any = None, params: Any = None) -> _Pipelined:
         # Raw: runs the statements its caller justifies (agentstate.statements.execute_all)
-        named = all(isinstance(args, Mapping) for _, args in self.statements)
-        values: Any = {} if named else []
-        executes = []
-        for sql, args in self.statements:
-            name, order = self._prepared(sql, named)
-            if named:
-                values.update(args)
-                placeholders = ", ".join(f"%({parameter})s" for parameter in order)
-            else:
-                values.extend(args)
-                placeholders = ", ".join(["%s"] * len(order))
-            executes.append(f"EXECUTE {name}({placeholders})" if placeholders else f"EXECUTE {name}")
-        return super().execute("; ".join(executes), values)
+        with self.connection.pipeline():
+            for cursor, (sql, args) in zip(self.cursors, self.statements, strict=True):
+                cursor.execute(sql, args)
+        return self
 
-    def _prepared(self, sql: str, named: bool) -> tuple[str, tuple[str, ...]]:
-        """The name ``sql`` is prepared by on this connection (preparing it the first time), and its
-        parameters in the order ``EXECUTE`` takes them."""
-        # Raw: PREPARE of a statement execute_all's caller justifies (the ORM has no form of it)
-        name, text, order = _by_name(sql, named)
-        listed = self.connection._prepared._names  # psycopg's: (query, types) -> name
-        key = (b"agentstate " + name.encode(), ())  # no query psycopg prepares itself starts so
-        if key not in listed:
-            with psycopg.ClientCursor(self.connection) as cursor:
-                cursor.execute(f"PREPARE {name} AS {text}")
-            listed[key] = name.encode()
-        return name, order
+    def nextset(self) -> bool | None:
+        if self.current + 1 >= len(self.cursors):
+            return None
+        self.current += 1
+        return True
 
+    def close(self) -> None:
+        for cursor in self.cursors:
+            cursor.close()
 
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%s|%%")
-
-
-@functools.lru_cache(maxsize=64)
-def _by_name(sql: str, named: bool) -> tuple[str, str, tuple[str, ...]]:
-    """``sql`` (psycopg's ``%s`` or ``%(name)s`` placeholders) as ``PREPARE`` takes it: a name of
-    its own, its text with ``$1``, ``$2``, ... (a name used twice is one parameter), and its
-    parameters in that order (their names, or ``%s`` once each)."""
-    order: list[str] = []
-
-    def numbered(match: re.Match[str]) -> str:
-        if match.group(0) == "%%":
-            return "%"
-        parameter = match.group(1) if named else str(len(order))
-        if parameter is None:
-            raise ValueError("named parameters throughout, or none")
-        if parameter not in order:
-            order.append(parameter)
-        return f"${order.index(parameter) + 1}"
-
-    text = _PLACEHOLDER.sub(numbered, sql)
-    return f"agentstate_{hashlib.sha256(text.encode()).hexdigest()[:24]}", text, tuple(order)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cursors[self.current], name)
 
 
 class DatabaseOperations(operations.DatabaseOperations):
     def last_executed_query(self, cursor: Any, sql: Any, params: Any) -> str:
         """A prepared statement is logged (Django's query log, the tests' query counts) as it would be
         client-bound, its values in place: its own text has ``$1`` where they go."""
-        if isinstance(cursor, _PreparedCursor | _Batched):
+        if isinstance(cursor, _PreparedCursor | _Pipelined):
             return self.compose_sql(sql, params)
         return super().last_executed_query(cursor, sql, params)
 
@@ -219,9 +181,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def pipelined_cursor(self, statements: Sequence[tuple[str, Any]]) -> Any:
         """A cursor whose ``execute(sql, params)`` runs ``statements`` (each ``(sql, params)``)
-        prepared, in one round trip (``_Batched``); ``sql`` and ``params`` are what the query log
+        prepared, in one round trip (``_Pipelined``); ``sql`` and ``params`` are what the query log
         and the execute wrappers see. Needs ``prepares``."""
-        return self._wrapped(_Batched(self._open(), statements))
+        return self._wrapped(_Pipelined(self._open(), statements))
 
     def _open(self) -> Any:
         self.close_if_health_check_failed()

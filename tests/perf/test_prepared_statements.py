@@ -3,7 +3,7 @@ frameworks' own stores do), and nothing is prepared when the settings say the co
 pooled by transaction (PgBouncer cannot keep a prepared statement across transactions)."""
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 
 from sessions_app import services
 
@@ -44,23 +44,3 @@ def test_nothing_is_prepared_when_connections_may_be_pooled_by_transaction(api, 
     monkeypatch.setitem(connection.settings_dict, "PREPARED_STATEMENTS", False)
     _pop_twice(api, tenant)
     assert _prepared() == []
-
-
-def test_a_pop_after_a_rollback_prepares_its_statements_again(api, tenant, postgres_only):
-    """psycopg deallocates every statement a connection prepared once it sees a ROLLBACK (here a
-    savepoint's): the pop's two, prepared by name, are prepared again when next used."""
-    _pop_twice(api, tenant)
-
-    def rolled_back() -> None:
-        with transaction.atomic():
-            services.session_create(tenant=tenant, user_id="pp", session_id="another")
-            raise ZeroDivisionError
-
-    with pytest.raises(ZeroDivisionError):
-        rolled_back()
-    assert not any("pg_advisory_xact_lock_shared($" in text for text in _prepared())
-    url = "/api/v1/users/pp/sessions/s/messages/"
-    assert api.post(url, {"role": "user", "content": "three"}, format="json").status_code == 201
-    response = api.post(url + "pop/", {}, format="json")
-    assert response.status_code == 200 and response.json()["message"]["content"] == "three"
-    assert any("pg_advisory_xact_lock_shared($" in text for text in _prepared())
