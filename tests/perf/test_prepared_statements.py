@@ -6,7 +6,6 @@ import pytest
 from django.db import connection
 from psycopg import _queries
 
-from backends.langgraph.process import services as langgraph_services
 from sessions_app import services
 
 pytestmark = pytest.mark.django_db
@@ -50,6 +49,8 @@ def test_nothing_is_prepared_when_connections_may_be_pooled_by_transaction(api, 
 
 def _writes_batch(tenant, checkpoint_id: str) -> None:
     """Four tasks' writes of one thread, two each: one statement of 68 parameters (past psycopg's 50)."""
+    from backends.langgraph.process import services as langgraph_services  # skips without the backend
+
     writes = [
         langgraph_services.writes_write(
             thread_id="long",
