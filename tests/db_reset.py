@@ -6,13 +6,18 @@ types and permissions anew: on PostgreSQL most of a transactional test's own tim
 TRUNCATE of all ~50 tables, each given new files, and the handlers' queries). The first reset in a
 process is Django's flush, and what it leaves is kept as the baseline (rows in the two tables
 post_migrate fills); every later reset reads which tables have rows (one statement) and the
-baseline tables' rows, empties the tables with rows outside the baseline (with the tables referring
-to them, as TRUNCATE ... CASCADE does), and is Django's flush again when a baseline table's rows
-differ. Sequences go on counting, as with Django's flush. A test case with available_apps or
-serialized_rollback gets Django's own teardown.
+baseline tables' rows, deletes the rows of the tables that have some outside the baseline (in one
+transaction, the foreign keys checked at its end), and is Django's flush again when a baseline
+table's rows differ. Sequences go on counting, as with Django's flush. A test case with
+available_apps or serialized_rollback gets Django's own teardown.
 """
 
+import threading
+import time
+
+from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
+from django.core.signals import request_finished, request_started
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.test import TransactionTestCase
@@ -65,8 +70,10 @@ def _emptied_fast(alias: str) -> bool:
 
 
 def reset(alias: str) -> None:
-    """Leaves the database ``alias`` as Django's flush would."""
+    """Leaves the database ``alias`` as Django's flush would, the content types' cache emptied as
+    post_migrate's handler empties it (a test may switch to a database of other ids)."""
     if _emptied_fast(alias):
+        ContentType.objects.clear_cache()
         return
     # Django's flush, as its teardown runs it for a test case with neither available_apps nor
     # serialized_rollback.
@@ -76,8 +83,34 @@ def reset(alias: str) -> None:
     _baselines[alias] = _rows(connection, _filled(connection, tables))
 
 
+# The threads answering a request of the live server (session-wide), which share the test's
+# database connection: a request a test left running (a client's call still on its way when the
+# test ended) would write on into the next test's database.
+_answering: set[threading.Thread] = set()
+ANSWERED_SECONDS = 5  # the wait for them, after which the reset goes ahead (as it did before)
+
+
+def _answer_started(**_: object) -> None:
+    if "process_request_thread" in threading.current_thread().name:  # socketserver's, one a connection
+        _answering.add(threading.current_thread())
+
+
+def _answer_finished(**_: object) -> None:
+    _answering.discard(threading.current_thread())
+
+
+def _requests_answered() -> None:
+    """Waits until no live server thread is in the middle of a request."""
+    deadline = time.monotonic() + ANSWERED_SECONDS
+    while any(thread.is_alive() for thread in list(_answering)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    _answering.clear()
+
+
 def fixture_teardown(self: TransactionTestCase) -> None:
-    """TransactionTestCase._fixture_teardown (Django's own for available_apps or serialized_rollback)."""
+    """TransactionTestCase._fixture_teardown (Django's own for available_apps or serialized_rollback),
+    once the requests a live server was answering are answered."""
+    _requests_answered()
     if self.available_apps is not None or self.serialized_rollback:
         _django_teardown(self)
         return
@@ -88,3 +121,5 @@ def fixture_teardown(self: TransactionTestCase) -> None:
 def install() -> None:
     """Every transactional test case (pytest-django's included) resets this way."""
     TransactionTestCase._fixture_teardown = fixture_teardown
+    request_started.connect(_answer_started)
+    request_finished.connect(_answer_finished)
