@@ -114,7 +114,8 @@ def _cursor(link: str | None) -> str | None:
 
 
 @pytest.mark.parametrize("budget", [1_500, 4 * 1024 * 1024])
-def test_a_threads_next_pages_answer_as_the_orms(api, thread, settings, budget):
+@pytest.mark.parametrize("accept", ["application/msgpack", "application/json"])
+def test_a_threads_next_pages_answer_as_the_orms(api, thread, settings, budget, accept):
     """A thread's pages after the first (a plain ``next`` link) are read by the written-out statement
     too, and answer the rows and links the ORM's page gives: here the same checkpoints listed by
     their user (u1 owns only thread t), which the ORM serves, page after page."""
@@ -123,9 +124,12 @@ def test_a_threads_next_pages_answer_as_the_orms(api, thread, settings, budget):
     for query, walked in pages.items():
         url = f"{LIST}?{query}&page_size=3&channel_values=separate"
         while url:
-            answer, statements = _with_statements(api.get, url, HTTP_ACCEPT="application/msgpack")
+            answer, statements = _with_statements(api.get, url, HTTP_ACCEPT=accept)
             assert answer.status_code == 200, answer.content
-            body = ormsgpack.unpackb(answer.content, ext_hook=lambda code, data: int(data))
+            if accept == "application/json":
+                body = answer.json()
+            else:
+                body = ormsgpack.unpackb(answer.content, ext_hook=lambda code, data: int(data))
             served = any("UNBOUNDED PRECEDING" in sql for sql in statements)
             walked.append((body["results"], _cursor(body["next"]), _cursor(body["previous"]), served))
             url = body["next"]
