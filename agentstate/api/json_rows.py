@@ -180,9 +180,12 @@ def bounded_fetch(
     rows: int,
     budget: ByteBudget,
     fitting: Callable[[int], tuple[str, Sequence[Any]]],
+    fetched: list[tuple[Any, ...]] | None = None,
 ) -> list[tuple[Any, ...]]:
     """The rows of ``sql`` (a page of ``rows`` rows: ``columns``, then the JSON named ``ROW``) as
-    ``byte_bounded`` gives them; ``fitting(n)`` is the query of its first ``n`` rows."""
+    ``byte_bounded`` gives them; ``fitting(n)`` is the query of its first ``n`` rows. ``fetched``:
+    the first query's rows (each row's JSON within its share of the budget, else None) when the
+    caller read them already."""
     # Raw: benchmarks/scaling.py recent 20/50 ratio ≤ 1.3, a page ≤ 4 MiB; the page's JSON is sized in SQL
     postgresql = connection.vendor == "postgresql"
     selected = ", ".join(connection.ops.quote_name(name) for name in columns)
@@ -192,8 +195,9 @@ def bounded_fetch(
     unlimited = " LIMIT ALL" if postgresql else " LIMIT -1"
     shared = f"SELECT {selected}, CASE WHEN {size} <= %s THEN {ROW} END FROM ({sql}) _page{unlimited}"  # noqa: S608 (a compiled or written-out query, quoted columns; values are parameters)
     with connection.cursor() as cursor:
-        cursor.execute(shared, (budget.limit // rows, *params))
-        fetched = cursor.fetchall()
+        if fetched is None:
+            cursor.execute(shared, (budget.limit // rows, *params))
+            fetched = cursor.fetchall()
         if all(row[-1] is not None for row in fetched):
             return fetched
         cursor.execute(f"SELECT {size} FROM ({sql}) _page", params)  # noqa: S608 (as above)

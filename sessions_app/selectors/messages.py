@@ -155,8 +155,8 @@ class SessionMessageRows:
     as ``message_rows`` fetches one (``fetch(rows, budget)``, what a paginator asks for), found by
     the session's identity; once fetched, ``generation`` is the session's history generation. On
     PostgreSQL one statement finds the session and reads the page, when every row is within its
-    share of the budget (else the page is read apart by the counters it returned, as
-    ``json_rows.bounded_fetch`` reads one); elsewhere the session is read, then the page. A reader's
+    share of the budget (else ``json_rows.bounded_fetch`` goes on from the rows it read: their
+    lengths, then those that fit); elsewhere the session is read, then the page. A reader's
     incremental read (the SDK's whole read asks what came after the items it holds) was two
     statements, the session row made a model, and the page's statement planned on every call."""
 
@@ -177,7 +177,6 @@ class SessionMessageRows:
     def __call__(self, rows: int, budget: json_rows.ByteBudget) -> list[tuple[Any, ...]]:
         # Raw: benchmarks/frameworks.py SDK get_items (whole) per-call target: the session and its page at once
         connection = connections[router.db_for_read(Session)]
-        session: HistoryCounters
         if connection.vendor == "postgresql":
             row = json_rows.row_column(self.serializer_class, Message)
             of_role = [self.role] if self.role is not None else []
@@ -192,12 +191,12 @@ class SessionMessageRows:
                 raise NotFound("Session not found.")
             self.generation, *counters = found[0][:4]
             page = [row[4:] for row in found if row[4] is not None]
-            if all(json is not None for _, json in page):
-                return page
-            session = _Counters(*counters)
-        else:
-            session = session_get(tenant=self.tenant, user_id=self.user_id, session_id=self.session_id)
-            self.generation = session.history_generation
+            fetch = message_rows(
+                session=_Counters(*counters), after=self.after, role=self.role, serializer_class=self.serializer_class
+            )
+            return fetch(rows, budget, page)  # the page as read, or the rows that fit the budget
+        session = session_get(tenant=self.tenant, user_id=self.user_id, session_id=self.session_id)
+        self.generation = session.history_generation
         return message_rows(session=session, after=self.after, role=self.role, serializer_class=self.serializer_class)(
             rows, budget
         )
@@ -266,17 +265,20 @@ def _recent_page(
 
 def message_rows(
     *, session: HistoryCounters, after: int | None, role: str | None, serializer_class: type, newest_first: bool = False
-) -> Callable[[int, json_rows.ByteBudget], list[tuple[Any, ...]]]:
+) -> Callable[..., list[tuple[Any, ...]]]:
     """The session's messages after seq ``after`` (of ``role``, if given), in seq order or newest
     first, as (seq, JSON in ``serializer_class``'s shape): a fetch of the first ``rows`` of them
-    within a byte budget (``json_rows.bounded_fetch``). One written-out statement on the (session,
-    seq) index: the ORM's building of it cost more than its run, on every read of a history."""
+    within a byte budget (``fetch(rows, budget[, fetched])``, ``json_rows.bounded_fetch``). One
+    written-out statement on the (session, seq) index: the ORM's building of it cost more than its
+    run, on every read of a history."""
     connection = connections[router.db_for_read(Message)]
     row = json_rows.row_column(serializer_class, Message)
     sql = _messages_sql(row.sql, role is not None, newest_first)
     params = [*row.params, session.pk, after or 0, *([role] if role is not None else [])]
 
-    def fetch(rows: int, budget: json_rows.ByteBudget) -> list[tuple[Any, ...]]:
+    def fetch(
+        rows: int, budget: json_rows.ByteBudget, fetched: list[tuple[Any, ...]] | None = None
+    ) -> list[tuple[Any, ...]]:
         return json_rows.bounded_fetch(
             connection,
             sql,
@@ -285,6 +287,7 @@ def message_rows(
             rows=rows,
             budget=budget,
             fitting=lambda count: (sql, [*params, count]),
+            fetched=fetched,
         )
 
     return fetch

@@ -1,6 +1,8 @@
 """Message history over HTTP: append (list or one, retried appends), read pages, after_seq, role, recent."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from sessions_app import services
 from sessions_app.models import Message
@@ -125,6 +127,19 @@ def test_first_page_of_an_empty_history_and_of_no_session(api, session):
     assert empty.json() == {"next": None, "previous": None, "results": []}
     assert empty["X-History-Generation"] == "0"
     assert_error(api.get(M.replace("/s1/", "/nope/")), 404, "not_found")
+
+
+def test_a_first_page_over_its_budget_goes_on_from_the_rows_it_read(api, session, settings, postgres_only):
+    """A row over its share of the budget: the page's own statement, then the rows' lengths and
+    the rows that fit (json_rows.bounded_fetch), not the page's first query again."""
+    texts = ["small", "x" * 900, "after it"]
+    services.message_append(session=session, messages=[{"role": "user", "content": t} for t in texts])
+    settings.PAGE_MAX_BYTES = 1_000
+    api.get(M, {"recent": 1})  # the API key is cached after a first request
+    with CaptureQueriesContext(connection) as queries:
+        page = api.get(M, {"page_size": 3}).json()
+    assert [m["content"] for m in page["results"]] == texts[:2] and page["next"]
+    assert len(queries) == 3, [q["sql"][:80] for q in queries]
 
 
 @pytest.mark.parametrize(
