@@ -18,6 +18,7 @@ import httpx
 from agentstate.client.calls import Call
 from agentstate.client.endpoints import Endpoints
 from agentstate.client.models import Page
+from agentstate.client.network import asyncio_transport
 from agentstate.client.tracing import async_request_hooks, request_hooks
 
 USER_AGENT = "agentstate-client/0.1"
@@ -141,7 +142,8 @@ class AsyncAgentStateClient(Endpoints):
     ):
         self.retries = retries
         self._http = _AsyncClient(
-            transport=transport, **http_options(base_url, api_key, timeout, async_request_hooks())
+            transport=transport or asyncio_transport(_tls_context()),
+            **http_options(base_url, api_key, timeout, async_request_hooks()),
         )
         self._base_url = _base_url_of(self._http)
 

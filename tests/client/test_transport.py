@@ -4,7 +4,6 @@ encoding, and retries against real sockets that fail (refused, dropped, silent).
 import socket
 import subprocess
 import sys
-import threading
 
 import httpx
 import pytest
@@ -25,6 +24,7 @@ from agentstate.client import (
 )
 from agentstate.client.calls import segment, session_url
 from agentstate.client.errors import error_from_response
+from tests.client.sockets import serving
 
 
 def test_client_imports_without_django():
@@ -142,23 +142,8 @@ def _free_port():
 def dropping_server():
     """A TCP server that reads each request and closes the connection without answering: the
     request reached the server, so only a request that is safe to repeat may be retried."""
-    listener = socket.create_server(("127.0.0.1", 0))
-
-    def serve():
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            with conn:
-                conn.recv(65536)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
-    listener.close()
-    thread.join()
+    with serving(lambda conn: conn.recv(65536)) as (url, _):
+        yield url
 
 
 def test_refused_connections_are_retried_then_raise_network_error_naming_the_server():

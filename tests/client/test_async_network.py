@@ -1,0 +1,125 @@
+"""The async client's sockets (agentstate.client.network, asyncio's streams under httpx) against
+real sockets that refuse, drop, stay silent, close an idle connection, or speak TLS: the same
+exceptions and retries as httpx's own backend gave."""
+
+import asyncio
+import socket
+import ssl
+import subprocess
+
+import httpx
+import pytest
+
+from agentstate.client import AsyncAgentStateClient, NetworkError
+from agentstate.client.network import AsyncioBackend, asyncio_transport
+from tests.client.sockets import serving
+
+OK = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n{"status": "ok"}'
+
+
+@pytest.fixture
+def answers_once_then_closes():
+    """Answers one request on each connection, keeping it alive, then closes it while idle."""
+
+    def handle(conn):
+        conn.recv(65536)
+        conn.sendall(OK)
+
+    with serving(handle) as served:
+        yield served
+
+
+@pytest.fixture
+def dropping_server():
+    """Reads each request and closes the connection without answering."""
+    with serving(lambda conn: conn.recv(65536)) as (url, _):
+        yield url
+
+
+def test_the_async_client_runs_on_asyncio_streams():
+    client = AsyncAgentStateClient("http://127.0.0.1:9", "k")
+    assert isinstance(client._http._transport._pool._network_backend, AsyncioBackend)
+
+
+@pytest.mark.asyncio
+async def test_a_refused_connection_raises_network_error():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    async with AsyncAgentStateClient(f"http://127.0.0.1:{port}", "k", retries=1) as client:
+        with pytest.raises(NetworkError) as caught:
+            await client.session_create("u", "s")
+    assert isinstance(caught.value.__cause__, httpx.ConnectError)
+
+
+@pytest.mark.asyncio
+async def test_a_dropped_request_safe_to_repeat_is_retried_then_raises(dropping_server):
+    async with AsyncAgentStateClient(dropping_server, "k", retries=2) as client:
+        with pytest.raises(NetworkError) as caught:
+            await client.session_get("u", "s")
+    assert isinstance(caught.value.__cause__, httpx.RemoteProtocolError)
+
+
+@pytest.mark.asyncio
+async def test_the_timeout_bounds_a_silent_server():
+    listener = socket.create_server(("127.0.0.1", 0))  # accepts (backlog) but never answers
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        async with AsyncAgentStateClient(url, "k", timeout=0.2, retries=0) as client:
+            with pytest.raises(NetworkError) as caught:
+                await client.health()
+        assert isinstance(caught.value.__cause__, httpx.ReadTimeout)
+    finally:
+        listener.close()
+
+
+@pytest.mark.asyncio
+async def test_an_idle_connection_the_server_closed_is_not_reused(answers_once_then_closes):
+    """Without retries: a request sent on the closed connection would fail."""
+    url, accepted = answers_once_then_closes
+    async with AsyncAgentStateClient(url, "k", retries=0) as client:
+        assert (await client.health())["status"] == "ok"
+        for _ in range(100):  # until the server has closed its side
+            if accepted and accepted[0].fileno() == -1:
+                break
+            await asyncio.sleep(0.01)
+        assert (await client.health())["status"] == "ok"
+    assert len(accepted) == 2
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    """An HTTPS server with a certificate of its own for 127.0.0.1, and a context that trusts it."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+
+    def handle(conn):
+        try:
+            with server_context.wrap_socket(conn, server_side=True) as tls:
+                tls.recv(65536)
+                tls.sendall(OK)
+        except (ssl.SSLError, OSError):  # a client that does not trust the certificate hangs up
+            pass
+
+    with serving(handle) as (url, _):
+        yield url.replace("http://", "https://"), ssl.create_default_context(cafile=str(cert))
+
+
+@pytest.mark.asyncio
+async def test_tls_is_verified_against_the_context_given(tls_server):
+    url, trusting = tls_server
+    async with httpx.AsyncClient(transport=asyncio_transport(trusting)) as client:
+        response = await client.get(url + "/livez")
+    assert response.json() == {"status": "ok"}
+    async with httpx.AsyncClient(transport=asyncio_transport(ssl.create_default_context())) as client:
+        with pytest.raises(httpx.ConnectError):
+            await client.get(url + "/livez")
