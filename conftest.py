@@ -205,12 +205,13 @@ def django_db_modify_db_settings(django_db_modify_db_settings):
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
-    """pytest-django's test databases, dropped at the end even through PgBouncer in transaction
-    mode (DATABASE_TRANSACTION_POOLING): the pooler keeps its server connections to a test database
-    open after the tests close theirs, and PostgreSQL refuses to drop a database in use, so they are
-    ended first (a role may end its own sessions)."""
+    """pytest-django's test databases, dropped at the end without waiting: PostgreSQL refuses to
+    drop a database in use, after waiting up to 5 s for its other sessions to end, so they are ended
+    first (a role may end its own sessions). Connections a test's threads opened and left to the
+    garbage collector are such sessions, and so are PgBouncer's in transaction mode
+    (DATABASE_TRANSACTION_POOLING), kept open after the tests close theirs."""
     yield
-    if connection.vendor != "postgresql" or not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS"):
+    if connection.vendor != "postgresql":
         return
     with django_db_blocker.unblock(), connection._nodb_cursor() as cursor:
         cursor.execute(
