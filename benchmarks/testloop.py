@@ -6,6 +6,7 @@ figures are generated from the kept runs (``summary --write README.md``)."""
 from __future__ import annotations
 
 import os
+import random
 import re
 import resource
 import subprocess
@@ -21,6 +22,8 @@ COUNT = re.compile(r"(\d+) (passed|failed|skipped|deselected|errors?|xfailed|xpa
 # --durations' lines: "12.34s call     tests/x.py::test_y".
 DURATION = re.compile(r"^(\d+\.\d+)s (setup|call|teardown)\s+(\S.*)$", re.M)
 SLOWEST = 30  # kept with the run: where the quick loop's time goes
+# The short summary's lines: "FAILED tests/x.py::test_y - AssertionError: ...".
+FAILURE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
 
 def _pytest(*args: str) -> tuple[subprocess.CompletedProcess, float, float]:
@@ -47,7 +50,10 @@ def run() -> dict[str, Any]:
     collected, _, _ = _pytest("--collect-only", "-q", "-p", "no:randomly", "-n", "0", *QUICK)
     sizes = re.search(r"(\d+)/(\d+) tests collected", collected.stdout)
     load_before = [round(x, 2) for x in os.getloadavg()]
-    quick, seconds, cpu_seconds = _pytest(*QUICK, "-q", "-p", "no:cacheprovider", f"--durations={SLOWEST}")
+    seed = random.SystemRandom().randrange(1, 2**31)  # kept, so that a failing order can be run again
+    quick, seconds, cpu_seconds = _pytest(
+        *QUICK, "-q", "-p", "no:cacheprovider", f"--durations={SLOWEST}", f"--randomly-seed={seed}"
+    )
     return {
         "command": 'pytest -m "not slow"',
         "quick_tests": int(sizes[1]) if sizes else None,
@@ -56,6 +62,8 @@ def run() -> dict[str, Any]:
         "seconds": round(seconds, 1),
         "cpu_seconds": round(cpu_seconds, 1),
         "exit_code": quick.returncode,
+        "seed": seed,
+        "failures": FAILURE.findall(quick.stdout),
         "load_before": load_before,
         "slowest": [
             {"seconds": float(secs), "phase": phase, "test": test}
@@ -72,3 +80,5 @@ def print_table(result: dict[str, Any]) -> None:
         f"(exit {result['exit_code']}); "
         f"the whole suite holds {result['all_tests']} tests; 1-minute load {result['load_before'][0]} before"
     )
+    for failure in result.get("failures", ()):
+        print(f"failed: {failure} (--randomly-seed={result['seed']})")
