@@ -202,6 +202,10 @@ class SessionMessageRows:
         )
 
 
+# A REST API session (``s``) by its identity: the (tenant, user_id, session_id, app_name) unique index.
+_REST_SESSION = "s.tenant_id = %s AND s.user_id = %s AND s.session_id = %s AND s.app_name = ''"
+
+
 @lru_cache(maxsize=4)
 def _session_page_sql(row_sql: str, of_role: bool) -> str:
     """A REST API session's history generation and counters (id, last_seq, message_count) on each
@@ -212,7 +216,7 @@ def _session_page_sql(row_sql: str, of_role: bool) -> str:
         f"CASE WHEN OCTET_LENGTH(m.{json_rows.ROW}) <= %s THEN m.{json_rows.ROW} END "
         f'FROM "{Session._meta.db_table}" s LEFT JOIN LATERAL ('
         f"{_messages_sql(row_sql, of_role, False, 's.id')}) m ON TRUE "
-        "WHERE s.tenant_id = %s AND s.user_id = %s AND s.session_id = %s AND s.app_name = '' ORDER BY m.seq"
+        f"WHERE {_REST_SESSION} ORDER BY m.seq"
     )
 
 
@@ -224,7 +228,7 @@ def _recent_sql(row_sql: str) -> str:
     return (
         f"SELECT s.history_generation, {_window_column(row_sql)}, s.id, s.last_seq, s.message_count "  # noqa: S608 (quoted identifiers and compiled SQL; values are parameters)
         f'FROM "{Session._meta.db_table}" s '
-        "WHERE s.tenant_id = %s AND s.user_id = %s AND s.session_id = %s AND s.app_name = ''"
+        f"WHERE {_REST_SESSION}"
     )
 
 
