@@ -186,8 +186,9 @@ class _GroupCommit:
     flight waits for that request, then goes with every write queued meanwhile as one batch. No
     write waits for more than the request before it, and each returns only once the server
     committed it, with the answer (or the error) it would have had alone. A batch of tasks' writes
-    (``put_writes``) only waits up to ``LINGER_SECONDS`` for company: LangGraph puts a superstep's
-    checkpoint right after its tasks' writes, and they then take one request. The
+    (``put_writes``) only waits up to ``LINGER_SECONDS`` for a checkpoint: LangGraph puts a superstep's
+    checkpoint right after its tasks' writes, and they then take one request (another task's writes
+    join the wait, they do not end it). The
     sync and async savers share this bookkeeping; each only sends and waits in its own way."""
 
     def __init__(self) -> None:
@@ -198,15 +199,24 @@ class _GroupCommit:
         """Lead at once when nothing is in flight, else queue (callers hold the lock, if any)."""
         if self._busy:
             self._queue.append(pending)
-            self._joined()
+            if not self._is_writes(pending):
+                self._checkpoint_joined()
         else:
             self._busy = True
             pending.batch = [pending]
 
     @staticmethod
-    def lingers(batch: list[_Pending]) -> bool:
+    def _is_writes(pending: _Pending) -> bool:
+        """A task's writes (``put_writes``), not a checkpoint (``put``)."""
+        return pending.call.url.endswith("/writes/")
+
+    @classmethod
+    def lingers(cls, batch: list[_Pending]) -> bool:
         """A batch of tasks' writes only, which a superstep's checkpoint soon follows."""
-        return all(p.call.url.endswith("/writes/") for p in batch)
+        return all(cls._is_writes(p) for p in batch)
+
+    def _checkpoint_queued(self) -> bool:
+        return not all(self._is_writes(p) for p in self._queue)
 
     def _gather(self, batch: list[_Pending]) -> None:
         """Take the writes queued meanwhile into ``batch`` (callers hold the lock, if any)."""
@@ -223,8 +233,8 @@ class _GroupCommit:
         batch[0].batch = batch
         return batch[0]
 
-    def _joined(self) -> None:
-        """A write queued: wake a leader that lingers."""
+    def _checkpoint_joined(self) -> None:
+        """A checkpoint queued: wake a leader that lingers."""
 
     @staticmethod
     def call(batch: list[_Pending]) -> Call[Any]:
@@ -274,7 +284,7 @@ class _SyncGroupCommit(_GroupCommit):
         self._company = threading.Condition(self._lock)
         self._turns: dict[int, threading.Event] = {}
 
-    def _joined(self) -> None:
+    def _checkpoint_joined(self) -> None:
         self._company.notify()
 
     def run(self, call: Call[Any]) -> Any:
@@ -292,7 +302,7 @@ class _SyncGroupCommit(_GroupCommit):
     def _lead(self, batch: list[_Pending]) -> None:
         if self.lingers(batch):
             with self._company:
-                self._company.wait_for(lambda: self._queue, timeout=LINGER_SECONDS)
+                self._company.wait_for(self._checkpoint_queued, timeout=LINGER_SECONDS)
                 self._gather(batch)
         answer, error = None, None
         try:
@@ -316,7 +326,7 @@ class _AsyncGroupCommit(_GroupCommit):
         self._turns: dict[int, asyncio.Event] = {}
         self._company: asyncio.Event | None = None
 
-    def _joined(self) -> None:
+    def _checkpoint_joined(self) -> None:
         if self._company is not None:
             self._company.set()
 
@@ -344,10 +354,11 @@ class _AsyncGroupCommit(_GroupCommit):
 
     async def _lead(self, batch: list[_Pending]) -> None:
         if self.lingers(batch):
-            self._company = asyncio.Event()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._company.wait(), LINGER_SECONDS)
-            self._company = None
+            if not self._checkpoint_queued():
+                self._company = asyncio.Event()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._company.wait(), LINGER_SECONDS)
+                self._company = None
             self._gather(batch)
         answer, error = None, None
         try:

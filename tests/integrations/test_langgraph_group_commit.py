@@ -150,8 +150,9 @@ def test_async_writes_made_during_a_request_go_in_one_request(live_server, langg
 
 def test_a_tasks_writes_wait_for_the_checkpoint_that_follows_and_go_with_it(live_server, langgraph_key, monkeypatch):
     """LangGraph puts a superstep's checkpoint right after its tasks' writes: writes that would go
-    alone wait (``LINGER_SECONDS``, long here so the test does not race) and the two take one
-    request; writes nobody follows go alone once the wait ends."""
+    alone wait (``LINGER_SECONDS``, long here so the test does not race) for the checkpoint, another
+    task's writes joining them, and all take one request; writes nobody follows go alone once the
+    wait ends."""
     from agentstate.integrations import langgraph as integration
 
     held = Held()
@@ -164,11 +165,18 @@ def test_a_tasks_writes_wait_for_the_checkpoint_that_follows_and_go_with_it(live
         writer = threading.Thread(target=saver.put_writes, args=(stored, [("messages", "hi")], "task-1"))
         writer.start()
         until(lambda: saver._writes._busy)  # the writes lead, waiting for company
+        other = threading.Thread(target=saver.put_writes, args=(stored, [("messages", "ho")], "task-3"))
+        other.start()
+        until(lambda: len(saver._writes._queue) == 1)  # another task's writes: the wait goes on
         following = generate_checkpoint(channel_values={}, channel_versions={})
         saver.put(stored, following, generate_metadata(step=1), {})
         writer.join(10)
+        other.join(10)
         assert held.paths == ["/api/v1/langgraph/batch/"]
-        assert saver.get_tuple(stored).pending_writes == [("task-1", "messages", "hi")]
+        assert sorted(saver.get_tuple(stored).pending_writes) == [
+            ("task-1", "messages", "hi"),
+            ("task-3", "messages", "ho"),
+        ]
 
         monkeypatch.setattr(integration, "LINGER_SECONDS", 0.05)
         saver.put_writes(stored, [("messages", "again")], "task-2")
