@@ -18,7 +18,7 @@ import httpx
 from agentstate.client.calls import Call
 from agentstate.client.endpoints import Endpoints
 from agentstate.client.models import Page
-from agentstate.client.network import asyncio_transport
+from agentstate.client.network import BlockingTransport, asyncio_transport
 from agentstate.client.tracing import async_request_hooks, request_hooks
 
 USER_AGENT = "agentstate-client/0.1"
@@ -30,6 +30,16 @@ def _tls_context() -> ssl.SSLContext:
     each new client (one per event loop) read and parsed every authority again, which cost more CPU
     than a small call."""
     return httpx.create_ssl_context()
+
+
+def blocking_transport() -> httpx.BaseTransport:
+    """What a blocking client sends through when it is given no transport."""
+    return BlockingTransport(_tls_context())
+
+
+def async_transport() -> httpx.AsyncBaseTransport:
+    """What an async client (and ADK's services) sends through when given none; one per event loop."""
+    return asyncio_transport(_tls_context())
 
 
 def http_options(base_url: str, api_key: str, timeout: float, event_hooks: dict[str, Any]) -> dict[str, Any]:
@@ -93,7 +103,10 @@ class AgentStateClient(Endpoints):
         transport: httpx.BaseTransport | None = None,
     ):
         self.retries = retries
-        self._http = _Client(transport=transport, **http_options(base_url, api_key, timeout, request_hooks()))
+        self._http = _Client(
+            transport=transport or blocking_transport(),
+            **http_options(base_url, api_key, timeout, request_hooks()),
+        )
         self._base_url = _base_url_of(self._http)
 
     def _call(self, call: Call[Any]) -> Any:
@@ -142,7 +155,7 @@ class AsyncAgentStateClient(Endpoints):
     ):
         self.retries = retries
         self._http = _AsyncClient(
-            transport=transport or asyncio_transport(_tls_context()),
+            transport=transport or async_transport(),
             **http_options(base_url, api_key, timeout, async_request_hooks()),
         )
         self._base_url = _base_url_of(self._http)

@@ -40,7 +40,7 @@ def test_client_imports_without_django():
 def test_clients_share_one_tls_context():
     """Each client built its own, reading every certificate authority again."""
     clients = [AgentStateClient("https://agentstate.invalid", "k"), AgentStateClient("http://127.0.0.1:9", "k")]
-    contexts = {id(client._http._transport._pool._ssl_context) for client in clients}
+    contexts = {id(client._http._transport._tls) for client in clients}
     for client in clients:
         client.close()
     assert len(contexts) == 1
