@@ -81,21 +81,30 @@ STEP_RATIO = 1.3  # a LangGraph step's cost at the large size over the small one
 
 
 class RequestCount:
-    """The HTTP requests an adapter sends through the transports it was given."""
+    """The HTTP requests an adapter sends, counted on the way into the transports the clients ship
+    with (``blocking_transport``, ``async_transport``): what is measured is what a user runs."""
 
     def __init__(self) -> None:
-        self.count = 0
-        owner = self
+        from agentstate.client.clients import async_transport, blocking_transport
 
-        class Sync(httpx.HTTPTransport):
+        self.count = 0
+        owner, shipped, shipped_async = self, blocking_transport(), async_transport()
+
+        class Sync(httpx.BaseTransport):
             def handle_request(self, request: httpx.Request) -> httpx.Response:
                 owner.count += 1
-                return super().handle_request(request)
+                return shipped.handle_request(request)
 
-        class Async(httpx.AsyncHTTPTransport):
+            def close(self) -> None:
+                shipped.close()
+
+        class Async(httpx.AsyncBaseTransport):
             async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
                 owner.count += 1
-                return await super().handle_async_request(request)
+                return await shipped_async.handle_async_request(request)
+
+            async def aclose(self) -> None:
+                await shipped_async.aclose()
 
         self.sync, self.async_ = Sync(), Async()
 

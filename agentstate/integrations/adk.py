@@ -43,7 +43,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from agentstate.client.calls import NOTHING_SENT, segment
-from agentstate.client.clients import http_options
+from agentstate.client.clients import async_transport, http_options
 from agentstate.client.errors import AgentStateError, error_from_response, network_error
 from agentstate.client.loops import LoopClients
 from agentstate.client.tracing import async_request_hooks
@@ -103,7 +103,9 @@ class AgentStateHttp:
         options = http_options(base_url, api_key, timeout, async_request_hooks())
         self._options: dict[str, Any] = {**options, "transport": transport}
         # One connection pool per event loop, closed with it: a pool is bound to the loop that opened it.
-        self._clients = LoopClients(lambda: httpx.AsyncClient(**self._options))
+        self._clients = LoopClients(
+            lambda: httpx.AsyncClient(**{**self._options, "transport": transport or async_transport()})
+        )
 
     async def _request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         for attempt in range(_RETRIES + 1):

@@ -102,3 +102,21 @@ def test_the_proxy_run_gives_every_variable_the_recipe_names():
         if isinstance(node, ast.Constant)
     }
     assert named and not named - given - set(os.environ), sorted(named - given)
+
+
+def test_the_adapters_measured_send_through_the_transports_the_clients_ship_with():
+    """The framework suite counts requests on the way into ``blocking_transport()`` and
+    ``async_transport()``, what a client given no transport uses; no benchmark builds httpx's own
+    transports for agentstate's adapters in their place."""
+    counter = next(
+        n for n in ast.walk(MODULES["frameworks"]) if isinstance(n, ast.ClassDef) and n.name == "RequestCount"
+    )
+    called = {getattr(n.func, "id", None) for n in ast.walk(counter) if isinstance(n, ast.Call)}
+    assert {"blocking_transport", "async_transport"} <= called
+    built = [
+        (module, node.lineno)
+        for module, tree in MODULES.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in ("HTTPTransport", "AsyncHTTPTransport")
+    ]
+    assert built == []
