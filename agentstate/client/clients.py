@@ -18,7 +18,7 @@ import httpx
 from agentstate.client.calls import Call
 from agentstate.client.endpoints import Endpoints
 from agentstate.client.models import Page
-from agentstate.client.network import BlockingTransport, asyncio_transport
+from agentstate.client.network import AsyncioTransport, BlockingTransport
 from agentstate.client.tracing import async_request_hooks, request_hooks
 
 USER_AGENT = "agentstate-client/0.1"
@@ -39,7 +39,7 @@ def blocking_transport() -> httpx.BaseTransport:
 
 def async_transport() -> httpx.AsyncBaseTransport:
     """What an async client (and ADK's services) sends through when given none; one per event loop."""
-    return asyncio_transport(_tls_context())
+    return AsyncioTransport(_tls_context())
 
 
 def http_options(base_url: str, api_key: str, timeout: float, event_hooks: dict[str, Any]) -> dict[str, Any]:

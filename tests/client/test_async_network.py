@@ -1,6 +1,6 @@
-"""The async client's sockets (agentstate.client.network, asyncio's streams under httpx) against
-real sockets that refuse, drop, stay silent, close an idle connection, or speak TLS: the same
-exceptions and retries as httpx's own backend gave."""
+"""The async client's HTTP/1.1 (agentstate.client.network.AsyncioTransport, on asyncio's streams)
+against real sockets that refuse, drop, stay silent, close an idle connection, answer in each
+framing, break the protocol, or speak TLS: the answers and exceptions httpx's own transport gave."""
 
 import asyncio
 import socket
@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from agentstate.client import AsyncAgentStateClient, NetworkError
-from agentstate.client.network import AsyncioBackend, asyncio_transport
+from agentstate.client.network import AsyncioTransport
 from tests.client.sockets import serving
 
 OK = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n{"status": "ok"}'
@@ -38,7 +38,7 @@ def dropping_server():
 
 def test_the_async_client_runs_on_asyncio_streams():
     client = AsyncAgentStateClient("http://127.0.0.1:9", "k")
-    assert isinstance(client._http._transport._pool._network_backend, AsyncioBackend)
+    assert isinstance(client._http._transport, AsyncioTransport)
 
 
 @pytest.mark.asyncio
@@ -117,9 +117,65 @@ def tls_server(tmp_path):
 @pytest.mark.asyncio
 async def test_tls_is_verified_against_the_context_given(tls_server):
     url, trusting = tls_server
-    async with httpx.AsyncClient(transport=asyncio_transport(trusting)) as client:
+    async with httpx.AsyncClient(transport=AsyncioTransport(trusting)) as client:
         response = await client.get(url + "/livez")
     assert response.json() == {"status": "ok"}
-    async with httpx.AsyncClient(transport=asyncio_transport(ssl.create_default_context())) as client:
+    async with httpx.AsyncClient(transport=AsyncioTransport(ssl.create_default_context())) as client:
         with pytest.raises(httpx.ConnectError):
             await client.get(url + "/livez")
+
+
+@pytest.mark.parametrize(
+    "answer, connections",
+    [
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7\r\n"
+            + OK[-16:-9]
+            + b"\r\n9\r\n"
+            + OK[-9:]
+            + b"\r\n0\r\n\r\n",
+            1,
+        ),
+        (b"HTTP/1.1 100 Continue\r\n\r\n" + OK, 1),
+        (b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + OK[-16:], 2),
+    ],
+    ids=["chunked", "after an interim answer", "to the end of the connection"],
+)
+@pytest.mark.asyncio
+async def test_every_framing_of_an_answer_is_read_and_the_connection_kept_when_it_may_be(answer, connections):
+    def handle(conn):
+        for _ in range(2):
+            request = b""
+            while b"\r\n\r\n" not in request:
+                if not (data := conn.recv(65536)):
+                    return
+                request += data
+            conn.sendall(answer)
+            if connections == 2:  # the answer ends with its connection
+                return
+
+    with serving(handle) as (url, accepted):
+        async with AsyncAgentStateClient(url, "k", retries=0) as client:
+            assert [await client.health(), await client.health()] == [{"status": "ok"}] * 2
+    assert len(accepted) == connections
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"SSH-2.0-OpenSSH\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\n" + b"x" * 70000,
+    ],
+)
+@pytest.mark.asyncio
+async def test_an_answer_that_breaks_the_protocol_is_a_network_error(answer):
+    def handle(conn):
+        conn.recv(65536)
+        conn.sendall(answer)
+
+    with serving(handle) as (url, _):
+        async with AsyncAgentStateClient(url, "k", retries=0) as client:
+            with pytest.raises(NetworkError) as caught:
+                await client.health()
+    assert isinstance(caught.value.__cause__, httpx.RemoteProtocolError)
