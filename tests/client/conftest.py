@@ -3,6 +3,7 @@
 import pytest
 
 from tests.client.keys import api_key_new
+from tests.client.sockets import serving_tls
 
 
 @pytest.fixture
@@ -26,3 +27,10 @@ def client(live_server, agent_key):
 
     with AgentStateClient(live_server.url, agent_key) as client:
         yield client
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    """An HTTPS server of its own (``serving_tls``): its URL, a context that trusts it, its connections."""
+    with serving_tls(tmp_path) as served:
+        yield served

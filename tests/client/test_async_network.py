@@ -5,16 +5,13 @@ framing, break the protocol, or speak TLS: the answers and exceptions httpx's ow
 import asyncio
 import socket
 import ssl
-import subprocess
 
 import httpx
 import pytest
 
 from agentstate.client import AsyncAgentStateClient, NetworkError
 from agentstate.client.network import AsyncioTransport
-from tests.client.sockets import serving
-
-OK = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n{"status": "ok"}'
+from tests.client.sockets import OK, serving
 
 
 @pytest.fixture
@@ -87,36 +84,9 @@ async def test_an_idle_connection_the_server_closed_is_not_reused(answers_once_t
     assert len(accepted) == 2
 
 
-@pytest.fixture
-def tls_server(tmp_path):
-    """An HTTPS server with a certificate of its own for 127.0.0.1, and a context that trusts it."""
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server_context.load_cert_chain(cert, key)
-
-    def handle(conn):
-        try:
-            with server_context.wrap_socket(conn, server_side=True) as tls:
-                tls.recv(65536)
-                tls.sendall(OK)
-        except (ssl.SSLError, OSError):  # a client that does not trust the certificate hangs up
-            pass
-
-    with serving(handle) as (url, _):
-        yield url.replace("http://", "https://"), ssl.create_default_context(cafile=str(cert))
-
-
 @pytest.mark.asyncio
 async def test_tls_is_verified_against_the_context_given(tls_server):
-    url, trusting = tls_server
+    url, trusting, _ = tls_server
     async with httpx.AsyncClient(transport=AsyncioTransport(trusting)) as client:
         response = await client.get(url + "/livez")
     assert response.json() == {"status": "ok"}

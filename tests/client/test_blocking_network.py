@@ -4,7 +4,6 @@ break the protocol, or speak TLS: the answers httpx's own transport gave, and it
 
 import socket
 import ssl
-import subprocess
 import threading
 
 import httpx
@@ -12,23 +11,9 @@ import pytest
 
 from agentstate.client import AgentStateClient, NetworkError
 from agentstate.client.network import BlockingTransport
-from tests.client.sockets import serving
+from tests.client.sockets import OK, requests_of, serving
 
-BODY = b'{"status": "ok"}'
-OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n" + BODY
-
-
-def _requests(conn):
-    """Each request read from ``conn`` (headers only: these tests send no body), until it closes."""
-    buffer = b""
-    while True:
-        while b"\r\n\r\n" not in buffer:
-            data = conn.recv(65536)
-            if not data:
-                return
-            buffer += data
-        request, buffer = buffer.split(b"\r\n\r\n", 1)
-        yield request
+BODY = OK[-16:]
 
 
 def _answering(*answers, closing=False):
@@ -36,7 +21,7 @@ def _answering(*answers, closing=False):
     (``closing``: after each answer)."""
 
     def handle(conn):
-        for _, answer in zip(_requests(conn), answers, strict=False):
+        for _, answer in zip(requests_of(conn), answers, strict=False):
             conn.sendall(answer)
             if closing:
                 return
@@ -49,7 +34,7 @@ def test_the_blocking_client_runs_on_its_own_transport():
         assert isinstance(client._http._transport, BlockingTransport)
 
 
-def test_one_kept_alive_connection_serves_a_callers_requests():
+def test_one_kept_alive_connection_serves_a_callersrequests_of():
     with serving(_answering(*[OK] * 5)) as (url, accepted), AgentStateClient(url, "k") as client:
         assert [client.health() for _ in range(5)] == [{"status": "ok"}] * 5
     assert len(accepted) == 1
@@ -124,7 +109,7 @@ def test_a_request_body_and_headers_reach_the_server_as_sent():
 )
 def test_an_answer_that_breaks_the_protocol_is_a_network_error(answer):
     def handle(conn):
-        next(_requests(conn))
+        next(requests_of(conn))
         conn.sendall(answer)
 
     with (
@@ -175,7 +160,7 @@ def test_an_idle_connection_the_server_closed_is_not_reused():
     closed = threading.Event()
 
     def handle(conn):
-        next(_requests(conn))
+        next(requests_of(conn))
         conn.sendall(OK)
         conn.shutdown(socket.SHUT_RDWR)
         closed.set()
@@ -191,7 +176,7 @@ def test_threads_in_flight_at_once_each_have_a_connection():
     both_in = threading.Barrier(2, timeout=5)
 
     def handle(conn):
-        for _ in _requests(conn):
+        for _ in requests_of(conn):
             both_in.wait()  # answers only once the other thread's request is in flight too
             conn.sendall(OK)
 
@@ -206,33 +191,6 @@ def test_threads_in_flight_at_once_each_have_a_connection():
         for thread in threads:
             thread.join(10)
     assert answers == [{"status": "ok"}] * 2 and len(accepted) == 2
-
-
-@pytest.fixture
-def tls_server(tmp_path):
-    """An HTTPS server with a certificate of its own for 127.0.0.1, and a context that trusts it."""
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server_context.load_cert_chain(cert, key)
-
-    def handle(conn):
-        try:
-            with server_context.wrap_socket(conn, server_side=True) as tls:
-                for _ in _requests(tls):
-                    tls.sendall(OK)
-        except (ssl.SSLError, OSError):  # a client that does not trust the certificate hangs up
-            pass
-
-    with serving(handle) as (url, accepted):
-        yield url.replace("http://", "https://"), ssl.create_default_context(cafile=str(cert)), accepted
 
 
 def test_tls_is_verified_against_the_context_given_and_its_connection_kept(tls_server):
