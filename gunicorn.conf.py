@@ -3,7 +3,6 @@
 Every value can be overridden by an environment variable, so one file serves every deployment.
 """
 
-import gc
 import glob
 import logging
 import multiprocessing
@@ -47,20 +46,6 @@ max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", "5000")
 # and the master starts a fresh one (0 turns the check off). Every answer is bounded by bytes
 # (docs/OPERATIONS.md), so a worker passes it only after a rare large request.
 max_worker_memory_mb = int(os.environ.get("GUNICORN_MAX_WORKER_MEMORY_MB", "1024"))
-# Python collects its young objects every 700 new ones: a request that builds a page (thousands of
-# objects alive until it answers) was walked again and again and its objects promoted, and every few
-# hundred requests a full collection walked all that Django loaded (about 50 ms). Once the app is
-# loaded a worker freezes what it loaded (never walked again) and collects its young objects every
-# GUNICORN_GC_THRESHOLD new ones (0: Python's own 700); a request's objects mostly die uncollected.
-gc_threshold = int(os.environ.get("GUNICORN_GC_THRESHOLD", "50000"))
-
-
-def post_worker_init(worker):
-    """After the app is loaded, before the first request: the collector as set above."""
-    gc.collect()
-    gc.freeze()
-    if gc_threshold:
-        gc.set_threshold(gc_threshold, *gc.get_threshold()[1:])
 
 
 def post_request(worker, req, environ, resp):

@@ -48,23 +48,3 @@ def test_the_documented_proxies_keep_connections_alive_and_close_idle_ones_befor
     idle = [int(s) for s in re.findall(r"timeout http-keep-alive (\d+)s", haproxy)]
     idle += [int(s) for s in re.findall(r"keepalive_timeout (\d+)s;", nginx)]
     assert len(idle) >= 3 and max(idle) < shipped["keepalive"], (idle, shipped["keepalive"])
-
-
-@pytest.mark.parametrize("setting, threshold", [(None, 50_000), ("0", 700), ("20000", 20_000)])
-def test_a_worker_freezes_what_it_loaded_and_collects_young_objects_less_often(setting, threshold):
-    """gunicorn calls ``post_worker_init`` once the app is loaded; a worker then never walks what it
-    loaded again, and collects its young objects every GUNICORN_GC_THRESHOLD new ones (0: Python's)."""
-    from gunicorn.config import PostWorkerInit
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GUNICORN_")}
-    if setting is not None:
-        env["GUNICORN_GC_THRESHOLD"] = setting
-    code = (
-        "import gc, json, runpy; "
-        "runpy.run_path('gunicorn.conf.py')['post_worker_init'](None); "
-        "print(json.dumps({'frozen': gc.get_freeze_count(), 'threshold': gc.get_threshold()[0]}))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout)["threshold"] == threshold
-    assert json.loads(out.stdout)["frozen"] > 1000  # the modules, classes and functions loaded
-    assert PostWorkerInit.name == "post_worker_init"
