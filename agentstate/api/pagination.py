@@ -151,6 +151,10 @@ class ByteBoundedPagination(CursorPagination):
     def page_size(self, value: int) -> None:
         self._requested_page_size = value
 
+    def _ordering_as_tuple(self) -> None:
+        """As DRF's ``paginate_queryset`` leaves it, which its links read."""
+        self.ordering = (self.ordering,) if isinstance(self.ordering, str) else tuple(self.ordering)
+
     def forward_position(self, request: Request, model: type[models.Model]) -> str | None:
         """The position of the request's cursor when it is a plain forward one (a ``next`` link with
         no offset: the rows before that position, in this pagination's order), which a written-out
@@ -159,7 +163,7 @@ class ByteBoundedPagination(CursorPagination):
         if not request.query_params.get(self.cursor_query_param):
             return None
         self._model = model
-        self.ordering = (self.ordering,) if isinstance(self.ordering, str) else tuple(self.ordering)
+        self._ordering_as_tuple()
         cursor = self.decode_cursor(request)
         if cursor is None or cursor.reverse or cursor.offset or cursor.position is None:
             return None
@@ -181,7 +185,7 @@ class ByteBoundedPagination(CursorPagination):
         self.request = request
         self.page_size = self.get_page_size(request)
         self.base_url = request.build_absolute_uri()
-        self.ordering = (self.ordering,) if isinstance(self.ordering, str) else tuple(self.ordering)
+        self._ordering_as_tuple()
         # djangorestframework-stubs type Cursor.position as int; DRF decodes it as a str.
         self.cursor = None if position is None else pagination.Cursor(0, False, position)  # type: ignore[arg-type]
         self._budget = json_rows.ByteBudget(settings.PAGE_MAX_BYTES)

@@ -35,9 +35,13 @@ def _refused(what: str, request: httpx.Request) -> httpx.RemoteProtocolError:
     return httpx.RemoteProtocolError(what, request=request)
 
 
+def _too_long(request: httpx.Request) -> httpx.RemoteProtocolError:
+    return _refused("A line of the answer is longer than 64 KiB.", request)
+
+
 def _line(data: bytes, request: httpx.Request) -> bytes:
     if len(data) > MAX_LINE:
-        raise _refused("A line of the answer is longer than 64 KiB.", request)
+        raise _too_long(request)
     return data
 
 
@@ -257,15 +261,15 @@ class _Stream:
         while True:
             try:
                 if want == LINE:
-                    data = await self.reader.readline()  # ValueError past the stream's limit (MAX_LINE)
+                    data = await self.reader.readline()
                 elif want == EXACTLY:
                     data = await self.reader.readexactly(size)
                 else:
                     data = await self.reader.read()
             except asyncio.IncompleteReadError as cut:
                 data = cut.partial
-            except ValueError:
-                data = b"x" * (MAX_LINE + 1)  # what ``_answer`` refuses as a line too long
+            except ValueError:  # a line past the stream's limit (MAX_LINE)
+                raise _too_long(request) from None
             try:
                 want, size = reading.send(data)
             except StopIteration as done:

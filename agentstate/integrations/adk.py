@@ -101,11 +101,9 @@ class AgentStateHttp:
             raise ValueError(f"{name} needs an API key (api_key=..., or {API_KEY_ENV}).")
         # The caller's trace context goes with each request (async_request_hooks).
         options = http_options(base_url, api_key, timeout, async_request_hooks())
-        self._options: dict[str, Any] = {**options, "transport": transport}
+        self._options: dict[str, Any] = options
         # One connection pool per event loop, closed with it: a pool is bound to the loop that opened it.
-        self._clients = LoopClients(
-            lambda: httpx.AsyncClient(**{**self._options, "transport": transport or async_transport()})
-        )
+        self._clients = LoopClients(lambda: httpx.AsyncClient(**options, transport=transport or async_transport()))
 
     async def _request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         for attempt in range(_RETRIES + 1):
