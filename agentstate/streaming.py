@@ -38,12 +38,18 @@ def _length(model: type[models.Model], name: str) -> Expression:
 
 
 def rows_in_batches(
-    queryset: QuerySet, *, size: Expression, rank: Callable[[Any], Any] | None = None, max_bytes: int | None = None
+    queryset: QuerySet,
+    *,
+    size: Expression,
+    rank: Callable[[Any], Any] | None = None,
+    max_bytes: int | None = None,
+    prepare: Callable[[list[Any]], None] | None = None,
 ) -> Iterator[Any]:
     """``queryset``'s rows in its order (or, with ``rank``, sorted by ``rank(row's session_id)``,
     then its order), read a batch at a time: each batch holds at most ``BATCH_ROWS`` rows and
     about ``max_bytes`` (``settings.PAGE_MAX_BYTES``) of ``size``; a row larger than that comes alone.
-    One query reads every row's key and size first."""
+    One query reads every row's key and size first. ``prepare`` gets each batch before its rows are
+    handed out: what the rows name is read for the batch at once, not a query per row."""
     budget = settings.PAGE_MAX_BYTES if max_bytes is None else max_bytes
     sized = queryset.annotate(_size=size)
     if rank is None:
@@ -55,19 +61,20 @@ def rows_in_batches(
     held = 0
     for pk, row_size in keys:
         if batch and (held + row_size > budget or len(batch) == BATCH_ROWS):
-            yield from _fetched(queryset, batch)
+            yield from _fetched(queryset, batch, prepare)
             batch, held = [], 0
         batch.append(pk)
         held += row_size
     if batch:
-        yield from _fetched(queryset, batch)
+        yield from _fetched(queryset, batch, prepare)
 
 
-def _fetched(queryset: QuerySet, pks: list[Any]) -> Iterator[Any]:
+def _fetched(queryset: QuerySet, pks: list[Any], prepare: Callable[[list[Any]], None] | None) -> list[Any]:
     found = queryset.in_bulk(pks)
-    for pk in pks:
-        if pk in found:  # gone since the keys were read: skipped, as a later read would
-            yield found.pop(pk)
+    rows = [found[pk] for pk in pks if pk in found]  # one gone since the keys were read: skipped, as a later read would
+    if prepare is not None and rows:
+        prepare(rows)
+    return rows
 
 
 def json_pieces(value: Any) -> Iterator[str]:

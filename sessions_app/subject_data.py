@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db import models
+from django.db.models import Expression, QuerySet
 from django.db.models.functions import Coalesce
 
 from agentstate import streaming
@@ -50,7 +51,9 @@ class SessionPart:
     ``rows`` narrows or shapes the queryset (ordered by session first, then ``order``); ``large``
     names the columns that bound a batch's bytes (at least one). ``group`` nests the part under that key, present
     only in sessions kept by the framework of that name. ``one``: the part is a single row's value
-    (None without one). ``of_session`` replaces the rows: the value is read per session."""
+    (None without one). ``of_session`` replaces the rows: the value is read per session.
+    ``batch`` reads for a batch of rows what they name elsewhere (``row`` then shows it), in a few
+    queries whatever the batch's rows; ``named_size`` counts those bytes in the batch's bound."""
 
     key: str
     row: Callable[[Any], Any] = lambda row: row
@@ -60,6 +63,13 @@ class SessionPart:
     group: str = ""
     one: bool = False
     of_session: Callable[[Session], Any] | None = None
+    batch: Callable[[list[Any]], None] | None = None
+    named_size: Callable[[], Expression] | None = None
+
+    def size(self, model: type[models.Model]) -> Expression:
+        """About the bytes a row of ``model`` brings into a batch of the export."""
+        stored = streaming.stored_size(model, *self.large)
+        return stored if self.named_size is None else stored + self.named_size()
 
 
 def process_state(model, category: str, part: SessionPart, **options: Any) -> SubjectData:
@@ -223,8 +233,8 @@ def subject_sessions_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[st
     """Every session of the subject (forks included) as a JSON-ready document with every declared
     part (``SessionPart``), as JSON-ready dicts (subject access, GDPR Art. 15/20). Lazy: a session
     at a time, each part an iterator read in batches bounded by bytes (``agentstate.streaming``),
-    so an export of any size holds about one batch. Queries: two per part and batch, whatever the
-    number of sessions."""
+    so an export of any size holds about one batch. Queries: two per part and batch (and those of
+    the part's ``batch``), whatever the number of sessions and rows."""
     sessions = list(Session.objects.filter(tenant=tenant, user_id=user_id).order_by("created_at", "id"))
     rank = {s.pk: index for index, s in enumerate(sessions)}.__getitem__
     session_pks = [s.pk for s in sessions]
@@ -235,8 +245,9 @@ def subject_sessions_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[st
                 part.rows(model._default_manager.filter(session_id__in=session_pks)).order_by(
                     "session_id", *part.order
                 ),
-                size=streaming.stored_size(model, *part.large),
+                size=part.size(model),
                 rank=rank,
+                prepare=part.batch,
             ),
             rank=rank,
         )

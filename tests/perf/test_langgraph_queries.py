@@ -2,6 +2,7 @@
 get_tuple, a page of the list with its writes (10 and 300 checkpoints)."""
 
 import base64
+import json
 
 import pytest
 from django.db import connection
@@ -160,3 +161,42 @@ def test_a_threads_page_does_the_same_work_at_10_and_300_checkpoints(tenant):
     steps("short")  # warms the key cache
     for short, long in zip(steps("short"), steps("long"), strict=True):
         assert long < 1.5 * short, (short, long)
+
+
+def test_a_subject_export_reads_a_threads_channel_values_in_the_same_statements_at_4_and_40_checkpoints(tenant):
+    """Each exported checkpoint shows its whole state, the values it names stored apart among it:
+    read for a batch of checkpoints at once (which each names, then each value once), not a query
+    per checkpoint."""
+    from agentstate.streaming import materialized
+    from sessions_app.subject_data import subject_sessions_export
+
+    def typed(value):
+        return {"type": "json", "data": base64.b64encode(json.dumps(value).encode()).decode()}
+
+    def thread(user_id, steps):
+        for i in range(steps):
+            said = [f"turn {n}" for n in range(i // 2 + 1)]  # a new value every other step, as a chat's
+            services.checkpoint_put(
+                tenant=tenant,
+                thread_id=f"{user_id}-thread",
+                user_id=user_id,
+                default_user_id=user_id,
+                checkpoint_ns="",
+                checkpoint_id=f"c{i:06d}",
+                parent_checkpoint_id=f"c{i - 1:06d}" if i else None,
+                checkpoint=typed({"channel_values": {"step": i}}),  # kept inline, as LangGraph keeps primitives
+                metadata={"step": i},
+                channel_versions={"said": i // 2 + 1},
+                channel_values=[{"channel": "said", **typed(said)}],
+            )
+
+    def exported(user_id):
+        with CaptureQueriesContext(connection) as queries:
+            (session,) = materialized(subject_sessions_export(tenant=tenant, user_id=user_id))
+        return len(queries), [c["channel_values"] for c in session["langgraph"]["checkpoints"]]
+
+    thread("short", 4)
+    thread("long", 40)
+    short, long = exported("short"), exported("long")
+    assert short[0] == long[0]
+    assert long[1] == [{"step": i, "said": [f"turn {n}" for n in range(i // 2 + 1)]} for i in range(40)]

@@ -419,21 +419,28 @@ def _parent_names(checkpoint: str) -> str:
 
 def checkpoint_blobs(checkpoints: Sequence[LangGraphCheckpoint]) -> None:
     """Attach to each checkpoint the channel values it names (``blobs``: its ``rendered`` shows
-    them), in one query: what staff and exports read of a checkpoint's state."""
-    found: dict[int, list[LangGraphBlob]] = {}
+    them), in two queries whatever their number: which values each names, then each value once,
+    shared by the checkpoints naming it (a thread's checkpoints mostly name their parent's values).
+    What staff and exports read of a checkpoint's state."""
+    named: dict[int, list[int]] = {}
+    blobs: dict[int, LangGraphBlob] = {}
     if checkpoints:
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
         marks = ", ".join(["%s"] * len(checkpoints))
-        sql = (
-            f"SELECT c.id, b.channel, b.version, b.value_type, b.value FROM {table} c {_blobs_join('c')} "  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
-            f"WHERE c.id IN ({marks})"
+        pairs = binary_rows(
+            f"SELECT c.id, b.id FROM {table} c {_blobs_join('c')} WHERE c.id IN ({marks}) ORDER BY c.id, b.id",  # noqa: S608 (quoted identifiers and constant SQL; values are parameters)
+            [c.pk for c in checkpoints],
         )
-        for pk, channel, version, value_type, value in binary_rows(sql, [c.pk for c in checkpoints]):
-            found.setdefault(pk, []).append(
-                LangGraphBlob(channel=channel, version=version, value_type=value_type, value=value)
-            )
+        for checkpoint_pk, blob_pk in pairs:
+            named.setdefault(checkpoint_pk, []).append(blob_pk)
+        wanted = sorted({blob_pk for _, blob_pk in pairs})
+        if wanted:
+            blob, marks = connection.ops.quote_name(LangGraphBlob._meta.db_table), ", ".join(["%s"] * len(wanted))
+            sql = f"SELECT id, channel, version, value_type, value FROM {blob} WHERE id IN ({marks})"  # noqa: S608 (idem)
+            for pk, channel, version, value_type, value in binary_rows(sql, wanted):
+                blobs[pk] = LangGraphBlob(pk=pk, channel=channel, version=version, value_type=value_type, value=value)
     for checkpoint in checkpoints:
-        checkpoint.blobs = found.get(checkpoint.pk, [])  # type: ignore[attr-defined]
+        checkpoint.blobs = [blobs[pk] for pk in named.get(checkpoint.pk, ()) if pk in blobs]  # type: ignore[attr-defined]
         checkpoint.__dict__.pop("rendered", None)
 
 

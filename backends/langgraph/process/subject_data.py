@@ -11,7 +11,7 @@ from django.db.models.functions import Length
 
 from agentstate.subject_data import Portable, SubjectData
 from backends.langgraph.process.models import LangGraphBlob, LangGraphCheckpoint, LangGraphThread, LangGraphWrite
-from backends.langgraph.process.selectors import checkpoint_blobs
+from backends.langgraph.process.selectors import checkpoint_blobs, checkpoint_blobs_size
 from backends.langgraph.process.services import FRAMEWORK
 from sessions_app.selectors import iso
 from sessions_app.subject_data import SessionPart, process_state
@@ -23,8 +23,8 @@ def _stored_value(rows: QuerySet[Any]) -> QuerySet[Any]:
 
 
 def _checkpoint(c: LangGraphCheckpoint) -> dict[str, Any]:
-    """A checkpoint with its JSON view, or the serializer's type and size where there is none."""
-    checkpoint_blobs([c])
+    """A checkpoint with its JSON view (its batch's values read by ``checkpoint_blobs``), or the
+    serializer's type and size where there is none."""
     return {
         "checkpoint_ns": c.checkpoint_ns,
         "checkpoint_id": c.checkpoint_id,
@@ -86,6 +86,8 @@ def declarations() -> tuple[SubjectData, ...]:
                 large=("value", "metadata", "channel_versions"),
                 rows=_stored_value,
                 group=FRAMEWORK,
+                batch=checkpoint_blobs,
+                named_size=checkpoint_blobs_size,
             ),
             label="LangGraph checkpoints",
             retention="keep_latest_checkpoints",
