@@ -151,11 +151,13 @@ def _encode(d: SubjectData, row: models.Model, known: dict[str, Any] | None = No
 
 def _ordered(d: SubjectData, rows: models.QuerySet) -> Iterator[models.Model]:
     """The rows in their record order, read in batches bounded by bytes."""
+    spec = _spec(d)
     large = [f.name for f in _columns(d) if isinstance(f, models.TextField | models.JSONField | models.BinaryField)]
-    ordered = rows.order_by(*_spec(d).order)
-    if not large:
+    ordered = rows.order_by(*spec.order)
+    if not large and spec.batch is None:
         return ordered.iterator(chunk_size=streaming.BATCH_ROWS)
-    return streaming.rows_in_batches(ordered, size=streaming.stored_size(d.model, *large))
+    size = streaming.stored_size(d.model, *large) if large else models.Value(0, output_field=models.IntegerField())
+    return streaming.rows_in_batches(ordered, size=size, prepare=spec.batch)
 
 
 def records(*, tenant: Tenant, user_id: str | None = None) -> Iterator[dict[str, Any]]:

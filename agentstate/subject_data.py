@@ -72,7 +72,8 @@ class Portable:
     ``decode`` stored outside the database when its row is not written; ``read`` and ``write``
     replace the table for data kept outside it (working state), given the row it hangs off.
     ``after(row, record)`` writes what a record carries beside its row's columns, once the row is
-    created (a memory's sources and vectors, its parts: ``register_part``). ``checks`` names the
+    created (a memory's sources and vectors, its parts: ``register_part``); ``batch(rows)`` reads
+    them for ``encode``, a batch of rows at once (a few queries, not some per row). ``checks`` names the
     API's validator (``agentstate.validation``'s, or a service's cleaner) of columns with a rule of
     their own, so an import refuses what the API refuses; every record's ``user_id`` is an
     identifier, and every value JSON the API takes (``agentstate.portable``)."""
@@ -87,6 +88,7 @@ class Portable:
     read: Callable[[Any], Iterable[dict[str, Any]]] | None = None
     write: Callable[[Any, dict[str, Any]], None] | None = None
     after: Callable[[Any, dict[str, Any]], None] | None = None
+    batch: Callable[[list[Any]], None] | None = None
     checks: dict[str, Callable[..., Any]] = dataclass_field(default_factory=dict)
 
 

@@ -382,3 +382,40 @@ def test_a_memorys_sources_and_vectors_travel_in_its_record(api, tenant, tmp_pat
     assert found == {("k", "s1"): ("s1", False), ("kept", "s2"): (None, True)}
     [vector] = MemoryVector.objects.filter(item__key="k").values_list("vector", flat=True)
     assert struct.unpack("<3f", bytes(vector)) == struct.unpack("<3f", struct.pack("<3f", 0.1, -2.5, 3.0))
+
+
+def test_a_tenants_memories_travel_in_the_same_statements_at_3_and_33_items(api, tenant):
+    """A batch of memories reads its items' sources and vectors at once, not a query or two per item."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    response = api.post("/api/v1/sessions/", {"user_id": "ann", "session_id": "s1"}, format="json")
+    assert response.status_code == 201, response.content
+
+    def put(items, namespace):
+        ops = [
+            {
+                "op": "put",
+                "namespace": ["users", "ann", namespace],
+                "key": f"k{n}",
+                "value": {"text": f"tea {n}"},
+                "sources": [{"session_id": "s1", "ref": f"m{n}"}],
+                "vectors": [{"path": "text", "vector": [0.5, float(n), -1.0]}],
+            }
+            for n in range(items)
+        ]
+        assert api.post("/api/v1/store/batch/", {"ops": ops}, format="json").status_code == 200
+
+    def statements(items):
+        with CaptureQueriesContext(connection) as queries:
+            records = [json.loads(line) for line in exported().splitlines()[1:]]
+        memories = [r for r in records if r["record"] == "memory"]
+        assert len(memories) == items
+        assert all(m["sources"][0]["session_id"] == "s1" and len(m["vectors"]) == 1 for m in memories)
+        return len(queries)
+
+    put(3, "facts")
+    exported()  # the first export's one-time reads (caches) not counted
+    few = statements(3)
+    put(30, "more")
+    assert statements(33) == few

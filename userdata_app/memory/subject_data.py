@@ -18,6 +18,7 @@ from userdata_app.memory.services import (
     memory_record_decode,
     memory_record_encode,
     memory_record_parts_write,
+    memory_records_parts,
     memory_sources_session_deleted,
 )
 
@@ -41,6 +42,7 @@ def declare() -> None:
                 order=("namespace", "key"),
                 key=("namespace", "key"),
                 encode=memory_record_encode,
+                batch=memory_records_parts,
                 decode=memory_record_decode,
                 after=memory_record_parts_write,
             ),
