@@ -123,3 +123,55 @@ def test_a_part_must_hang_off_a_declared_model_by_a_cascade(monkeypatch):
     ]
     monkeypatch.setitem(subject_data._parts, MemoryVector, (MemoryItem, "its row"))
     assert subject_data.incomplete() == []
+
+
+def test_no_part_of_an_export_reads_the_database_row_by_row(api, tenant, monkeypatch):
+    """Every session part of the map (``SessionPart.row``) and every portable record (``_encode``)
+    shows its row from what the row's batch read: a query per row would make an export of a million
+    rows a million queries. A part or record added later is walked too."""
+    import dataclasses
+
+    from django.db import connection
+
+    from agentstate import portable
+    from agentstate.streaming import materialized
+    from sessions_app import subject_data as session_parts
+    from tests.userdata_app.test_erasure_residue import markers_of, store_everything
+
+    store_everything(api, "ann", markers_of(1))
+    inside: list[str] = []
+    queried: list[tuple[str, str]] = []
+
+    def flagged(name, show):
+        def read(*args, **kwargs):
+            inside.append(name)
+            try:
+                return show(*args, **kwargs)
+            finally:
+                inside.pop()
+
+        return read
+
+    declared = session_parts.declared
+    monkeypatch.setattr(
+        session_parts,
+        "declared",
+        lambda *kinds: [
+            dataclasses.replace(d, part=dataclasses.replace(d.part, row=flagged(d.category, d.part.row)))
+            if d.part is not None
+            else d
+            for d in declared(*kinds)
+        ],
+    )
+    monkeypatch.setattr(portable, "_encode", flagged("portable", portable._encode))
+
+    def spy(execute, sql, params, many, context):
+        if inside:
+            queried.append((inside[-1], sql))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(spy):
+        sessions = materialized(session_parts.subject_sessions_export(tenant=tenant, user_id="ann"))
+        records = list(portable.records(tenant=tenant))
+    assert len(sessions) >= 3 and len(records) > len(sessions)
+    assert not queried
