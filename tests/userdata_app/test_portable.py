@@ -385,9 +385,12 @@ def test_a_memorys_sources_and_vectors_travel_in_its_record(api, tenant, tmp_pat
 
 
 def test_a_tenants_memories_travel_in_the_same_statements_at_3_and_33_items(api, tenant):
-    """A batch of memories reads its items' sources and vectors at once, not a query or two per item."""
+    """A batch of memories reads its items' sources and vectors at once, not a query or two per item:
+    in the portable file and in the person's subject export."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
+
+    from userdata_app.memory.selectors import subject_memory_export
 
     response = api.post("/api/v1/sessions/", {"user_id": "ann", "session_id": "s1"}, format="json")
     assert response.status_code == 201, response.content
@@ -409,9 +412,11 @@ def test_a_tenants_memories_travel_in_the_same_statements_at_3_and_33_items(api,
     def statements(items):
         with CaptureQueriesContext(connection) as queries:
             records = [json.loads(line) for line in exported().splitlines()[1:]]
+            subject = list(subject_memory_export(tenant=tenant, user_id="ann"))
         memories = [r for r in records if r["record"] == "memory"]
-        assert len(memories) == items
+        assert len(memories) == len(subject) == items
         assert all(m["sources"][0]["session_id"] == "s1" and len(m["vectors"]) == 1 for m in memories)
+        assert all(m["sources"][0]["session_id"] == "s1" and list(m["vectors"]) == ["text"] for m in subject)
         return len(queries)
 
     put(3, "facts")

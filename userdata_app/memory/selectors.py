@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Substr
 from django.utils import timezone
 
-from agentstate import search
+from agentstate import search, streaming
 from agentstate.search import MemoryHit, TextIndex
 from agentstate.subject_data import rows_held
 from agentstate.tenancy.models import Tenant
@@ -105,6 +104,14 @@ def items_vectors(pks: Iterable[int]) -> dict[int, dict[str, list[float]]]:
     for item_pk, path, blob in rows.values_list("item", "path", "vector"):
         found[item_pk][path] = np.frombuffer(blob, dtype="<f4").tolist()
     return found
+
+
+def items_parts(items: list[MemoryItem]) -> None:
+    """Attach to each item its sources and vectors (``parts``), two queries for the batch: what a
+    subject export and a portable record show of an item beside its row."""
+    sources, vectors = items_sources([i.pk for i in items]), items_vectors([i.pk for i in items])
+    for item in items:
+        item.parts = (sources.get(item.pk, []), vectors.get(item.pk, {}))  # type: ignore[attr-defined]
 
 
 def filtered(
@@ -241,16 +248,14 @@ def memory_namespaces(
 
 
 def subject_memory_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str, Any]]:
-    """The person's items (expired ones not yet swept included: they are still held)."""
+    """The person's items (expired ones not yet swept included: they are still held), read in
+    batches bounded by bytes (``agentstate.streaming``), each batch's parts at once."""
     rows = MemoryItem.objects.filter(tenant=tenant, user_id=user_id).order_by("namespace", "key")
-    items = rows.iterator(chunk_size=500)
-    while chunk := list(islice(items, 500)):
-        sources = items_sources(item.pk for item in chunk)
-        vectors = items_vectors(item.pk for item in chunk)
-        for item in chunk:
-            expires_at = item.expires_at.isoformat() if item.expires_at else None
-            found = {"vectors": vectors[item.pk]} if item.pk in vectors else {}
-            yield {**item_data(item), "expires_at": expires_at, "sources": sources.get(item.pk, []), **found}
+    for item in streaming.rows_in_batches(rows, size=streaming.stored_size(MemoryItem, "value"), prepare=items_parts):
+        sources, vectors = item.parts  # items_parts'
+        expires_at = item.expires_at.isoformat() if item.expires_at else None
+        found = {"vectors": vectors} if vectors else {}
+        yield {**item_data(item), "expires_at": expires_at, "sources": sources, **found}
 
 
 def memory_items_kept_for_review(tenant_pk: int | None = None) -> QuerySet[MemoryItem]:

@@ -592,19 +592,11 @@ def memory_items_expire(*, batch_size: int = 1000) -> int:
 PARTS = ("sources", "vectors")
 
 
-def memory_records_parts(items: list[MemoryItem]) -> None:
-    """Read a batch of items' parts for their portable records (``memory_record_encode``): two
-    queries whatever the batch's items."""
-    sources, vectors = selectors.items_sources([i.pk for i in items]), selectors.items_vectors([i.pk for i in items])
-    for item in items:
-        item.record_parts = (sources.get(item.pk, []), vectors.get(item.pk, {}))  # type: ignore[attr-defined]
-
-
 def memory_record_encode(item: MemoryItem, record: dict[str, Any]) -> dict[str, Any]:
     """A memory's portable record with its sources (``session_deleted`` where the policy kept it)
     and its vectors (numbers, as the API takes them), absent when it has none; its batch's parts
-    read by ``memory_records_parts``."""
-    sources, vectors = item.record_parts  # type: ignore[attr-defined]
+    read by ``selectors.items_parts``."""
+    sources, vectors = item.parts  # type: ignore[attr-defined]
     return (
         record
         | ({"sources": sources} if sources else {})

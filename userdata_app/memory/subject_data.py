@@ -13,12 +13,16 @@ from agentstate.subject_data import (
 )
 from agentstate.subjects import USER_DATA
 from userdata_app.memory.models import MemoryItem, MemorySource, MemoryVector
-from userdata_app.memory.selectors import MEMORY_INDEX, memory_items_kept_for_review, subject_memory_export
+from userdata_app.memory.selectors import (
+    MEMORY_INDEX,
+    items_parts,
+    memory_items_kept_for_review,
+    subject_memory_export,
+)
 from userdata_app.memory.services import (
     memory_record_decode,
     memory_record_encode,
     memory_record_parts_write,
-    memory_records_parts,
     memory_sources_session_deleted,
 )
 
@@ -42,7 +46,7 @@ def declare() -> None:
                 order=("namespace", "key"),
                 key=("namespace", "key"),
                 encode=memory_record_encode,
-                batch=memory_records_parts,
+                batch=items_parts,
                 decode=memory_record_decode,
                 after=memory_record_parts_write,
             ),
