@@ -134,3 +134,25 @@ def test_a_create_for_an_erased_person_is_refused_and_stores_nothing(
     settings.ERASURE_HMAC_KEYS = {}
     unchecked = adk_api.post(base.format("dee"), {"session_id": "s1", "state": "{}"}, content_type="application/json")
     assert unchecked.status_code == 201 and Session.objects.filter(user_id="dee").count() == 1
+
+
+def test_the_user_state_export_reads_event_deltas_a_batch_at_a_time(adk_api, tenant, settings):
+    """Each app's event deltas, in append order, are read in batches bounded by bytes as the export
+    is written: a person with many events is never held whole."""
+    base = f"/api/v1/adk/apps/{APP}/users/ada/sessions/"
+    assert adk_api.post(base, {"session_id": "s1"}, content_type="application/json").status_code == 201
+    for seq in range(1, 13):
+        response = adk_api.post(
+            base + "s1/events/", {"event": _event(seq, {"user:n": seq, "k": seq})}, content_type="application/json"
+        )
+        assert response.status_code == 201, response.content
+    settings.PAGE_MAX_BYTES = 40  # a few deltas a batch
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        (app,) = subject_export(subjects=[(tenant, "ada")])["subjects"][0]["adk_user_state"]
+    assert (app["app_name"], app["state"]) == (APP, {"n": 12})
+    assert [d["delta"] for d in app["event_deltas"]] == [{"n": seq} for seq in range(1, 13)]
+    delta_reads = [q["sql"] for q in queries if "adkeventuserdelta" in q["sql"]]
+    assert len(delta_reads) > 3  # the apps, the keys and sizes, then a read per batch

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.db import connection
 
+from agentstate import streaming
 from agentstate.exceptions import NotFound
 from agentstate.tenancy.models import Tenant
 from backends.adk.people.models import AdkEventUserDelta, AdkUserState
@@ -120,27 +121,27 @@ def adk_session_read(
     )
 
 
-def subject_adk_user_state_export(*, tenant: Tenant, user_id: str) -> list[dict[str, Any]]:
-    """Per app: the user's state and each event's part of it (session by its primary key)."""
-    deltas: dict[str, list[dict[str, Any]]] = {}
-    for d in AdkEventUserDelta.objects.filter(tenant=tenant, user_id=user_id).order_by(
-        "app_name", "session_pk", "event_seq"
-    ):
-        deltas.setdefault(d.app_name, []).append(
-            {
-                "session_pk": d.session_pk,
-                "event_seq": d.event_seq,
-                "delta": json_object(d.delta),
-                "created_at": d.created_at.isoformat(),
-            }
-        )
+def subject_adk_user_state_export(*, tenant: Tenant, user_id: str) -> Iterator[dict[str, Any]]:
+    """Per app: the user's state and each event's part of it (session by its primary key), those
+    read in batches bounded by bytes (``agentstate.streaming``) as the export is written."""
+    deltas = AdkEventUserDelta.objects.filter(tenant=tenant, user_id=user_id)
     apps = {row.app_name: row for row in AdkUserState.objects.filter(tenant=tenant, user_id=user_id)}
-    return [
-        {
+    for app_name in sorted(set(apps) | set(deltas.order_by().values_list("app_name", flat=True).distinct())):
+        of_app = deltas.filter(app_name=app_name).order_by("session_pk", "event_seq")
+        yield {
             "app_name": app_name,
             "state": json_object(apps[app_name].state) if app_name in apps else {},
             "updated_at": apps[app_name].updated_at.isoformat() if app_name in apps else None,
-            "event_deltas": deltas.get(app_name, []),
+            "event_deltas": map(
+                _delta_data, streaming.rows_in_batches(of_app, size=streaming.stored_size(AdkEventUserDelta, "delta"))
+            ),
         }
-        for app_name in sorted(set(apps) | set(deltas))
-    ]
+
+
+def _delta_data(d: AdkEventUserDelta) -> dict[str, Any]:
+    return {
+        "session_pk": d.session_pk,
+        "event_seq": d.event_seq,
+        "delta": json_object(d.delta),
+        "created_at": d.created_at.isoformat(),
+    }
