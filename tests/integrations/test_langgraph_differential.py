@@ -319,7 +319,8 @@ def store_answers_alike(store, reference, batches) -> None:
 
 @pytest.fixture
 def postgres_store(transactional_db):
-    """LangGraph's PostgresStore on a database of its own beside the test database (PostgreSQL only)."""
+    """LangGraph's PostgresStore on a database of its own beside the test database (PostgreSQL
+    only), dropped after the test as the test database is."""
     if connection.vendor != "postgresql":
         pytest.skip("PostgresStore needs PostgreSQL")
     import psycopg
@@ -331,9 +332,13 @@ def postgres_store(transactional_db):
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
         if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             admin.execute(f'CREATE DATABASE "{name}"')
-    with PostgresStore.from_conn_string(f"{server}/{name}") as peer:
-        peer.setup()
-        yield peer, lambda: peer.conn.execute("TRUNCATE store")
+    try:
+        with PostgresStore.from_conn_string(f"{server}/{name}") as peer:
+            peer.setup()
+            yield peer, lambda: peer.conn.execute("TRUNCATE store")
+    finally:
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 A_BATCH = [
