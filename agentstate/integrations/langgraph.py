@@ -58,6 +58,7 @@ __all__ = ["AgentStateSaver", "escape_json", "escape_text", "split_checkpoint", 
 BASE = f"{API}/langgraph"
 PAGE_SIZE = 100
 _ESCAPE = "\ue000"
+_ESCAPE_UTF8 = _ESCAPE.encode()
 _NEEDS_ESCAPE = re.compile("[\x00\ue000\ud800-\udfff]")
 _ESCAPED = re.compile("\ue000([0-9a-f]{4})")
 _STRING_VERSION = re.compile("([0-9]+)(?:\\..*)?", re.DOTALL)  # SqliteSaver's, PostgresSaver's: counter.random
@@ -110,6 +111,17 @@ def _read(response: httpx.Response) -> Any:
     if response.headers.get("Content-Type", "").startswith(MSGPACK):
         return ormsgpack.unpackb(response.content, ext_hook=_big_int)
     return as_json(response)
+
+
+def _read_page(response: httpx.Response) -> tuple[Any, bool]:
+    """``_read``'s answer, and whether its text is plain: msgpack with the escape character nowhere
+    in its bytes (values' bytes included), so that no string in it needs ``unescape_text``."""
+    plain = response.headers.get("Content-Type", "").startswith(MSGPACK) and _ESCAPE_UTF8 not in response.content
+    return _read(response), plain
+
+
+def _as_is(text: str) -> str:
+    return text
 
 
 def _big_int_ext(value: Any) -> Any:
@@ -496,7 +508,10 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
             params["checkpoint_id"] = escape_text(checkpoint_id)
 
         def parse(response):
-            return None if response.status_code == 404 else self._tuple(_read(response))
+            if response.status_code == 404:
+                return None
+            data, plain = _read_page(response)
+            return self._tuple(data, plain=plain)
 
         return Call(
             "GET", f"{BASE}/checkpoint/", parse, params=params, headers={"Accept": MSGPACK}, answers=frozenset({404})
@@ -508,7 +523,7 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
-    ) -> Call[dict[str, Any]]:
+    ) -> Call[tuple[dict[str, Any], bool]]:
         params: dict[str, str] = {**SEPARATE, "page_size": str(min(limit, PAGE_SIZE) if limit else PAGE_SIZE)}
         configurable = (config or {}).get("configurable") or {}
         if configurable.get("thread_id") is not None:
@@ -523,14 +538,18 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
             params["before"] = escape_text(before_id)
         if filter:
             params["filter"] = json.dumps(escape_json(filter), allow_nan=False)
-        return Call("GET", f"{BASE}/checkpoints/", _read, params=params, headers={"Accept": MSGPACK})
+        return Call("GET", f"{BASE}/checkpoints/", _read_page, params=params, headers={"Accept": MSGPACK})
 
-    def _tuple(self, item: dict[str, Any], page: dict[tuple[str, ...], Any] | None = None) -> CheckpointTuple:
+    def _tuple(
+        self, item: dict[str, Any], page: dict[tuple[str, ...], Any] | None = None, *, plain: bool = False
+    ) -> CheckpointTuple:
         """A checkpoint as the server answered it. ``page``: the channel values its page gave so far,
         by thread, namespace, channel and version (the server gives each once a page, null where it
-        repeats); each checkpoint decodes its own copy, as LangGraph's savers give them."""
-        thread_id = unescape_text(item["thread_id"])
-        checkpoint_ns = unescape_text(item["checkpoint_ns"])
+        repeats); each checkpoint decodes its own copy, as LangGraph's savers give them. ``plain``:
+        no string of the answer is escaped (``_read_page``), none is looked at again."""
+        text = _as_is if plain else unescape_text
+        thread_id = text(item["thread_id"])
+        checkpoint_ns = text(item["checkpoint_ns"])
         page = {} if page is None else page
 
         def config(checkpoint_id: str) -> RunnableConfig:
@@ -538,7 +557,7 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
                 "configurable": {
                     "thread_id": thread_id,
                     "checkpoint_ns": checkpoint_ns,
-                    "checkpoint_id": unescape_text(checkpoint_id),
+                    "checkpoint_id": text(checkpoint_id),
                 }
             }
 
@@ -556,17 +575,16 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
         if item["channel_values"]:
             checkpoint["channel_values"] = {
                 **checkpoint.get("channel_values", {}),
-                **{unescape_text(c["channel"]): channel_value(c) for c in item["channel_values"]},
+                **{text(c["channel"]): channel_value(c) for c in item["channel_values"]},
             }
         parent = item["parent_checkpoint_id"]
         return CheckpointTuple(
             config=config(item["checkpoint_id"]),
             checkpoint=checkpoint,
-            metadata=_unescape_json(item["metadata"]),
+            metadata=item["metadata"] if plain else _unescape_json(item["metadata"]),
             parent_config=config(parent) if parent else None,
             pending_writes=[
-                (unescape_text(w["task_id"]), unescape_text(w["channel"]), value(w["value"]))
-                for w in item["pending_writes"]
+                (text(w["task_id"]), text(w["channel"]), value(w["value"])) for w in item["pending_writes"]
             ],
         )
 
@@ -629,10 +647,11 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
         call: Call[Any] | None = self._list_call(config, filter, before, limit)
         remaining = limit
         while call is not None:
-            items, next_call = self._page(self._run(call), call, remaining)
+            data, plain = self._run(call)
+            items, next_call = self._page(data, call, remaining)
             page: dict[tuple[str, ...], Any] = {}
             for item in items:
-                yield self._tuple(item, page)
+                yield self._tuple(item, page, plain=plain)
             remaining = None if remaining is None else remaining - len(items)
             call = next_call
 
@@ -681,10 +700,11 @@ class AgentStateSaver(ClientTransport, BaseCheckpointSaver[str]):
         call: Call[Any] | None = self._list_call(config, filter, before, limit)
         remaining = limit
         while call is not None:
-            items, next_call = self._page(await self._arun(call), call, remaining)
+            data, plain = await self._arun(call)
+            items, next_call = self._page(data, call, remaining)
             page: dict[tuple[str, ...], Any] = {}
             for item in items:
-                yield self._tuple(item, page)
+                yield self._tuple(item, page, plain=plain)
             remaining = None if remaining is None else remaining - len(items)
             call = next_call
 
