@@ -175,3 +175,23 @@ def test_no_part_of_an_export_reads_the_database_row_by_row(api, tenant, monkeyp
         records = list(portable.records(tenant=tenant))
     assert len(sessions) >= 3 and len(records) > len(sessions)
     assert not queried
+
+
+def test_every_top_level_export_is_read_as_it_is_written(tenant):
+    """A declared ``Export`` hands the subject export an iterator that reads nothing until it is
+    written out (``agentstate.streaming``): one that read every row of a person into a list first
+    would hold an export of any size whole. An export declared later is checked too."""
+    from collections.abc import Iterator
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agentstate.subject_data import Export, declared
+
+    exports = [d for d in declared() if isinstance(d.export, Export)]
+    assert {d.category for d in exports} >= {"user_data", "memories"}
+    for d in exports:
+        with CaptureQueriesContext(connection) as queries:
+            rows = d.export.rows(tenant=tenant, user_id="nobody")
+        assert isinstance(rows, Iterator) and not queries, d.category
+        assert list(rows) == [], d.category
