@@ -154,10 +154,9 @@ def _ordered(d: SubjectData, rows: models.QuerySet) -> Iterator[models.Model]:
     spec = _spec(d)
     large = [f.name for f in _columns(d) if isinstance(f, models.TextField | models.JSONField | models.BinaryField)]
     ordered = rows.order_by(*spec.order)
-    if not large and spec.batch is None:
+    if not large:
         return ordered.iterator(chunk_size=streaming.BATCH_ROWS)
-    size = streaming.stored_size(d.model, *large) if large else models.Value(0, output_field=models.IntegerField())
-    return streaming.rows_in_batches(ordered, size=size, prepare=spec.batch)
+    return streaming.rows_in_batches(ordered, size=streaming.stored_size(d.model, *large), prepare=spec.batch)
 
 
 def records(*, tenant: Tenant, user_id: str | None = None) -> Iterator[dict[str, Any]]:

@@ -73,7 +73,8 @@ class Portable:
     replace the table for data kept outside it (working state), given the row it hangs off.
     ``after(row, record)`` writes what a record carries beside its row's columns, once the row is
     created (a memory's sources and vectors, its parts: ``register_part``); ``batch(rows)`` reads
-    them for ``encode``, a batch of rows at once (a few queries, not some per row). ``checks`` names the
+    them for ``encode``, a batch of rows at once (a few queries, not some per row; a model with text,
+    JSON or binary columns, read in batches). ``checks`` names the
     API's validator (``agentstate.validation``'s, or a service's cleaner) of columns with a rule of
     their own, so an import refuses what the API refuses; every record's ``user_id`` is an
     identifier, and every value JSON the API takes (``agentstate.portable``)."""
