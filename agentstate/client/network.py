@@ -13,11 +13,12 @@ reads) and driven by each transport's own I/O.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import select
 import socket
 import ssl
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import httpx
@@ -33,6 +34,34 @@ Answer = Generator[tuple[str, int], bytes, tuple[httpx.Response, bool]]
 
 def _refused(what: str, request: httpx.Request) -> httpx.RemoteProtocolError:
     return httpx.RemoteProtocolError(what, request=request)
+
+
+@contextlib.contextmanager
+def _failing_as(
+    request: httpx.Request, timed_out: type[httpx.TimeoutException], failed: type[httpx.TransportError], said: str
+) -> Iterator[None]:
+    """A socket's timeout and errors within as httpx's transports raise them: ``timed_out`` saying
+    ``said``, or ``failed`` with the error's text (ssl.SSLError is an OSError)."""
+    try:
+        yield
+    except TimeoutError:
+        raise timed_out(said, request=request) from None
+    except OSError as exc:
+        raise failed(str(exc) or type(exc).__name__, request=request) from exc
+
+
+def _sending(request: httpx.Request) -> contextlib.AbstractContextManager[None]:
+    return _failing_as(request, httpx.WriteTimeout, httpx.WriteError, "Sending the request timed out.")
+
+
+def _reading(request: httpx.Request) -> contextlib.AbstractContextManager[None]:
+    return _failing_as(request, httpx.ReadTimeout, httpx.ReadError, "The server did not answer in time.")
+
+
+def _connecting(
+    request: httpx.Request, said: str = "Connecting to the server timed out."
+) -> contextlib.AbstractContextManager[None]:
+    return _failing_as(request, httpx.ConnectTimeout, httpx.ConnectError, said)
 
 
 def _too_long(request: httpx.Request) -> httpx.RemoteProtocolError:
@@ -200,19 +229,11 @@ class BlockingTransport(httpx.BaseTransport):
         conn = self._idle.take(origin) or self._connect(origin, timeouts.get("connect"), request)
         try:
             conn.sock.settimeout(timeouts.get("write"))
-            try:
+            with _sending(request):
                 conn.sock.sendall(_request_bytes(request, request.read()))
-            except TimeoutError:
-                raise httpx.WriteTimeout("Sending the request timed out.", request=request) from None
-            except OSError as exc:
-                raise httpx.WriteError(str(exc) or type(exc).__name__, request=request) from exc
             conn.sock.settimeout(timeouts.get("read"))
-            try:
+            with _reading(request):
                 response, keep = conn.answer(request)
-            except TimeoutError:
-                raise httpx.ReadTimeout("The server did not answer in time.", request=request) from None
-            except OSError as exc:
-                raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
         except BaseException:
             conn.close()
             raise
@@ -221,22 +242,16 @@ class BlockingTransport(httpx.BaseTransport):
 
     def _connect(self, origin: Origin, timeout: float | None, request: httpx.Request) -> _Socket:
         scheme, host, port = origin
-        try:
+        with _connecting(request):
             sock = socket.create_connection((host.decode("ascii"), port), timeout=timeout)
-        except TimeoutError:
-            raise httpx.ConnectTimeout("Connecting to the server timed out.", request=request) from None
-        except OSError as exc:
-            raise httpx.ConnectError(str(exc), request=request) from exc
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if scheme == b"https":
-                sock = self._tls.wrap_socket(sock, server_hostname=host.decode("ascii"))
-        except TimeoutError:
-            sock.close()
-            raise httpx.ConnectTimeout("The TLS handshake timed out.", request=request) from None
-        except OSError as exc:  # ssl.SSLError is one
-            sock.close()
-            raise httpx.ConnectError(str(exc), request=request) from exc
+        with _connecting(request, "The TLS handshake timed out."):
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if scheme == b"https":
+                    sock = self._tls.wrap_socket(sock, server_hostname=host.decode("ascii"))
+            except BaseException:
+                sock.close()
+                raise
         return _Socket(sock)
 
     def close(self) -> None:
@@ -288,21 +303,13 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         origin, timeouts = _origin(request), request.extensions.get("timeout", {})
         conn = self._idle.take(origin) or await self._connect(origin, timeouts.get("connect"), request)
         try:
-            try:
+            with _sending(request):
                 async with asyncio.timeout(timeouts.get("write")):
                     conn.writer.write(_request_bytes(request, await request.aread()))
                     await conn.writer.drain()
-            except TimeoutError:
-                raise httpx.WriteTimeout("Sending the request timed out.", request=request) from None
-            except OSError as exc:
-                raise httpx.WriteError(str(exc) or type(exc).__name__, request=request) from exc
-            try:
+            with _reading(request):
                 async with asyncio.timeout(timeouts.get("read")):
                     response, keep = await conn.answer(request)
-            except TimeoutError:
-                raise httpx.ReadTimeout("The server did not answer in time.", request=request) from None
-            except OSError as exc:
-                raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
         except BaseException:  # a cancelled request too: its answer would be read by the next
             conn.close()
             raise
@@ -312,13 +319,9 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
     async def _connect(self, origin: Origin, connect_timeout: float | None, request: httpx.Request) -> _Stream:
         scheme, host, port = origin
         tls: dict[str, Any] = {"ssl": self._tls, "server_hostname": host.decode("ascii")} if scheme == b"https" else {}
-        try:
+        with _connecting(request):
             async with asyncio.timeout(connect_timeout):
                 reader, writer = await asyncio.open_connection(host.decode("ascii"), port, limit=MAX_LINE, **tls)
-        except TimeoutError:
-            raise httpx.ConnectTimeout("Connecting to the server timed out.", request=request) from None
-        except OSError as exc:  # ssl.SSLError is one
-            raise httpx.ConnectError(str(exc), request=request) from exc
         return _Stream(reader, writer)
 
     async def aclose(self) -> None:
